@@ -1,0 +1,105 @@
+package llm
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Message and Tool are go-openai's types: the history is stored and sent as is.
+type (
+	Message  = openai.ChatCompletionMessage
+	Tool     = openai.Tool
+	ToolCall = openai.ToolCall
+)
+
+// Config configures a Client. Zero values take the defaults named on each field.
+type Config struct {
+	BaseURL        string        // default https://api.openai.com/v1
+	APIKey         string        // required at the first call; never logged
+	Model          string        // default model of requests that name none
+	RequestTimeout time.Duration // per attempt, whole request incl. stream (default 10m)
+	IdleTimeout    time.Duration // max silence between stream chunks (default 90s)
+	MaxRetries     int           // retries after the first attempt on 429/5xx/connection errors
+	MaxTokens      int           // reserved output tokens sent as max_(completion_)tokens; 0 = not sent
+	BackoffBase    time.Duration // first backoff (default 500ms); tests set it small
+	BackoffMax     time.Duration // cap of one backoff (default 30s)
+	HTTPClient     *http.Client  // optional
+}
+
+// Request is one chat completion request.
+type Request struct {
+	Model    string // overrides Config.Model (the summary model, for instance)
+	Messages []Message
+	Tools    []Tool
+	Stream   bool
+}
+
+// Usage is token usage. Estimated is set when the server sent none and the
+// figures are a chars/4 estimate.
+type Usage struct {
+	Prompt     int  `json:"prompt"`
+	Completion int  `json:"completion"`
+	Cached     int  `json:"cached,omitempty"`
+	Estimated  bool `json:"estimated,omitempty"`
+}
+
+// Add sums o into u.
+func (u *Usage) Add(o Usage) {
+	u.Prompt += o.Prompt
+	u.Completion += o.Completion
+	u.Cached += o.Cached
+	u.Estimated = u.Estimated || o.Estimated
+}
+
+// Response is the assistant's answer.
+type Response struct {
+	Message      Message // role assistant; tool calls have ids (synthesised when a server omits them)
+	FinishReason string
+	Usage        Usage
+}
+
+// Meter sums usage across calls; safe for concurrent use (a run's total).
+type Meter struct {
+	mu sync.Mutex
+	u  Usage
+}
+
+// Add records one response's usage.
+func (m *Meter) Add(u Usage) {
+	m.mu.Lock()
+	m.u.Add(u)
+	m.mu.Unlock()
+}
+
+// Total returns the sum so far.
+func (m *Meter) Total() Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.u
+}
+
+// Error is a failed LLM call. Its message names base URL, model and status,
+// never the API key.
+type Error struct {
+	Status     int           // HTTP status; 0 for connection errors
+	Retriable  bool          // 429, 5xx, connection errors
+	RetryAfter time.Duration // from Retry-After, when sent
+	BaseURL    string
+	Model      string
+	Message    string // the server's message, key redacted
+	Err        error
+}
+
+func (e *Error) Error() string {
+	status := "connection failed"
+	if e.Status != 0 {
+		status = fmt.Sprintf("HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("llm %s (model %s): %s: %s", e.BaseURL, e.Model, status, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }

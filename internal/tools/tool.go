@@ -1,0 +1,38 @@
+// Package tools holds the coding tools the model calls (DESIGN.md's names and
+// arguments), each confined to a workspace. planagent uses the read-only ones.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Tool is one callable tool.
+type Tool interface {
+	Name() string
+	// Definition is the schema offered to the model.
+	Definition() openai.Tool
+	// ReadOnly tools never change the workspace (plan mode offers only these).
+	ReadOnly() bool
+	// Run executes one call. Problems the model should fix (bad arguments, a
+	// path outside the workspace, no match) come back as Result{IsError: true};
+	// the error return is for infrastructure failures only.
+	Run(ctx context.Context, args json.RawMessage) (Result, error)
+}
+
+// Result is what a tool call returns to the model.
+type Result struct {
+	Content string
+	IsError bool
+	// Files the call read or changed (workspace-relative), for de-duplication
+	// and the report's files-changed list.
+	Files []FileRef
+}
+
+// FileRef names a file touched by a call.
+type FileRef struct {
+	Path    string // workspace-relative, slash-separated
+	Changed bool   // written or edited (not just read)
+}

@@ -1,0 +1,104 @@
+// Package volume names every path of the shared volumes tree, so the two
+// programs (and the container mounts) agree on one layout.
+//
+// Only the four mounted directories (context, commands, reports, workspace)
+// are visible inside the container, so everything the watcher and the planner
+// must both see lives inside one of them.
+package volume
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Layout is the volumes tree rooted at Root. Workspace may point elsewhere
+// (an existing project) when --workspace is given.
+type Layout struct {
+	Root      string
+	workspace string
+}
+
+// New returns the layout for root; workspace overrides <root>/workspace when
+// non-empty. Both are made absolute so they can be bind-mounted.
+func New(root, workspace string) (Layout, error) {
+	r, err := filepath.Abs(root)
+	if err != nil {
+		return Layout{}, fmt.Errorf("volumes dir %q: %w", root, err)
+	}
+	l := Layout{Root: r}
+	if workspace != "" {
+		w, err := filepath.Abs(workspace)
+		if err != nil {
+			return Layout{}, fmt.Errorf("workspace dir %q: %w", workspace, err)
+		}
+		l.workspace = w
+	}
+	return l, nil
+}
+
+// Context is the runtime context dir (the layers' runtime-dir).
+func (l Layout) Context() string { return filepath.Join(l.Root, "context") }
+
+// ProjectContext holds the project layer written by planagent.
+func (l Layout) ProjectContext() string { return filepath.Join(l.Context(), "project") }
+
+// TaskContext holds the task layer of one task. id must be a validated task id.
+func (l Layout) TaskContext(id string) string { return filepath.Join(l.Context(), "task", id) }
+
+// Memory is the long-term memory file distilled at the end of tasks. It is
+// outside the layer directories so the combiner does not pick it up twice.
+func (l Layout) Memory() string { return filepath.Join(l.Context(), "memory.md") }
+
+// Sessions holds conversation histories as JSONL, one file per task or chat session.
+func (l Layout) Sessions() string { return filepath.Join(l.Context(), "sessions") }
+
+// Commands is where planagent drops command files.
+func (l Layout) Commands() string { return filepath.Join(l.Root, "commands") }
+
+// CommandFile is commands/<id>.md.
+func (l Layout) CommandFile(id string) string { return filepath.Join(l.Commands(), id+".md") }
+
+// Claimed holds commands a watcher has taken (renamed there atomically, so
+// exactly one watcher wins). Same filesystem as Commands, so rename is atomic.
+func (l Layout) Claimed() string { return filepath.Join(l.Commands(), ".claimed") }
+
+// Reports is where codingagent writes reports.
+func (l Layout) Reports() string { return filepath.Join(l.Root, "reports") }
+
+// ReportFile is reports/<id>.md.
+func (l Layout) ReportFile(id string) string { return filepath.Join(l.Reports(), id+".md") }
+
+// EventsFile is reports/<id>.events.jsonl, the progress stream of a running task.
+func (l Layout) EventsFile(id string) string { return filepath.Join(l.Reports(), id+".events.jsonl") }
+
+// Watchers holds one heartbeat file per live watcher (<watcher-id>.json).
+func (l Layout) Watchers() string { return filepath.Join(l.Reports(), ".watchers") }
+
+// Summary is reports/summary.md, the run summary.
+func (l Layout) Summary() string { return filepath.Join(l.Reports(), "summary.md") }
+
+// Workspace is the directory the coding agent works in.
+func (l Layout) Workspace() string {
+	if l.workspace != "" {
+		return l.workspace
+	}
+	return filepath.Join(l.Root, "workspace")
+}
+
+// Runs holds planagent's durable run state (host side only; not mounted).
+func (l Layout) Runs() string { return filepath.Join(l.Root, "runs") }
+
+// Run is runs/<run-id>.
+func (l Layout) Run(runID string) string { return filepath.Join(l.Runs(), runID) }
+
+// Ensure creates the directories of the layout that must exist.
+func (l Layout) Ensure() error {
+	for _, d := range []string{l.ProjectContext(), filepath.Join(l.Context(), "task"), l.Sessions(),
+		l.Commands(), l.Claimed(), l.Reports(), l.Watchers(), l.Workspace(), l.Runs()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create volumes dir: %w", err)
+		}
+	}
+	return nil
+}
