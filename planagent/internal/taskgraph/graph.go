@@ -1,0 +1,261 @@
+// Package taskgraph is the plan's task DAG and its state machine (seed 000's
+// TaskManager): validation, topological order, the ready set, status
+// transitions with skip propagation and retry, replanning and the summary
+// given to the LLM. It does no I/O.
+//
+// A Graph is not safe for concurrent use: the orchestrator owns it from one
+// goroutine and persists it (it marshals to JSON) after every change.
+package taskgraph
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Status is a task's place in its lifecycle.
+type Status string
+
+const (
+	Pending    Status = "pending"
+	InProgress Status = "in_progress"
+	Completed  Status = "completed"
+	Failed     Status = "failed"
+	Skipped    Status = "skipped"
+)
+
+func (s Status) valid() bool {
+	switch s {
+	case Pending, InProgress, Completed, Failed, Skipped:
+		return true
+	}
+	return false
+}
+
+// Task is one node of the graph with its run state.
+type Task struct {
+	ID           string   `json:"id"`
+	Title        string   `json:"title,omitempty"`
+	Description  string   `json:"description"`
+	Dependencies []string `json:"dependencies,omitempty"`
+	Acceptance   []string `json:"acceptance,omitempty"`
+	Status       Status   `json:"status"`
+	Result       string   `json:"result,omitempty"`
+	// Error is the last failure's text. It survives Retry so the next
+	// attempt's context can say what went wrong; Complete clears it.
+	Error    string `json:"error,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	// SkippedBy is the failed task that caused the skip, so Retry can restore
+	// exactly the tasks it skipped and the summary can name the cause.
+	SkippedBy string `json:"skipped_by,omitempty"`
+}
+
+func (t Task) clone() Task {
+	t.Dependencies = slices.Clone(t.Dependencies)
+	t.Acceptance = slices.Clone(t.Acceptance)
+	return t
+}
+
+// Graph is a validated task DAG. The zero value is an empty graph.
+type Graph struct {
+	tasks []Task         // plan order
+	index map[string]int // id -> position in tasks
+	order []int          // topological, stable by plan order
+}
+
+// New validates tasks (non-empty unique ids, known dependencies, no
+// self-dependency, no cycle) and builds a graph. Tasks without a status
+// start pending; given statuses are kept so a persisted run can be rebuilt.
+func New(tasks []Task) (*Graph, error) {
+	g := &Graph{tasks: make([]Task, 0, len(tasks)), index: make(map[string]int, len(tasks))}
+	for _, t := range tasks {
+		t = t.clone()
+		if t.ID == "" {
+			return nil, fmt.Errorf("task %d (%q): %w", len(g.tasks)+1, firstLine(t.Description), ErrEmptyID)
+		}
+		if _, dup := g.index[t.ID]; dup {
+			return nil, fmt.Errorf("%w: %q is used by more than one task", ErrDuplicateTask, t.ID)
+		}
+		if t.Status == "" {
+			t.Status = Pending
+		}
+		if !t.Status.valid() {
+			return nil, fmt.Errorf("task %q: %w %q (want pending, in_progress, completed, failed or skipped)", t.ID, ErrInvalidStatus, t.Status)
+		}
+		t.Dependencies = dedupe(t.Dependencies)
+		g.index[t.ID] = len(g.tasks)
+		g.tasks = append(g.tasks, t)
+	}
+	for _, t := range g.tasks {
+		for _, d := range t.Dependencies {
+			if d == t.ID {
+				return nil, fmt.Errorf("%w: task %q lists itself as a dependency", ErrSelfDependency, t.ID)
+			}
+			if _, ok := g.index[d]; !ok {
+				return nil, fmt.Errorf("%w: task %q depends on unknown task %q", ErrUnknownDependency, t.ID, d)
+			}
+		}
+	}
+	order, err := topoOrder(g.tasks, g.index)
+	if err != nil {
+		return nil, err
+	}
+	g.order = order
+	return g, nil
+}
+
+// topoOrder is Kahn's algorithm that always emits the earliest task in plan
+// order among those ready, so the order is stable for people reading it.
+// Plans are small (tens of tasks), so the quadratic scan is fine.
+func topoOrder(tasks []Task, index map[string]int) ([]int, error) {
+	emitted := make([]bool, len(tasks))
+	order := make([]int, 0, len(tasks))
+	for len(order) < len(tasks) {
+		next := -1
+		for i, t := range tasks {
+			if emitted[i] {
+				continue
+			}
+			if !slices.ContainsFunc(t.Dependencies, func(d string) bool { return !emitted[index[d]] }) {
+				next = i
+				break
+			}
+		}
+		if next < 0 {
+			return nil, fmt.Errorf("%w: %s", ErrCycle, cyclePath(tasks, index, emitted))
+		}
+		emitted[next] = true
+		order = append(order, next)
+	}
+	return order, nil
+}
+
+// cyclePath names one cycle among the tasks Kahn could not emit. Each of
+// them has a dependency that was not emitted either, so following the first
+// such dependency from any of them must revisit a task: that loop is a cycle.
+func cyclePath(tasks []Task, index map[string]int, emitted []bool) string {
+	start := slices.Index(emitted, false)
+	seenAt := map[int]int{}
+	var walk []int
+	for i := start; ; {
+		if pos, seen := seenAt[i]; seen {
+			walk = append(walk[pos:], i)
+			break
+		}
+		seenAt[i] = len(walk)
+		walk = append(walk, i)
+		for _, d := range tasks[i].Dependencies {
+			if j := index[d]; !emitted[j] {
+				i = j
+				break
+			}
+		}
+	}
+	ids := make([]string, len(walk))
+	for k, i := range walk {
+		ids[k] = tasks[i].ID
+	}
+	return strings.Join(ids, " -> ")
+}
+
+// Tasks returns a copy of the tasks in plan order.
+func (g *Graph) Tasks() []Task {
+	out := make([]Task, len(g.tasks))
+	for i, t := range g.tasks {
+		out[i] = t.clone()
+	}
+	return out
+}
+
+// Get returns a copy of the task with id.
+func (g *Graph) Get(id string) (Task, bool) {
+	i, ok := g.index[id]
+	if !ok {
+		return Task{}, false
+	}
+	return g.tasks[i].clone(), true
+}
+
+// Len is the number of tasks.
+func (g *Graph) Len() int { return len(g.tasks) }
+
+// Order returns the task ids in topological order (dependencies first),
+// ties broken by plan order.
+func (g *Graph) Order() []string {
+	ids := make([]string, len(g.order))
+	for k, i := range g.order {
+		ids[k] = g.tasks[i].ID
+	}
+	return ids
+}
+
+// Ready returns the pending tasks whose dependencies are all completed, in
+// topological order: the tasks that may be dispatched now.
+func (g *Graph) Ready() []string {
+	var ids []string
+	for _, i := range g.order {
+		if g.ready(i) {
+			ids = append(ids, g.tasks[i].ID)
+		}
+	}
+	return ids
+}
+
+func (g *Graph) ready(i int) bool {
+	t := g.tasks[i]
+	if t.Status != Pending {
+		return false
+	}
+	for _, d := range t.Dependencies {
+		if g.tasks[g.index[d]].Status != Completed {
+			return false
+		}
+	}
+	return true
+}
+
+type graphJSON struct {
+	Tasks []Task `json:"tasks"`
+}
+
+// MarshalJSON writes {"tasks": [...]} in plan order.
+func (g *Graph) MarshalJSON() ([]byte, error) {
+	tasks := g.tasks
+	if tasks == nil {
+		tasks = []Task{}
+	}
+	return json.Marshal(graphJSON{Tasks: tasks})
+}
+
+// UnmarshalJSON rebuilds a graph written by MarshalJSON, validating it as New does.
+func (g *Graph) UnmarshalJSON(b []byte) error {
+	var v graphJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("decode task graph: %w", err)
+	}
+	ng, err := New(v.Tasks)
+	if err != nil {
+		return fmt.Errorf("decode task graph: %w", err)
+	}
+	*g = *ng
+	return nil
+}
+
+func dedupe(ids []string) []string {
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
