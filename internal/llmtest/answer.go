@@ -1,0 +1,256 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Stream chunk shapes, written by hand rather than with go-openai's types so
+// that omitted fields are omitted as OpenAI omits them.
+type chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *openai.Usage `json:"usage,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int        `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []chunkToolCall `json:"tool_calls,omitempty"`
+}
+
+type chunkToolCall struct {
+	Index    *int          `json:"index,omitempty"`
+	ID       string        `json:"id,omitempty"`
+	Type     string        `json:"type,omitempty"`
+	Function chunkFunction `json:"function"`
+}
+
+type chunkFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, req openai.ChatCompletionRequest, reply Reply) {
+	if reply.Delay > 0 && !s.wait(r, reply.Delay) {
+		return
+	}
+	if reply.Status != 0 {
+		writeScriptedError(w, reply)
+		return
+	}
+	calls := make([]ToolCall, len(reply.ToolCalls))
+	for i, c := range reply.ToolCalls {
+		if c.ID == "" && reply.Quirks&QuirkNoID == 0 {
+			c.ID = fmt.Sprintf("call_r%d_%d", n, i)
+		}
+		if reply.Quirks&QuirkNoID != 0 {
+			c.ID = ""
+		}
+		calls[i] = c
+	}
+	reply.ToolCalls = calls
+	usage := usageFor(req, reply)
+	id := fmt.Sprintf("chatcmpl-llmtest-%d", n)
+	if !req.Stream {
+		if reply.Hang {
+			s.wait(r, time.Duration(1<<62))
+			return
+		}
+		writeJSON(w, id, req.Model, reply, usage)
+		return
+	}
+	s.stream(w, r, id, req, reply, usage)
+}
+
+func writeScriptedError(w http.ResponseWriter, reply Reply) {
+	if reply.RetryAfter != "" {
+		w.Header().Set("Retry-After", reply.RetryAfter)
+	}
+	if reply.ErrorBody == "" {
+		writeError(w, reply.Status, &ValidationError{Message: fmt.Sprintf("llmtest: scripted HTTP %d (%s)", reply.Status, http.StatusText(reply.Status))})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(reply.Status)
+	_, _ = w.Write([]byte(reply.ErrorBody))
+}
+
+func finishReason(reply Reply) string {
+	if len(reply.ToolCalls) > 0 {
+		return string(openai.FinishReasonToolCalls)
+	}
+	return string(openai.FinishReasonStop)
+}
+
+func writeJSON(w http.ResponseWriter, id, model string, reply Reply, usage *openai.Usage) {
+	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply.Content}
+	for _, c := range reply.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, openai.ToolCall{
+			ID: c.ID, Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments},
+		})
+	}
+	body := map[string]any{
+		"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": model,
+		"choices": []openai.ChatCompletionChoice{{
+			Message: msg, FinishReason: openai.FinishReason(finishReason(reply)),
+		}},
+	}
+	if usage != nil {
+		body["usage"] = usage
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// stream writes the reply as server-sent events in the order OpenAI uses:
+// a role chunk, content pieces, tool call pieces, the finish chunk, the
+// usage chunk when asked for, then [DONE].
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, req openai.ChatCompletionRequest, reply Reply, usage *openai.Usage) {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	created := time.Now().Unix()
+	send := func(choices []chunkChoice, u *openai.Usage) bool {
+		raw, err := json.Marshal(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, Choices: choices, Usage: u})
+		if err != nil {
+			panic(fmt.Sprintf("llmtest: marshal chunk: %v", err)) // only plain types: cannot fail
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", raw); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return r.Context().Err() == nil
+	}
+	delta := func(d chunkDelta) []chunkChoice { return []chunkChoice{{Delta: d}} }
+
+	empty := ""
+	if !send(delta(chunkDelta{Role: openai.ChatMessageRoleAssistant, Content: &empty}), nil) {
+		return
+	}
+	if reply.Hang {
+		s.wait(r, time.Duration(1<<62))
+		return
+	}
+	pieces := s.deltas(reply)
+	if reply.CutStream {
+		// Half the answer, at least one piece, then a clean end of the body:
+		// the client sees io.EOF without a finish_reason, as after a proxy
+		// drops the upstream connection.
+		pieces = pieces[:max(1, len(pieces)/2)]
+		for _, d := range pieces {
+			if !send(delta(d), nil) {
+				return
+			}
+		}
+		return
+	}
+	for _, d := range pieces {
+		if !send(delta(d), nil) {
+			return
+		}
+	}
+	finish := finishReason(reply)
+	if !send([]chunkChoice{{Delta: chunkDelta{}, FinishReason: &finish}}, nil) {
+		return
+	}
+	if usage != nil && req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		if !send([]chunkChoice{}, usage) {
+			return
+		}
+	}
+	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
+
+// deltas splits the reply's content and tool calls into chunk-size pieces.
+func (s *Server) deltas(reply Reply) []chunkDelta {
+	var out []chunkDelta
+	for _, piece := range split(reply.Content, s.opts.chunkSize) {
+		out = append(out, chunkDelta{Content: &piece})
+	}
+	for i, c := range reply.ToolCalls {
+		index := &i
+		if reply.Quirks&QuirkNoIndex != 0 {
+			index = nil
+		}
+		out = append(out, chunkDelta{ToolCalls: []chunkToolCall{{
+			Index: index, ID: c.ID, Type: string(openai.ToolTypeFunction),
+			Function: chunkFunction{Name: c.Name},
+		}}})
+		for _, piece := range split(c.Arguments, s.opts.chunkSize) {
+			tc := chunkToolCall{Index: index, Function: chunkFunction{Arguments: piece}}
+			if reply.Quirks&QuirkRepeatName != 0 {
+				tc.ID, tc.Type, tc.Function.Name = c.ID, string(openai.ToolTypeFunction), c.Name
+			}
+			out = append(out, chunkDelta{ToolCalls: []chunkToolCall{tc}})
+		}
+	}
+	return out
+}
+
+// split cuts s into pieces of n runes, keeping each piece valid UTF-8.
+func split(s string, n int) []string {
+	var out []string
+	runes := []rune(s)
+	for len(runes) > 0 {
+		k := min(n, len(runes))
+		out = append(out, string(runes[:k]))
+		runes = runes[k:]
+	}
+	return out
+}
+
+// usageFor is the usage the server reports: the scripted one, a chars/4
+// estimate, or nil when the reply says to send none.
+func usageFor(req openai.ChatCompletionRequest, reply Reply) *openai.Usage {
+	if reply.NoUsage {
+		return nil
+	}
+	if reply.Usage != nil {
+		u := *reply.Usage
+		return &u
+	}
+	chars := len(reply.Content)
+	for _, c := range reply.ToolCalls {
+		chars += len(c.Name) + len(c.Arguments)
+	}
+	completion := (chars + 3) / 4
+	prompt := estimate(req.Messages)
+	return &openai.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+}
+
+// estimate is chars/4 over contents and tool call names and arguments, the
+// same rule as llm.EstimateTokens (not imported: llm's tests import this package).
+func estimate(msgs []openai.ChatCompletionMessage) int {
+	chars := 0
+	for _, m := range msgs {
+		chars += len(m.Content)
+		for _, p := range m.MultiContent {
+			chars += len(p.Text)
+		}
+		for _, c := range m.ToolCalls {
+			chars += len(c.Function.Name) + len(c.Function.Arguments)
+		}
+	}
+	return (chars + 3) / 4
+}

@@ -1,0 +1,75 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// ToolCall is one tool call the scripted model makes. An empty ID is filled
+// in by the server (unless QuirkNoID).
+type ToolCall struct {
+	ID, Name, Arguments string
+}
+
+// Quirk makes the server stream like some OpenAI-compatible servers do
+// rather than like OpenAI. Quirks combine with |.
+type Quirk uint
+
+const (
+	// QuirkNoIndex omits tool_calls[].index from stream deltas (Ollama).
+	QuirkNoIndex Quirk = 1 << iota
+	// QuirkRepeatName sends the function name and call id in every
+	// argument chunk, not just the first.
+	QuirkRepeatName
+	// QuirkNoID sends tool calls without ids.
+	QuirkNoID
+)
+
+// Reply is what the scripted model answers to one request.
+type Reply struct {
+	Content   string
+	ToolCalls []ToolCall
+	Usage     *openai.Usage // nil: the server reports chars/4 figures
+	NoUsage   bool          // send no usage at all
+
+	// An injected HTTP error: Status (e.g. 429) with ErrorBody as the body
+	// (default: an OpenAI-shaped error naming the status) and RetryAfter as
+	// the Retry-After header when set.
+	Status     int
+	ErrorBody  string
+	RetryAfter string
+
+	Delay     time.Duration // before answering; a cancelled request ends it
+	CutStream bool          // stream part of the answer, then end without finish_reason or [DONE]
+	// Hang never answers until the client gives up. A streaming request
+	// gets its headers and the first (role) chunk first, so the client's
+	// idle timer between chunks is what must end it.
+	Hang   bool
+	Quirks Quirk
+}
+
+// Text is a reply with content only.
+func Text(s string) Reply { return Reply{Content: s} }
+
+// Calls is a reply that calls tools.
+func Calls(calls ...ToolCall) Reply { return Reply{ToolCalls: calls} }
+
+// Call builds a tool call; args is marshalled to JSON unless it is a string
+// or json.RawMessage, which is used verbatim (so tests can send broken JSON).
+// It panics when args cannot be marshalled: that is a mistake in the test.
+func Call(name string, args any) ToolCall {
+	switch a := args.(type) {
+	case string:
+		return ToolCall{Name: name, Arguments: a}
+	case json.RawMessage:
+		return ToolCall{Name: name, Arguments: string(a)}
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		panic(fmt.Sprintf("llmtest.Call(%q): arguments do not marshal to JSON: %v", name, err))
+	}
+	return ToolCall{Name: name, Arguments: string(raw)}
+}
