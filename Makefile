@@ -1,0 +1,33 @@
+# The targets the README and .ci/run use. Binaries are static (CGO_ENABLED=0)
+# so the same codingagent runs on the host and in the image.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/codeagent/codeagent/internal/cmdutil.version=$(VERSION)
+GOFILES := $(shell git ls-files '*.go' 2>/dev/null)
+
+.PHONY: build test lint bench e2e image clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/planagent ./planagent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/codingagent ./codingagent
+
+lint:
+	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# The README's test command: formatting, vet, and every unit and integration test with the race detector.
+test: lint
+	$(GO) test -race -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 ./... | tee bench.out
+
+# End-to-end tests against the real Docker engine (built image, containers, compose).
+e2e: image
+	CODEAGENT_E2E=1 CODEAGENT_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -timeout 15m -run 'E2E|Docker' ./...
+
+image:
+	scripts/image.sh
+
+clean:
+	rm -rf bin bench.out

@@ -1,0 +1,39 @@
+// Package cli holds codingagent's cobra commands, one constructor each.
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/codeagent/codeagent/internal/cmdutil"
+)
+
+// Main runs codingagent with args and returns the exit code.
+func Main(args []string) int {
+	f := cmdutil.NewFactory()
+	return cmdutil.Main(f, NewCmdRoot(f), args)
+}
+
+// NewCmdRoot builds the command tree.
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "codingagent",
+		Short: "Carry out coding tasks with an LLM tool-calling loop over a workspace",
+		Long: `codingagent runs an LLM tool-calling loop (read_file, write_file, edit_file,
+list_dir, glob, grep, shell_exec, task) confined to a workspace. It carries out
+one goal (exec), every command file planagent drops into the volumes (watch),
+or works with a person (chat).
+
+Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted.`,
+	}
+	cmdutil.AddConfigFlags(root)
+	root.AddCommand(
+		NewCmdExec(f),
+		NewCmdWatch(f),
+		NewCmdContext(f),
+		NewCmdChat(f),
+		NewCmdHealth(f),
+		cmdutil.NewCmdConfig(f),
+		cmdutil.NewCmdVersion(f, "codingagent"),
+	)
+	return root
+}

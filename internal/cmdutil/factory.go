@@ -1,0 +1,59 @@
+package cmdutil
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/internal/llm"
+)
+
+// Factory builds what commands need, lazily, so `--help` never needs an API
+// key or a config file.
+type Factory struct {
+	IO     IOStreams
+	Getenv func(string) string
+	// Executable is the running program's path (the local runtime finds
+	// codingagent next to it).
+	Executable string
+}
+
+// NewFactory returns a factory over the process environment.
+func NewFactory() *Factory {
+	exe, _ := os.Executable()
+	return &Factory{IO: System(), Getenv: os.Getenv, Executable: exe}
+}
+
+// AddConfigFlags adds the flags every command shares.
+func AddConfigFlags(cmd *cobra.Command) {
+	pf := cmd.PersistentFlags()
+	pf.String("config", "", "config file (default ./codeagent.yaml)")
+	pf.String("model", "", "model name (env OPENAI_MODEL)")
+	pf.String("base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL)")
+	pf.String("volumes", "", "volumes dir holding context/, commands/, reports/, workspace/ (default ./volumes)")
+	pf.String("workspace", "", "workspace dir (default <volumes>/workspace)")
+}
+
+// Config loads the effective configuration for cmd (flags > env > file > defaults).
+func (f *Factory) Config(cmd *cobra.Command) (*config.Loaded, error) {
+	file, _ := cmd.Flags().GetString("config")
+	l, err := config.Load(config.Options{File: file, Flags: cmd.Flags(), Getenv: f.Getenv})
+	if err != nil {
+		return nil, UsageError(fmt.Errorf("configuration: %w", err))
+	}
+	return l, nil
+}
+
+// LLM builds the LLM client for cfg. A missing key surfaces at the first call.
+func (f *Factory) LLM(cfg config.Config) *llm.Client {
+	return llm.New(llm.Config{
+		BaseURL:        cfg.BaseURL,
+		APIKey:         cfg.APIKey,
+		Model:          cfg.Model,
+		RequestTimeout: cfg.RequestTimeout,
+		MaxRetries:     cfg.Retries,
+		MaxTokens:      cfg.ReservedOutput,
+	})
+}

@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/codeagent/codeagent/internal/cmdutil"
+)
+
+// PlanOptions are the flags of `planagent plan`.
+type PlanOptions struct {
+	Goal string
+	JSON bool
+}
+
+// NewCmdPlan builds `planagent plan`.
+func NewCmdPlan(f *cmdutil.Factory, runF func(*cobra.Command, *PlanOptions) error) *cobra.Command {
+	opts := &PlanOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan GOAL",
+		Short: "Plan GOAL into a validated task graph and print it, without running it",
+		Long: `Ask the model for a plan of GOAL: it may look at the workspace with read-only
+tools (read_file, list_dir, glob, grep) and must call create_plan. The plan is
+validated (unique ids, known dependencies, no cycles); problems are sent back
+to the model to fix, a bounded number of times.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Goal = args[0]
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return cmdutil.NotAvailable(cmd, args)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
+	return cmd
+}

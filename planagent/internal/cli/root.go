@@ -1,0 +1,38 @@
+// Package cli holds planagent's cobra commands, one constructor each.
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/codeagent/codeagent/internal/cmdutil"
+)
+
+// Main runs planagent with args and returns the exit code.
+func Main(args []string) int {
+	f := cmdutil.NewFactory()
+	return cmdutil.Main(f, NewCmdRoot(f), args)
+}
+
+// NewCmdRoot builds the command tree.
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "planagent",
+		Short: "Plan a goal into tasks and drive a coding agent through them",
+		Long: `planagent turns a goal into a graph of tasks with an LLM, writes each task and
+its context into the shared volumes tree, runs a codingagent (in a Docker
+container or as a local process) over them and reports the outcome.
+
+Exit codes: 0 every task completed; 1 a task failed or was skipped;
+2 bad usage or configuration; 130 interrupted.`,
+	}
+	cmdutil.AddConfigFlags(root)
+	root.AddCommand(
+		NewCmdRun(f, nil),
+		NewCmdPlan(f, nil),
+		NewCmdStatus(f, nil),
+		NewCmdResume(f, nil),
+		cmdutil.NewCmdConfig(f),
+		cmdutil.NewCmdVersion(f, "planagent"),
+	)
+	return root
+}

@@ -1,0 +1,116 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+// ChatClient is the part of the llm client the decider uses.
+type ChatClient interface {
+	Chat(ctx context.Context, req llm.Request, onToken func(string)) (*llm.Response, error)
+}
+
+// LLMDecider asks the model what to do after a failure. Its system message
+// starts with DeciderMarker so test servers can recognise the request.
+type LLMDecider struct {
+	Client ChatClient
+	Model  string
+}
+
+// DeciderMarker opens the decider's system message.
+const DeciderMarker = "You decide what happens after a task of a plan failed."
+
+type decideArgs struct {
+	Action string      `json:"action"`
+	Reason string      `json:"reason"`
+	Hints  []string    `json:"hints"`
+	Tasks  []plan.Task `json:"tasks"`
+}
+
+func decideTool() openai.Tool {
+	schema := json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "action": {"type": "string", "enum": ["retry", "replan", "continue", "abort"],
+      "description": "retry: run the failed task again with hints; replan: replace every unfinished task with new tasks; continue: go on without it (its dependants are skipped); abort: stop the run"},
+    "reason": {"type": "string", "description": "one sentence: why"},
+    "hints": {"type": "array", "items": {"type": "string"}, "description": "for retry: concrete advice for the next attempt"},
+    "tasks": {"type": "array", "description": "for replan: the new unfinished tasks (may depend on completed ones)",
+      "items": {"type": "object", "properties": {
+        "id": {"type": "string"}, "title": {"type": "string"}, "description": {"type": "string"},
+        "dependencies": {"type": "array", "items": {"type": "string"}},
+        "acceptance": {"type": "array", "items": {"type": "string"}}},
+        "required": ["id", "description", "dependencies"]}}
+  },
+  "required": ["action", "reason"]
+}`)
+	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+		Name: "decide", Description: "Decide what to do about the failed task.", Parameters: schema}}
+}
+
+// Decide asks the model; an unusable answer (or an LLM error) becomes
+// "continue", so a flaky model can never stall the run.
+func (d *LLMDecider) Decide(ctx context.Context, f Failure) Verdict {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task %q (%s) failed on attempt %d.\n\nError:\n%s\n\nAttempts left: %d\n\nPlan:\n%s\n",
+		f.Task.ID, titleOf(f.Task), f.Task.Attempts, f.Error, f.AttemptsLeft, f.PlanSummary)
+	if f.AttemptsLeft <= 0 {
+		b.WriteString("\nNo retries are left: choose replan, continue or abort.\n")
+	}
+	resp, err := d.Client.Chat(ctx, llm.Request{
+		Model: d.Model,
+		Messages: []llm.Message{
+			{Role: openai.ChatMessageRoleSystem, Content: DeciderMarker + " Call the decide tool exactly once. Prefer retry with specific hints when the error looks fixable, continue when the task is not essential, replan when the plan itself was wrong, abort only when nothing useful can be done."},
+			{Role: openai.ChatMessageRoleUser, Content: b.String()},
+		},
+		Tools: []openai.Tool{decideTool()},
+	}, nil)
+	if err != nil {
+		return Verdict{Action: "continue", Reason: "decision unavailable", Invalid: err.Error()}
+	}
+	v := Verdict{Usage: resp.Usage}
+	for _, tc := range resp.Message.ToolCalls {
+		if tc.Function.Name != "decide" {
+			continue
+		}
+		var a decideArgs
+		if err := json.Unmarshal([]byte(tc.Function.Arguments), &a); err != nil {
+			v.Action, v.Invalid = "continue", "decide arguments are not valid JSON: "+err.Error()
+			return v
+		}
+		switch a.Action {
+		case "retry", "replan", "continue", "abort":
+		default:
+			v.Action, v.Invalid = "continue", fmt.Sprintf("unknown action %q", a.Action)
+			return v
+		}
+		v.Action, v.Reason, v.Hints, v.Replan = a.Action, a.Reason, a.Hints, a.Tasks
+		return v
+	}
+	v.Action, v.Invalid = "continue", "the model did not call decide"
+	return v
+}
+
+// replanTasks validates a replan like a plan and turns it into graph tasks.
+func replanTasks(g *taskgraph.Graph, tasks []plan.Task) ([]taskgraph.Task, error) {
+	if len(tasks) == 0 {
+		return nil, errNoReplan
+	}
+	out := make([]taskgraph.Task, 0, len(tasks))
+	for _, t := range tasks {
+		if strings.TrimSpace(t.Description) == "" {
+			return nil, fmt.Errorf("task %q has an empty description", t.ID)
+		}
+		out = append(out, taskgraph.Task{ID: t.ID, Title: t.Title, Description: t.Description,
+			Dependencies: t.Dependencies, Acceptance: t.Acceptance})
+	}
+	return out, nil
+}

@@ -1,0 +1,260 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/codeagent/codeagent/internal/volume"
+)
+
+// ErrNoCodingAgent means the codingagent binary was not found.
+var ErrNoCodingAgent = errors.New("codingagent binary not found")
+
+// LocalOptions configure the local runtime.
+type LocalOptions struct {
+	Volumes volume.Layout
+	// Binary is the codingagent executable; "" finds it next to Executable or on PATH.
+	Binary     string
+	Executable string
+	// Env is added to the watcher's environment (the LLM settings).
+	Env []string
+	// Args are extra arguments after `watch` (for example --config FILE).
+	Args         []string
+	Log          io.Writer // the watcher's output, each line prefixed
+	Logger       *slog.Logger
+	StartTimeout time.Duration // default 20s
+	StopGrace    time.Duration // SIGTERM → SIGKILL, default 15s
+}
+
+// Local runs `codingagent watch` as a subprocess on the same volumes: no
+// isolation, for development and machines without Docker.
+type Local struct {
+	opts   LocalOptions
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when cmd has exited
+	exited chan error
+	stop   bool
+}
+
+// FindCodingAgent looks next to executable, then on PATH.
+func FindCodingAgent(executable string) (string, error) {
+	if executable != "" {
+		p := filepath.Join(filepath.Dir(executable), "codingagent")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("codingagent")
+	if err != nil {
+		return "", fmt.Errorf("%w next to %s nor on PATH: run `make build` (binaries in bin/) or put codingagent on PATH", ErrNoCodingAgent, executable)
+	}
+	return p, nil
+}
+
+// NewLocal checks the binary and returns the runtime.
+func NewLocal(opts LocalOptions) (*Local, error) {
+	if opts.Binary == "" {
+		b, err := FindCodingAgent(opts.Executable)
+		if err != nil {
+			return nil, err
+		}
+		opts.Binary = b
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 20 * time.Second
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = 15 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Local{opts: opts, exited: make(chan error, 1)}, nil
+}
+
+// Name is "local".
+func (l *Local) Name() string { return "local" }
+
+// Start launches the watcher (unless a live one already serves the volumes)
+// and returns once its heartbeat appears.
+func (l *Local) Start(ctx context.Context) error {
+	watchers := l.opts.Volumes.Watchers()
+	if err := os.MkdirAll(watchers, 0o755); err != nil {
+		return fmt.Errorf("watchers dir: %w", err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch heartbeats: %w", err)
+	}
+	defer w.Close()
+	if err := w.Add(watchers); err != nil {
+		return fmt.Errorf("watch %s: %w", watchers, err)
+	}
+	since := time.Now().Add(-time.Second)
+	args := append([]string{"watch", "--volumes", l.opts.Volumes.Root, "--workspace", l.opts.Volumes.Workspace()}, l.opts.Args...)
+	cmd := exec.Command(l.opts.Binary, args...)
+	cmd.Env = append(os.Environ(), l.opts.Env...)
+	out := NewPrefixWriter(l.opts.Log, "[codingagent] ")
+	cmd.Stdout, cmd.Stderr = out, out
+	// Own process group: the terminal's Ctrl-C reaches planagent, which
+	// stops the watcher itself; Pdeathsig stops it if planagent is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", l.opts.Binary, err)
+	}
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.cmd, l.done, l.stop = cmd, done, false
+	l.mu.Unlock()
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		out.Flush()
+		close(done)
+		l.mu.Lock()
+		stopping := l.stop
+		l.mu.Unlock()
+		if !stopping {
+			select {
+			case l.exited <- fmt.Errorf("codingagent watch (pid %d) exited: %v", cmd.Process.Pid, waitErr):
+			default:
+			}
+		}
+	}()
+	deadline := time.NewTimer(l.opts.StartTimeout)
+	defer deadline.Stop()
+	for {
+		if freshSince(watchers, since) {
+			l.opts.Logger.Info("codingagent watch started", "pid", cmd.Process.Pid)
+			return nil
+		}
+		select {
+		case <-w.Events:
+		case <-w.Errors:
+		case <-done:
+			return fmt.Errorf("codingagent watch exited before its first heartbeat: %v (its output is above)", waitErr)
+		case <-deadline.C:
+			_ = l.Stop(context.WithoutCancel(ctx))
+			return fmt.Errorf("codingagent watch wrote no heartbeat within %s", l.opts.StartTimeout)
+		case <-ctx.Done():
+			_ = l.Stop(context.WithoutCancel(ctx))
+			return ctx.Err()
+		}
+	}
+}
+
+// freshSince reports whether a heartbeat file in dir was written after t.
+func freshSince(dir string, t time.Time) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".json" {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().After(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Exited delivers the watcher's unexpected exit.
+func (l *Local) Exited() <-chan error { return l.exited }
+
+// Exec runs command with sh -c in the workspace.
+func (l *Local) Exec(ctx context.Context, command string, timeout time.Duration) (ExecResult, error) {
+	return ShellExec(ctx, l.opts.Volumes.Workspace(), command, timeout)
+}
+
+// ShellExec runs command with /bin/sh -c in dir, killing its whole process
+// group at the timeout. Output is combined and capped.
+func ShellExec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Dir = dir
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return ExecResult{}, fmt.Errorf("run %q: %w", command, err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-waited
+		return ExecResult{Output: capOutput(buf.String()), ExitCode: -1}, fmt.Errorf("%q: %w", command, ctx.Err())
+	}
+	res := ExecResult{Output: capOutput(buf.String())}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode()
+	default:
+		return res, fmt.Errorf("run %q: %w", command, err)
+	}
+	return res, nil
+}
+
+func capOutput(s string) string {
+	const max = 20000
+	if len(s) <= max {
+		return s
+	}
+	return s[:max/2] + fmt.Sprintf("\n[... %d bytes omitted ...]\n", len(s)-max) + s[len(s)-max/2:]
+}
+
+// Stop sends SIGTERM (the watcher finishes or interrupts its tasks within its
+// grace) and SIGKILL after StopGrace.
+func (l *Local) Stop(ctx context.Context) error {
+	l.mu.Lock()
+	cmd, done := l.cmd, l.done
+	l.stop = true
+	l.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(l.opts.StopGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+	return nil
+}
