@@ -17,8 +17,10 @@ type Tool interface {
 	// ReadOnly tools never change the workspace (plan mode offers only these).
 	ReadOnly() bool
 	// Run executes one call. Problems the model should fix (bad arguments, a
-	// path outside the workspace, no match) come back as Result{IsError: true};
-	// the error return is for infrastructure failures only.
+	// path outside the workspace, an edit whose old_string is not found) come
+	// back as Result{IsError: true}; a search that finds nothing is a normal
+	// result. The error return is for infrastructure failures and
+	// cancellation only.
 	Run(ctx context.Context, args json.RawMessage) (Result, error)
 }
 
