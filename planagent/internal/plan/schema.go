@@ -1,0 +1,63 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/codeagent/codeagent/internal/protocol"
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/sashabaranov/go-openai/jsonschema"
+)
+
+// CreatePlanToolName is the planner tool's name (a DESIGN.md contract).
+const CreatePlanToolName = "create_plan"
+
+// CreatePlanTool is the create_plan function schema. It is written by hand
+// rather than generated from Plan: generation emits $defs/$ref, which some
+// OpenAI-compatible servers reject, and would make title and overview
+// required, while the contract requires only tasks with id, description and
+// dependencies.
+func CreatePlanTool() openai.Tool {
+	str := func(desc string) jsonschema.Definition {
+		return jsonschema.Definition{Type: jsonschema.String, Description: desc}
+	}
+	strs := func(desc string) jsonschema.Definition {
+		return jsonschema.Definition{Type: jsonschema.Array, Description: desc, Items: &jsonschema.Definition{Type: jsonschema.String}}
+	}
+	task := jsonschema.Definition{
+		Type: jsonschema.Object,
+		Properties: map[string]jsonschema.Definition{
+			"id": str(fmt.Sprintf("Short unique id, e.g. \"add-store\": 1-%d letters, digits, '-', '_' or '.', not starting with '.'.",
+				protocol.MaxIDLength)),
+			"title": str("A few words naming the task."),
+			"description": str("Everything the coding agent needs to do this task on its own: " +
+				"what to change, where, and how to check it. It sees only this task and the project overview."),
+			"dependencies": strs("Ids of the tasks that must be completed first. Empty when the task can start at once."),
+			"acceptance": strs("Shell commands run from the workspace root after the task; each must exit 0 " +
+				"(e.g. \"go test ./store/...\")."),
+		},
+		Required: []string{"id", "description", "dependencies"},
+	}
+	params := jsonschema.Definition{
+		Type: jsonschema.Object,
+		Properties: map[string]jsonschema.Definition{
+			"title":    str("Short title of the plan."),
+			"overview": str("The approach in a few sentences: what exists, what will change, in which order."),
+			"tasks": {
+				Type:        jsonschema.Array,
+				Description: "The tasks, as a dependency graph: independent tasks may run in parallel.",
+				Items:       &task,
+			},
+			"risks": strs("What could go wrong and how the plan handles it."),
+		},
+		Required: []string{"tasks"},
+	}
+	return openai.Tool{
+		Type: openai.ToolTypeFunction,
+		Function: &openai.FunctionDefinition{
+			Name: CreatePlanToolName,
+			Description: "Submit the plan for the goal. Call it exactly once, after exploring the workspace. " +
+				"An invalid plan is rejected with the exact problem; fix it and call again.",
+			Parameters: params,
+		},
+	}
+}
