@@ -1,0 +1,227 @@
+// Package config loads the settings both programs share from flags,
+// environment, a YAML file and defaults (in that order of precedence), and
+// remembers where every value came from so errors and `config` output can say.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// DefaultFile is read when no --config is given; its absence is not an error.
+const DefaultFile = "codeagent.yaml"
+
+// Source says where a value came from, e.g. "default",
+// "file (/abs/codeagent.yaml:12)", "env OPENAI_MODEL", "flag --model".
+type Source string
+
+// SourceDefault marks a value nobody set.
+const SourceDefault Source = "default"
+
+// Config is the effective configuration. The zero value is not useful; use
+// Load, or Defaults for tests.
+type Config struct {
+	APIKey  string
+	BaseURL string
+	Model   string
+	// SummaryModel is a cheaper model for compaction summaries; "" means Model.
+	SummaryModel        string
+	ContextWindow       int     // tokens
+	ReservedOutput      int     // tokens kept free for the answer
+	CompactionThreshold float64 // fraction of the usable window, 0 < x <= 1
+	KeepMessages        int     // messages kept verbatim at compaction
+	RequestTimeout      time.Duration
+	Retries             int // HTTP retries
+	MaxIterations       int // tool-loop iterations per task
+	VolumesDir          string
+	WorkspaceDir        string // "" means <volumes>/workspace
+	Runtime             string // "docker" or "local"
+	Image               string
+	ContainerMemory     string // docker units: 512m, 2g
+	ContainerCPUs       float64
+	ContainerPids       int
+	Network             string
+	RepoMapTokens       int // 0 turns the repo map off
+	TaskTimeout         time.Duration
+	Parallel            int
+	MaxRetries          int
+}
+
+// Defaults returns the configuration used when nothing is set.
+func Defaults() Config {
+	return Config{
+		BaseURL:             "https://api.openai.com/v1",
+		Model:               "gpt-4o-mini",
+		ContextWindow:       128000,
+		ReservedOutput:      8192,
+		CompactionThreshold: 0.9,
+		KeepMessages:        10,
+		RequestTimeout:      10 * time.Minute,
+		Retries:             4,
+		MaxIterations:       100,
+		VolumesDir:          "./volumes",
+		Runtime:             "docker",
+		Image:               "codeagent/codingagent:latest",
+		ContainerMemory:     "2g",
+		ContainerCPUs:       2,
+		ContainerPids:       512,
+		Network:             "bridge",
+		RepoMapTokens:       1024,
+		TaskTimeout:         30 * time.Minute,
+		Parallel:            1,
+		MaxRetries:          1,
+	}
+}
+
+// Loaded is a Config together with the origin of each value.
+type Loaded struct {
+	Config
+	// Sources maps every yaml key to where its value came from.
+	Sources map[string]Source
+	// File is the absolute path of the file that was read, "" when none was.
+	File string
+	// Warnings are things worth telling the user that do not stop the run.
+	Warnings []string
+}
+
+// Options says where Load looks.
+type Options struct {
+	// File is the --config value; "" means ./codeagent.yaml if it exists.
+	File string
+	// Flags are consulted for keys whose flag exists in the set and was changed.
+	Flags *pflag.FlagSet
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// Load merges defaults, the file, the environment and flags, then validates
+// the result. A missing API key is not an error here: --help and `config`
+// must work without one, and the LLM client reports it at first use.
+func Load(opts Options) (*Loaded, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	st := &state{cfg: Defaults(), origins: make(map[string]origin)}
+
+	file, err := st.readFile(opts.File)
+	if err != nil {
+		return nil, err
+	}
+	st.applyEnv(getenv)
+	st.applyFlags(opts.Flags)
+	if len(st.errs) > 0 {
+		return nil, errors.Join(st.errs...)
+	}
+	if err := validate(st.cfg, st.where); err != nil {
+		return nil, err
+	}
+
+	l := &Loaded{Config: st.cfg, Sources: make(map[string]Source), File: file, Warnings: st.warnings}
+	for _, f := range fields() {
+		l.Sources[f.key] = st.origins[f.key].source()
+	}
+	return l, nil
+}
+
+// Keys returns every yaml key in display order.
+func Keys() []string {
+	fs := fields()
+	keys := make([]string, len(fs))
+	for i, f := range fs {
+		keys[i] = f.key
+	}
+	return keys
+}
+
+// Validate checks a Config built by hand; Load already does this.
+func (c Config) Validate() error {
+	return validate(c, func(string) string { return "" })
+}
+
+// state accumulates values, their origins and all errors found, so one run
+// reports every problem instead of the first.
+type state struct {
+	cfg      Config
+	origins  map[string]origin
+	errs     []error
+	warnings []string
+}
+
+// readFile applies the YAML file and returns its absolute path, or "" when
+// the default file does not exist.
+func (st *state) readFile(path string) (string, error) {
+	explicit := path != ""
+	if !explicit {
+		path = DefaultFile
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !explicit && errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		msg := "cannot read the config file"
+		if errors.Is(err, fs.ErrNotExist) {
+			msg = "config file not found: check the --config path"
+		}
+		return "", &Error{Where: path, Msg: msg, Err: err}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("config file %s: resolve absolute path: %w", path, err)
+	}
+	st.applyFile(data, path, abs)
+	if len(st.errs) > 0 {
+		return "", errors.Join(st.errs...)
+	}
+	return abs, nil
+}
+
+func (st *state) applyEnv(getenv func(string) string) {
+	for _, f := range fields() {
+		raw := getenv(f.env)
+		if raw == "" {
+			continue // "VAR=" is how people unset a variable for one command
+		}
+		st.set(f, raw, origin{kind: fromEnv, name: f.env})
+	}
+	// These look plausible but are not read; say so rather than ignore them.
+	for _, key := range []string{"api_key", "base_url", "model"} {
+		wrong := "CODEAGENT_" + upper(key)
+		if getenv(wrong) != "" {
+			st.warnings = append(st.warnings, fmt.Sprintf("%s is ignored: use OPENAI_%s", wrong, upper(key)))
+		}
+	}
+}
+
+func (st *state) applyFlags(flags *pflag.FlagSet) {
+	if flags == nil {
+		return
+	}
+	for _, f := range fields() {
+		fl := flags.Lookup(f.flag)
+		if fl == nil || !fl.Changed {
+			continue
+		}
+		st.set(f, fl.Value.String(), origin{kind: fromFlag, name: "--" + f.flag})
+	}
+}
+
+func (st *state) set(f field, raw string, o origin) {
+	if err := f.parse(&st.cfg, raw); err != nil {
+		st.errs = append(st.errs, &Error{Where: o.where(), Key: f.key, Msg: err.Error()})
+		return
+	}
+	st.origins[f.key] = o
+}
+
+// where locates key's value for error messages.
+func (st *state) where(key string) string {
+	return st.origins[key].where()
+}

@@ -1,0 +1,140 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// field ties a yaml key to its flag, env var and Config field. One table
+// drives parsing, flags, validation messages and Print, so they cannot drift.
+type field struct {
+	key   string
+	flag  string // without "--"; "" means key with '_' → '-'
+	env   string // "" means CODEAGENT_<KEY>
+	ptr   func(*Config) any
+	usage string
+}
+
+// fields returns the table in display order. It is a function, not a
+// package variable, so nothing mutable is shared between Loads.
+func fields() []field {
+	fs := []field{
+		{key: "api_key", env: "OPENAI_API_KEY", ptr: func(c *Config) any { return &c.APIKey },
+			usage: "API key of the OpenAI-compatible server"},
+		{key: "base_url", env: "OPENAI_BASE_URL", ptr: func(c *Config) any { return &c.BaseURL },
+			usage: "base URL of the OpenAI-compatible API, including /v1 where the server needs it"},
+		{key: "model", env: "OPENAI_MODEL", ptr: func(c *Config) any { return &c.Model },
+			usage: "model name"},
+		{key: "summary_model", ptr: func(c *Config) any { return &c.SummaryModel },
+			usage: "cheaper model for compaction summaries (empty: same as model)"},
+		{key: "context_window", ptr: func(c *Config) any { return &c.ContextWindow },
+			usage: "model context window in tokens"},
+		{key: "reserved_output", ptr: func(c *Config) any { return &c.ReservedOutput },
+			usage: "tokens kept free for the model's answer"},
+		{key: "compaction_threshold", ptr: func(c *Config) any { return &c.CompactionThreshold },
+			usage: "compact history when this fraction of the usable window is full (0 < x <= 1)"},
+		{key: "keep_messages", ptr: func(c *Config) any { return &c.KeepMessages },
+			usage: "recent messages kept verbatim at compaction"},
+		{key: "request_timeout", ptr: func(c *Config) any { return &c.RequestTimeout },
+			usage: "timeout of one LLM request, e.g. 90s"},
+		{key: "retries", ptr: func(c *Config) any { return &c.Retries },
+			usage: "retries of a failed LLM request"},
+		{key: "max_iterations", ptr: func(c *Config) any { return &c.MaxIterations },
+			usage: "tool-loop iterations per task"},
+		{key: "volumes_dir", flag: "volumes", ptr: func(c *Config) any { return &c.VolumesDir },
+			usage: "volumes directory holding context/, commands/, reports/, workspace/"},
+		{key: "workspace_dir", flag: "workspace", ptr: func(c *Config) any { return &c.WorkspaceDir },
+			usage: "existing project to use as the workspace (empty: <volumes>/workspace)"},
+		{key: "runtime", ptr: func(c *Config) any { return &c.Runtime },
+			usage: "where the coding agent runs: docker or local"},
+		{key: "image", ptr: func(c *Config) any { return &c.Image },
+			usage: "container image of the coding agent"},
+		{key: "container_memory", ptr: func(c *Config) any { return &c.ContainerMemory },
+			usage: "memory limit of the agent container, e.g. 512m, 2g"},
+		{key: "container_cpus", ptr: func(c *Config) any { return &c.ContainerCPUs },
+			usage: "CPU limit of the agent container"},
+		{key: "container_pids", ptr: func(c *Config) any { return &c.ContainerPids },
+			usage: "process limit of the agent container"},
+		{key: "network", ptr: func(c *Config) any { return &c.Network },
+			usage: "docker network of the agent container"},
+		{key: "repo_map_tokens", ptr: func(c *Config) any { return &c.RepoMapTokens },
+			usage: "token budget of the repo map (0: off)"},
+		{key: "task_timeout", ptr: func(c *Config) any { return &c.TaskTimeout },
+			usage: "time limit of one task, e.g. 30m"},
+		{key: "parallel", ptr: func(c *Config) any { return &c.Parallel },
+			usage: "tasks run at the same time"},
+		{key: "max_retries", ptr: func(c *Config) any { return &c.MaxRetries },
+			usage: "retries of a failed task"},
+	}
+	for i := range fs {
+		if fs[i].flag == "" {
+			fs[i].flag = strings.ReplaceAll(fs[i].key, "_", "-")
+		}
+		if fs[i].env == "" {
+			fs[i].env = "CODEAGENT_" + upper(fs[i].key)
+		}
+	}
+	return fs
+}
+
+func upper(key string) string { return strings.ToUpper(key) }
+
+// parse sets f's Config field from text as it appears in env, flags or YAML.
+// The error says what was wanted so the caller only adds where and which key.
+func (f field) parse(c *Config, raw string) error {
+	switch p := f.ptr(c).(type) {
+	case *string:
+		*p = raw
+	case *int:
+		n, err := strconv.Atoi(strings.TrimSpace(raw))
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", raw)
+		}
+		*p = n
+	case *float64:
+		x, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("want a number, got %q", raw)
+		}
+		*p = x
+	case *time.Duration:
+		d, err := time.ParseDuration(strings.TrimSpace(raw))
+		if err != nil {
+			return fmt.Errorf("want a duration such as \"90s\", \"10m\" or \"1h30m\", got %q", raw)
+		}
+		*p = d
+	default:
+		return fmt.Errorf("internal: key %s has unsupported type %T", f.key, p)
+	}
+	return nil
+}
+
+// format renders f's value the way a user would write it in the file.
+func (f field) format(c *Config) string {
+	switch p := f.ptr(c).(type) {
+	case *string:
+		return *p
+	case *int:
+		return strconv.Itoa(*p)
+	case *float64:
+		return strconv.FormatFloat(*p, 'g', -1, 64)
+	case *time.Duration:
+		return formatDuration(*p)
+	}
+	return fmt.Sprint(f.ptr(c))
+}
+
+// formatDuration drops Go's trailing zero units: "10m" rather than "10m0s".
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
