@@ -28,7 +28,7 @@ to the model to fix, a bounded number of times.`,
 			if runF != nil {
 				return runF(cmd, opts)
 			}
-			return cmdutil.NotAvailable(cmd, args)
+			return runPlan(cmd, f, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the plan as JSON")

@@ -8,7 +8,7 @@ import (
 
 // NewCmdResume builds `planagent resume`.
 func NewCmdResume(f *cmdutil.Factory, runF func(*cobra.Command, string) error) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "resume [RUN]",
 		Short: "Continue an interrupted run (default: the latest unfinished one)",
 		Long: `Continue RUN after Ctrl-C, kill -9 or a crash: completed tasks are not redone,
@@ -23,7 +23,9 @@ tasks are dispatched.`,
 			if runF != nil {
 				return runF(cmd, run)
 			}
-			return cmdutil.NotAvailable(cmd, args)
+			return runResume(cmd, f, run)
 		},
 	}
+	cmd.Flags().Bool("json", false, "one JSON event per line on stdout")
+	return cmd
 }

@@ -35,7 +35,7 @@ wait for their reports, decide what to do after failures and print a summary
 			if runF != nil {
 				return runF(cmd, opts)
 			}
-			return cmdutil.NotAvailable(cmd, args)
+			return runRun(cmd, f, opts)
 		},
 	}
 	fl := cmd.Flags()

@@ -22,7 +22,7 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*cobra.Command, string) error) *
 			if runF != nil {
 				return runF(cmd, run)
 			}
-			return cmdutil.NotAvailable(cmd, args)
+			return runStatus(cmd, f, run)
 		},
 	}
 }

@@ -1,0 +1,377 @@
+package main
+
+// End-to-end tests of `planagent run --runtime local`: the real binaries as
+// subprocesses, real files and fsnotify, and the strict llmtest server
+// standing in for the model.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "planagent-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	for _, prog := range []string{"planagent", "codingagent"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, prog), "github.com/codeagent/codeagent/"+prog)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", prog, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// scriptTask is what the fake model does for one task: a sequence of tool
+// calls, then a final answer. A task is recognised by a token in its description.
+type scriptTask struct {
+	token string
+	steps []llmtest.ToolCall
+	fail  bool          // every request of this task gets HTTP 500
+	delay time.Duration // before the first step
+}
+
+// fakeModel answers the planner, the agent, the memory and the decider.
+type fakeModel struct {
+	plan  string // create_plan arguments
+	tasks []scriptTask
+
+	mu     sync.Mutex
+	starts map[string]int // first requests per token: how many times a task was started
+	decide string         // decide arguments
+}
+
+func firstUser(req openai.ChatCompletionRequest) string {
+	for _, m := range req.Messages {
+		if m.Role == openai.ChatMessageRoleUser {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+func hasTool(req openai.ChatCompletionRequest, name string) bool {
+	for _, t := range req.Tools {
+		if t.Function != nil && t.Function.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fakeModel) handle(req openai.ChatCompletionRequest) llmtest.Reply {
+	sys := ""
+	if len(req.Messages) > 0 && req.Messages[0].Role == openai.ChatMessageRoleSystem {
+		sys = req.Messages[0].Content
+	}
+	switch {
+	case strings.HasPrefix(sys, "You maintain the long-term memory"):
+		return llmtest.Text("- Files are plain text.")
+	case hasTool(req, "create_plan"):
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == openai.ChatMessageRoleTool {
+			return llmtest.Text("Plan submitted.")
+		}
+		return llmtest.Calls(llmtest.Call("create_plan", f.plan))
+	case hasTool(req, "decide"):
+		f.mu.Lock()
+		d := f.decide
+		f.mu.Unlock()
+		if d == "" {
+			d = `{"action":"continue","reason":"not essential"}`
+		}
+		return llmtest.Calls(llmtest.Call("decide", d))
+	}
+	user := firstUser(req)
+	for _, t := range f.tasks {
+		if !strings.Contains(user, t.token) {
+			continue
+		}
+		if t.fail {
+			return llmtest.Reply{Status: 500}
+		}
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == openai.ChatMessageRoleAssistant {
+				n++
+			}
+		}
+		if n == 0 {
+			f.mu.Lock()
+			f.starts[t.token]++
+			f.mu.Unlock()
+		}
+		if n < len(t.steps) {
+			r := llmtest.Calls(t.steps[n])
+			if n == 0 {
+				r.Delay = t.delay
+			}
+			return r
+		}
+		return llmtest.Text("Done: " + t.token + " finished.")
+	}
+	return llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"fake model: unrecognised request","type":"invalid_request_error"}}`}
+}
+
+func (f *fakeModel) startCount(token string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.starts[token]
+}
+
+type runEnv struct {
+	t       *testing.T
+	dir     string
+	volumes string
+	srv     *llmtest.Server
+}
+
+func newRunEnv(t *testing.T, f *fakeModel) *runEnv {
+	t.Helper()
+	f.starts = map[string]int{}
+	srv := llmtest.New(t)
+	srv.Handle(f.handle)
+	dir := t.TempDir()
+	return &runEnv{t: t, dir: dir, volumes: filepath.Join(dir, "volumes"), srv: srv}
+}
+
+func (e *runEnv) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(binDir, "planagent"), args...)
+	cmd.Dir = e.dir
+	cmd.Env = append(os.Environ(),
+		"OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+e.srv.URL, "OPENAI_MODEL=test-model",
+		"CODEAGENT_VOLUMES_DIR="+e.volumes, "CODEAGENT_RUNTIME=local", "CODEAGENT_RETRIES=0")
+	return cmd
+}
+
+func (e *runEnv) run(args ...string) (string, string, int) {
+	cmd := e.command(args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("run planagent: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (e *runEnv) read(rel string) string {
+	b, err := os.ReadFile(filepath.Join(e.volumes, rel))
+	if err != nil {
+		e.t.Fatalf("read %s: %v", rel, err)
+	}
+	return string(b)
+}
+
+func jsonEvents(t *testing.T, out string) []map[string]any {
+	var evs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", line)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+const threeTaskPlan = `{"title":"Greeting files","overview":"Write three files.","tasks":[
+ {"id":"alpha","title":"Write hello","description":"TOKEN-ALPHA: write hello.txt","dependencies":[],"acceptance":["test -f hello.txt"]},
+ {"id":"beta","title":"Combine","description":"TOKEN-BETA: write world.txt and combine","dependencies":["alpha"],"acceptance":["grep -q hello both.txt"]},
+ {"id":"gamma","title":"Notes","description":"TOKEN-GAMMA: write notes.md","dependencies":[]}]}`
+
+func threeTasks() []scriptTask {
+	return []scriptTask{
+		{token: "TOKEN-ALPHA", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "hello.txt", "content": "hello\n"})}},
+		{token: "TOKEN-BETA", steps: []llmtest.ToolCall{
+			llmtest.Call("write_file", map[string]any{"path": "world.txt", "content": "world\n"}),
+			llmtest.Call("shell_exec", map[string]any{"command": "cat hello.txt world.txt > both.txt"}),
+		}},
+		{token: "TOKEN-GAMMA", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "docs/notes.md", "content": "# Notes\n"})}},
+	}
+}
+
+func TestE2ERunLocalThreeTasks(t *testing.T) {
+	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	e := newRunEnv(t, f)
+	out, stderr, code := e.run("run", "--yes", "--json", "write greeting files")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if got := e.read("workspace/both.txt"); got != "hello\nworld\n" {
+		t.Errorf("both.txt = %q", got)
+	}
+	e.read("workspace/docs/notes.md")
+	for _, id := range []string{"alpha", "beta", "gamma"} {
+		rep := e.read("reports/" + id + ".md")
+		if !strings.Contains(rep, "status: completed") {
+			t.Errorf("report %s:\n%s", id, rep)
+		}
+		// The task context was written and archived with the run.
+		if _, err := os.Stat(filepath.Join(e.volumes, "context", "task", id)); !os.IsNotExist(err) {
+			t.Errorf("task context of %s not archived: %v", id, err)
+		}
+	}
+	overview := e.read("context/project/project-overview.md")
+	if !strings.Contains(overview, "write greeting files") || !strings.Contains(overview, "[X] alpha") {
+		t.Errorf("project overview:\n%s", overview)
+	}
+	if s := e.read("reports/summary.md"); !strings.Contains(s, "3 completed") {
+		t.Errorf("summary:\n%s", s)
+	}
+	var types []string
+	for _, ev := range jsonEvents(t, out) {
+		types = append(types, ev["type"].(string))
+	}
+	joined := strings.Join(types, ",")
+	for _, want := range []string{"plan_created", "task_start", "task_end", "run_end"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("events %v lack %s", types, want)
+		}
+	}
+	if r := e.srv.Rejections(); len(r) != 0 {
+		t.Errorf("the strict server rejected requests: %v", r)
+	}
+	for _, tok := range []string{"TOKEN-ALPHA", "TOKEN-BETA", "TOKEN-GAMMA"} {
+		if n := f.startCount(tok); n != 1 {
+			t.Errorf("%s started %d times, want 1", tok, n)
+		}
+	}
+	// status prints the plan summary of the finished run.
+	sout, _, scode := e.run("status")
+	if scode != 0 || !strings.Contains(sout, "[X] beta") {
+		t.Errorf("status exit %d:\n%s", scode, sout)
+	}
+}
+
+func TestE2ERunLocalFailureSkipsDownstream(t *testing.T) {
+	plan := `{"title":"Branches","overview":"Two branches.","tasks":[
+ {"id":"bad","description":"TOKEN-BAD: this one cannot work","dependencies":[]},
+ {"id":"after-bad","description":"TOKEN-AFTER: depends on bad","dependencies":["bad"]},
+ {"id":"good","description":"TOKEN-GOOD: independent","dependencies":[]}]}`
+	f := &fakeModel{plan: plan, tasks: []scriptTask{
+		{token: "TOKEN-BAD", fail: true},
+		{token: "TOKEN-AFTER", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "after.txt", "content": "x"})}},
+		{token: "TOKEN-GOOD", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "good.txt", "content": "good"})}},
+	}, decide: `{"action":"retry","reason":"transient","hints":["try again"]}`}
+	e := newRunEnv(t, f)
+	out, stderr, code := e.run("run", "--yes", "--max-retries", "1", "write the branches")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if got := e.read("workspace/good.txt"); got != "good" {
+		t.Errorf("good.txt = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(e.volumes, "workspace", "after.txt")); !os.IsNotExist(err) {
+		t.Errorf("after.txt exists: the downstream of a failed task ran")
+	}
+	sout, _, _ := e.run("status")
+	for _, want := range []string{"[!] bad", "[-] after-bad", "[X] good"} {
+		if !strings.Contains(sout, want) {
+			t.Errorf("status lacks %q:\n%s", want, sout)
+		}
+	}
+	var st struct {
+		Tasks []struct {
+			ID       string `json:"id"`
+			Attempts int    `json:"attempts"`
+		} `json:"tasks"`
+		Decisions []struct{ Action string } `json:"decisions"`
+	}
+	runs, _ := filepath.Glob(filepath.Join(e.volumes, "runs", "*", "state.json"))
+	if len(runs) != 1 {
+		t.Fatalf("runs: %v", runs)
+	}
+	b, _ := os.ReadFile(runs[0])
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range st.Tasks {
+		if tk.ID == "bad" && tk.Attempts != 2 {
+			t.Errorf("bad attempted %d times, want 2 (one retry)", tk.Attempts)
+		}
+	}
+	if len(st.Decisions) != 2 || st.Decisions[0].Action != "retry" || st.Decisions[1].Action != "continue" {
+		t.Errorf("decisions = %+v, want retry then continue (retries exhausted)", st.Decisions)
+	}
+}
+
+func TestE2EKillAndResume(t *testing.T) {
+	plan := `{"title":"Chain","overview":"A chain.","tasks":[
+ {"id":"one","description":"TOKEN-ONE","dependencies":[]},
+ {"id":"two","description":"TOKEN-TWO","dependencies":["one"]},
+ {"id":"three","description":"TOKEN-THREE","dependencies":["two"]}]}`
+	f := &fakeModel{plan: plan, tasks: []scriptTask{
+		{token: "TOKEN-ONE", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "one.txt", "content": "1"})}},
+		{token: "TOKEN-TWO", delay: 1500 * time.Millisecond, steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "two.txt", "content": "2"})}},
+		{token: "TOKEN-THREE", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "three.txt", "content": "3"})}},
+	}}
+	e := newRunEnv(t, f)
+	cmd := e.command("run", "--yes", "build the chain")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill -9 once task two is being worked on.
+	deadline := time.Now().Add(60 * time.Second)
+	for f.startCount("TOKEN-TWO") == 0 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("task two never started; stderr:\n%s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+
+	out, stderr, code := e.run("resume")
+	if code != 0 {
+		t.Fatalf("resume exit %d\nstdout:\n%s\nstderr:\n%s\nfirst run stderr:\n%s", code, out, stderr, errb.String())
+	}
+	for _, name := range []string{"one.txt", "two.txt", "three.txt"} {
+		e.read("workspace/" + name)
+	}
+	for _, tok := range []string{"TOKEN-ONE", "TOKEN-THREE"} {
+		if n := f.startCount(tok); n != 1 {
+			t.Errorf("%s started %d times, want exactly 1", tok, n)
+		}
+	}
+	// Task two was in flight when planagent died: its watcher either
+	// finished it (report read on resume) or it was interrupted and redone;
+	// either way it completed exactly once.
+	if !strings.Contains(e.read("reports/two.md"), "status: completed") {
+		t.Errorf("two not completed")
+	}
+	if n := f.startCount("TOKEN-TWO"); n < 1 || n > 2 {
+		t.Errorf("TOKEN-TWO started %d times", n)
+	}
+}
