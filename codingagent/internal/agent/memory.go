@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/codeagent/codeagent/internal/llm"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// memoryCap bounds the memory file: it goes into every system prompt.
+const memoryCap = 4000
+
+// memorySystem starts with a fixed phrase so test servers (and logs) can
+// tell the memory request apart from the task's own requests.
+const memorySystem = `You maintain the long-term memory of a coding agent that works on one project across many tasks.
+From the finished task's transcript, distil what will help future tasks in this project: conventions (code style, layout, naming, how to build and test), decisions together with their reasons, and pitfalls found. Leave out progress notes and anything only this task needed.
+Merge with the existing memory: keep what is still true, drop what the transcript shows to be outdated, do not repeat yourself.
+Reply with the complete updated memory only: a markdown bullet list, one fact per line, newest last, at most 4000 characters.`
+
+// readMemory returns the memory file's content ("" when there is none).
+func readMemory(path string) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// Remember distils the conversation into the memory file (seed 001's
+// long-term memory). RunTask calls it after a completed task; chat calls it
+// when a session ends. Failures are reported as events and returned, and
+// never change a task's status.
+func (a *Agent) Remember(ctx context.Context) error {
+	if a.opts.MemoryPath == "" || len(a.hist.msgs) == 0 {
+		return nil
+	}
+	if a.run == nil {
+		a.run = &runState{changed: map[string]bool{}}
+	}
+	err := a.distil(ctx)
+	if err != nil {
+		a.logEvent("long-term memory not updated: %v", err)
+	}
+	return err
+}
+
+func (a *Agent) remember(ctx context.Context) { _ = a.Remember(ctx) }
+
+func (a *Agent) distil(ctx context.Context) error {
+	old := strings.TrimSpace(readMemory(a.opts.MemoryPath))
+	if old == "" {
+		old = "(empty)"
+	}
+	user := "Existing memory:\n\n" + old + "\n\nTranscript of the finished task:\n\n" + transcript(a.hist.msgs, 24000)
+	req := llm.Request{Model: a.opts.SummaryModel, Messages: []llm.Message{
+		{Role: openai.ChatMessageRoleSystem, Content: memorySystem},
+		userMessage(user),
+	}}
+	resp, err := a.chat(ctx, req)
+	if err != nil {
+		return fmt.Errorf("distil memory with %s: %w", a.opts.SummaryModel, err)
+	}
+	mem := boundMemory(strings.TrimSpace(resp.Message.Content), memoryCap)
+	if mem == "" {
+		return fmt.Errorf("distil memory with %s: the model returned nothing; the memory file was left as it was", a.opts.SummaryModel)
+	}
+	if err := writeAtomic(a.opts.MemoryPath, []byte(mem+"\n")); err != nil {
+		return fmt.Errorf("write memory file: %w", err)
+	}
+	a.memory = mem
+	return nil
+}
+
+// boundMemory keeps the newest (last) lines of s that fit in n chars.
+func boundMemory(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	total := 0
+	i := len(lines)
+	for i > 0 && total+len(lines[i-1])+1 <= n {
+		total += len(lines[i-1]) + 1
+		i--
+	}
+	if i == len(lines) {
+		return cutRunes(lines[len(lines)-1], n) // one huge line: keep its start
+	}
+	return strings.Join(lines[i:], "\n")
+}
+
+// writeAtomic replaces path through a temp file and a rename, so a reader
+// never sees half a memory file.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temp file in %s: %w", dir, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/codeagent/codeagent/internal/llm"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+const (
+	errorPrefix   = "ERROR: "
+	shellKeep     = 2000 // chars of an older shell_exec result sent again
+	readKeep      = 2000 // chars of an older read of a file not in focus
+	maskMinChars  = 1000 // tool results shorter than this are not worth masking
+	argsKeepChars = 500  // chars of an older edit_file old/new string
+)
+
+// fileTools are the tools whose results the focused files make redundant.
+var fileTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true}
+
+// viewOpts selects the request-shaping steps; tests and the benchmark turn
+// them off to compare.
+type viewOpts struct {
+	dedup      bool // abbreviate older file-tool results, cut older shell output
+	maskBefore int  // tool results before this index are masked when bulky
+}
+
+// buildRequest assembles what goes to the model: the system prompt (with the
+// focused files read from disk now) and the shaped history.
+func (a *Agent) buildRequest() llm.Request {
+	return a.buildRequestWith(viewOpts{dedup: true, maskBefore: a.monitor.maskBefore})
+}
+
+func (a *Agent) buildRequestWith(o viewOpts) llm.Request {
+	var files []focusedFile
+	if o.dedup {
+		files = a.focus.render(a.opts.Workspace)
+	}
+	msgs := make([]llm.Message, 0, len(a.hist.msgs)+1)
+	msgs = append(msgs, llm.Message{Role: openai.ChatMessageRoleSystem, Content: a.systemPrompt(files)})
+	msgs = append(msgs, a.view(files, o)...)
+	return llm.Request{Model: a.opts.Model, Messages: msgs, Tools: a.tools.Definitions(), Stream: a.opts.Stream}
+}
+
+// callInfo is what the view needs to know about a tool call.
+type callInfo struct {
+	name string
+	args string
+}
+
+// view returns the history as the model should see it now. The session
+// keeps the full messages; only the request is shaped. The latest round's
+// results always go in full.
+func (a *Agent) view(files []focusedFile, o viewOpts) []llm.Message {
+	msgs := a.hist.msgs
+	out := cloneMessages(msgs)
+	if !o.dedup && o.maskBefore <= 0 {
+		return out
+	}
+	focused := make(map[string]focusedFile, len(files))
+	for _, f := range files {
+		focused[f.path] = f
+	}
+	lastAssistant := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == openai.ChatMessageRoleAssistant {
+			lastAssistant = i
+			break
+		}
+	}
+	calls := map[string]callInfo{}
+	for i, m := range msgs {
+		switch m.Role {
+		case openai.ChatMessageRoleAssistant:
+			for j, c := range m.ToolCalls {
+				calls[c.ID] = callInfo{name: c.Function.Name, args: c.Function.Arguments}
+				if o.dedup && i < lastAssistant {
+					out[i].ToolCalls[j].Function.Arguments = a.shortenArgs(c.Function.Name, c.Function.Arguments, focused)
+				}
+			}
+		case openai.ChatMessageRoleTool:
+			if i > lastAssistant {
+				continue // the latest round: complete, the first time the model sees it
+			}
+			ci := calls[m.ToolCallID]
+			out[i].Content = a.shortenResult(ci, m.Content, i < o.maskBefore, o.dedup, focused)
+		}
+	}
+	return out
+}
+
+// shortenResult is an older tool result as sent again.
+func (a *Agent) shortenResult(ci callInfo, content string, masked, dedup bool, focused map[string]focusedFile) string {
+	isErr := strings.HasPrefix(content, errorPrefix)
+	if masked && len(content) >= maskMinChars && !isErr {
+		return fmt.Sprintf("[%s output omitted to save context (%d chars); call it again if you need it]", ci.name, len(content))
+	}
+	if !dedup {
+		return content
+	}
+	switch {
+	case isErr:
+		return headTail(content, shellKeep)
+	case fileTools[ci.name]:
+		path := a.argPath(ci.args)
+		if f, ok := focused[path]; ok {
+			if ci.name == "read_file" {
+				return fmt.Sprintf("[read_file %s: %d lines — current content in focused files]", path, f.lines)
+			}
+			return fmt.Sprintf("[%s — current content of %s in focused files]", firstLineOf(content), path)
+		}
+		if ci.name == "read_file" && len(content) > readKeep {
+			return headTail(content, readKeep) + "\n[" + path + " is no longer in focused files; read it again if you need it]"
+		}
+		return content
+	case ci.name == "shell_exec":
+		return headTail(content, shellKeep)
+	}
+	return content
+}
+
+// shortenArgs abbreviates an older call's arguments: write_file's content
+// is in the focused files, long edit strings are cut. The result stays
+// valid JSON because servers parse it.
+func (a *Agent) shortenArgs(name, args string, focused map[string]focusedFile) string {
+	if name != "write_file" && name != "edit_file" {
+		return args
+	}
+	var m map[string]any
+	if json.Unmarshal([]byte(args), &m) != nil {
+		return args
+	}
+	changed := false
+	if name == "write_file" {
+		if content, ok := m["content"].(string); ok {
+			if f, ok := focused[a.argPath(args)]; ok && len(content) > 200 {
+				m["content"] = fmt.Sprintf("[%d chars — current content in focused files, %d lines]", len(content), f.lines)
+				changed = true
+			}
+		}
+	} else {
+		for _, k := range []string{"old_string", "new_string"} {
+			if s, ok := m[k].(string); ok && len(s) > argsKeepChars {
+				m[k] = headTail(s, argsKeepChars)
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return args
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return string(b)
+}
+
+// argPath is the workspace-relative path named by a file tool's arguments,
+// normalised the way the tools report it ("" when it has none).
+func (a *Agent) argPath(args string) string {
+	var p struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal([]byte(args), &p) != nil || p.Path == "" {
+		return ""
+	}
+	if rel, ok := a.paths[p.Path]; ok {
+		return rel
+	}
+	rel := p.Path
+	if abs, err := a.opts.Workspace.Resolve(p.Path); err == nil {
+		rel = a.opts.Workspace.Rel(abs)
+	}
+	if a.paths == nil {
+		a.paths = map[string]string{}
+	}
+	a.paths[p.Path] = rel
+	return rel
+}
+
+// headTail keeps the first and last parts of s within about n chars.
+func headTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head := cutRunes(s, n*2/3)
+	tail := s[len(s)-(n-len(head)):]
+	for len(tail) > 0 && tail[0]&0xC0 == 0x80 {
+		tail = tail[1:]
+	}
+	return fmt.Sprintf("%s\n[... %d chars cut ...]\n%s", head, len(s)-len(head)-len(tail), tail)
+}
+
+// cutRunes shortens s to at most n bytes without splitting a character.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+func firstLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,238 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/tools"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// RunTask works on t until the model answers without tool calls or a stop
+// condition hits. When the session already holds this task's conversation
+// (a restarted agent), it resumes it instead of adding the task again.
+func (a *Agent) RunTask(ctx context.Context, t Task) (Result, error) {
+	if t.ID == "" {
+		return Result{}, errors.New("agent: task has no id")
+	}
+	return a.runTask(ctx, t, formatTask(t))
+}
+
+// runTask starts (or resumes) task t whose first message is first.
+func (a *Agent) runTask(ctx context.Context, t Task, first string) (Result, error) {
+	a.task = &t
+	a.beginRun(t.ID)
+	if a.hist.taskID == t.ID && len(a.hist.msgs) > a.hist.pinned && a.hist.pinned >= 0 {
+		if answer, ok := a.hist.lastAnswer(); ok {
+			// Finished before a crash that lost only the report: no new model call.
+			return a.finish(Result{Status: Completed, Answer: answer}), nil
+		}
+		a.logEvent("resuming task %s from its session (%d messages)", t.ID, len(a.hist.msgs))
+	} else if err := a.startTask(t.ID, userMessage(first)); err != nil {
+		return a.finish(Result{Status: Failed, Error: err.Error()}), nil
+	}
+	res := a.loop(ctx)
+	if res.Status == Completed && !a.opts.Subagent && a.opts.MemoryPath != "" {
+		a.remember(ctx)
+	}
+	return a.finish(res), nil
+}
+
+// Send adds one user turn and runs the loop until the model answers.
+func (a *Agent) Send(ctx context.Context, input string) (Result, error) {
+	taskID := ""
+	if a.task != nil {
+		taskID = a.task.ID
+	}
+	a.beginRun(taskID)
+	if err := a.appendMessage(userMessage(input)); err != nil {
+		return a.finish(Result{Status: Failed, Error: err.Error()}), nil
+	}
+	return a.finish(a.loop(ctx)), nil
+}
+
+func (a *Agent) beginRun(taskID string) {
+	a.run = &runState{changed: map[string]bool{}}
+	a.memory = readMemory(a.opts.MemoryPath)
+	a.emit(events.Event{Type: events.ResponseStart, Mode: "direct", TaskID: taskID})
+}
+
+// finish fills in what every result carries and emits response_end.
+func (a *Agent) finish(res Result) Result {
+	res.Usage = a.run.usage
+	res.FilesChanged = make([]string, 0, len(a.run.changed))
+	for p := range a.run.changed {
+		res.FilesChanged = append(res.FilesChanged, p)
+	}
+	sort.Strings(res.FilesChanged)
+	text := res.Error
+	if res.Status == Completed {
+		text = res.Answer
+	}
+	a.emit(events.Event{Type: events.ResponseEnd, Status: string(res.Status), Text: text,
+		Usage: &events.Usage{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion, Cached: res.Usage.Cached}})
+	return res
+}
+
+// loop is the tool-calling loop: call the model; no tool calls → done;
+// otherwise run every call in order, answer each, and go round again.
+func (a *Agent) loop(ctx context.Context) Result {
+	var det loopDetector
+	for iter := 0; ; {
+		if ctx.Err() != nil {
+			return Result{Status: Interrupted, Error: "interrupted", Iterations: iter}
+		}
+		if iter >= a.opts.MaxIterations {
+			return Result{Status: Failed, Iterations: iter, Error: fmt.Sprintf(
+				"stopped after %d model calls without finishing (the iteration limit); the conversation is saved and the task can be resumed or split", iter)}
+		}
+		req := a.prepare(ctx)
+		resp, err := a.call(ctx, req)
+		iter++
+		if err != nil {
+			if ctx.Err() != nil {
+				return Result{Status: Interrupted, Error: "interrupted", Iterations: iter}
+			}
+			return Result{Status: Failed, Error: err.Error(), Iterations: iter}
+		}
+		msg := assistantMessage(resp.Message)
+		if err := a.appendMessage(msg); err != nil {
+			return Result{Status: Failed, Error: err.Error(), Iterations: iter}
+		}
+		if len(msg.ToolCalls) == 0 {
+			return Result{Status: Completed, Answer: resp.Message.Content, Iterations: iter}
+		}
+		if status, reason := a.runTools(ctx, msg.ToolCalls, &det); status != "" {
+			return Result{Status: status, Error: reason, Iterations: iter}
+		}
+	}
+}
+
+// call sends req; a context-length error compacts the history and retries once.
+func (a *Agent) call(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	resp, err := a.chat(ctx, req)
+	if err != nil && llm.IsContextLength(err) && ctx.Err() == nil {
+		a.logEvent("the model's context window was exceeded; compacting and retrying once")
+		if cerr := a.compact(ctx, true); cerr != nil {
+			return nil, fmt.Errorf("%w (compacting the history to recover failed: %v)", err, cerr)
+		}
+		req = a.buildRequest()
+		resp, err = a.chat(ctx, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.monitor.observe(req, resp.Usage)
+	return resp, nil
+}
+
+// chat is one model call whose usage counts toward the run.
+func (a *Agent) chat(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	var onToken func(string)
+	if req.Stream {
+		onToken = func(s string) { a.emit(events.Event{Type: events.Token, Text: s}) }
+	}
+	resp, err := a.opts.Client.Chat(ctx, req, onToken)
+	if err != nil {
+		return nil, err
+	}
+	a.run.usage.Add(resp.Usage)
+	return resp, nil
+}
+
+// runTools executes every call of one response in order and answers each,
+// so the history stays one the API accepts whatever happens. A non-empty
+// status means the run must stop.
+func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDetector) (Status, string) {
+	for i, c := range calls {
+		if ctx.Err() != nil {
+			return Interrupted, a.answerRest(calls[i:], "cancelled: the run was interrupted before this call ran", "interrupted")
+		}
+		a.emit(events.Event{Type: events.ToolCall, Tool: c.Function.Name, CallID: c.ID, Args: c.Function.Arguments})
+		res, err := tools.Call(ctx, a.tools, c.Function.Name, c.Function.Arguments)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Interrupted, a.answerRest(calls[i:], "cancelled: the run was interrupted while this call ran", "interrupted")
+			}
+			reason := fmt.Sprintf("tool %s failed: %v", c.Function.Name, err)
+			a.answerOne(c, errorPrefix+reason, true)
+			return Failed, a.answerRest(calls[i+1:], "not run: an earlier tool call of this response failed", reason)
+		}
+		content := res.Content
+		if res.IsError {
+			content = errorPrefix + content
+		}
+		if err := a.answerOne(c, content, res.IsError); err != nil {
+			return Failed, err.Error()
+		}
+		if err := a.noteFiles(c.Function.Name, res.Files); err != nil {
+			return Failed, err.Error()
+		}
+		if reason, loop := det.add(c.Function.Name, c.Function.Arguments); loop {
+			return Failed, a.answerRest(calls[i+1:], "not run: the run was stopped ("+reason+")", reason)
+		}
+	}
+	return "", ""
+}
+
+// answerOne persists the tool message answering c and emits tool_result.
+func (a *Agent) answerOne(c llm.ToolCall, content string, isErr bool) error {
+	a.emit(events.Event{Type: events.ToolResult, Tool: c.Function.Name, CallID: c.ID,
+		Text: events.Shorten(content, 2000), IsError: isErr})
+	return a.appendMessage(toolMessage(c.ID, content))
+}
+
+// answerRest answers calls that will not run and returns reason (or the
+// persistence error that makes it moot).
+func (a *Agent) answerRest(calls []llm.ToolCall, content, reason string) string {
+	for _, c := range calls {
+		if err := a.answerOne(c, content, true); err != nil {
+			return reason + "; " + err.Error()
+		}
+	}
+	return reason
+}
+
+// noteFiles records changed files for the result and file-tool files for
+// the focused files.
+func (a *Agent) noteFiles(tool string, files []tools.FileRef) error {
+	for _, f := range files {
+		if f.Changed {
+			a.run.changed[f.Path] = true
+		}
+		if fileTools[tool] {
+			if err := a.touchFocus(f.Path, f.Changed); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// assistantMessage makes the model's answer safe to store and send back:
+// a role, content or tool calls, and arguments that are at least "{}".
+func assistantMessage(m llm.Message) llm.Message {
+	m.Role = openai.ChatMessageRoleAssistant
+	if len(m.ToolCalls) > 0 {
+		m.ToolCalls = append([]llm.ToolCall(nil), m.ToolCalls...)
+		for i := range m.ToolCalls {
+			if m.ToolCalls[i].Type == "" {
+				m.ToolCalls[i].Type = openai.ToolTypeFunction
+			}
+			if m.ToolCalls[i].Function.Arguments == "" {
+				m.ToolCalls[i].Function.Arguments = "{}"
+			}
+		}
+	} else if m.Content == "" && len(m.MultiContent) == 0 {
+		m.Content = "(no answer)"
+	}
+	return m
+}
+
+func userMessage(s string) llm.Message {
+	return llm.Message{Role: openai.ChatMessageRoleUser, Content: s}
+}
