@@ -41,21 +41,26 @@ type Limits struct {
 	MaxAcceptance  int // acceptance commands per task, default 10
 }
 
-// DefaultLimits are the limits used where none are configured.
-var DefaultLimits = Limits{MaxTasks: 50, MaxDescription: 4000, MaxTitle: 200, MaxAcceptance: 10}
+// The limits used where none are configured.
+const (
+	DefaultMaxTasks       = 50
+	DefaultMaxDescription = 4000
+	DefaultMaxTitle       = 200
+	DefaultMaxAcceptance  = 10
+)
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxTasks <= 0 {
-		l.MaxTasks = DefaultLimits.MaxTasks
+		l.MaxTasks = DefaultMaxTasks
 	}
 	if l.MaxDescription <= 0 {
-		l.MaxDescription = DefaultLimits.MaxDescription
+		l.MaxDescription = DefaultMaxDescription
 	}
 	if l.MaxTitle <= 0 {
-		l.MaxTitle = DefaultLimits.MaxTitle
+		l.MaxTitle = DefaultMaxTitle
 	}
 	if l.MaxAcceptance <= 0 {
-		l.MaxAcceptance = DefaultLimits.MaxAcceptance
+		l.MaxAcceptance = DefaultMaxAcceptance
 	}
 	return l
 }
