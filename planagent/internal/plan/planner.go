@@ -29,7 +29,7 @@ type Options struct {
 	Events        events.Sink // tool_call, tool_result, plan_created (default: discard)
 	WorkspaceView string      // shallow listing of the workspace for the first message
 	RepoMap       string      // optional symbol map of the workspace
-	Limits        Limits      // plan limits (default DefaultLimits)
+	Limits        Limits      // plan limits (zero fields: the Default* constants)
 }
 
 // Planner asks the model for a plan of a goal, letting it look at the
