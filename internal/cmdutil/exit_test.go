@@ -1,0 +1,36 @@
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestExitCode(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want int
+	}{
+		{"nil", context.Background(), nil, ExitOK},
+		{"usage", context.Background(), UsageError(errors.New("bad flag")), ExitUsage},
+		{"failed", context.Background(), Failed(errors.New("task failed")), ExitFailed},
+		{"silent", context.Background(), Silent(ExitFailed), ExitFailed},
+		{"wrapped exit error", context.Background(), fmt.Errorf("run: %w", Failed(errors.New("x"))), ExitFailed},
+		{"not available", context.Background(), fmt.Errorf("chat: %w", ErrNotAvailable), ExitUsage},
+		{"cancelled", cancelled, errors.New("whatever"), ExitInterrupted},
+		{"context.Canceled", context.Background(), fmt.Errorf("x: %w", context.Canceled), ExitInterrupted},
+		{"plain error", context.Background(), errors.New("unknown flag --x"), ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ExitCode(tt.ctx, tt.err); got != tt.want {
+				t.Errorf("ExitCode = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
