@@ -140,7 +140,7 @@ func (l *Local) Start(ctx context.Context) error {
 	deadline := time.NewTimer(l.opts.StartTimeout)
 	defer deadline.Stop()
 	for {
-		if freshSince(watchers, since) {
+		if _, ok := freshHeartbeat(watchers, since); ok {
 			l.opts.Logger.Info("codingagent watch started", "pid", cmd.Process.Pid)
 			return nil
 		}
@@ -157,23 +157,6 @@ func (l *Local) Start(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// freshSince reports whether a heartbeat file in dir was written after t.
-func freshSince(dir string, t time.Time) bool {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if filepath.Ext(e.Name()) != ".json" {
-			continue
-		}
-		if fi, err := e.Info(); err == nil && fi.ModTime().After(t) {
-			return true
-		}
-	}
-	return false
 }
 
 // Exited delivers the watcher's unexpected exit.

@@ -1,0 +1,62 @@
+// Package runtime starts and stops the codingagent watcher that serves a
+// volumes tree: in a container through the Docker engine (docker*.go) or as a
+// local subprocess, and runs acceptance commands where the agent works.
+package runtime
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+)
+
+type Runtime interface {
+	Name() string
+	// Start makes sure a codingagent watcher serves the volumes and returns once its heartbeat is seen.
+	Start(ctx context.Context) error
+	// Exited delivers an error when the watcher this runtime started dies unexpectedly
+	// (exit code, OOM); nil channel when it serves through a watcher it did not start.
+	Exited() <-chan error
+	// Exec runs an acceptance command (sh -c) in the workspace as the agent sees it.
+	Exec(ctx context.Context, command string, timeout time.Duration) (ExecResult, error)
+	// Stop stops and removes what Start created; idempotent; must work with a cancelled ctx.
+	Stop(ctx context.Context) error
+}
+
+type ExecResult struct {
+	Output   string
+	ExitCode int
+}
+
+// Alive reports whether any heartbeat file (<watcher-id>.json) in watchersDir
+// was rewritten within maxAge, i.e. a live watcher (compose, another
+// terminal) serves the volumes. Names starting with "." are the watchers'
+// temp files, not heartbeats.
+func Alive(watchersDir string, maxAge time.Duration) bool {
+	_, ok := freshHeartbeat(watchersDir, time.Now().Add(-maxAge))
+	return ok
+}
+
+// freshHeartbeat returns the name of a heartbeat file modified at or after
+// since. A missing or unreadable dir has no heartbeat: the caller decides
+// whether that is an error.
+func freshHeartbeat(watchersDir string, since time.Time) (string, bool) {
+	entries, err := os.ReadDir(watchersDir)
+	if err != nil {
+		return "", false
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed between ReadDir and Info: a watcher exiting gracefully
+		}
+		if !info.ModTime().Before(since) {
+			return name, true
+		}
+	}
+	return "", false
+}
