@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/codeagent/codeagent/codingagent/internal/watch"
+	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/volume"
+)
+
+type watchOptions struct {
+	concurrency int
+	poll        time.Duration
+}
+
+// NewCmdWatch builds `codingagent watch`.
+func NewCmdWatch(f *cmdutil.Factory) *cobra.Command {
+	opts := &watchOptions{}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Carry out every command file dropped into <volumes>/commands and write reports",
+		Long: `Watch <volumes>/commands/ (fsnotify, plus a scan at start), claim each command
+atomically, combine the context layers, run the agent in the workspace and
+write <volumes>/reports/<task-id>.md. A heartbeat under
+<volumes>/reports/.watchers/ tells planagent the watcher is alive.
+
+On SIGTERM or Ctrl-C it stops claiming, gives running tasks 10s to finish,
+then interrupts them (their reports say "interrupted") and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWatch(cmd, f, opts) },
+	}
+	cmd.Flags().IntVar(&opts.concurrency, "concurrency", 1, "tasks run at once")
+	cmd.Flags().DurationVar(&opts.poll, "poll", 0, "poll the commands dir at this interval instead of fsnotify (auto when events are not delivered)")
+	return cmd
+}
+
+func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error {
+	if opts.concurrency < 1 {
+		return cmdutil.UsageError(fmt.Errorf("--concurrency %d: must be at least 1", opts.concurrency))
+	}
+	if opts.poll < 0 {
+		return cmdutil.UsageError(fmt.Errorf("--poll %s: must not be negative (0 = fsnotify)", opts.poll))
+	}
+	l, err := f.Config(cmd)
+	if err != nil {
+		return err
+	}
+	cfg := l.Config
+	if cfg.APIKey == "" {
+		return cmdutil.UsageError(errors.New("no API key: set OPENAI_API_KEY (or api_key in the config file); a server that needs none accepts any value"))
+	}
+	layout, err := volume.New(cfg.VolumesDir, cfg.WorkspaceDir)
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	if err := layout.Ensure(); err != nil {
+		return cmdutil.UsageError(fmt.Errorf("%w: check --volumes %s", err, layout.Root))
+	}
+	logger := newLogger(f.IO.Err)
+	for _, w := range l.Warnings {
+		logger.Warn(w)
+	}
+	runner, err := watch.NewAgentRunner(watch.AgentConfig{
+		Client:         f.LLM(cfg),
+		Layout:         layout,
+		Model:          cfg.Model,
+		SummaryModel:   cfg.SummaryModel,
+		ContextWindow:  cfg.ContextWindow,
+		ReservedOutput: cfg.ReservedOutput,
+		Threshold:      cfg.CompactionThreshold,
+		KeepMessages:   cfg.KeepMessages,
+		MaxIterations:  cfg.MaxIterations,
+	})
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	err = watch.Run(cmd.Context(), watch.Options{
+		Layout:      layout,
+		Concurrency: opts.concurrency,
+		Poll:        opts.poll,
+		Runner:      runner,
+		Logger:      logger,
+		TaskTimeout: cfg.TaskTimeout,
+	})
+	if err != nil {
+		return cmdutil.Failed(err)
+	}
+	return nil
+}
+
+// newLogger logs JSON when w is not a terminal (in the container, where
+// `docker logs` collects it) and text for a person otherwise.
+func newLogger(w io.Writer) *slog.Logger {
+	if isTerminal(w) {
+		return slog.New(slog.NewTextHandler(w, nil))
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

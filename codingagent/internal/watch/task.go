@@ -1,0 +1,151 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/codeagent/codeagent/codingagent/internal/layers"
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/protocol"
+)
+
+// summaryLimit bounds a report's summary; the whole answer is the body.
+const summaryLimit = 300
+
+// process carries out the claimed command id and writes its report. It
+// never returns an error: every failure ends up in the report or the log.
+func (w *watcher) process(ctx context.Context, id string) {
+	log := w.log.With("task", id)
+	if err := w.writeOwner(id); err != nil {
+		log.Error("claim owner", "err", err)
+	}
+	cmd, data, err := readCommand(w.claimedFile(id), w.opts.Layout.CommandFile(id))
+	if err != nil {
+		log.Error("invalid command: reporting it as failed", "err", err)
+		w.finish(id, failedReport(id, data, err))
+		return
+	}
+	log = log.With("run", cmd.RunID, "attempt", cmd.Attempt)
+	log.Info("task claimed", "title", cmd.Title)
+	rep := w.run(ctx, cmd, log)
+	log.Info("task done", "status", rep.Status, "duration", rep.Duration.String(), "error", rep.Error)
+	w.finish(id, rep)
+}
+
+// finish writes the report, then releases the claim. When the report cannot
+// be written the claim stays, so a reconcile retakes the command.
+func (w *watcher) finish(id string, rep *protocol.Report) {
+	if err := w.writeReport(rep); err != nil {
+		w.log.Error("report not written: the claim stays and will be retried", "task", id, "err", err)
+		return
+	}
+	w.release(id)
+}
+
+func (w *watcher) writeReport(rep *protocol.Report) error {
+	path := w.opts.Layout.ReportFile(rep.ID)
+	if err := protocol.WriteReport(path, rep); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return nil
+}
+
+// run combines the context layers, runs the command with events going to
+// the events file and the log, and returns its report (never nil).
+func (w *watcher) run(ctx context.Context, cmd *protocol.Command, log *slog.Logger) *protocol.Report {
+	start := time.Now()
+	rep := w.runTask(ctx, cmd, log)
+	rep.ID, rep.RunID, rep.Attempt = cmd.ID, cmd.RunID, cmd.Attempt
+	rep.Duration = protocol.Duration(time.Since(start))
+	if rep.Status == "" {
+		rep.Status = protocol.StatusFailed
+	}
+	if rep.Summary == "" {
+		rep.Summary = summarize(rep.Body)
+	}
+	if rep.Summary == "" && rep.Error != "" {
+		rep.Summary = summarize(rep.Error)
+	}
+	return rep
+}
+
+func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.Logger) *protocol.Report {
+	system, err := layers.Combine(layers.Options{TaskID: cmd.ID, RuntimeDir: w.opts.RuntimeDir, Templates: w.opts.Templates})
+	if err != nil {
+		return &protocol.Report{Status: protocol.StatusFailed, Error: fmt.Sprintf("combine context layers: %v", err)}
+	}
+	evPath := w.opts.Layout.EventsFile(cmd.ID)
+	f, err := os.OpenFile(evPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return &protocol.Report{Status: protocol.StatusFailed, Error: fmt.Sprintf("open events file %s: %v", evPath, err)}
+	}
+	defer func() {
+		if err := f.Close(); err != nil {
+			log.Warn("close events file", "path", evPath, "err", err)
+		}
+	}()
+	sink := events.WithTask(events.Multi{events.NewJSON(f), logSink(log)}, cmd.RunID, cmd.ID)
+	sink.Emit(events.Event{Type: events.TaskStart, Text: cmd.Title, Data: map[string]any{"attempt": cmd.Attempt, "watcher": w.opts.WatcherID}})
+
+	runCtx := ctx
+	timeout := time.Duration(cmd.Timeout)
+	if timeout == 0 {
+		timeout = w.opts.TaskTimeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, timeout, errTaskTimeout)
+		defer cancel()
+	}
+	rep, err := w.opts.Runner.Run(runCtx, cmd, system, sink)
+	if rep == nil {
+		rep = &protocol.Report{}
+	}
+	switch {
+	case errors.Is(context.Cause(runCtx), errTaskTimeout):
+		rep.Status = protocol.StatusFailed
+		rep.Error = fmt.Sprintf("timed out after %s (the command's timeout)", timeout)
+	case ctx.Err() != nil:
+		rep.Status = protocol.StatusInterrupted
+		if rep.Error == "" {
+			rep.Error = "interrupted: the watcher was stopped; the task can be dispatched again"
+		}
+	case err != nil:
+		rep.Status = protocol.StatusFailed
+		rep.Error = err.Error()
+	}
+	end := events.Event{Type: events.TaskEnd, Status: string(rep.Status), Text: rep.Error,
+		Usage: &events.Usage{Prompt: rep.Tokens.Prompt, Completion: rep.Tokens.Completion}}
+	sink.Emit(end)
+	return rep
+}
+
+var errTaskTimeout = errors.New("command timeout")
+
+// logSink logs the events a person follows in `docker logs`; tokens and
+// unrendered events stay in the events file only.
+func logSink(log *slog.Logger) events.Sink {
+	return events.Func(func(e events.Event) {
+		if e.Type == events.Token {
+			return
+		}
+		if line := events.Line(e); line != "" {
+			log.Info(line)
+		}
+	})
+}
+
+// summarize returns the first paragraph of s, at most summaryLimit runes.
+func summarize(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, "\n\n"); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	return events.Shorten(s, summaryLimit)
+}
