@@ -52,3 +52,5 @@ func run(t *testing.T, ws *Workspace, name string, args any) Result {
 }
 
 type args = map[string]any
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -104,7 +104,7 @@ func shellExec(ctx context.Context, ws *Workspace, opts Options, p shellExecPara
 	drainTimer.Stop()
 	pr.Close()
 
-	content := out.String()
+	content := strings.TrimRight(out.String(), "\n")
 	if strings.TrimSpace(content) == "" {
 		content = "(no output)"
 	}
