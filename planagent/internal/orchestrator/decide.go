@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -106,6 +107,9 @@ func replanTasks(g *taskgraph.Graph, tasks []plan.Task) ([]taskgraph.Task, error
 	}
 	out := make([]taskgraph.Task, 0, len(tasks))
 	for _, t := range tasks {
+		if err := protocol.ValidateID(t.ID); err != nil {
+			return nil, err
+		}
 		if strings.TrimSpace(t.Description) == "" {
 			return nil, fmt.Errorf("task %q has an empty description", t.ID)
 		}

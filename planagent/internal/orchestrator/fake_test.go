@@ -1,0 +1,178 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
+)
+
+// fakeRuntime is an in-process watcher: it answers each command file with
+// the report its answer function returns (nil: no report), instantly. It
+// exercises the real file protocol and fsnotify, without an LLM.
+type fakeRuntime struct {
+	layout volume.Layout
+	answer func(c *protocol.Command) *protocol.Report
+	exec   func(command string) runtime.ExecResult
+
+	mu       sync.Mutex
+	starts   int
+	seen     map[string]int // commands received per task id
+	cancel   context.CancelFunc
+	done     chan struct{}
+	exited   chan error
+	commands []string
+}
+
+func newFakeRuntime(l volume.Layout, answer func(c *protocol.Command) *protocol.Report) *fakeRuntime {
+	return &fakeRuntime{layout: l, answer: answer, seen: map[string]int{}, exited: make(chan error, 1)}
+}
+
+func completed(c *protocol.Command) *protocol.Report {
+	return &protocol.Report{ID: c.ID, RunID: c.RunID, Attempt: c.Attempt, Status: protocol.StatusCompleted,
+		Summary: "did " + c.ID, Tokens: protocol.Tokens{Prompt: 10, Completion: 2}, Duration: protocol.Duration(time.Millisecond)}
+}
+
+func (f *fakeRuntime) Start(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	if err := w.Add(f.layout.Commands()); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	f.mu.Lock()
+	f.starts++
+	f.cancel, f.done = cancel, done
+	f.mu.Unlock()
+	go func() {
+		defer close(done)
+		defer w.Close()
+		f.scan()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case _, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				f.scan()
+			case <-w.Errors:
+			}
+		}
+	}()
+	return nil
+}
+
+func (f *fakeRuntime) scan() {
+	entries, _ := os.ReadDir(f.layout.Commands())
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		src := filepath.Join(f.layout.Commands(), name)
+		dst := filepath.Join(f.layout.Claimed(), name)
+		if os.Rename(src, dst) != nil {
+			continue
+		}
+		c, err := protocol.ReadCommand(dst)
+		if err != nil {
+			continue
+		}
+		f.mu.Lock()
+		f.seen[c.ID]++
+		f.commands = append(f.commands, c.ID)
+		f.mu.Unlock()
+		if r := f.answer(c); r != nil {
+			_ = protocol.WriteReport(f.layout.ReportFile(c.ID), r)
+			_ = os.Remove(dst)
+		}
+	}
+}
+
+func (f *fakeRuntime) Exited() <-chan error { return f.exited }
+
+func (f *fakeRuntime) Exec(ctx context.Context, command string, timeout time.Duration) (runtime.ExecResult, error) {
+	if f.exec != nil {
+		return f.exec(command), nil
+	}
+	return runtime.ShellExec(ctx, f.layout.Workspace(), command, timeout)
+}
+
+func (f *fakeRuntime) Stop(ctx context.Context) error {
+	f.mu.Lock()
+	cancel, done := f.cancel, f.done
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+func (f *fakeRuntime) count(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen[id]
+}
+
+func newLayout(t testing.TB) volume.Layout {
+	l, err := volume.New(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func newTestState(t testing.TB, tasks ...plan.Task) *State {
+	p := &plan.Plan{Title: "test", Overview: "a test plan", Tasks: tasks}
+	st, err := NewState("run-test-1", "the goal", p, llmUsage(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func chain(n int) []plan.Task {
+	tasks := make([]plan.Task, n)
+	for i := range tasks {
+		tasks[i] = plan.Task{ID: taskID(i), Description: "task " + taskID(i), Dependencies: []string{}}
+		if i > 0 {
+			tasks[i].Dependencies = []string{taskID(i - 1)}
+		}
+	}
+	return tasks
+}
+
+func taskID(i int) string { return "t" + strings.Repeat("0", 3-len(itoa(i))) + itoa(i) }
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	s := ""
+	for ; i > 0; i /= 10 {
+		s = string(rune('0'+i%10)) + s
+	}
+	return s
+}
+
+var errBoom = errors.New("boom")

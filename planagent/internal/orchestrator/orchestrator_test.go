@@ -1,0 +1,244 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+func llmUsage() llm.Usage { return llm.Usage{Prompt: 100, Completion: 20} }
+
+func status(st *State) map[string]taskgraph.Status {
+	m := map[string]taskgraph.Status{}
+	for _, t := range st.Tasks {
+		m[t.ID] = t.Status
+	}
+	return m
+}
+
+func TestDriveChainCompletes(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, completed)
+	st := newTestState(t, chain(3)...)
+	o := New(Options{Layout: l, Runtime: rt})
+	if err := o.Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != RunCompleted {
+		t.Fatalf("status %s", st.Status)
+	}
+	for id, s := range status(st) {
+		if s != taskgraph.Completed || rt.count(id) != 1 {
+			t.Errorf("%s: %s, dispatched %d times", id, s, rt.count(id))
+		}
+	}
+	if got := strings.Join(rt.commands, ","); got != "t000,t001,t002" {
+		t.Errorf("dispatch order %s", got)
+	}
+	// Persisted, and the summary names every task.
+	loaded, err := LoadState(l, st.RunID, false)
+	if err != nil || loaded.Status != RunCompleted {
+		t.Fatalf("load: %v %v", loaded, err)
+	}
+	sum := Summary(loaded)
+	if !strings.Contains(sum, "3 completed") || !strings.Contains(sum, "did t001") {
+		t.Errorf("summary:\n%s", sum)
+	}
+	// The dependency's result reached the next command.
+	b, err := os.ReadFile(l.Run(st.RunID) + "/tasks/t001/task-context.md")
+	if err != nil || !strings.Contains(string(b), "did t000") {
+		t.Errorf("archived task context of t001: %v\n%s", err, b)
+	}
+}
+
+func TestDriveFailureSkipsDownstreamAndRetries(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		if c.ID == "bad" {
+			r := completed(c)
+			r.Status, r.Error = protocol.StatusFailed, "compile error"
+			return r
+		}
+		return completed(c)
+	})
+	st := newTestState(t,
+		plan.Task{ID: "bad", Description: "fails"},
+		plan.Task{ID: "child", Description: "after bad", Dependencies: []string{"bad"}},
+		plan.Task{ID: "grandchild", Description: "after child", Dependencies: []string{"child"}},
+		plan.Task{ID: "other", Description: "independent"},
+	)
+	o := New(Options{Layout: l, Runtime: rt, MaxRetries: 1})
+	if err := o.Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	got := status(st)
+	want := map[string]taskgraph.Status{"bad": taskgraph.Failed, "child": taskgraph.Skipped, "grandchild": taskgraph.Skipped, "other": taskgraph.Completed}
+	for id, s := range want {
+		if got[id] != s {
+			t.Errorf("%s = %s, want %s", id, got[id], s)
+		}
+	}
+	if st.Status != RunFailed || rt.count("bad") != 2 || rt.count("child") != 0 {
+		t.Errorf("run %s, bad dispatched %d, child %d", st.Status, rt.count("bad"), rt.count("child"))
+	}
+	if len(st.Decisions) != 2 || st.Decisions[0].Action != "retry" || st.Decisions[1].Action != "continue" {
+		t.Errorf("decisions %+v", st.Decisions)
+	}
+}
+
+func TestDriveAcceptanceDecides(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, completed)
+	st := newTestState(t,
+		plan.Task{ID: "ok", Description: "passes", Acceptance: []string{"true"}},
+		plan.Task{ID: "liar", Description: "says done but is not", Acceptance: []string{"test -f missing.txt"}},
+	)
+	o := New(Options{Layout: l, Runtime: rt})
+	if err := o.Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	got := status(st)
+	if got["ok"] != taskgraph.Completed || got["liar"] != taskgraph.Failed {
+		t.Fatalf("statuses %v", got)
+	}
+	for _, tk := range st.Tasks {
+		if tk.ID == "liar" && !strings.Contains(tk.Error, "test -f missing.txt") {
+			t.Errorf("error %q does not name the acceptance command", tk.Error)
+		}
+	}
+}
+
+func TestDriveParallel(t *testing.T) {
+	l := newLayout(t)
+	release := make(chan struct{})
+	var rt *fakeRuntime
+	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		// Hold the reports back until both tasks have been dispatched.
+		if rt.count("a")+rt.count("b") == 2 {
+			close(release)
+		}
+		go func() {
+			<-release
+			_ = protocol.WriteReport(l.ReportFile(c.ID), completed(c))
+		}()
+		return nil
+	})
+	st := newTestState(t, plan.Task{ID: "a", Description: "a"}, plan.Task{ID: "b", Description: "b"})
+	o := New(Options{Layout: l, Runtime: rt, Parallel: 2})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := o.Drive(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != RunCompleted {
+		t.Fatalf("status %s", st.Status)
+	}
+}
+
+func TestDriveResumeReadsReportThatArrivedWhileDown(t *testing.T) {
+	l := newLayout(t)
+	st := newTestState(t, chain(2)...)
+	// The state of a planagent killed after dispatching t000 ...
+	g, _ := taskgraph.New(st.Tasks)
+	_ = g.Start("t000")
+	st.Tasks = g.Tasks()
+	st.Info["t000"].Attempt = 1
+	st.Info["t000"].DispatchedAt = time.Now()
+	if err := st.Save(l, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// ... whose report arrived while it was down.
+	_ = protocol.WriteReport(l.ReportFile("t000"), completed(&protocol.Command{ID: "t000", RunID: st.RunID, Attempt: 1}))
+
+	rt := newFakeRuntime(l, completed)
+	loaded, err := LoadState(l, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := New(Options{Layout: l, Runtime: rt}).Drive(t.Context(), loaded); err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Status != RunCompleted || rt.count("t000") != 0 || rt.count("t001") != 1 {
+		t.Fatalf("status %s; t000 redispatched %d times; t001 %d", loaded.Status, rt.count("t000"), rt.count("t001"))
+	}
+}
+
+func TestDriveResumeResendsLostCommand(t *testing.T) {
+	l := newLayout(t)
+	st := newTestState(t, chain(1)...)
+	g, _ := taskgraph.New(st.Tasks)
+	_ = g.Start("t000")
+	st.Tasks = g.Tasks()
+	st.Info["t000"].Attempt = 1
+	_ = st.Save(l, time.Now()) // killed before the command file was written
+	rt := newFakeRuntime(l, completed)
+	if err := New(Options{Layout: l, Runtime: rt}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != RunCompleted || rt.count("t000") != 1 {
+		t.Fatalf("status %s, dispatched %d", st.Status, rt.count("t000"))
+	}
+}
+
+func TestDriveRuntimeDeathRetriesOnFreshRuntime(t *testing.T) {
+	l := newLayout(t)
+	var rt *fakeRuntime
+	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		if c.Attempt == 1 {
+			rt.exited <- errBoom // the container died mid-task
+			return nil
+		}
+		return completed(c)
+	})
+	st := newTestState(t, chain(1)...)
+	if err := New(Options{Layout: l, Runtime: rt}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	rt.mu.Lock()
+	starts := rt.starts
+	rt.mu.Unlock()
+	if st.Status != RunCompleted || starts != 2 || rt.count("t000") != 2 {
+		t.Fatalf("status %s, starts %d, dispatched %d", st.Status, starts, rt.count("t000"))
+	}
+}
+
+func TestDriveInterrupted(t *testing.T) {
+	l := newLayout(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		cancel() // Ctrl-C while the task runs
+		return nil
+	})
+	st := newTestState(t, chain(2)...)
+	err := New(Options{Layout: l, Runtime: rt}).Drive(ctx, st)
+	if err == nil || ctx.Err() == nil {
+		t.Fatalf("err %v", err)
+	}
+	loaded, lerr := LoadState(l, st.RunID, true)
+	if lerr != nil || loaded.Status != RunInterrupted {
+		t.Fatalf("persisted %v %v", loaded, lerr)
+	}
+}
+
+func TestDriveTimeout(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, func(*protocol.Command) *protocol.Report { return nil }) // never reports
+	st := newTestState(t, chain(1)...)
+	o := New(Options{Layout: l, Runtime: rt, TaskTimeout: 50 * time.Millisecond})
+	if err := o.Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if status(st)["t000"] != taskgraph.Failed {
+		t.Fatalf("statuses %v", status(st))
+	}
+	if !strings.Contains(st.Tasks[0].Error, "no report within") {
+		t.Errorf("error %q", st.Tasks[0].Error)
+	}
+}
