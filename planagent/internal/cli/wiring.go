@@ -58,17 +58,17 @@ func (s *session) sink(jsonOut bool) events.Sink {
 func (s *session) agentEnv() map[string]string {
 	c := s.cfg
 	return map[string]string{
-		"OPENAI_API_KEY":                c.APIKey,
-		"OPENAI_BASE_URL":               c.BaseURL,
-		"OPENAI_MODEL":                  c.Model,
-		"CODEAGENT_SUMMARY_MODEL":       c.SummaryModel,
-		"CODEAGENT_CONTEXT_WINDOW":      strconv.Itoa(c.ContextWindow),
-		"CODEAGENT_RESERVED_OUTPUT":     strconv.Itoa(c.ReservedOutput),
-		"CODEAGENT_MAX_ITERATIONS":      strconv.Itoa(c.MaxIterations),
-		"CODEAGENT_RETRIES":             strconv.Itoa(c.Retries),
-		"CODEAGENT_REQUEST_TIMEOUT":     c.RequestTimeout.String(),
+		"OPENAI_API_KEY":                 c.APIKey,
+		"OPENAI_BASE_URL":                c.BaseURL,
+		"OPENAI_MODEL":                   c.Model,
+		"CODEAGENT_SUMMARY_MODEL":        c.SummaryModel,
+		"CODEAGENT_CONTEXT_WINDOW":       strconv.Itoa(c.ContextWindow),
+		"CODEAGENT_RESERVED_OUTPUT":      strconv.Itoa(c.ReservedOutput),
+		"CODEAGENT_MAX_ITERATIONS":       strconv.Itoa(c.MaxIterations),
+		"CODEAGENT_RETRIES":              strconv.Itoa(c.Retries),
+		"CODEAGENT_REQUEST_TIMEOUT":      c.RequestTimeout.String(),
 		"CODEAGENT_COMPACTION_THRESHOLD": strconv.FormatFloat(c.CompactionThreshold, 'f', -1, 64),
-		"CODEAGENT_KEEP_MESSAGES":       strconv.Itoa(c.KeepMessages),
+		"CODEAGENT_KEEP_MESSAGES":        strconv.Itoa(c.KeepMessages),
 	}
 }
 
