@@ -85,7 +85,7 @@ type Docker struct {
 	log    *slog.Logger
 
 	mu     sync.Mutex
-	target string     // container Exec runs in: ours or compose's
+	target string            // container Exec runs in: ours or compose's
 	run    *watcherContainer // nil when reusing a watcher we did not start
 }
 

@@ -26,8 +26,8 @@ func testOptions(t testing.TB, image, runID string, l volume.Layout, uid, gid in
 	return DockerOptions{
 		Volumes: l, Image: image, RunID: runID,
 		Memory: "256m", CPUs: 1, Pids: 128,
-		Env:    map[string]string{"OPENAI_API_KEY": testKey, "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_MODEL": "m"},
-		UID:    uid, GID: gid,
+		Env: map[string]string{"OPENAI_API_KEY": testKey, "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_MODEL": "m"},
+		UID: uid, GID: gid,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 		Log:    logs,
 	}
