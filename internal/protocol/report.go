@@ -1,0 +1,156 @@
+package protocol
+
+import (
+	"fmt"
+	"reflect"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Status is how an attempt ended.
+type Status string
+
+// The statuses a report may carry.
+const (
+	StatusCompleted   Status = "completed"
+	StatusFailed      Status = "failed"
+	StatusInterrupted Status = "interrupted"
+)
+
+// Valid reports whether s is one of the statuses above.
+func (s Status) Valid() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusInterrupted
+}
+
+// Tokens counts what an attempt cost.
+type Tokens struct {
+	Prompt     int `yaml:"prompt"`
+	Completion int `yaml:"completion"`
+}
+
+// Report is codingagent's answer to one command, written to reports/<id>.md.
+type Report struct {
+	ID           string   `yaml:"id"`
+	RunID        string   `yaml:"run_id"`
+	Attempt      int      `yaml:"attempt"`
+	Status       Status   `yaml:"status"`
+	Summary      string   `yaml:"summary"`
+	FilesChanged []string `yaml:"files_changed"`
+	Tokens       Tokens   `yaml:"tokens"`
+	Duration     Duration `yaml:"duration"`
+	Error        string   `yaml:"error,omitempty"`
+	Body         string   `yaml:"-"` // details (markdown)
+}
+
+// ParseReport parses a report file; name as for ParseCommand.
+func ParseReport(name string, data []byte) (*Report, error) {
+	r, err := parseReport(name, data)
+	return r, withFile(name, err)
+}
+
+func parseReport(name string, data []byte) (*Report, error) {
+	header, body, err := splitFile(data)
+	if err != nil {
+		return nil, err
+	}
+	root, err := parseHeader(header)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Body: body}
+	var status string
+	err = decodeFields("", root, []field{
+		{"id", stringField(&r.ID)},
+		{"run_id", stringField(&r.RunID)},
+		{"attempt", intField(&r.Attempt)},
+		{"status", stringField(&status)},
+		{"summary", stringField(&r.Summary)},
+		{"files_changed", stringListField(&r.FilesChanged)},
+		{"tokens", func(path string, v *yaml.Node) error {
+			return decodeFields(path+".", v, []field{
+				{"prompt", intField(&r.Tokens.Prompt)},
+				{"completion", intField(&r.Tokens.Completion)},
+			})
+		}},
+		{"duration", durationField(&r.Duration)},
+		{"error", stringField(&r.Error)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Status = Status(status)
+	r.FilesChanged = nilIfEmpty(r.FilesChanged)
+	if err := r.validate(name); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Report) validate(name string) error {
+	if err := validateIDs(name, r.ID, r.RunID, r.Attempt); err != nil {
+		return err
+	}
+	if !r.Status.Valid() {
+		got := "missing"
+		if r.Status != "" {
+			got = fmt.Sprintf("%q", r.Status)
+		}
+		return &ParseError{Field: "status", Problem: fmt.Sprintf("%s: must be %s, %s or %s",
+			got, StatusCompleted, StatusFailed, StatusInterrupted)}
+	}
+	if r.Tokens.Prompt < 0 {
+		return &ParseError{Field: "tokens.prompt", Problem: "must be >= 0"}
+	}
+	if r.Tokens.Completion < 0 {
+		return &ParseError{Field: "tokens.completion", Problem: "must be >= 0"}
+	}
+	if r.Duration < 0 {
+		return &ParseError{Field: "duration", Problem: fmt.Sprintf("must not be negative, got %s", r.Duration)}
+	}
+	return nil
+}
+
+// header lays out the front matter; every field but error is always written
+// so a reader sees at a glance what a report holds.
+func (r *Report) header() mapping {
+	m := newMapping()
+	m.str("id", r.ID)
+	m.str("run_id", r.RunID)
+	m.integer("attempt", r.Attempt)
+	m.str("status", string(r.Status))
+	m.str("summary", r.Summary)
+	m.list("files_changed", r.FilesChanged)
+	tokens := newMapping()
+	tokens.integer("prompt", r.Tokens.Prompt)
+	tokens.integer("completion", r.Tokens.Completion)
+	m.add("tokens", tokens.n)
+	m.duration("duration", r.Duration)
+	if r.Error != "" {
+		m.str("error", r.Error)
+	}
+	return m
+}
+
+// Marshal renders the report as a file. It refuses a report ParseReport
+// would refuse, and what it returns parses back to an equal report.
+func (r *Report) Marshal() ([]byte, error) { return r.marshal("") }
+
+func (r *Report) marshal(name string) ([]byte, error) {
+	n := *r
+	n.FilesChanged = nilIfEmpty(n.FilesChanged)
+	if err := n.validate(name); err != nil {
+		return nil, withFile(name, err)
+	}
+	data, err := encodeFile(n.header(), n.Body)
+	if err != nil {
+		return nil, withFile(name, err)
+	}
+	back, err := ParseReport(name, data)
+	if err != nil {
+		return nil, fmt.Errorf("report %q does not survive encoding (a bug in package protocol): %w", r.ID, err)
+	}
+	if !reflect.DeepEqual(&n, back) {
+		return nil, fmt.Errorf("report %q does not survive encoding (a bug in package protocol): it reads back as %+v", r.ID, back)
+	}
+	return data, nil
+}
