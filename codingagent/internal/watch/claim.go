@@ -61,7 +61,7 @@ func (w *watcher) writeOwner(id string) error {
 	if err != nil {
 		return fmt.Errorf("encode owner of claim %s: %w", id, err)
 	}
-	if err := protocol.WriteFileAtomic(w.ownerFile(id), data, 0o644); err != nil {
+	if err := replaceFile(w.ownerFile(id), data); err != nil {
 		return fmt.Errorf("write owner of claim %s: %w", id, err)
 	}
 	return nil

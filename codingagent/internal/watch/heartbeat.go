@@ -38,7 +38,7 @@ func writeHeartbeat(dir string, h Heartbeat) error {
 	if err != nil {
 		return fmt.Errorf("encode heartbeat of watcher %s: %w", h.ID, err)
 	}
-	if err := protocol.WriteFileAtomic(heartbeatFile(dir, h.ID), data, 0o644); err != nil {
+	if err := replaceFile(heartbeatFile(dir, h.ID), data); err != nil {
 		return fmt.Errorf("write heartbeat of watcher %s: %w", h.ID, err)
 	}
 	return nil

@@ -178,7 +178,7 @@ func isMemoryRequest(req openai.ChatCompletionRequest) bool {
 type scriptedModel struct {
 	mu      sync.Mutex
 	started map[string]int
-	delay   time.Duration        // before every task's first answer
+	delay   time.Duration       // before every task's first answer
 	onStart func(taskID string) // called on a task's first request
 }
 
