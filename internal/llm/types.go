@@ -27,7 +27,10 @@ type Config struct {
 	MaxTokens      int           // reserved output tokens sent as max_(completion_)tokens; 0 = not sent
 	BackoffBase    time.Duration // first backoff (default 500ms); tests set it small
 	BackoffMax     time.Duration // cap of one backoff (default 30s)
-	HTTPClient     *http.Client  // optional
+	HTTPClient     *http.Client  // optional; its Timeout should be 0 (it would cut long streams)
+	// OnRetry, when set, hears about each retry before its backoff, so that
+	// callers can log or emit an event; the library itself prints nothing.
+	OnRetry func(attempt int, wait time.Duration, err error)
 }
 
 // Request is one chat completion request.
@@ -91,6 +94,7 @@ type Error struct {
 	BaseURL    string
 	Model      string
 	Message    string // the server's message, key redacted
+	Code       string // the server's error code when sent, e.g. "context_length_exceeded"
 	Err        error
 }
 

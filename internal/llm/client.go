@@ -1,0 +1,197 @@
+// Package llm is the chat completions client both programs use: go-openai
+// against any OpenAI-compatible server, with streaming tool calls,
+// retries, timeouts, usage metering and a history sanitiser that keeps
+// requests the API would reject from being sent.
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// DefaultMaxRetries is a sensible Config.MaxRetries for callers that have
+// no setting of their own (zero means no retries).
+const DefaultMaxRetries = 4
+
+// maxHonouredRetryAfter bounds how long Chat waits on a server's word; a
+// longer Retry-After (a daily quota) comes back to the caller as an *Error.
+const maxHonouredRetryAfter = 5 * time.Minute
+
+// Client is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	api     *openai.Client
+	baseURL string // for messages: user info removed
+	timeout time.Duration
+	idle    time.Duration
+	meter   Meter
+	callSeq atomic.Int64 // numbers the tool call ids this client makes up
+}
+
+// New builds a client. It never fails: a missing key is reported by the
+// first Chat, so that commands that never call the model still work.
+func New(cfg Config) *Client {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = "https://api.openai.com/v1"
+	}
+	cfg.RequestTimeout = orDefault(cfg.RequestTimeout, 10*time.Minute)
+	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 90*time.Second)
+	cfg.BackoffBase = orDefault(cfg.BackoffBase, 500*time.Millisecond)
+	cfg.BackoffMax = orDefault(cfg.BackoffMax, 30*time.Second)
+	cfg.MaxRetries = max(cfg.MaxRetries, 0)
+	hc := cfg.HTTPClient
+	if hc == nil {
+		// No Client.Timeout: it would cut long streams. Deadlines come
+		// from contexts, per attempt and between stream chunks.
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = cfg.BaseURL
+	oc.HTTPClient = recordingDoer{hc: hc, now: time.Now}
+	// Proxies such as OpenRouter send comment lines as keep-alives while a
+	// model thinks; go-openai fails a stream after this many in a row.
+	oc.EmptyMessagesLimit = 1 << 20
+	return &Client{
+		cfg:     cfg,
+		api:     openai.NewClientWithConfig(oc),
+		baseURL: displayURL(cfg.BaseURL),
+		timeout: cfg.RequestTimeout,
+		idle:    cfg.IdleTimeout,
+	}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}
+
+// Model is the default model of this client.
+func (c *Client) Model() string { return c.cfg.Model }
+
+// Usage is the total over every successful call of this client.
+func (c *Client) Usage() Usage { return c.meter.Total() }
+
+// Chat sends one request, retrying what is worth retrying, and returns the
+// assistant's message. onToken, when not nil, receives content deltas of a
+// streaming request as they arrive; after a retry it sees the new attempt's
+// deltas from the start, so the Response is the authoritative text.
+func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*Response, error) {
+	if c.cfg.APIKey == "" {
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
+	}
+	creq := c.request(req)
+	if creq.Model == "" {
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoModel)
+	}
+	if len(creq.Messages) == 0 {
+		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, ErrNoMessages)
+	}
+	for attempt := 0; ; attempt++ {
+		resp, err := c.attempt(ctx, creq, onToken)
+		if err == nil {
+			c.meter.Add(resp.Usage)
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("llm request to %s (model %s) stopped: %w", c.baseURL, creq.Model, ctx.Err())
+		}
+		var e *Error
+		if !errors.As(err, &e) || !e.Retriable {
+			return nil, err
+		}
+		if attempt >= c.cfg.MaxRetries || e.RetryAfter > maxHonouredRetryAfter {
+			e.Message += fmt.Sprintf(" (gave up after %d attempts)", attempt+1)
+			return nil, e
+		}
+		wait := c.backoff(attempt, e.RetryAfter)
+		if c.cfg.OnRetry != nil {
+			c.cfg.OnRetry(attempt+1, wait, e)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("llm request to %s (model %s) stopped while waiting to retry after %w: %w", c.baseURL, creq.Model, e, err)
+		}
+	}
+}
+
+// request builds the wire request; every history goes through Sanitize.
+func (c *Client) request(req Request) openai.ChatCompletionRequest {
+	model := req.Model
+	if model == "" {
+		model = c.cfg.Model
+	}
+	creq := openai.ChatCompletionRequest{
+		Model:    model,
+		Messages: Sanitize(req.Messages),
+		Tools:    req.Tools,
+		Stream:   req.Stream,
+	}
+	if req.Stream {
+		creq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	}
+	if c.cfg.MaxTokens > 0 {
+		if reasoningModel(model) {
+			creq.MaxCompletionTokens = c.cfg.MaxTokens
+		} else {
+			// Older OpenAI-compatible servers know only max_tokens.
+			creq.MaxTokens = c.cfg.MaxTokens
+		}
+	}
+	return creq
+}
+
+// reasoningModel names the models for which go-openai (and OpenAI) reject
+// max_tokens.
+func reasoningModel(model string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
+		if strings.HasPrefix(model, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// backoff is exponential with full jitter, but never shorter than what the
+// server asked for.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	ceiling := c.cfg.BackoffBase
+	for range attempt {
+		if ceiling >= c.cfg.BackoffMax {
+			break
+		}
+		ceiling *= 2
+	}
+	ceiling = min(ceiling, c.cfg.BackoffMax)
+	wait := time.Duration(rand.Int64N(int64(ceiling) + 1))
+	return max(wait, retryAfter)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,246 @@
+package llm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmtest"
+)
+
+func hello() llm.Request {
+	return llm.Request{Messages: []llm.Message{userMsg("hello")}, Tools: tools}
+}
+
+func asError(t *testing.T, err error) *llm.Error {
+	t.Helper()
+	var e *llm.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %v (%T), want an *llm.Error", err, err)
+	}
+	return e
+}
+
+func TestRetryHonoursRetryAfter(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			s := llmtest.New(t)
+			s.Enqueue(llmtest.Reply{Status: 429, RetryAfter: "1"}, llmtest.Text("done"))
+			var waits []time.Duration
+			c := newClient(t, s, func(cfg *llm.Config) {
+				cfg.OnRetry = func(_ int, wait time.Duration, _ error) { waits = append(waits, wait) }
+			})
+			req := hello()
+			req.Stream = stream
+			start := time.Now()
+			resp, err := c.Chat(t.Context(), req, nil)
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Message.Content != "done" || len(s.Requests()) != 2 {
+				t.Fatalf("content %q after %d requests", resp.Message.Content, len(s.Requests()))
+			}
+			if elapsed < time.Second || len(waits) != 1 || waits[0] < time.Second {
+				t.Errorf("waited %v (backoffs %v), want at least the Retry-After of 1s", elapsed, waits)
+			}
+		})
+	}
+}
+
+func TestRetryTransientFailures(t *testing.T) {
+	tests := []struct {
+		name  string
+		first llmtest.Reply
+	}{
+		{name: "500", first: llmtest.Reply{Status: 500}},
+		{name: "503 non-OpenAI body", first: llmtest.Reply{Status: 503, ErrorBody: "<html><body>upstream unavailable</body></html>"}},
+		{name: "stream cut before finish_reason", first: llmtest.Reply{Content: "a partial answer that stops", CutStream: true}},
+		{name: "stream stalls", first: llmtest.Reply{Hang: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := llmtest.New(t)
+			s.Enqueue(tt.first, llmtest.Text("complete"))
+			c := newClient(t, s, func(cfg *llm.Config) { cfg.IdleTimeout = 100 * time.Millisecond })
+			req := hello()
+			req.Stream = true
+			var tokens strings.Builder
+			resp, err := c.Chat(t.Context(), req, func(s string) { tokens.WriteString(s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Message.Content != "complete" || len(s.Requests()) != 2 {
+				t.Errorf("content %q after %d requests", resp.Message.Content, len(s.Requests()))
+			}
+			if !strings.HasSuffix(tokens.String(), "complete") {
+				t.Errorf("onToken saw %q", tokens.String())
+			}
+		})
+	}
+}
+
+func TestNoRetryOnClientErrors(t *testing.T) {
+	for _, status := range []int{400, 401, 403, 404, 422} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			s := llmtest.New(t)
+			s.Enqueue(llmtest.Reply{Status: status}, llmtest.Text("never"))
+			_, err := newClient(t, s).Chat(t.Context(), hello(), nil)
+			e := asError(t, err)
+			if e.Status != status || e.Retriable || len(s.Requests()) != 1 {
+				t.Errorf("Status %d Retriable %v after %d requests; want %d, false, 1", e.Status, e.Retriable, len(s.Requests()), status)
+			}
+		})
+	}
+	t.Run("429 insufficient_quota", func(t *testing.T) {
+		s := llmtest.New(t)
+		s.Enqueue(llmtest.Reply{Status: 429, ErrorBody: `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`})
+		_, err := newClient(t, s).Chat(t.Context(), hello(), nil)
+		if e := asError(t, err); e.Retriable || len(s.Requests()) != 1 || e.Code != "insufficient_quota" {
+			t.Errorf("Retriable %v, code %q after %d requests; a spent quota is not retried", e.Retriable, e.Code, len(s.Requests()))
+		}
+	})
+}
+
+func TestRetriesExhausted(t *testing.T) {
+	s := llmtest.New(t)
+	body := `{"error":{"message":"The server had an error processing your request.","type":"server_error","code":null}}`
+	for range 3 {
+		s.Enqueue(llmtest.Reply{Status: 500, ErrorBody: body})
+	}
+	c := newClient(t, s)
+	_, err := c.Chat(t.Context(), hello(), nil)
+	e := asError(t, err)
+	if e.Status != 500 || !e.Retriable || len(s.Requests()) != 3 {
+		t.Fatalf("Status %d Retriable %v after %d requests; want 500, true, 3", e.Status, e.Retriable, len(s.Requests()))
+	}
+	for _, want := range []string{s.URL, "test-model", "HTTP 500", "The server had an error processing your request.", "3 attempts"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
+
+// TestErrorsNeverShowTheKey has servers echo the key back in the shapes
+// they use; no error text may contain it.
+func TestErrorsNeverShowTheKey(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{name: "OpenAI-shaped", body: `{"error":{"message":"Incorrect API key provided: ` + testKey + `.","type":"invalid_request_error","code":"invalid_api_key"}}`},
+		{name: "plain body", body: "<html>forbidden for key " + testKey + "</html>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := llmtest.New(t)
+			s.Enqueue(llmtest.Reply{Status: 401, ErrorBody: tt.body})
+			_, err := newClient(t, s).Chat(t.Context(), hello(), nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			texts := []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)}
+			for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(u) {
+				texts = append(texts, u.Error())
+			}
+			for _, text := range texts {
+				if strings.Contains(text, testKey) {
+					t.Fatalf("the API key leaked: %s", text)
+				}
+			}
+			if !strings.Contains(err.Error(), "[redacted]") || !strings.Contains(err.Error(), "HTTP 401") {
+				t.Errorf("error %q should keep the server's message with the key redacted", err)
+			}
+		})
+	}
+}
+
+// TestFailedAttempts checks what one failed attempt reports when no retry
+// is left.
+func TestFailedAttempts(t *testing.T) {
+	tests := []struct {
+		name    string
+		stream  bool
+		reply   llmtest.Reply
+		cfg     func(*llm.Config)
+		wantMsg string
+	}{
+		{name: "idle between chunks", stream: true, reply: llmtest.Reply{Hang: true},
+			cfg: func(c *llm.Config) { c.IdleTimeout = 100 * time.Millisecond }, wantMsg: "no data from the server for 100ms"},
+		{name: "whole request", reply: llmtest.Reply{Hang: true},
+			cfg: func(c *llm.Config) { c.RequestTimeout = 100 * time.Millisecond }, wantMsg: "no complete answer within 100ms"},
+		{name: "stream cut before finish_reason", stream: true, reply: llmtest.Reply{Content: "half of an answer", CutStream: true},
+			cfg: func(*llm.Config) {}, wantMsg: "stream ended without a finish_reason"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := llmtest.New(t)
+			s.Enqueue(tt.reply)
+			c := newClient(t, s, tt.cfg, func(c *llm.Config) { c.MaxRetries = 0 })
+			req := hello()
+			req.Stream = tt.stream
+			_, err := c.Chat(t.Context(), req, nil)
+			e := asError(t, err)
+			if !e.Retriable || !strings.Contains(err.Error(), tt.wantMsg) || !strings.Contains(err.Error(), s.URL) {
+				t.Errorf("err = %v (retriable %v), want a retriable error naming the server and saying %q", err, e.Retriable, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestCancelDuringBackoff(t *testing.T) {
+	s := llmtest.New(t)
+	s.Enqueue(llmtest.Reply{Status: 429, RetryAfter: "60"})
+	ctx, cancel := context.WithCancel(t.Context())
+	c := newClient(t, s, func(cfg *llm.Config) {
+		cfg.OnRetry = func(int, time.Duration, error) { cancel() }
+	})
+	start := time.Now()
+	_, err := c.Chat(ctx, hello(), nil)
+	if !errors.Is(err, context.Canceled) || time.Since(start) > 10*time.Second {
+		t.Fatalf("err = %v after %v, want context.Canceled at once", err, time.Since(start))
+	}
+	if !strings.Contains(err.Error(), "HTTP 429") {
+		t.Errorf("err %q should say what it was waiting to retry", err)
+	}
+}
+
+func TestConnectionRefused(t *testing.T) {
+	s := llmtest.New(t)
+	url := s.URL
+	s.Close()
+	c := llm.New(llm.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 1, BackoffBase: time.Millisecond})
+	_, err := c.Chat(t.Context(), hello(), nil)
+	e := asError(t, err)
+	if e.Status != 0 || !e.Retriable || !strings.Contains(err.Error(), "connection failed") || !strings.Contains(err.Error(), url) {
+		t.Errorf("err = %v (status %d, retriable %v)", err, e.Status, e.Retriable)
+	}
+}
+
+func TestContextLength(t *testing.T) {
+	s := llmtest.New(t, llmtest.WithContextWindow(50))
+	_, err := newClient(t, s).Chat(t.Context(), llm.Request{Messages: []llm.Message{userMsg(strings.Repeat("word ", 100))}}, nil)
+	if !llm.IsContextLength(err) {
+		t.Fatalf("IsContextLength(%v) = false", err)
+	}
+	if len(s.Requests()) != 1 {
+		t.Errorf("%d requests: a prompt over the window is not retried", len(s.Requests()))
+	}
+
+	others := []error{
+		nil,
+		errors.New("maximum context length"),
+		&llm.Error{Status: 500, Message: "maximum context length"},
+		&llm.Error{Status: 400, Message: "Invalid parameter"},
+	}
+	for _, err := range others {
+		if llm.IsContextLength(err) {
+			t.Errorf("IsContextLength(%v) = true", err)
+		}
+	}
+	vllm := fmt.Errorf("wrapped: %w", &llm.Error{Status: 400, Message: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens"})
+	if !llm.IsContextLength(vllm) {
+		t.Errorf("IsContextLength(%v) = false", vllm)
+	}
+}

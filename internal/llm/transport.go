@@ -1,0 +1,66 @@
+package llm
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// exchange records what the HTTP layer saw during one attempt. go-openai
+// keeps response headers out of its errors, so Retry-After is taken here.
+// Each attempt has its own exchange, carried in the request's context: one
+// Client serves many goroutines and none sees another's headers.
+type exchange struct {
+	sent       bool // the request reached the HTTP client
+	retryAfter time.Duration
+}
+
+type exchangeKey struct{}
+
+func withExchange(ctx context.Context) (context.Context, *exchange) {
+	rec := &exchange{}
+	return context.WithValue(ctx, exchangeKey{}, rec), rec
+}
+
+// recordingDoer is the go-openai HTTPDoer: the caller's http.Client plus the
+// exchange bookkeeping.
+type recordingDoer struct {
+	hc  *http.Client
+	now func() time.Time
+}
+
+func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
+	rec, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	resp, err := d.hc.Do(req)
+	if rec != nil {
+		rec.sent = true
+		if err == nil && resp.StatusCode >= 400 {
+			rec.retryAfter = retryAfter(resp.Header, d.now())
+		}
+	}
+	return resp, err
+}
+
+// retryAfter reads retry-after-ms (OpenAI) or Retry-After in seconds or as
+// an HTTP date; zero when absent, unreadable or already past.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return at.Sub(now)
+	}
+	return 0
+}
