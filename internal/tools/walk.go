@@ -120,13 +120,13 @@ func (w *Workspace) relPattern(pattern string) (string, error) {
 	if filepath.IsAbs(pattern) {
 		root := filepath.ToSlash(w.root)
 		if p != root && !strings.HasPrefix(p, root+"/") {
-			return "", fmt.Errorf("pattern %q is outside the workspace %s: use a pattern relative to the workspace", pattern, w.root)
+			return "", fmt.Errorf("%w: use a pattern relative to the workspace", &outsideError{path: pattern, root: w.root})
 		}
 		p = strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
 	}
 	for _, s := range strings.Split(p, "/") {
 		if s == ".." {
-			return "", fmt.Errorf("pattern %q is outside the workspace %s: remove \"..\"", pattern, w.root)
+			return "", fmt.Errorf("%w: remove \"..\" from the pattern", &outsideError{path: pattern, root: w.root})
 		}
 	}
 	return p, nil

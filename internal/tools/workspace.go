@@ -62,7 +62,7 @@ func (w *Workspace) Resolve(p string) (string, error) {
 		return "", fmt.Errorf("path %q: %w", p, err)
 	}
 	if !w.contains(real) {
-		return "", fmt.Errorf("path %q is outside the workspace %s", p, w.root)
+		return "", &outsideError{path: p, root: w.root}
 	}
 	return real, nil
 }

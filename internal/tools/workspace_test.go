@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +84,10 @@ func TestResolve(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Resolve(%q) = %q, %v; want error containing %q", tt.path, got, err, tt.wantErr)
+				}
+				outside := strings.Contains(tt.wantErr, "outside")
+				if errors.Is(err, ErrOutsideWorkspace) != outside {
+					t.Errorf("errors.Is(%v, ErrOutsideWorkspace) = %v, want %v", err, !outside, outside)
 				}
 				return
 			}
