@@ -177,3 +177,33 @@ func TestShutdown(t *testing.T) {
 		})
 	}
 }
+
+func TestTimeout(t *testing.T) {
+	tests := []struct {
+		name        string
+		cmdTimeout  time.Duration
+		taskTimeout time.Duration
+		want        string
+	}{
+		{name: "the command's timeout", cmdTimeout: 300 * time.Millisecond, want: "timed out after 300ms"},
+		{name: "the watcher's default", taskTimeout: 400 * time.Millisecond, want: "timed out after 400ms"},
+		{name: "the command's wins", cmdTimeout: 300 * time.Millisecond, taskTimeout: time.Hour, want: "timed out after 300ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLayout(t)
+			srv := llmtest.New(t)
+			model := newScriptedModel()
+			model.delay = time.Minute
+			srv.Handle(model.handle)
+			startWatcher(t, Options{Layout: l, Runner: agentRunner(t, l, srv), TaskTimeout: tt.taskTimeout})
+			cmd := command("slow", 1)
+			cmd.Timeout = protocol.Duration(tt.cmdTimeout)
+			dropCommand(t, l, cmd)
+			rep := waitReport(t, l, "slow", 1)
+			if rep.Status != protocol.StatusFailed || !strings.HasPrefix(rep.Error, tt.want) {
+				t.Errorf("report: %s %q, want failed %q", rep.Status, rep.Error, tt.want)
+			}
+		})
+	}
+}

@@ -106,10 +106,12 @@ func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.
 	if rep == nil {
 		rep = &protocol.Report{}
 	}
-	switch {
+	// A task that completed just as its context ended keeps its result.
+	switch done := err == nil && rep.Status == protocol.StatusCompleted; {
+	case done:
 	case errors.Is(context.Cause(runCtx), errTaskTimeout):
 		rep.Status = protocol.StatusFailed
-		rep.Error = fmt.Sprintf("timed out after %s (the command's timeout)", timeout)
+		rep.Error = fmt.Sprintf("timed out after %s: raise the command's timeout or split the task", timeout)
 	case ctx.Err() != nil:
 		rep.Status = protocol.StatusInterrupted
 		if rep.Error == "" {

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,25 @@ func TestOptionsValidation(t *testing.T) {
 				t.Fatalf("Run = %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestProbeSeesEvents(t *testing.T) {
+	l := newLayout(t)
+	opts, err := Options{Layout: l, Runner: noopRunner{}, Logger: testLogger(t)}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watcher{opts: opts, log: opts.Logger}
+	fsw, poll, err := w.openEvents(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fsw == nil || poll != 0 {
+		t.Fatalf("openEvents on a local dir: watcher %v, poll %s; want fsnotify", fsw, poll)
+	}
+	fsw.Close()
+	if probes, _ := filepath.Glob(filepath.Join(l.Commands(), ".probe-*")); len(probes) > 0 {
+		t.Errorf("probe file left behind: %v", probes)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -166,12 +167,19 @@ func Run(ctx context.Context, opts Options) error {
 
 	fsw, poll, err := w.openEvents(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while probing: nothing was claimed yet
+		}
 		return err
 	}
 	if fsw != nil {
 		defer fsw.Close()
 	}
-	w.log.Info("watching", "commands", l.Commands(), "concurrency", opts.Concurrency, "poll", poll.String())
+	mode := "fsnotify"
+	if poll > 0 {
+		mode = "poll every " + poll.String()
+	}
+	w.log.Info("watching", "commands", l.Commands(), "concurrency", opts.Concurrency, "mode", mode)
 
 	taskCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTasks()
@@ -261,7 +269,7 @@ func (w *watcher) loop(ctx, taskCtx context.Context, g *errgroup.Group, fsw *fsn
 			if !isArrival(ev.Op) {
 				continue
 			}
-			name := ev.Name[len(w.opts.Layout.Commands())+1:]
+			name := filepath.Base(ev.Name)
 			switch id, kind := classify(name); kind {
 			case nameCommand:
 				w.pending[id] = struct{}{}
