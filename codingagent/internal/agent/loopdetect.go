@@ -30,10 +30,14 @@ func (d *loopDetector) add(name, args string) (string, bool) {
 		}
 		tail := d.seq[len(d.seq)-span:]
 		if repeats(tail, cycle) && (cycle == 1 || !allSame(tail[:cycle])) {
-			if cycle == 1 {
-				return fmt.Sprintf("loop detected: the same tool call (%s) %d times in a row", tail[0], loopRepeats), true
+			first := tail[0]
+			if len(first) > 120 {
+				first = cutRunes(first, 120) + "…"
 			}
-			return fmt.Sprintf("loop detected: a cycle of %d tool calls repeated %d times (%s, ...)", cycle, loopRepeats, tail[0]), true
+			if cycle == 1 {
+				return fmt.Sprintf("loop detected: the same tool call (%s) %d times in a row", first, loopRepeats), true
+			}
+			return fmt.Sprintf("loop detected: a cycle of %d tool calls repeated %d times (%s, ...)", cycle, loopRepeats, first), true
 		}
 	}
 	return "", false

@@ -86,8 +86,15 @@ func boundMemory(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	total := 0
 	i := len(lines)
-	for i > 0 && total+len(lines[i-1])+1 <= n {
-		total += len(lines[i-1]) + 1
+	for i > 0 {
+		add := len(lines[i-1])
+		if i < len(lines) {
+			add++ // the newline joining it to the line after
+		}
+		if total+add > n {
+			break
+		}
+		total += add
 		i--
 	}
 	if i == len(lines) {

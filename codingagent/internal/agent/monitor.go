@@ -64,7 +64,10 @@ func (a *Agent) compact(ctx context.Context, force bool) error {
 	if mask := a.unitStart(len(a.hist.msgs) - a.opts.KeepMessages); mask > a.monitor.maskBefore {
 		a.monitor.maskBefore = mask
 		after := a.monitor.usage(a.buildRequest())
-		a.emitCompaction("mask", before, after, 0)
+		if after < before {
+			a.emitCompaction("mask", before, after, 0)
+			before = after
+		}
 		if !force && after <= a.limit() {
 			return nil
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
@@ -156,7 +157,14 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDet
 		res, err := tools.Call(ctx, a.tools, c.Function.Name, c.Function.Arguments)
 		if err != nil {
 			if ctx.Err() != nil {
-				return Interrupted, a.answerRest(calls[i:], "cancelled: the run was interrupted while this call ran", "interrupted")
+				content := "cancelled: the run was interrupted while this call ran"
+				if strings.TrimSpace(res.Content) != "" {
+					content = res.Content + "\n(" + content + ")"
+				}
+				if err := a.answerOne(c, errorPrefix+content, true); err != nil {
+					return Interrupted, "interrupted; " + err.Error()
+				}
+				return Interrupted, a.answerRest(calls[i+1:], "cancelled: the run was interrupted before this call ran", "interrupted")
 			}
 			reason := fmt.Sprintf("tool %s failed: %v", c.Function.Name, err)
 			a.answerOne(c, errorPrefix+reason, true)

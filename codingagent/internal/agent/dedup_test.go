@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+func TestDeduplication(t *testing.T) {
+	e := newEnv(t)
+	var src strings.Builder
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&src, "// line %d of a.go\n", i)
+	}
+	e.write("a.go", src.String())
+	e.write("b.go", "package b\n")
+	newContent := strings.Repeat("// rewritten c.go line\n", 30)
+	e.srv.Enqueue(
+		llmtest.Calls(llmtest.Call("read_file", map[string]any{"path": "a.go"})),
+		llmtest.Calls(llmtest.Call("edit_file", map[string]any{"path": "./a.go", "old_string": "// line 7 of a.go", "new_string": "// EDITED line 7"})),
+		llmtest.Calls(llmtest.Call("shell_exec", map[string]any{"command": "seq 1 3000"})),
+		llmtest.Calls(llmtest.Call("write_file", map[string]any{"path": "c.go", "content": newContent})),
+		llmtest.Calls(llmtest.Call("read_file", map[string]any{"path": "b.go"})),
+		llmtest.Text("done"),
+	)
+	a := e.agent(nil)
+	res, err := a.RunTask(t.Context(), Task{ID: "dedup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.noRejections()
+	if res.Status != Completed {
+		t.Fatalf("result = %+v", res)
+	}
+	reqs := e.srv.Requests()
+	toolMsgs := func(req openai.ChatCompletionRequest) []openai.ChatCompletionMessage {
+		var out []openai.ChatCompletionMessage
+		for _, m := range req.Messages {
+			if m.Role == openai.ChatMessageRoleTool {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+
+	t.Run("latest round complete the first time", func(t *testing.T) {
+		got := toolMsgs(reqs[1])
+		if len(got) != 1 || !strings.Contains(got[0].Content, "// line 40 of a.go") {
+			t.Fatalf("request 2's read_file result is not complete: %+v", got)
+		}
+		shell := toolMsgs(reqs[3])[2].Content
+		if !strings.Contains(shell, "\n3000") || !strings.Contains(shell, "\n1500\n") {
+			t.Errorf("request 4's shell result is cut: %d chars", len(shell))
+		}
+	})
+	t.Run("file content once, in the system prompt, current", func(t *testing.T) {
+		req := reqs[2] // after the edit
+		text := allText(req)
+		if n := strings.Count(text, "// line 40 of a.go"); n != 1 {
+			t.Errorf("a.go's last line appears %d times in request 3, want once", n)
+		}
+		if !strings.Contains(system(req), "// line 40 of a.go") || !strings.Contains(system(req), "// EDITED line 7") {
+			t.Errorf("system prompt lacks a.go's current content:\n%s", system(req))
+		}
+		if strings.Contains(system(req), "// line 7 of a.go") {
+			t.Errorf("system prompt shows a.go before the edit")
+		}
+		if got := toolMsgs(req)[0].Content; got != "[read_file a.go: 40 lines — current content in focused files]" {
+			t.Errorf("older read_file result = %q", got)
+		}
+	})
+	t.Run("older shell output cut, older write arguments abbreviated", func(t *testing.T) {
+		req := reqs[5]
+		got := toolMsgs(req)
+		shell := got[2].Content
+		if len(shell) > shellKeep+100 || !strings.Contains(shell, "chars cut") || !strings.HasPrefix(shell, "1\n2\n") ||
+			!strings.HasSuffix(shell, "3000\n\nexit code: 0") {
+			t.Errorf("older shell output not cut to head and tail (%d chars): %.200q", len(shell), shell)
+		}
+		if n := strings.Count(allText(req), "// rewritten c.go line"); n != 30 {
+			t.Errorf("c.go's lines appear %d times in request 6, want 30 (once, in the system prompt)", n)
+		}
+		if got := toolMsgs(req)[4].Content; got != "package b" && !strings.Contains(got, "package b") {
+			t.Errorf("latest read_file result = %q", got)
+		}
+		for _, m := range req.Messages {
+			for _, c := range m.ToolCalls {
+				if c.Function.Name == "write_file" && !strings.Contains(c.Function.Arguments, "current content in focused files") {
+					t.Errorf("older write_file arguments sent in full: %.100s", c.Function.Arguments)
+				}
+			}
+		}
+	})
+	t.Run("the session keeps full results", func(t *testing.T) {
+		var full []string
+		for _, m := range a.Messages() {
+			if m.Role == openai.ChatMessageRoleTool {
+				full = append(full, m.Content)
+			}
+		}
+		if !strings.Contains(full[0], "// line 40 of a.go") || !strings.Contains(full[2], "\n1500\n") {
+			t.Errorf("Messages() lost full tool results")
+		}
+	})
+}
+
+func TestFocusEviction(t *testing.T) {
+	e := newEnv(t)
+	for _, name := range []string{"old.txt", "edited.txt", "new.txt"} {
+		e.write(name, strings.Repeat(name+"\n", 50)) // 750, 900, 750 chars with line numbers
+	}
+	tests := []struct {
+		name    string
+		capSize int
+		want    []string
+	}{
+		{name: "all fit", capSize: 10000, want: []string{"old.txt", "edited.txt", "new.txt"}},
+		{name: "oldest unedited goes first", capSize: 1700, want: []string{"edited.txt", "new.txt"}},
+		{name: "edited kept longest", capSize: 1000, want: []string{"edited.txt"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFocusSet(tt.capSize)
+			f.touch("old.txt", false)
+			f.touch("edited.txt", true)
+			f.touch("new.txt", false)
+			f.touch("gone.txt", false)
+			var got []string
+			for _, ff := range f.render(e.ws) {
+				got = append(got, ff.path)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("focused = %v, want %v", got, tt.want)
+			}
+			if strings.Join(f.paths(), ",") != strings.Join(tt.want, ",") {
+				t.Errorf("set after render = %v, want %v", f.paths(), tt.want)
+			}
+		})
+	}
+}
