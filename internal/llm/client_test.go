@@ -231,7 +231,7 @@ func TestMissingAPIKey(t *testing.T) {
 
 func TestMaxTokensField(t *testing.T) {
 	tests := []struct {
-		model                  string
+		model                 string
 		wantMax, wantMaxCompl int
 	}{
 		{model: "gpt-4o", wantMax: 512},

@@ -73,6 +73,7 @@ func (c *Client) attemptError(ctx context.Context, model string, rec *exchange, 
 		if e.Status == 0 {
 			// An error event inside a 200 stream: only the server's
 			// own failures are worth another try.
+			e.Status = rec.status
 			e.Retriable = apiErr.Type == "server_error" || e.Code == "server_error"
 		}
 		e.Err = &openai.APIError{Code: apiErr.Code, Message: c.redact(apiErr.Message), Param: apiErr.Param,
@@ -91,7 +92,7 @@ func (c *Client) attemptError(ctx context.Context, model string, rec *exchange, 
 		// ended early: the kind of failure another attempt may not hit.
 		e.Retriable, e.Message = true, err.Error()
 	}
-	if e.Status != 0 {
+	if e.Status >= 400 {
 		e.Retriable = retriableStatus(e.Status, e.Code)
 		e.RetryAfter = rec.retryAfter
 	}

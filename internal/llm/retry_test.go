@@ -61,6 +61,7 @@ func TestRetryTransientFailures(t *testing.T) {
 		{name: "503 non-OpenAI body", first: llmtest.Reply{Status: 503, ErrorBody: "<html><body>upstream unavailable</body></html>"}},
 		{name: "stream cut before finish_reason", first: llmtest.Reply{Content: "a partial answer that stops", CutStream: true}},
 		{name: "stream stalls", first: llmtest.Reply{Hang: true}},
+		{name: "error event inside the stream", first: llmtest.Reply{Content: "some text", StreamError: "The server had an error while processing your request."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,6 +173,8 @@ func TestFailedAttempts(t *testing.T) {
 			cfg: func(c *llm.Config) { c.RequestTimeout = 100 * time.Millisecond }, wantMsg: "no complete answer within 100ms"},
 		{name: "stream cut before finish_reason", stream: true, reply: llmtest.Reply{Content: "half of an answer", CutStream: true},
 			cfg: func(*llm.Config) {}, wantMsg: "stream ended without a finish_reason"},
+		{name: "error event inside the stream", stream: true, reply: llmtest.Reply{Content: "some text", StreamError: "generation failed"},
+			cfg: func(*llm.Config) {}, wantMsg: "HTTP 200: generation failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

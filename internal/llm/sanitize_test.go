@@ -15,7 +15,9 @@ import (
 
 func sysMsg(s string) llm.Message { return llm.Message{Role: openai.ChatMessageRoleSystem, Content: s} }
 
-func textMsg(s string) llm.Message { return llm.Message{Role: openai.ChatMessageRoleAssistant, Content: s} }
+func textMsg(s string) llm.Message {
+	return llm.Message{Role: openai.ChatMessageRoleAssistant, Content: s}
+}
 
 func callsMsg(calls ...[3]string) llm.Message {
 	m := llm.Message{Role: openai.ChatMessageRoleAssistant}
@@ -47,7 +49,7 @@ var seed003 = []struct {
 		name: "answers kept after their invalid tool call was removed",
 		history: []llm.Message{userMsg("go"), callsMsg(call("call_1"), [3]string{"call_2", "", `{}`}),
 			toolMsg("call_1", "ok"), toolMsg("call_2", "error: unknown tool"), userMsg("continue")},
-		raw: "Missing required parameter: 'messages[1].tool_calls[1].function.name'.",
+		raw:  "Missing required parameter: 'messages[1].tool_calls[1].function.name'.",
 		want: []llm.Message{userMsg("go"), callsMsg(call("call_1")), toolMsg("call_1", "ok"), userMsg("continue")},
 	},
 	{

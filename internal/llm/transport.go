@@ -14,6 +14,7 @@ import (
 // Client serves many goroutines and none sees another's headers.
 type exchange struct {
 	sent       bool // the request reached the HTTP client
+	status     int  // HTTP status of the response, 0 without one
 	retryAfter time.Duration
 }
 
@@ -36,6 +37,9 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.hc.Do(req)
 	if rec != nil {
 		rec.sent = true
+		if err == nil {
+			rec.status = resp.StatusCode
+		}
 		if err == nil && resp.StatusCode >= 400 {
 			rec.retryAfter = retryAfter(resp.Header, d.now())
 		}

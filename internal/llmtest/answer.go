@@ -150,6 +150,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, req o
 		return
 	}
 	pieces := s.deltas(reply)
+	if reply.StreamError != "" {
+		for _, d := range pieces[:len(pieces)/2] {
+			if !send(delta(d), nil) {
+				return
+			}
+		}
+		raw, _ := json.Marshal(map[string]any{"error": map[string]any{
+			"message": reply.StreamError, "type": "server_error", "param": nil, "code": nil,
+		}})
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", raw)
+		return
+	}
 	if reply.CutStream {
 		// Half the answer, at least one piece, then a clean end of the body:
 		// the client sees io.EOF without a finish_reason, as after a proxy

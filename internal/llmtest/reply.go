@@ -44,6 +44,10 @@ type Reply struct {
 
 	Delay     time.Duration // before answering; a cancelled request ends it
 	CutStream bool          // stream part of the answer, then end without finish_reason or [DONE]
+	// StreamError streams part of the answer, then an error event
+	// (type server_error) with this message inside the 200 stream, as
+	// OpenAI does when a generation fails midway.
+	StreamError string
 	// Hang never answers until the client gives up. A streaming request
 	// gets its headers and the first (role) chunk first, so the client's
 	// idle timer between chunks is what must end it.
