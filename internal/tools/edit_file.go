@@ -38,7 +38,7 @@ func editFile(ws *Workspace, p editFileParams) (Result, error) {
 		if err := writeFileAtomic(abs, []byte(p.NewString)); err != nil {
 			return errorResult("could not create %q: %v", rel, err), nil
 		}
-		return Result{Content: fmt.Sprintf("created %s: %d lines", rel, countLines(p.NewString)), Files: changed}, nil
+		return Result{Content: fmt.Sprintf("created %s: %s", rel, plural(countLines(p.NewString), "line")), Files: changed}, nil
 	case err != nil:
 		return errorResult("%s", describeFileError(ws, abs, err)), nil
 	case p.OldString == "":
@@ -63,8 +63,8 @@ func editFile(ws *Workspace, p editFileParams) (Result, error) {
 	}
 	line := strings.Count(content[:strings.Index(content, p.OldString)], "\n") + 1
 	return Result{
-		Content: fmt.Sprintf("edited %s: replaced %d lines with %d lines at line %d",
-			rel, countLines(p.OldString), countLines(p.NewString), line),
+		Content: fmt.Sprintf("edited %s: replaced %s with %s at line %d",
+			rel, plural(countLines(p.OldString), "line"), plural(countLines(p.NewString), "line"), line),
 		Files: changed,
 	}, nil
 }

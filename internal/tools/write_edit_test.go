@@ -21,7 +21,7 @@ func TestWriteFile(t *testing.T) {
 		wantMode            os.FileMode
 	}{
 		{"new file", "new.txt", "a\nb\n", false, "wrote new.txt: 4 bytes, 2 lines", 0o644},
-		{"parent dirs created", "x/y/z.go", "package z", false, "wrote x/y/z.go: 9 bytes, 1 lines", 0o644},
+		{"parent dirs created", "x/y/z.go", "package z", false, "wrote x/y/z.go: 9 bytes, 1 line", 0o644},
 		{"overwrite", "old.txt", "new", false, "wrote old.txt", 0o644},
 		{"keeps mode", "run.sh", "#!/bin/sh\necho hi\n", false, "wrote run.sh", 0o750},
 		{"empty content", "empty.txt", "", false, "0 bytes, 0 lines", 0o644},
@@ -69,7 +69,7 @@ func TestEditFile(t *testing.T) {
 		{"whitespace hint", "a.go", "    return", "x", true, "whitespace, indentation", src},
 		{"two occurrences", "a.go", "\treturn\n", "x", true, "occurs 2 times", src},
 		{"identical", "a.go", "func A()", "func A()", true, "identical", src},
-		{"empty old creates a missing file", "new/b.go", "", "package b\n", false, "created new/b.go: 1 lines", "package b\n"},
+		{"empty old creates a missing file", "new/b.go", "", "package b\n", false, "created new/b.go: 1 line", "package b\n"},
 		{"empty old on an existing file", "a.go", "", "x", true, "already exists", src},
 		{"missing file", "nope.go", "x", "y", true, `file "nope.go" does not exist`, ""},
 		{"binary", "bin", "a", "b", true, "binary", "a\x00b"},

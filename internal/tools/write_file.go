@@ -31,7 +31,7 @@ func writeFile(ws *Workspace, p writeFileParams) (Result, error) {
 		return errorResult("could not write %q: %v", rel, err), nil
 	}
 	return Result{
-		Content: fmt.Sprintf("wrote %s: %d bytes, %d lines", rel, len(p.Content), countLines(p.Content)),
+		Content: fmt.Sprintf("wrote %s: %s, %s", rel, plural(len(p.Content), "byte"), plural(countLines(p.Content), "line")),
 		Files:   []FileRef{{Path: rel, Changed: true}},
 	}, nil
 }
@@ -47,4 +47,11 @@ func countLines(s string) int {
 		n++
 	}
 	return n
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
