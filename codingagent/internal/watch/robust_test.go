@@ -207,3 +207,25 @@ func TestTimeout(t *testing.T) {
 		})
 	}
 }
+
+type panicRunner struct{}
+
+func (panicRunner) Run(_ context.Context, cmd *protocol.Command, _ string, _ events.Sink) (*protocol.Report, error) {
+	if cmd.ID == "boom" {
+		panic("runner bug")
+	}
+	return &protocol.Report{Status: protocol.StatusCompleted, Body: "fine"}, nil
+}
+
+func TestRunnerPanicFailsOnlyItsTask(t *testing.T) {
+	l := newLayout(t)
+	startWatcher(t, Options{Layout: l, Runner: panicRunner{}})
+	dropCommand(t, l, command("boom", 1))
+	dropCommand(t, l, command("fine", 1))
+	if rep := waitReport(t, l, "boom", 1); rep.Status != protocol.StatusFailed || !strings.Contains(rep.Error, "runner bug") {
+		t.Errorf("boom: %s %q", rep.Status, rep.Error)
+	}
+	if rep := waitReport(t, l, "fine", 1); rep.Status != protocol.StatusCompleted {
+		t.Errorf("fine: %s %q", rep.Status, rep.Error)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -102,7 +103,7 @@ func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.
 		runCtx, cancel = context.WithTimeoutCause(ctx, timeout, errTaskTimeout)
 		defer cancel()
 	}
-	rep, err := w.opts.Runner.Run(runCtx, cmd, system, sink)
+	rep, err := w.callRunner(runCtx, cmd, system, sink, log)
 	if rep == nil {
 		rep = &protocol.Report{}
 	}
@@ -128,6 +129,18 @@ func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.
 }
 
 var errTaskTimeout = errors.New("command timeout")
+
+// callRunner turns a panic in the runner into a failed task: one bad task
+// must not take down the watcher and the tasks running beside it.
+func (w *watcher) callRunner(ctx context.Context, cmd *protocol.Command, system string, sink events.Sink, log *slog.Logger) (rep *protocol.Report, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("task runner panicked", "panic", p, "stack", string(debug.Stack()))
+			rep, err = nil, fmt.Errorf("internal error in the task runner: %v", p)
+		}
+	}()
+	return w.opts.Runner.Run(ctx, cmd, system, sink)
+}
 
 // logSink logs the events a person follows in `docker logs`; tokens and
 // unrendered events stay in the events file only.
