@@ -1,0 +1,200 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/internal/volume"
+)
+
+// standInCodingagent plays `codingagent watch` and `codingagent health` in
+// an image built from docker/Dockerfile, so the Dockerfile and the compose
+// file are tested even before the real binaries are built.
+const standInCodingagent = `#!/bin/sh
+case "$1" in
+watch) d=/app/volumes/reports/.watchers
+  while :; do echo '{}' >"$d/.hb" && mv "$d/.hb" "$d/$(hostname).json"; sleep 1; done ;;
+health) [ -n "$(find /app/volumes/reports/.watchers -name '*.json' -mmin -1)" ] ;;
+*) echo "stand-in codingagent: $*" >&2; exit 2 ;;
+esac
+`
+
+// TestDockerComposeImage brings the compose `codingagent` service up from
+// the repository's docker-compose.yml and docker/Dockerfile, waits for the
+// image's HEALTHCHECK to pass, checks the hardening, and checks that the
+// Docker runtime serves through it. With CODEAGENT_E2E=1 it uses the image
+// `make image` built; otherwise it builds docker/Dockerfile around a
+// stand-in codingagent.
+func TestDockerComposeImage(t *testing.T) {
+	cli := engine(t)
+	compose := composeCommand(t)
+	image := composeTestImage(t, cli)
+
+	dir := t.TempDir()
+	spec, err := os.ReadFile(filepath.Join("..", "..", "..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "docker-compose.yml"), spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := volume.New(filepath.Join(dir, "volumes"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	project := fmt.Sprintf("catest%d", time.Now().UnixNano())
+	run := func(ctx context.Context, args ...string) {
+		t.Helper()
+		full := append(append([]string{}, compose[1:]...), append([]string{"-p", project, "-f", filepath.Join(dir, "docker-compose.yml")}, args...)...)
+		cmd := exec.CommandContext(ctx, compose[0], full...)
+		cmd.Env = append(os.Environ(), "IMAGE="+image, "UID="+strconv.Itoa(os.Getuid()), "GID="+strconv.Itoa(os.Getgid()),
+			"OPENAI_API_KEY="+testKey, "OPENAI_MODEL=m")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", compose[0], strings.Join(full, " "), err, out)
+		}
+	}
+	t.Cleanup(func() { run(context.Background(), "down", "-t", "2") })
+	run(t.Context(), "up", "-d", "codingagent")
+
+	id := waitHealthy(t, cli, project)
+	in, err := cli.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := in.Container
+	for _, ch := range []struct {
+		name string
+		ok   bool
+	}{
+		{"user is the operator", c.Config.User == fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())},
+		{"read-only root", c.HostConfig.ReadonlyRootfs},
+		{"cap drop ALL", strings.Join(c.HostConfig.CapDrop, ",") == "ALL"},
+		{"pids limit", c.HostConfig.PidsLimit != nil && *c.HostConfig.PidsLimit == 512},
+		{"memory limit without swap", c.HostConfig.Memory == 2<<30 && c.HostConfig.MemorySwap == 2<<30},
+		{"key passed through", strings.Contains(strings.Join(c.Config.Env, "\n"), "OPENAI_API_KEY="+testKey)},
+	} {
+		if !ch.ok {
+			t.Errorf("compose container: %s does not hold", ch.name)
+		}
+	}
+	for k, v := range c.Config.Labels {
+		if strings.Contains(k+v, testKey) {
+			t.Errorf("label %s holds the API key", k)
+		}
+	}
+
+	runID := testRunID(t, cli)
+	d := startDocker(t, testOptions(t, image, runID, l, os.Getuid(), os.Getgid(), nil))
+	if d.Exited() != nil || len(containersOfRun(t, cli, runID)) != 0 {
+		t.Fatal("the runtime started its own container although the compose watcher serves the volumes")
+	}
+	res, err := d.Exec(t.Context(), "touch /tmp/ok && ! touch /not-writable 2>/dev/null && pwd", time.Minute)
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Output) != containerWorkspace {
+		t.Errorf("Exec in the compose watcher = %+v, %v; want /tmp writable, / read-only, cwd %s", res, err, containerWorkspace)
+	}
+}
+
+// composeCommand is `docker compose` (v2 plugin) or `docker-compose` (v1).
+func composeCommand(t *testing.T) []string {
+	t.Helper()
+	if exec.Command("docker", "compose", "version").Run() == nil {
+		return []string{"docker", "compose"}
+	}
+	if p, err := exec.LookPath("docker-compose"); err == nil {
+		return []string{p}
+	}
+	if os.Getenv("CODEAGENT_REQUIRE_DOCKER") == "1" {
+		t.Fatal("CODEAGENT_REQUIRE_DOCKER=1 but neither `docker compose` nor docker-compose is installed")
+	}
+	t.Skip("neither `docker compose` nor docker-compose is installed")
+	return nil
+}
+
+func composeTestImage(t *testing.T, cli *client.Client) string {
+	t.Helper()
+	if os.Getenv("CODEAGENT_E2E") == "1" {
+		if _, err := cli.ImageInspect(t.Context(), DefaultImage); err != nil {
+			t.Fatalf("CODEAGENT_E2E=1 needs %s: run `make image`: %v", DefaultImage, err)
+		}
+		return DefaultImage
+	}
+	testWatcherImage(t, cli) // makes sure the local base exists
+	ctxDir := t.TempDir()
+	repo := filepath.Join("..", "..", "..")
+	for _, args := range [][]string{
+		{"-r", filepath.Join(repo, "docker"), ctxDir},
+		{filepath.Join(repo, ".dockerignore"), ctxDir},
+	} {
+		if out, err := exec.Command("cp", args...).CombinedOutput(); err != nil {
+			t.Fatalf("cp %v: %v\n%s", args, err, out)
+		}
+	}
+	bin := filepath.Join(ctxDir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"codingagent": standInCodingagent,
+		"planagent":   "#!/bin/sh\necho stand-in planagent \"$@\"\n",
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const tag = "codeagent/compose-test:local"
+	cmd := exec.CommandContext(t.Context(), "docker", "build", "--pull=false", "-f", "docker/Dockerfile",
+		"--build-arg", "BASE="+baseImage, "-t", tag, ".")
+	cmd.Dir = ctxDir
+	cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker build of docker/Dockerfile: %v\n%s", err, out)
+	}
+	return tag
+}
+
+// waitHealthy waits, with a deadline, for the project's codingagent service
+// container to pass its HEALTHCHECK and returns its id.
+func waitHealthy(t *testing.T, cli *client.Client, project string) string {
+	t.Helper()
+	deadline := time.NewTimer(90 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	status := "no container"
+	for {
+		list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{Filters: make(client.Filters).
+			Add("label", "com.docker.compose.project="+project).Add("label", composeService+"=codingagent")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) == 1 {
+			in, err := cli.ContainerInspect(t.Context(), list.Items[0].ID, client.ContainerInspectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := in.Container.State.Health; h != nil {
+				status = string(h.Status)
+				if status == "healthy" {
+					return list.Items[0].ID
+				}
+			}
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("compose codingagent did not become healthy within 90s (last status: %s)", status)
+		case <-tick.C:
+		}
+	}
+}
