@@ -119,8 +119,12 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 		if !errors.As(err, &e) || !e.Retriable {
 			return nil, err
 		}
-		if attempt >= c.cfg.MaxRetries || e.RetryAfter > maxHonouredRetryAfter {
-			e.Message += fmt.Sprintf(" (gave up after %d attempts)", attempt+1)
+		if e.RetryAfter > maxHonouredRetryAfter {
+			e.Message += fmt.Sprintf(" (the server asks to wait %s: not retrying)", e.RetryAfter)
+			return nil, e
+		}
+		if attempt >= c.cfg.MaxRetries {
+			e.Message += fmt.Sprintf(" (gave up after %d %s)", attempt+1, plural(attempt+1, "attempt"))
 			return nil, e
 		}
 		wait := c.backoff(attempt, e.RetryAfter)
@@ -183,6 +187,13 @@ func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	ceiling = min(ceiling, c.cfg.BackoffMax)
 	wait := time.Duration(rand.Int64N(int64(ceiling) + 1))
 	return max(wait, retryAfter)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

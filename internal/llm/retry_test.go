@@ -67,7 +67,8 @@ func TestRetryTransientFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := llmtest.New(t)
 			s.Enqueue(tt.first, llmtest.Text("complete"))
-			c := newClient(t, s, func(cfg *llm.Config) { cfg.IdleTimeout = 100 * time.Millisecond })
+			// Long enough that a loaded machine does not stall the good answer.
+			c := newClient(t, s, func(cfg *llm.Config) { cfg.IdleTimeout = 500 * time.Millisecond })
 			req := hello()
 			req.Stream = true
 			var tokens strings.Builder
@@ -245,5 +246,17 @@ func TestContextLength(t *testing.T) {
 	vllm := fmt.Errorf("wrapped: %w", &llm.Error{Status: 400, Message: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens"})
 	if !llm.IsContextLength(vllm) {
 		t.Errorf("IsContextLength(%v) = false", vllm)
+	}
+}
+
+func TestLongRetryAfterIsReturned(t *testing.T) {
+	s := llmtest.New(t)
+	s.Enqueue(llmtest.Reply{Status: 429, RetryAfter: "3600"}, llmtest.Text("never"))
+	start := time.Now()
+	_, err := newClient(t, s).Chat(t.Context(), hello(), nil)
+	e := asError(t, err)
+	if !e.Retriable || e.RetryAfter != time.Hour || len(s.Requests()) != 1 || time.Since(start) > 5*time.Second {
+		t.Errorf("err = %v (retriable %v, RetryAfter %v) after %d requests: an hour's wait goes back to the caller",
+			err, e.Retriable, e.RetryAfter, len(s.Requests()))
 	}
 }
