@@ -63,7 +63,10 @@ func (w *watcher) run(ctx context.Context, cmd *protocol.Command, log *slog.Logg
 	rep := w.runTask(ctx, cmd, log)
 	rep.ID, rep.RunID, rep.Attempt = cmd.ID, cmd.RunID, cmd.Attempt
 	rep.Duration = protocol.Duration(time.Since(start))
-	if rep.Status == "" {
+	if !rep.Status.Valid() {
+		if rep.Error == "" {
+			rep.Error = fmt.Sprintf("the task runner returned no valid status (%q)", rep.Status)
+		}
 		rep.Status = protocol.StatusFailed
 	}
 	if rep.Summary == "" {
