@@ -18,17 +18,31 @@ const delimiter = "---"
 
 var bom = []byte("\ufeff")
 
-// splitFile separates a protocol file into the YAML document (including the
-// opening "---" line, so the YAML parser's line numbers are the file's) and
-// the body.
+// splitFile separates a protocol file into the YAML document and the body.
 func splitFile(data []byte) (header []byte, body string, err error) {
 	if len(data) > MaxFileSize {
 		return nil, "", &ParseError{Problem: fmt.Sprintf("file is larger than the %d-byte (1 MiB) limit", MaxFileSize)}
 	}
+	header, body, found, err := SplitFrontMatter(data)
+	if err != nil {
+		return nil, "", err
+	}
+	if !found {
+		return nil, "", &ParseError{Line: 1, Problem: `missing front matter: the file must start with a "---" line, then YAML fields, then another "---" line`}
+	}
+	return header, body, nil
+}
+
+// SplitFrontMatter separates a markdown file with YAML front matter (the
+// framing of protocol files, also used by context files). header is the YAML
+// document including its opening "---" line, so that YAML line numbers are
+// the file's. found is false, and body all of data, when data does not start
+// with a "---" line; an opening line without a closing one is a *ParseError.
+func SplitFrontMatter(data []byte) (header []byte, body string, found bool, err error) {
 	data = bytes.TrimPrefix(data, bom)
 	line, rest, _ := cutLine(data)
 	if line != delimiter {
-		return nil, "", &ParseError{Line: 1, Problem: `missing front matter: the file must start with a "---" line, then YAML fields, then another "---" line`}
+		return nil, string(data), false, nil
 	}
 	for len(rest) > 0 {
 		line, after, _ := cutLine(rest)
@@ -42,11 +56,11 @@ func splitFile(data []byte) (header []byte, body string, err error) {
 			} else {
 				body = strings.TrimPrefix(body, "\n")
 			}
-			return header, body, nil
+			return header, body, true, nil
 		}
 		rest = after
 	}
-	return nil, "", &ParseError{Problem: `unterminated front matter: no closing "---" line after the YAML fields`}
+	return nil, "", true, &ParseError{Problem: `unterminated front matter: no closing "---" line after the YAML fields`}
 }
 
 // cutLine returns the first line of data without its "\n" or "\r\n" and the

@@ -1,0 +1,163 @@
+// Package layers combines the context the coding model works under from three
+// layers (seed 004's combine_context.py):
+//
+//   - global: every *.md in the templates' global/ (standing instructions
+//     baked into the image);
+//   - project: <runtime>/project/*.md as written by planagent, or the
+//     templates' project/ when the runtime dir holds no enabled file;
+//   - task: <runtime>/task/<task-id>/*.md, or the templates' task/ likewise.
+//
+// A file whose YAML front matter says `enabled: false` is skipped, so the
+// shipped project and task templates, which only show the structure, stay
+// out of the prompt. Front matter is never part of the output.
+package layers
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/codeagent/codeagent/docker"
+	"github.com/codeagent/codeagent/internal/protocol"
+)
+
+// Options says where the layers come from.
+type Options struct {
+	TaskID     string // validated with protocol.ValidateID when non-empty
+	RuntimeDir string // the runtime context dir (volumes/context); empty = templates only
+	Templates  fs.FS  // the template tree (global/, project/, task/); nil = Embedded()
+}
+
+// Embedded returns the templates built into the binary.
+func Embedded() fs.FS { return docker.ContextTemplates() }
+
+// The layers, in output order.
+const (
+	layerGlobal  = "global"
+	layerProject = "project"
+	layerTask    = "task"
+)
+
+// source is one directory a layer can come from.
+type source struct {
+	fsys  fs.FS
+	dir   string // slash path inside fsys
+	label string // "template" or "runtime", shown in the headings
+	where string // how errors name the directory
+}
+
+// section is one file of the output.
+type section struct {
+	layer, name, label, body string
+}
+
+// Combine returns the combined context as markdown: each file under a
+// heading naming its layer, file and source, e.g.
+// "## [global] coding-standards.md (template)". Layers come in the order
+// global, project, task and files within a layer by name, so the output
+// depends only on the files. Missing directories give empty layers.
+func Combine(opts Options) (string, error) {
+	if opts.TaskID != "" {
+		if err := protocol.ValidateID(opts.TaskID); err != nil {
+			return "", fmt.Errorf("combine context: task %w", err)
+		}
+	}
+	tmpl := opts.Templates
+	if tmpl == nil {
+		tmpl = Embedded()
+	}
+	template := func(layer string) source {
+		return source{fsys: tmpl, dir: layer, label: "template", where: "templates " + layer + "/"}
+	}
+	runtime := func(dir string) *source {
+		if opts.RuntimeDir == "" {
+			return nil
+		}
+		return &source{fsys: os.DirFS(opts.RuntimeDir), dir: dir, label: "runtime",
+			where: filepath.Join(opts.RuntimeDir, filepath.FromSlash(dir))}
+	}
+
+	var all []section
+	global, err := readLayer(layerGlobal, template(layerGlobal))
+	if err != nil {
+		return "", err
+	}
+	all = append(all, global...)
+	project, err := pickLayer(layerProject, runtime(layerProject), template(layerProject))
+	if err != nil {
+		return "", err
+	}
+	all = append(all, project...)
+	var taskRuntime *source
+	if opts.TaskID != "" {
+		taskRuntime = runtime(path.Join(layerTask, opts.TaskID))
+	}
+	task, err := pickLayer(layerTask, taskRuntime, template(layerTask))
+	if err != nil {
+		return "", err
+	}
+	all = append(all, task...)
+	return render(all), nil
+}
+
+// pickLayer uses the runtime directory when it has at least one enabled
+// file, the templates otherwise.
+func pickLayer(layer string, runtime *source, template source) ([]section, error) {
+	if runtime != nil {
+		s, err := readLayer(layer, *runtime)
+		if err != nil || len(s) > 0 {
+			return s, err
+		}
+	}
+	return readLayer(layer, template)
+}
+
+// readLayer reads the enabled *.md files of one directory, sorted by name.
+func readLayer(layer string, src source) ([]section, error) {
+	entries, err := fs.ReadDir(src.fsys, src.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s context layer from %s: %w", layer, src.where, err)
+	}
+	var out []section
+	for _, e := range entries { // fs.ReadDir sorts by name
+		name := e.Name()
+		// Temp names are files planagent is still writing.
+		if e.IsDir() || protocol.IsTempName(name) || !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		data, err := fs.ReadFile(src.fsys, path.Join(src.dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("read context file %s in %s: %w", name, src.where, err)
+		}
+		body, enabled, err := parseContextFile(data)
+		if err != nil {
+			return nil, fmt.Errorf("context file %s in %s: %w (fix or remove the front matter)", name, src.where, err)
+		}
+		if enabled {
+			out = append(out, section{layer: layer, name: name, label: src.label, body: body})
+		}
+	}
+	return out, nil
+}
+
+func render(sections []section) string {
+	var b strings.Builder
+	for i, s := range sections {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "## [%s] %s (%s)\n\n", s.layer, s.name, s.label)
+		if s.body != "" {
+			b.WriteString(s.body)
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
