@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/codeagent/codeagent/codingagent/internal/agent"
+	"github.com/codeagent/codeagent/codingagent/internal/filerefs"
+	"github.com/codeagent/codeagent/codingagent/internal/layers"
+	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/tools"
+	"github.com/codeagent/codeagent/internal/volume"
+)
+
+type execOptions struct {
+	goal        string
+	json        bool
+	contextFile string
+	now         func() time.Time
+}
+
+// NewCmdExec builds `codingagent exec`.
+func NewCmdExec(f *cmdutil.Factory) *cobra.Command {
+	opts := &execOptions{now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "exec GOAL",
+		Short: "Carry out one goal over the workspace and print a report",
+		Long: `Run the coding agent on GOAL in the workspace (--workspace, else workspace_dir
+from the config, else <volumes>/workspace) and print a report: status, answer,
+files changed and tokens. @file:KEYWORD in GOAL attaches matching workspace files.
+The system prompt carries the global and project context layers (as for
+watch) and the --context-file, if given.
+
+The conversation is kept in <volumes>/context/sessions/exec-<time>.jsonl and
+long-term memory in <volumes>/context/memory.md. Progress goes to stderr, or
+with --json one JSON event per line to stdout (the report is the last event,
+task_end).
+
+Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted.`,
+		Example: `  codingagent exec "add a --verbose flag to cmd/main.go" --workspace ./myproject
+  codingagent exec "explain @file:loop.go" --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.goal = args[0]
+			return runExec(cmd, f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "one JSON event per line on stdout")
+	cmd.Flags().StringVar(&opts.contextFile, "context-file", "", "markdown file with project context for the system prompt")
+	return cmd
+}
+
+func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
+	goal := strings.TrimSpace(opts.goal)
+	if goal == "" {
+		return cmdutil.UsageError(errors.New(`GOAL is empty: say what to do, e.g. codingagent exec "add tests for parse.go"`))
+	}
+	l, err := f.Config(cmd)
+	if err != nil {
+		return err
+	}
+	cfg := l.Config
+	if cfg.APIKey == "" {
+		return cmdutil.UsageError(errors.New("no API key: set OPENAI_API_KEY (or api_key in the config file); a server that needs none accepts any value"))
+	}
+	layout, err := volume.New(cfg.VolumesDir, cfg.WorkspaceDir)
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	if cfg.WorkspaceDir == "" {
+		// The default workspace is ours to create; one the user named must exist.
+		if err := os.MkdirAll(layout.Workspace(), 0o755); err != nil {
+			return cmdutil.UsageError(fmt.Errorf("create workspace %s: %w (check --volumes)", layout.Workspace(), err))
+		}
+	}
+	ws, err := tools.NewWorkspace(layout.Workspace())
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	if err := os.MkdirAll(layout.Sessions(), 0o755); err != nil {
+		return cmdutil.UsageError(fmt.Errorf("create sessions dir %s: %w (check --volumes)", layout.Sessions(), err))
+	}
+	// The same global and project layers the watcher gives its tasks, plus
+	// the --context-file the person chose for this run.
+	systemContext, err := layers.Combine(layers.Options{RuntimeDir: layout.Context()})
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("combine the context layers under %s: %w", layout.Context(), err))
+	}
+	if opts.contextFile != "" {
+		b, err := os.ReadFile(opts.contextFile)
+		if err != nil {
+			return cmdutil.UsageError(fmt.Errorf("--context-file: %w", err))
+		}
+		systemContext += "\n\n## [exec] " + filepath.Base(opts.contextFile) + " (--context-file)\n\n" + string(b)
+	}
+
+	id := "exec-" + opts.now().UTC().Format("20060102-150405.000")
+	id = strings.ReplaceAll(id, ".", "-")
+	var sink events.Sink = events.NewText(f.IO.Err)
+	if opts.json {
+		sink = events.NewJSON(f.IO.Out)
+	}
+	sink = events.WithTask(sink, "", id)
+	for _, w := range l.Warnings {
+		sink.Emit(events.Event{Type: events.Log, Text: "config: " + w})
+	}
+	expanded, err := filerefs.ExpandContext(cmd.Context(), ws, goal)
+	if err != nil {
+		return cmdutil.Failed(fmt.Errorf("expand @file references in GOAL: %w", err))
+	}
+	for _, w := range expanded.Warnings {
+		sink.Emit(events.Event{Type: events.Log, Text: w})
+	}
+
+	a, err := agent.New(agent.Options{
+		Client:         f.LLM(cfg),
+		Tools:          tools.Coding(ws, tools.Options{}),
+		Workspace:      ws,
+		Model:          cfg.Model,
+		SummaryModel:   cfg.SummaryModel,
+		ContextWindow:  cfg.ContextWindow,
+		ReservedOutput: cfg.ReservedOutput,
+		Threshold:      cfg.CompactionThreshold,
+		KeepMessages:   cfg.KeepMessages,
+		MaxIterations:  cfg.MaxIterations,
+		SystemContext:  systemContext,
+		MemoryPath:     layout.Memory(),
+		SessionPath:    filepath.Join(layout.Sessions(), id+".jsonl"),
+		Events:         sink,
+		Stream:         true,
+	})
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	defer a.Close()
+
+	sink.Emit(events.Event{Type: events.TaskStart, Text: goal})
+	res, err := a.RunTask(cmd.Context(), agent.Task{ID: id, Title: events.Shorten(execFirstLine(goal), 80), Description: expanded.Text})
+	if err != nil {
+		return cmdutil.Failed(err)
+	}
+	sink.Emit(events.Event{Type: events.TaskEnd, Status: string(res.Status), Text: execReportText(res),
+		Usage: &events.Usage{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion, Cached: res.Usage.Cached},
+		Data:  map[string]any{"answer": res.Answer, "error": res.Error, "files_changed": res.FilesChanged, "iterations": res.Iterations}})
+	if !opts.json {
+		writeExecReport(f.IO.Out, res)
+	}
+	switch res.Status {
+	case agent.Completed:
+		return nil
+	case agent.Interrupted:
+		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	default:
+		return cmdutil.Silent(cmdutil.ExitFailed)
+	}
+}
+
+func execReportText(res agent.Result) string {
+	if res.Status == agent.Completed {
+		return res.Answer
+	}
+	return res.Error
+}
+
+// writeExecReport prints the human report on stdout.
+func writeExecReport(w io.Writer, res agent.Result) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nstatus: %s\n", res.Status)
+	if res.Error != "" && res.Status != agent.Completed {
+		fmt.Fprintf(&b, "error: %s\n", res.Error)
+	}
+	files := "(none)"
+	if len(res.FilesChanged) > 0 {
+		files = strings.Join(res.FilesChanged, ", ")
+	}
+	fmt.Fprintf(&b, "files changed: %s\n", files)
+	est := ""
+	if res.Usage.Estimated {
+		est = " (estimated)"
+	}
+	fmt.Fprintf(&b, "tokens: %d prompt, %d completion%s; %d model calls\n", res.Usage.Prompt, res.Usage.Completion, est, res.Iterations)
+	if a := strings.TrimSpace(res.Answer); a != "" {
+		b.WriteString("\n" + a + "\n")
+	}
+	_, _ = io.WriteString(w, b.String())
+}
+
+func execFirstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

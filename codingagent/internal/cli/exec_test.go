@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/llmtest"
+)
+
+const execKey = "secret-exec-key"
+
+func execEnv(srv *llmtest.Server) map[string]string {
+	return map[string]string{"OPENAI_API_KEY": execKey, "OPENAI_BASE_URL": srv.URL, "OPENAI_MODEL": "m", "CODEAGENT_RETRIES": "0"}
+}
+
+// memoryAware answers the memory distillation request and passes the rest to f.
+func memoryAware(f func(openai.ChatCompletionRequest) llmtest.Reply) func(openai.ChatCompletionRequest) llmtest.Reply {
+	return func(req openai.ChatCompletionRequest) llmtest.Reply {
+		if strings.HasPrefix(req.Messages[0].Content, "You maintain the long-term memory") {
+			return llmtest.Text("- hello.txt holds the greeting.")
+		}
+		return f(req)
+	}
+}
+
+func TestExecJSON(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Handle(memoryAware(func(req openai.ChatCompletionRequest) llmtest.Reply {
+		if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
+			return llmtest.Text("Created hello.txt.")
+		}
+		return llmtest.Calls(llmtest.Call("write_file", map[string]any{"path": "hello.txt", "content": "hi\n"}))
+	}))
+	vol, ws := t.TempDir(), t.TempDir()
+	code, stdout, stderr := run(t, execEnv(srv), "exec", "Write hello.txt", "--volumes", vol, "--workspace", ws, "--json")
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if len(srv.Rejections()) > 0 {
+		t.Fatalf("server rejections: %v", srv.Rejections())
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(b) != "hi\n" {
+		t.Errorf("hello.txt = %q, %v", b, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var last map[string]any
+	types := map[string]bool{}
+	for _, line := range lines {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", line)
+		}
+		types[ev["type"].(string)] = true
+		last = ev
+	}
+	for _, want := range []string{"task_start", "response_start", "tool_call", "tool_result", "response_end", "task_end"} {
+		if !types[want] {
+			t.Errorf("no %s event in %v", want, types)
+		}
+	}
+	data, _ := last["data"].(map[string]any)
+	if last["type"] != "task_end" || last["status"] != "completed" || data["answer"] != "Created hello.txt." ||
+		!strings.HasPrefix(last["task_id"].(string), "exec-") {
+		t.Errorf("last event = %v", last)
+	}
+	if files, _ := data["files_changed"].([]any); len(files) != 1 || files[0] != "hello.txt" {
+		t.Errorf("files_changed = %v", data["files_changed"])
+	}
+	sessions, _ := filepath.Glob(filepath.Join(vol, "context", "sessions", "exec-*.jsonl"))
+	if len(sessions) != 1 {
+		t.Errorf("sessions = %v, want one exec session", sessions)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, "context", "memory.md")); err != nil || !strings.Contains(string(b), "greeting") {
+		t.Errorf("memory.md = %q, %v", b, err)
+	}
+	if strings.Contains(stdout+stderr, execKey) {
+		t.Error("the API key appears in the output")
+	}
+}
+
+func TestExecTextReportWithFileReference(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Handle(memoryAware(func(req openai.ChatCompletionRequest) llmtest.Reply {
+		if !strings.Contains(req.Messages[0].Content, "Always run the tests before you finish") {
+			return llmtest.Text("the context file is not in the system prompt")
+		}
+		if strings.Contains(req.Messages[1].Content, `<File path="lib/util.go">`) &&
+			strings.Contains(req.Messages[1].Content, "return 42") {
+			return llmtest.Text("Foo returns 42.")
+		}
+		return llmtest.Text("the file was not attached")
+	}))
+	vol := t.TempDir()
+	ws := filepath.Join(vol, "workspace") // the default workspace
+	if err := os.MkdirAll(filepath.Join(ws, "lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "lib", "util.go"), []byte("package lib\nfunc Foo() int { return 42 }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctxFile := filepath.Join(t.TempDir(), "rules.md")
+	if err := os.WriteFile(ctxFile, []byte("Always run the tests before you finish.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, execEnv(srv), "exec", "What does Foo in @file:util.go return?", "--volumes", vol, "--context-file", ctxFile)
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"status: completed", "files changed: (none)", "tokens: ", "Foo returns 42."} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestExecExitCodes(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Handle(func(openai.ChatCompletionRequest) llmtest.Reply { return llmtest.Reply{Status: 400} })
+	ctxFile := filepath.Join(t.TempDir(), "ctx.md")
+	if err := os.WriteFile(ctxFile, []byte("# Project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		want     int
+		inStderr string
+		inStdout string
+	}{
+		{name: "model refuses: failed", env: execEnv(srv), args: []string{"exec", "do it", "--context-file", ctxFile},
+			want: cmdutil.ExitFailed, inStdout: "status: failed"},
+		{name: "no api key", env: map[string]string{}, args: []string{"exec", "do it"},
+			want: cmdutil.ExitUsage, inStderr: "no API key"},
+		{name: "missing workspace", env: execEnv(srv), args: []string{"exec", "do it", "--workspace", "/nonexistent/ws"},
+			want: cmdutil.ExitUsage, inStderr: "/nonexistent/ws"},
+		{name: "missing context file", env: execEnv(srv), args: []string{"exec", "do it", "--context-file", "/nonexistent/ctx.md"},
+			want: cmdutil.ExitUsage, inStderr: "--context-file"},
+		{name: "empty goal", env: execEnv(srv), args: []string{"exec", "  "},
+			want: cmdutil.ExitUsage, inStderr: "GOAL is empty"},
+		{name: "no goal", env: execEnv(srv), args: []string{"exec"},
+			want: cmdutil.ExitUsage, inStderr: "accepts 1 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append(tt.args, "--volumes", t.TempDir())
+			code, stdout, stderr := run(t, tt.env, args...)
+			if code != tt.want || !strings.Contains(stderr, tt.inStderr) || !strings.Contains(stdout, tt.inStdout) {
+				t.Fatalf("exit %d (want %d)\nstdout %q (want %q)\nstderr %q (want %q)", code, tt.want, stdout, tt.inStdout, stderr, tt.inStderr)
+			}
+		})
+	}
+}
+
+func TestExecInterrupted(t *testing.T) {
+	srv := llmtest.New(t)
+	f, stdout, _ := testFactory(execEnv(srv))
+	root := NewCmdRoot(f)
+	root.SetArgs([]string{"exec", "do it", "--volumes", t.TempDir()})
+	root.SilenceErrors, root.SilenceUsage = true, true
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // Ctrl-C before the first model call
+	err := root.ExecuteContext(ctx)
+	if code := cmdutil.ExitCode(ctx, err); code != cmdutil.ExitInterrupted {
+		t.Fatalf("exit %d (%v), want 130", code, err)
+	}
+	if !strings.Contains(stdout.String(), "status: interrupted") {
+		t.Errorf("report = %q", stdout.String())
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d model requests after cancellation", n)
+	}
+}
