@@ -167,7 +167,9 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDet
 				return Interrupted, a.answerRest(calls[i+1:], "cancelled: the run was interrupted before this call ran", "interrupted")
 			}
 			reason := fmt.Sprintf("tool %s failed: %v", c.Function.Name, err)
-			a.answerOne(c, errorPrefix+reason, true)
+			if err := a.answerOne(c, errorPrefix+reason, true); err != nil {
+				return Failed, reason + "; " + err.Error()
+			}
 			return Failed, a.answerRest(calls[i+1:], "not run: an earlier tool call of this response failed", reason)
 		}
 		content := res.Content

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/tools"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -246,4 +248,33 @@ func TestInfrastructureFailureIsReported(t *testing.T) {
 	if res.Status != Failed || !strings.Contains(res.Error, "503") || strings.Contains(res.Error, "test-key") {
 		t.Fatalf("result = %+v, want failed naming HTTP 503 without the key", res)
 	}
+}
+
+func TestToolInfrastructureFailureStopsTheRun(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "a\n")
+	boom := tools.NewFunc("boom", "Always breaks.", true, func(context.Context, struct{}) (tools.Result, error) {
+		return tools.Result{}, errors.New("disk on fire")
+	})
+	e.srv.Enqueue(
+		llmtest.Calls(llmtest.Call("boom", map[string]any{}), llmtest.Call("read_file", map[string]any{"path": "a.txt"})),
+		llmtest.Text("recovered"),
+	)
+	a := e.agent(func(o *Options) { o.Tools = o.Tools.With(boom) })
+	res, err := a.RunTask(t.Context(), Task{ID: "boom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != Failed || !strings.Contains(res.Error, "tool boom failed: disk on fire") {
+		t.Fatalf("result = %+v", res)
+	}
+	msgs := a.Messages()
+	if last := msgs[len(msgs)-1]; !strings.Contains(last.Content, "not run") {
+		t.Errorf("the call after the failed one was run or left unanswered: %+v", last)
+	}
+	// The history stays one the server accepts.
+	if res, _ := a.Send(t.Context(), "try again"); res.Answer != "recovered" {
+		t.Errorf("next turn = %+v", res)
+	}
+	e.noRejections()
 }
