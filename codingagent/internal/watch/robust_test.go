@@ -154,6 +154,10 @@ func TestShutdown(t *testing.T) {
 			case <-time.After(testWait):
 				t.Fatal("the task never reached the model")
 			}
+			eventually(t, "the heartbeat to list the running task", func() bool {
+				hbs := mustHeartbeats(t, l)
+				return len(hbs) == 1 && len(hbs[0].Running) == 1 && hbs[0].Running[0] == "long"
+			})
 			err, took := w.stop(t)
 			if err != nil {
 				t.Fatalf("Run returned %v, want nil after a graceful stop", err)

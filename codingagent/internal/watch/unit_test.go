@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 func TestSummarize(t *testing.T) {
@@ -129,6 +131,24 @@ func TestOptionsValidation(t *testing.T) {
 				t.Fatalf("Run = %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// Where fsnotify events never arrive (a bind mount of Docker Desktop, NFS),
+// the probe times out and the watcher polls.
+func TestProbeFallsBackToPolling(t *testing.T) {
+	l := newLayout(t)
+	opts, err := Options{Layout: l, Runner: noopRunner{}, Logger: testLogger(t), Probe: 100 * time.Millisecond}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watcher{opts: opts, log: opts.Logger, addWatch: func(*fsnotify.Watcher, string) error { return nil }}
+	fsw, poll, err := w.openEvents(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fsw != nil || poll != time.Second {
+		t.Fatalf("openEvents without events: watcher %v, poll %s; want polling every 1s", fsw, poll)
 	}
 }
 

@@ -117,6 +117,10 @@ type watcher struct {
 	ownerless map[string]time.Time // claims first seen without an owner file
 	done      chan string          // task goroutines report their id here
 
+	// addWatch adds dir to the fsnotify watcher; tests replace it to play a
+	// filesystem whose events never arrive.
+	addWatch func(*fsnotify.Watcher, string) error
+
 	mu      sync.Mutex
 	running map[string]struct{} // for the heartbeat
 	kick    chan struct{}       // asks the heartbeat loop to write now
@@ -217,7 +221,11 @@ func (w *watcher) openEvents(ctx context.Context) (*fsnotify.Watcher, time.Durat
 		w.log.Warn("fsnotify unavailable: polling every 1s", "err", err)
 		return nil, time.Second, nil
 	}
-	if err := fsw.Add(dir); err != nil {
+	add := w.addWatch
+	if add == nil {
+		add = (*fsnotify.Watcher).Add
+	}
+	if err := add(fsw, dir); err != nil {
 		fsw.Close()
 		w.log.Warn("cannot watch the commands dir: polling every 1s", "dir", dir, "err", err)
 		return nil, time.Second, nil
