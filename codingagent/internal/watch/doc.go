@@ -51,6 +51,12 @@
 // task again, which keeps a single owner of re-dispatch decisions (putting
 // the command back as well would run it twice). Run then returns nil.
 //
+// Owner files and heartbeats are replaced atomically (temp file + rename)
+// but not fsynced: after a power loss they may be old or missing, which
+// only makes a claim look stale sooner, and an fsync on the pick-up path
+// would cost milliseconds per command. Commands and reports are fsynced
+// (protocol.WriteFileAtomic).
+//
 // # Per command
 //
 // The context layers are combined (layers.Combine with the runtime dir
@@ -58,7 +64,9 @@
 // events are appended as JSON lines to reports/<id>.events.jsonl and logged,
 // the TaskRunner carries the command out, and the report is written
 // atomically with the status, a summary (first paragraph of the answer),
-// the answer as body, tokens, duration, files changed and the error.
+// the answer as body, tokens, duration, files changed and the error. A
+// command's timeout (else Options.TaskTimeout) ends it as failed; a panic
+// in the runner fails that task only.
 // AgentRunner is the real TaskRunner: one agent per command, its session
 // kept at <volumes>/context/sessions/<run-id>--<task-id>.jsonl so that a
 // later attempt continues the conversation instead of starting over.
