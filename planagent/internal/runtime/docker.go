@@ -220,8 +220,7 @@ func (d *Docker) Stop(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
 	defer cancel()
-	err := d.stopContainer(ctx, run)
-	return err
+	return d.stopContainer(ctx, run)
 }
 
 // Close releases the engine connection; call it after Stop.

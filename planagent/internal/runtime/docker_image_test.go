@@ -198,3 +198,24 @@ func waitHealthy(t *testing.T, cli *client.Client, project string) string {
 		}
 	}
 }
+
+// TestDockerStartsDockerfileImage starts the image built from
+// docker/Dockerfile (the real one with CODEAGENT_E2E=1) through the runtime:
+// the watcher must come up under the runtime's hardening (read-only root,
+// operator uid, no capabilities) and git must work in the workspace.
+func TestDockerStartsDockerfileImage(t *testing.T) {
+	cli := engine(t)
+	image := composeTestImage(t, cli)
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	d := startDocker(t, testOptions(t, image, testRunID(t, cli), l, os.Getuid(), os.Getgid(), nil))
+	res, err := d.Exec(t.Context(), "git init -q . && git status --short && id -u", time.Minute)
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Output) != strconv.Itoa(os.Getuid()) {
+		t.Fatalf("git and id in the workspace = %+v, %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(l.Workspace(), ".git")); err != nil {
+		t.Errorf("git init in the container did not reach the host workspace: %v", err)
+	}
+	if err := d.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
