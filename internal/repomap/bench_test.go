@@ -1,0 +1,85 @@
+package repomap
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The benchmarks map the Go standard library ($GOROOT/src, ~7000 files):
+// cold (empty cache: walk, parse everything, rank, write the cache) and
+// warm (unchanged tree: stat every file, load the cache, reuse the rank).
+// Goals on a 2-core machine: cold < 10 s, warm < 100 ms.
+
+func goroot(b *testing.B) string {
+	b.Helper()
+	src := filepath.Join(runtime.GOROOT(), "src")
+	if _, err := os.Stat(src); err != nil {
+		b.Fatalf("GOROOT/src is needed for this benchmark: %v", err)
+	}
+	return src
+}
+
+func BenchmarkGoStdlibCold(b *testing.B) {
+	root := goroot(b)
+	resetPeakMemory()
+	var files int
+	for b.Loop() {
+		m, err := Build(b.Context(), Options{Root: root, CacheDir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = len(m.Files)
+	}
+	b.ReportMetric(float64(files), "files")
+	reportPeakMemory(b)
+}
+
+func BenchmarkGoStdlibWarm(b *testing.B) {
+	root := goroot(b)
+	dir := b.TempDir()
+	if _, err := Build(b.Context(), Options{Root: root, CacheDir: dir}); err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	resetPeakMemory()
+	parsed := 0
+	for b.Loop() {
+		_, err := Build(b.Context(), Options{Root: root, CacheDir: dir, onParse: func(string) { parsed++ }})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if parsed != 0 {
+		b.Fatalf("warm runs parsed %d files, want 0", parsed)
+	}
+	reportPeakMemory(b)
+}
+
+// resetPeakMemory resets the kernel's peak-RSS mark of this process (Linux
+// clear_refs "5"), so each benchmark reports its own peak.
+func resetPeakMemory() {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// reportPeakMemory reports the process's peak resident set (VmHWM) in MB.
+func reportPeakMemory(b *testing.B) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.Sys)/(1<<20), "sys-MB")
+		return
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			if err == nil {
+				b.ReportMetric(float64(kb)/1024, "peak-RSS-MB")
+			}
+		}
+	}
+}

@@ -1,0 +1,5 @@
+class ItemModel:
+    """An item row."""
+
+    def to_dict(self):
+        return {}

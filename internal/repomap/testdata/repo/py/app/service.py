@@ -1,0 +1,6 @@
+from app.models.item import ItemModel
+from . import util
+
+
+def list_models() -> list[ItemModel]:
+    return [ItemModel()]

@@ -1,0 +1,2 @@
+def slugify(name):
+    return name

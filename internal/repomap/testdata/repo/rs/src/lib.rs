@@ -1,0 +1,4 @@
+mod net;
+use crate::net::fetch_all;
+
+pub fn run() { fetch_all(); }

@@ -1,0 +1,2 @@
+/// Fetches everything.
+pub fn fetch_all() {}

@@ -1,0 +1,7 @@
+import { fetchItems, Item } from "./lib/client";
+
+export default function App() {
+  const items: Item[] = [];
+  fetchItems("/api");
+  return null;
+}
