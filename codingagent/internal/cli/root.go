@@ -32,6 +32,7 @@ Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted
 		NewCmdContext(f),
 		NewCmdChat(f),
 		NewCmdHealth(f),
+		NewCmdRepomap(f),
 		cmdutil.NewCmdConfig(f),
 		cmdutil.NewCmdVersion(f, "codingagent"),
 	)
