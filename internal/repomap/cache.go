@@ -14,11 +14,10 @@ import (
 
 // The cache is one file per root in a compact binary format of varints and
 // length-prefixed strings. It is read into a single string and every cached
-// string is a substring of it, so loading the Go standard library's ~7000
-// files and 150000 symbols allocates little more than the Symbol slices;
-// gob decoding allocated each string separately and missed the 100 ms goal
-// of a warm map. References (needed only when ranking again) stay encoded
-// until then.
+// string is a substring of it, so loading it allocates little more than the
+// Symbol slices (gob would allocate every string separately, and a warm map
+// of a large tree is meant to take well under 100 ms). References, needed
+// only when ranking again, stay encoded until then.
 
 const (
 	cacheMagic = "RMAP"

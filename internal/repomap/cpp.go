@@ -6,7 +6,7 @@ package repomap
 // globals, and #include names as imports. Preprocessor conditionals keep
 // their first branch only (see the lexer).
 
-func parseCpp(src string, cpp bool) parsed {
+func parseCpp(src string) parsed {
 	s := newCScan(src, lexMode{preproc: true, rawCpp: true})
 	s.cppBlock(0, len(s.toks), "")
 	s.imports = append(s.imports, s.includes...)

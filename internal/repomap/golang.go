@@ -16,7 +16,7 @@ func parseGo(src []byte) parsed {
 	if f == nil {
 		return parsed{}
 	}
-	g := goFile{fset: fset, src: src, tf: fset.File(f.Pos())}
+	g := goFile{src: src, tf: fset.File(f.Pos())}
 	var p parsed
 	for _, imp := range f.Imports {
 		if path, err := strconv.Unquote(imp.Path.Value); err == nil {
@@ -42,9 +42,8 @@ func parseGo(src []byte) parsed {
 }
 
 type goFile struct {
-	fset *token.FileSet
-	tf   *token.File
-	src  []byte
+	tf  *token.File
+	src []byte
 }
 
 func (g goFile) line(p token.Pos) int {

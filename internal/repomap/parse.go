@@ -92,7 +92,7 @@ func parseLang(lang string, src []byte) parsed {
 	case "rust":
 		p = parseRust(string(src))
 	case "c", "cpp":
-		p = parseCpp(string(src), lang == "cpp")
+		p = parseCpp(string(src))
 	}
 	sortSymbols(p.syms)
 	return p

@@ -242,7 +242,7 @@ func parsePython(src string) parsed {
 		case head == "import" || head == "from":
 			p.imports = append(p.imports, pyImports(toks)...)
 		case ctx == 'm' && len(toks) > 2 && toks[0].kind == tIdent && (toks[1].text == "=" || toks[1].text == ":"):
-			lx.pyAssign(&p, l, li, prevEndBefore(lx.lines, li))
+			lx.pyAssign(&p, l, prevEndBefore(lx.lines, li))
 		}
 		if head != "def" && head != "class" && toks[len(toks)-1].text == ":" {
 			stack = append(stack, pyFrame{indent: l.indent, sym: -1, ctx: ctx})
@@ -343,7 +343,7 @@ func (lx *pyLexer) pyDef(p *parsed, li, first int, ctx byte, prevCode int) pyFra
 	return pyFrame{sym: len(p.syms) - 1, ctx: body}
 }
 
-func (lx *pyLexer) pyAssign(p *parsed, l pyLine, li, prevCode int) {
+func (lx *pyLexer) pyAssign(p *parsed, l pyLine, prevCode int) {
 	name := l.toks[0].text
 	if strings.HasPrefix(name, "__") {
 		return
@@ -363,7 +363,6 @@ func (lx *pyLexer) pyAssign(p *parsed, l pyLine, li, prevCode int) {
 		}
 		sig = pyJoin(lx.src, l.toks[:eq])
 	}
-	_ = li
 	p.syms = append(p.syms, Symbol{Kind: kind, Name: name, Signature: sig, StartLine: l.line, EndLine: l.endLine,
 		Doc: lx.commentAbove(l.line, prevCode)})
 }
