@@ -111,4 +111,3 @@ func (lx *lexer) regex() bool {
 	}
 	return false
 }
-

@@ -107,4 +107,3 @@ func stripLineComment(s string) string {
 	}
 	return s
 }
-

@@ -184,4 +184,3 @@ func (lx *pyLexer) str(q byte) {
 	}
 	lx.i = min(j, len(src))
 }
-
