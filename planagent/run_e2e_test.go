@@ -112,13 +112,21 @@ func (f *fakeModel) handle(req openai.ChatCompletionRequest) llmtest.Reply {
 		if t.fail {
 			return llmtest.Reply{Status: 500}
 		}
-		n := 0
+		// The next step is the number of tool calls that really ran: a call
+		// answered "cancelled"/"not run" (an interrupted attempt) is redone,
+		// as a real model would.
+		n, asked := 0, 0
 		for _, m := range req.Messages {
-			if m.Role == openai.ChatMessageRoleAssistant {
-				n++
+			switch m.Role {
+			case openai.ChatMessageRoleAssistant:
+				asked++
+			case openai.ChatMessageRoleTool:
+				if !strings.HasPrefix(m.Content, "cancelled") && !strings.HasPrefix(m.Content, "not run") && !strings.HasPrefix(m.Content, "no result") {
+					n++
+				}
 			}
 		}
-		if n == 0 {
+		if asked == 0 {
 			f.mu.Lock()
 			f.starts[t.token]++
 			f.mu.Unlock()
@@ -130,7 +138,7 @@ func (f *fakeModel) handle(req openai.ChatCompletionRequest) llmtest.Reply {
 			}
 			return r
 		}
-		return llmtest.Text("Done: " + t.token + " finished.")
+		return llmtest.Text("Finished the task; all files written.")
 	}
 	return llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"fake model: unrecognised request","type":"invalid_request_error"}}`}
 }
@@ -170,7 +178,13 @@ func (e *runEnv) run(args ...string) (string, string, int) {
 	cmd := e.command(args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		e.t.Fatalf("start planagent: %v", err)
+	}
+	// A hung run must fail the test with its output, not hang the suite.
+	timer := time.AfterFunc(90*time.Second, func() { _ = cmd.Process.Signal(syscall.SIGQUIT) })
+	err := cmd.Wait()
+	timer.Stop()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -353,10 +367,14 @@ func TestE2EKillAndResume(t *testing.T) {
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 
+	if b, err := exec.Command("find", e.volumes, "-name", "*.json").CombinedOutput(); err == nil {
+		t.Logf("files: %s", b)
+	}
 	out, stderr, code := e.run("resume")
 	if code != 0 {
 		t.Fatalf("resume exit %d\nstdout:\n%s\nstderr:\n%s\nfirst run stderr:\n%s", code, out, stderr, errb.String())
 	}
+	t.Logf("resume stderr:\n%s", stderr)
 	for _, name := range []string{"one.txt", "two.txt", "three.txt"} {
 		e.read("workspace/" + name)
 	}

@@ -114,10 +114,16 @@ func (r *run) collect(ctx context.Context) error {
 			}
 			continue
 		}
-		if rep.RunID != r.st.RunID || rep.Attempt != f.attempt {
-			r.o.opts.Logger.Warn("ignoring a stale report", "file", p, "run", rep.RunID, "attempt", rep.Attempt, "want_attempt", f.attempt)
+		// A watcher that retakes the command of a dead one bumps the attempt,
+		// so a later attempt of this run is the answer; an earlier one is stale.
+		if rep.RunID != r.st.RunID || rep.Attempt < f.attempt {
+			if !f.warned {
+				r.o.opts.Logger.Warn("ignoring a stale report", "file", p, "run", rep.RunID, "attempt", rep.Attempt, "want_attempt", f.attempt)
+				f.warned = true
+			}
 			continue
 		}
+		r.info(id).Attempt = rep.Attempt
 		delete(r.inflight, id)
 		if err := r.handleReport(ctx, id, rep); err != nil {
 			return err

@@ -111,6 +111,7 @@ type flight struct {
 	attempt  int
 	deadline time.Time
 	offset   int64 // bytes of the events file already shown
+	warned   bool  // a stale report was logged once
 }
 
 // run is the state of one Drive call.
