@@ -3,7 +3,7 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/codeagent/codeagent/internal/cmdutil.version=$(VERSION)
-GOFILES := $(shell git ls-files '*.go' 2>/dev/null)
+GOFILES := $(shell git ls-files '*.go' 2>/dev/null | grep -v /testdata/)
 
 .PHONY: build test lint bench e2e image clean
 

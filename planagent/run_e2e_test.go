@@ -236,6 +236,13 @@ func threeTasks() []scriptTask {
 func TestE2ERunLocalThreeTasks(t *testing.T) {
 	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
 	e := newRunEnv(t, f)
+	// Some code in the workspace, so the planner and the agent get a repo map.
+	if err := os.MkdirAll(filepath.Join(e.volumes, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.volumes, "workspace", "greet.go"), []byte("package greet\n\n// Greet says hello.\nfunc Greet(name string) string { return \"hello \" + name }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, stderr, code := e.run("run", "--yes", "--json", "write greeting files")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
@@ -273,6 +280,27 @@ func TestE2ERunLocalThreeTasks(t *testing.T) {
 	}
 	if r := e.srv.Rejections(); len(r) != 0 {
 		t.Errorf("the strict server rejected requests: %v", r)
+	}
+	// The repo map reached the planner's prompt and the agent's system
+	// prompt, and repo_map is offered to both.
+	var plannerMap, agentMap bool
+	for _, req := range e.srv.Requests() {
+		all := ""
+		for _, m := range req.Messages {
+			all += m.Content
+		}
+		if !strings.Contains(all, "Repository map") || !strings.Contains(all, "func Greet(name string) string") || !hasTool(req, "repo_map") {
+			continue
+		}
+		if hasTool(req, "create_plan") {
+			plannerMap = true
+		}
+		if hasTool(req, "write_file") {
+			agentMap = true
+		}
+	}
+	if !plannerMap || !agentMap {
+		t.Errorf("repo map in planner prompt: %v, in agent prompt: %v", plannerMap, agentMap)
 	}
 	for _, tok := range []string{"TOKEN-ALPHA", "TOKEN-BETA", "TOKEN-GAMMA"} {
 		if n := f.startCount(tok); n != 1 {

@@ -53,6 +53,9 @@ func (l Layout) Memory() string { return filepath.Join(l.Context(), "memory.md")
 // Sessions holds conversation histories as JSONL, one file per task or chat session.
 func (l Layout) Sessions() string { return filepath.Join(l.Context(), "sessions") }
 
+// RepoMapCache keeps the repo map's parsed files between tasks.
+func (l Layout) RepoMapCache() string { return filepath.Join(l.Context(), ".repomap-cache") }
+
 // Commands is where planagent drops command files.
 func (l Layout) Commands() string { return filepath.Join(l.Root, "commands") }
 

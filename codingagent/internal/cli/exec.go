@@ -16,6 +16,7 @@ import (
 	"github.com/codeagent/codeagent/codingagent/internal/layers"
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/internal/volume"
 )
@@ -120,9 +121,21 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 		sink.Emit(events.Event{Type: events.Log, Text: w})
 	}
 
+	set := tools.Coding(ws, tools.Options{})
+	if cfg.RepoMapTokens > 0 {
+		set = set.With(tools.NewRepoMap(ws, layout.RepoMapCache()))
+		section, err := repomap.Section(cmd.Context(), repomap.Options{Root: ws.Root(), CacheDir: layout.RepoMapCache(),
+			Tokens: cfg.RepoMapTokens, Boost: []string{goal}})
+		if err != nil {
+			sink.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()})
+		}
+		if section != "" {
+			systemContext += "\n\n" + section
+		}
+	}
 	a, err := agent.New(agent.Options{
 		Client:         f.LLM(cfg),
-		Tools:          tools.Coding(ws, tools.Options{}),
+		Tools:          set,
 		Workspace:      ws,
 		Model:          cfg.Model,
 		SummaryModel:   cfg.SummaryModel,

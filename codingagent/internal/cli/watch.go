@@ -77,6 +77,7 @@ func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error 
 		Threshold:      cfg.CompactionThreshold,
 		KeepMessages:   cfg.KeepMessages,
 		MaxIterations:  cfg.MaxIterations,
+		RepoMapTokens:  cfg.RepoMapTokens,
 	})
 	if err != nil {
 		return cmdutil.UsageError(err)

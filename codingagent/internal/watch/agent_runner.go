@@ -13,6 +13,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/internal/volume"
 )
@@ -31,6 +32,7 @@ type AgentConfig struct {
 	MaxIterations  int
 	Tools          tools.Options
 	Stream         bool // token events in the events file
+	RepoMapTokens  int  // repo map budget in the system prompt; 0 = no map and no repo_map tool
 }
 
 // AgentRunner is the real TaskRunner: one coding agent per command over the
@@ -64,9 +66,22 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", r.cfg.Layout.Workspace(), err)
 	}
+	set := tools.Coding(ws, r.cfg.Tools)
+	if r.cfg.RepoMapTokens > 0 {
+		cache := r.cfg.Layout.RepoMapCache()
+		set = set.With(tools.NewRepoMap(ws, cache))
+		boost := append([]string{cmd.Title, cmd.Body}, cmd.Resources...)
+		section, err := repomap.Section(ctx, repomap.Options{Root: ws.Root(), CacheDir: cache, Tokens: r.cfg.RepoMapTokens, Boost: boost})
+		if err != nil {
+			ev.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()})
+		}
+		if section != "" {
+			systemContext = strings.TrimRight(systemContext, "\n") + "\n\n" + section
+		}
+	}
 	a, err := agent.New(agent.Options{
 		Client:         r.cfg.Client,
-		Tools:          tools.Coding(ws, r.cfg.Tools),
+		Tools:          set,
 		Workspace:      ws,
 		Model:          r.cfg.Model,
 		SummaryModel:   r.cfg.SummaryModel,

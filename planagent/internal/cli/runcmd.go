@@ -14,6 +14,7 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
@@ -26,8 +27,19 @@ func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, 
 	if err != nil {
 		return nil, llm.Usage{}, cmdutil.UsageError(fmt.Errorf("workspace: %w", err))
 	}
-	planner := plan.NewPlanner(client, tools.ReadOnly(ws), plan.Options{
-		Events: sink, WorkspaceView: workspaceView(ws.Root()),
+	set := tools.ReadOnly(ws)
+	var repoMap string
+	if s.cfg.RepoMapTokens > 0 {
+		set = set.With(tools.NewRepoMap(ws, s.layout.RepoMapCache()))
+		var err error
+		repoMap, err = repomap.Section(ctx, repomap.Options{Root: ws.Root(), CacheDir: s.layout.RepoMapCache(),
+			Tokens: s.cfg.RepoMapTokens, Boost: []string{goal}})
+		if err != nil {
+			s.logger.Warn("repo map unavailable", "err", err)
+		}
+	}
+	planner := plan.NewPlanner(client, set, plan.Options{
+		Events: sink, WorkspaceView: workspaceView(ws.Root()), RepoMap: repoMap,
 	})
 	p, usage, err := planner.Plan(ctx, goal)
 	if err != nil {
