@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,6 +44,11 @@ then interrupts them (their reports say "interrupted") and exits 0.`,
 }
 
 func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error {
+	// When the planagent that started this watcher dies, its end of our
+	// stdout/stderr pipe closes; a log line must not kill us with SIGPIPE in
+	// the middle of a task — the task finishes (or is reported interrupted)
+	// and the report is there for `planagent resume`.
+	signal.Ignore(syscall.SIGPIPE)
 	if opts.concurrency < 1 {
 		return cmdutil.UsageError(fmt.Errorf("--concurrency %d: must be at least 1", opts.concurrency))
 	}
