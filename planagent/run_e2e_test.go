@@ -61,6 +61,9 @@ type fakeModel struct {
 	mu     sync.Mutex
 	starts map[string]int // first requests per token: how many times a task was started
 	decide string         // decide arguments
+	// started, when set, receives the token of every task start (buffer it):
+	// tests wait on it instead of polling startCount.
+	started chan string
 }
 
 func firstUser(req openai.ChatCompletionRequest) string {
@@ -129,7 +132,14 @@ func (f *fakeModel) handle(req openai.ChatCompletionRequest) llmtest.Reply {
 		if asked == 0 {
 			f.mu.Lock()
 			f.starts[t.token]++
+			started := f.started
 			f.mu.Unlock()
+			if started != nil {
+				select {
+				case started <- t.token:
+				default: // a full buffer must not hold up the model's reply
+				}
+			}
 		}
 		if n < len(t.steps) {
 			r := llmtest.Calls(t.steps[n])
@@ -154,23 +164,29 @@ type runEnv struct {
 	dir     string
 	volumes string
 	srv     *llmtest.Server
+	key     string // OPENAI_API_KEY given to planagent
+	env     []string
 }
 
-func newRunEnv(t *testing.T, f *fakeModel) *runEnv {
+// newRunEnv starts the fake model's server (opts: e.g. llmtest.WithAddr so
+// that a container reaches it) and a fresh volumes dir.
+func newRunEnv(t *testing.T, f *fakeModel, opts ...llmtest.Option) *runEnv {
 	t.Helper()
 	f.starts = map[string]int{}
-	srv := llmtest.New(t)
+	srv := llmtest.New(t, opts...)
 	srv.Handle(f.handle)
 	dir := t.TempDir()
-	return &runEnv{t: t, dir: dir, volumes: filepath.Join(dir, "volumes"), srv: srv}
+	return &runEnv{t: t, dir: dir, volumes: filepath.Join(dir, "volumes"), srv: srv, key: "test-key"}
 }
 
 func (e *runEnv) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(binDir, "planagent"), args...)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(),
-		"OPENAI_API_KEY=test-key", "OPENAI_BASE_URL="+e.srv.URL, "OPENAI_MODEL=test-model",
+		"OPENAI_API_KEY="+e.key, "OPENAI_BASE_URL="+e.srv.URL, "OPENAI_MODEL=test-model",
 		"CODEAGENT_VOLUMES_DIR="+e.volumes, "CODEAGENT_RUNTIME=local", "CODEAGENT_RETRIES=0")
+	// Later entries win: tests add DOCKER_HOST and the like here.
+	cmd.Env = append(cmd.Env, e.env...)
 	return cmd
 }
 

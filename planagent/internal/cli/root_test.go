@@ -50,7 +50,7 @@ func TestConfigMasksKey(t *testing.T) {
 
 func TestUsageErrorsExit2(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"run"}, {"run", "goal", "--runtime", "vm"}, {"status", "no-such-run"}, {"resume"}, {"bogus"}} {
+	for _, args := range [][]string{{"run"}, {"run", "  "}, {"plan", ""}, {"run", "goal", "--runtime", "vm"}, {"status", "no-such-run"}, {"resume"}, {"bogus"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			f, _, errb := testFactory(nil)
 			if code := cmdutil.Main(f, NewCmdRoot(f), args); code != cmdutil.ExitUsage {

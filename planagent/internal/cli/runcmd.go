@@ -78,6 +78,9 @@ func renderPlan(p *plan.Plan) string {
 
 func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	ctx := cmd.Context()
+	if strings.TrimSpace(opts.Goal) == "" {
+		return cmdutil.UsageError(errors.New("the goal is empty: say what to do, e.g. planagent run \"add a health check endpoint\""))
+	}
 	s, err := newSession(f, cmd)
 	if err != nil {
 		return err
@@ -154,6 +157,9 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 }
 
 func runPlan(cmd *cobra.Command, f *cmdutil.Factory, opts *PlanOptions) error {
+	if strings.TrimSpace(opts.Goal) == "" {
+		return cmdutil.UsageError(errors.New("the goal is empty: say what to plan"))
+	}
 	s, err := newSession(f, cmd)
 	if err != nil {
 		return err

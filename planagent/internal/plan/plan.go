@@ -157,6 +157,10 @@ func (v *validator) add(problem string) {
 
 func (v *validator) task(t Task, l Limits) {
 	name := fmt.Sprintf("task %q", t.ID)
+	// reports/summary.md is the run summary: a task of that id would overwrite it.
+	if t.ID == "summary" {
+		v.add(`task id "summary" is reserved (reports/summary.md is the run summary): choose another id`)
+	}
 	switch n := utf8.RuneCountInString(t.Description); {
 	case strings.TrimSpace(t.Description) == "":
 		v.add(name + " has an empty description: say what to change and how to check it")

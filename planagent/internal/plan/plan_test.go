@@ -61,6 +61,7 @@ func TestValidate(t *testing.T) {
 		{name: "valid diamond", plan: &Plan{Tasks: []Task{task("a"), task("b", "a"), task("c", "a"), task("d", "b", "c")}}},
 		{name: "nil plan", plan: nil, want: []string{"no plan given"}},
 		{name: "no tasks", plan: &Plan{}, want: []string{"the plan has no tasks: give at least one task"}},
+		{name: "reserved id", plan: &Plan{Tasks: []Task{task("summary")}}, want: []string{`task id "summary" is reserved (reports/summary.md is the run summary): choose another id`}},
 		{name: "too many tasks", plan: &Plan{Tasks: many}, want: []string{"the plan has 51 tasks; the limit is 50: merge small steps into larger ones"}},
 		{name: "custom task limit", plan: &Plan{Tasks: []Task{task("a"), task("b")}}, limits: Limits{MaxTasks: 1},
 			want: []string{"the plan has 2 tasks; the limit is 1: merge small steps into larger ones"}},

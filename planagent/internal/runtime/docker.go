@@ -175,6 +175,9 @@ func (d *Docker) Name() string { return "docker" }
 func (d *Docker) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.forgetDeadContainer(ctx); err != nil {
+		return err
+	}
 	if d.target != "" {
 		return errors.New("docker runtime already started: Stop it before starting again")
 	}
@@ -195,6 +198,30 @@ func (d *Docker) Start(ctx context.Context) error {
 		return err
 	}
 	d.run, d.target = run, run.id
+	return nil
+}
+
+// forgetDeadContainer removes the container of an earlier Start that has
+// exited, so that Start after Exited() (the orchestrator's restart of a dead
+// watcher) creates a fresh one instead of refusing as "already started".
+func (d *Docker) forgetDeadContainer(ctx context.Context) error {
+	run := d.run
+	if run == nil {
+		return nil
+	}
+	select {
+	case <-run.done:
+	default:
+		return nil
+	}
+	run.stopping.Store(true)
+	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	defer cancel()
+	if err := d.removeContainer(rmCtx, run); err != nil {
+		return err
+	}
+	d.log.Info("removed the exited codingagent container", "container", shortID(run.id))
+	d.run, d.target = nil, ""
 	return nil
 }
 

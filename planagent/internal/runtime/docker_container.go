@@ -26,16 +26,20 @@ const (
 	// than this belongs to a dead watcher.
 	heartbeatMaxAge = 15 * time.Second
 	startDeadline   = 30 * time.Second
-	stopGrace       = 10 // seconds
-	stopDeadline    = stopGrace*time.Second + 20*time.Second
-	logsDrain       = 2 * time.Second
+	// startedWithin bounds how long a live run leaves its container in
+	// "created": create and start are two consecutive API calls.
+	startedWithin = time.Minute
+	stopGrace     = 10 // seconds
+	stopDeadline  = stopGrace*time.Second + 20*time.Second
+	logsDrain     = 2 * time.Second
 )
 
 // removeLeftovers removes containers of crashed runs: every managed container
 // that is not running, running ones serving the same volumes (they would
 // compete for its commands) and running ones whose volumes dir is gone. A
 // running watcher of another run on other, existing volumes may be someone
-// else's live run and stays.
+// else's live run and stays, and so does one that run has just created and
+// not yet started.
 func (d *Docker) removeLeftovers(ctx context.Context) error {
 	list, err := d.api.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
@@ -44,9 +48,9 @@ func (d *Docker) removeLeftovers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list codeagent containers for leftovers: %w", err)
 	}
+	now := time.Now()
 	for _, c := range list.Items {
-		vols := c.Labels[LabelVolumes]
-		if c.State == containertypes.StateRunning && vols != d.opts.Volumes.Root && dirExists(vols) {
+		if !d.isLeftover(c, now) {
 			continue
 		}
 		d.log.Info("removing leftover codingagent container", "container", shortID(c.ID),
@@ -57,6 +61,23 @@ func (d *Docker) removeLeftovers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// isLeftover applies removeLeftovers' rule to one managed container.
+func (d *Docker) isLeftover(c containertypes.Summary, now time.Time) bool {
+	vols := c.Labels[LabelVolumes]
+	switch {
+	case vols == d.opts.Volumes.Root || !dirExists(vols):
+		return true
+	case c.State == containertypes.StateRunning:
+		return false
+	case c.State == containertypes.StateCreated:
+		// Between another run's create and start (milliseconds); removing it
+		// there fails that run's start. One stuck in "created" far longer
+		// belongs to a run that crashed in between.
+		return now.Sub(time.Unix(c.Created, 0)) > startedWithin
+	}
+	return true
 }
 
 // composeWatcher returns a running compose `codingagent` service container

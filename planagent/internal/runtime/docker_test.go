@@ -246,6 +246,7 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 	stoppedSame := create(crashed, l, false)
 	runningSame := create(crashed, l, true)
 	runningOther := create(live, otherVolumes, true)
+	createdOther := create(live, otherVolumes, false)
 	goneVolumes := testLayout(t, os.Getuid(), os.Getgid())
 	runningGone := create(live, goneVolumes, true)
 	if err := os.RemoveAll(goneVolumes.Root); err != nil {
@@ -262,6 +263,7 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 		{"stopped container of a crashed run", stoppedSame, false},
 		{"running container of a crashed run on the same volumes", runningSame, false},
 		{"running container of another run on other volumes", runningOther, true},
+		{"just created container of another run on other volumes", createdOther, true},
 		{"running container of a run whose volumes dir is gone", runningGone, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,6 +275,8 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 	}
 }
 
+// TestDockerExitedOnKill kills the watcher, expects Exited() to say so, and
+// starts the runtime again as the orchestrator does after a death.
 func TestDockerExitedOnKill(t *testing.T) {
 	cli := engine(t)
 	image := testWatcherImage(t, cli)
@@ -294,6 +298,24 @@ func TestDockerExitedOnKill(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Exited() delivered nothing within 20s of killing the container")
+	}
+
+	// The orchestrator answers Exited() with Start: a fresh container, the dead one gone.
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatalf("Start after the watcher died: %v", err)
+	}
+	after := containersOfRun(t, cli, runID)
+	if len(after) != 1 || after[0] == ids[0] {
+		t.Fatalf("containers of the run after the restart = %v, want one that is not the killed %s", after, shortID(ids[0]))
+	}
+	if d.Exited() == nil {
+		t.Fatal("Exited() is nil after the restart")
+	}
+	if err := d.Stop(t.Context()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if left := containersOfRun(t, cli, runID); len(left) != 0 {
+		t.Errorf("containers left after Stop: %v", left)
 	}
 }
 
