@@ -20,7 +20,7 @@ test: lint
 	$(GO) test -race -count=1 ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 ./... | tee bench.out
+	scripts/bench.sh
 
 # End-to-end tests against the real Docker engine (built image, containers, compose).
 e2e: image
