@@ -42,6 +42,15 @@ type Options struct {
 	FocusCap      int  // total characters of focused files (60000)
 	Stream        bool // stream tokens as events
 	Subagent      bool // child agent: no task tool, no memory distillation
+
+	// Planning offers create_plan (seed 001): the model may plan a complex
+	// request, whose steps then run one by one with step events.
+	Planning bool
+	// Approve, when set, is asked before every offered tool call except
+	// create_plan; a refusal answers the call with its reason and the rest
+	// of that response's calls with "not run", and the loop goes on so the
+	// model can react. Sub-agents ask too.
+	Approve func(ctx context.Context, call ToolRequest) Approval
 }
 
 const (
@@ -118,6 +127,7 @@ type Result struct {
 	FilesChanged []string  // workspace-relative, sorted, unique
 	Usage        llm.Usage // every model call of the run, sub-agents and summaries included
 	Iterations   int       // model calls of the loop
+	Plan         *Plan     // the last valid plan create_plan made in this run, if any
 }
 
 // Agent runs conversations. It is not safe for concurrent use: one run at a time.
@@ -136,12 +146,21 @@ type Agent struct {
 	emit      func(events.Event)
 	paths     map[string]string // tool path argument → workspace-relative path
 	subagents int               // sub-agents started, for their ids
+	turn      Turn              // the mode of the Send in progress
+	planTool  planTool
 }
 
 // runState is what one RunTask/Send accumulates.
 type runState struct {
 	usage   llm.Usage
 	changed map[string]bool
+
+	taskID    string
+	started   bool     // response_start emitted
+	tokens    []string // streamed before response_start, held back until the mode is known
+	plan      *Plan    // the last plan accepted
+	pending   *Plan    // accepted in direct mode, to be carried out
+	executing bool     // a plan's steps are running
 }
 
 // New builds an agent; with SessionPath it loads the conversation there so
@@ -159,6 +178,7 @@ func New(opts Options) (*Agent, error) {
 	opts = opts.withDefaults()
 	a := &Agent{opts: opts, focus: newFocusSet(opts.FocusCap), hist: newHistory()}
 	a.emit = opts.Events.Emit
+	a.planTool = planTool{a: a}
 	a.tools = opts.Tools
 	if !opts.Subagent {
 		a.tools = opts.Tools.With(newTaskTool(a))

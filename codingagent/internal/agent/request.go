@@ -41,7 +41,7 @@ func (a *Agent) buildRequestWith(o viewOpts) llm.Request {
 	msgs := make([]llm.Message, 0, len(a.hist.msgs)+1)
 	msgs = append(msgs, llm.Message{Role: openai.ChatMessageRoleSystem, Content: a.systemPrompt(files)})
 	msgs = append(msgs, a.view(files, o)...)
-	return llm.Request{Model: a.opts.Model, Messages: msgs, Tools: a.tools.Definitions(), Stream: a.opts.Stream}
+	return llm.Request{Model: a.opts.Model, Messages: msgs, Tools: a.offered().Definitions(), Stream: a.opts.Stream}
 }
 
 // callInfo is what the view needs to know about a tool call.

@@ -57,14 +57,42 @@ func (a *Agent) Send(ctx context.Context, input string) (Result, error) {
 }
 
 func (a *Agent) beginRun(taskID string) {
-	a.run = &runState{changed: map[string]bool{}}
+	a.run = &runState{changed: map[string]bool{}, taskID: taskID}
 	a.memory = readMemory(a.opts.MemoryPath)
-	a.emit(events.Event{Type: events.ResponseStart, Mode: "direct", TaskID: taskID})
+}
+
+// startResponse emits response_start once the first model response says
+// which mode this is (seed 001: plan when it calls create_plan, or in plan
+// mode), then the tokens held back until then. resp is nil when no
+// response came.
+func (a *Agent) startResponse(resp *llm.Response) {
+	if a.run.started {
+		return
+	}
+	a.run.started = true
+	mode := "direct"
+	if a.turn.PlanMode {
+		mode = "plan"
+	}
+	if resp != nil {
+		for _, c := range resp.Message.ToolCalls {
+			if c.Function.Name == CreatePlanToolName {
+				mode = "plan"
+			}
+		}
+	}
+	a.emit(events.Event{Type: events.ResponseStart, Mode: mode, TaskID: a.run.taskID})
+	for _, t := range a.run.tokens {
+		a.emit(events.Event{Type: events.Token, Text: t})
+	}
+	a.run.tokens = nil
 }
 
 // finish fills in what every result carries and emits response_end.
 func (a *Agent) finish(res Result) Result {
+	a.startResponse(nil)
 	res.Usage = a.run.usage
+	res.Plan = a.run.plan
 	res.FilesChanged = make([]string, 0, len(a.run.changed))
 	for p := range a.run.changed {
 		res.FilesChanged = append(res.FilesChanged, p)
@@ -100,6 +128,7 @@ func (a *Agent) loop(ctx context.Context) Result {
 			}
 			return Result{Status: Failed, Error: err.Error(), Iterations: iter}
 		}
+		a.startResponse(resp)
 		msg := assistantMessage(resp.Message)
 		if err := a.appendMessage(msg); err != nil {
 			return Result{Status: Failed, Error: err.Error(), Iterations: iter}
@@ -109,6 +138,12 @@ func (a *Agent) loop(ctx context.Context) Result {
 		}
 		if status, reason := a.runTools(ctx, msg.ToolCalls, &det); status != "" {
 			return Result{Status: status, Error: reason, Iterations: iter}
+		}
+		if p := a.run.pending; p != nil && !a.run.executing {
+			a.run.pending = nil
+			res := a.executePlan(ctx, p)
+			res.Iterations += iter
+			return res
 		}
 	}
 }
@@ -135,7 +170,13 @@ func (a *Agent) call(ctx context.Context, req llm.Request) (*llm.Response, error
 func (a *Agent) chat(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	var onToken func(string)
 	if req.Stream {
-		onToken = func(s string) { a.emit(events.Event{Type: events.Token, Text: s}) }
+		onToken = func(s string) {
+			if !a.run.started {
+				a.run.tokens = append(a.run.tokens, s)
+				return
+			}
+			a.emit(events.Event{Type: events.Token, Text: s})
+		}
 	}
 	resp, err := a.opts.Client.Chat(ctx, req, onToken)
 	if err != nil {
@@ -154,7 +195,19 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDet
 			return Interrupted, a.answerRest(calls[i:], "cancelled: the run was interrupted before this call ran", "interrupted")
 		}
 		a.emit(events.Event{Type: events.ToolCall, Tool: c.Function.Name, CallID: c.ID, Args: c.Function.Arguments})
-		res, err := tools.Call(ctx, a.tools, c.Function.Name, c.Function.Arguments)
+		if ok, reason := a.gate(ctx, c); !ok {
+			if err := a.answerOne(c, errorPrefix+reason, true); err != nil {
+				return Failed, err.Error()
+			}
+			if ctx.Err() != nil {
+				return Interrupted, a.answerRest(calls[i+1:], "cancelled: the run was interrupted before this call ran", "interrupted")
+			}
+			if r := a.answerRest(calls[i+1:], "not run: an earlier call of this response was refused", ""); r != "" {
+				return Failed, r
+			}
+			return "", ""
+		}
+		res, err := tools.Call(ctx, a.offered(), c.Function.Name, c.Function.Arguments)
 		if err != nil {
 			if ctx.Err() != nil {
 				content := "cancelled: the run was interrupted while this call ran"

@@ -68,6 +68,7 @@ func (a *Agent) runSubagent(ctx context.Context, p taskParams) (tools.Result, er
 
 	childOpts := a.opts
 	childOpts.Subagent = true
+	childOpts.Planning = false // seed 002: sub-agents run with plan mode off
 	childOpts.SessionPath = ""
 	childOpts.Tools = withoutTool(a.opts.Tools, taskToolName)
 	childOpts.Events = events.Func(func(e events.Event) {

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/tools"
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/sashabaranov/go-openai/jsonschema"
+)
+
+// CreatePlanToolName is the planning tool's name (a DESIGN.md contract).
+const CreatePlanToolName = "create_plan"
+
+// Turn shapes one Send: the chat's mode for that input.
+type Turn struct {
+	// PlanMode is seed 003's plan mode: only read-only tools and create_plan
+	// are offered, and a plan the model makes is kept for the person to
+	// review (Result.Plan), not carried out.
+	PlanMode bool
+	// NoPlanning withholds create_plan even when Options.Planning is set
+	// (a todo being carried out should not plan again).
+	NoPlanning bool
+}
+
+// ToolRequest is a tool call about to run, for Options.Approve.
+type ToolRequest struct {
+	Tool   string
+	Args   string // JSON
+	CallID string
+}
+
+// Approval answers a ToolRequest. A refusal's Reason becomes the tool result
+// the model sees, so it should say what the model (or the person) can do.
+type Approval struct {
+	Allow  bool
+	Reason string
+}
+
+// SendTurn is Send with the turn's mode.
+func (a *Agent) SendTurn(ctx context.Context, input string, t Turn) (Result, error) {
+	a.turn = t
+	defer func() { a.turn = Turn{} }()
+	return a.Send(ctx, input)
+}
+
+// offered is the tool set of the next request: plan mode keeps the
+// read-only tools, and create_plan is there unless a plan is being carried
+// out (no recursive planning) or the turn withholds it.
+func (a *Agent) offered() *tools.Set {
+	set := a.tools
+	if a.turn.PlanMode {
+		set = set.ReadOnly()
+	}
+	executing := a.run != nil && a.run.executing
+	if (a.opts.Planning || a.turn.PlanMode) && !a.turn.NoPlanning && !executing {
+		set = set.With(a.planTool)
+	}
+	return set
+}
+
+// gate decides whether call c may run: it must be offered now, and
+// Options.Approve (when set) must allow it.
+func (a *Agent) gate(ctx context.Context, c openai.ToolCall) (bool, string) {
+	name := c.Function.Name
+	if _, ok := a.offered().Get(name); !ok {
+		if _, exists := a.tools.Get(name); exists && a.turn.PlanMode {
+			return false, fmt.Sprintf("%s is not available in plan mode: only read-only tools and create_plan are; "+
+				"describe the change in the plan instead (the person leaves plan mode with /mode direct)", name)
+		}
+		return true, "" // unknown tools get tools.Call's own answer naming the available ones
+	}
+	if a.opts.Approve == nil || name == CreatePlanToolName {
+		return true, ""
+	}
+	ap := a.opts.Approve(ctx, ToolRequest{Tool: name, Args: c.Function.Arguments, CallID: c.ID})
+	if ap.Allow {
+		return true, ""
+	}
+	reason := strings.TrimSpace(ap.Reason)
+	if reason == "" {
+		reason = "the person declined this call"
+	}
+	return false, "not run: " + reason
+}
+
+// planTool is create_plan: it validates the plan, keeps it for the result
+// and emits plan_created.
+type planTool struct{ a *Agent }
+
+func (planTool) Name() string   { return CreatePlanToolName }
+func (planTool) ReadOnly() bool { return true }
+
+func (planTool) Definition() openai.Tool {
+	str := func(desc string) jsonschema.Definition {
+		return jsonschema.Definition{Type: jsonschema.String, Description: desc}
+	}
+	strs := func(desc string) jsonschema.Definition {
+		return jsonschema.Definition{Type: jsonschema.Array, Description: desc, Items: &jsonschema.Definition{Type: jsonschema.String}}
+	}
+	step := jsonschema.Definition{
+		Type: jsonschema.Object,
+		Properties: map[string]jsonschema.Definition{
+			"id":           str(`Short unique id, e.g. "add-store": letters, digits, '-', '_' or '.'.`),
+			"title":        str("A few words naming the step."),
+			"description":  str("What to change, where, and how to check it."),
+			"dependencies": strs("Ids of the steps that must be done first; empty when it can start at once."),
+			"risks":        strs("What could go wrong in this step."),
+		},
+		Required: []string{"id", "description", "dependencies"},
+	}
+	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+		Name: CreatePlanToolName,
+		Description: "Make a plan for a complex request (several files, dependent steps, analysis before changes). " +
+			"Do not use it for questions or small single-file changes: answer or act directly. " +
+			"An invalid plan is rejected with the problem; fix it and call again.",
+		Parameters: jsonschema.Definition{
+			Type: jsonschema.Object,
+			Properties: map[string]jsonschema.Definition{
+				"title":            str("Short title of the plan."),
+				"overview":         str("The approach in a few sentences."),
+				"tasks":            {Type: jsonschema.Array, Description: "The steps, as a dependency graph.", Items: &step},
+				"risks":            strs("What could go wrong and how the plan handles it."),
+				"testing_strategy": str("How the result will be verified."),
+			},
+			Required: []string{"tasks"},
+		},
+	}}
+}
+
+func (t planTool) Run(_ context.Context, args json.RawMessage) (tools.Result, error) {
+	a := t.a
+	p, err := ParsePlan(string(args))
+	if err != nil {
+		return tools.Result{IsError: true, Content: err.Error() + "; fix the plan and call create_plan again"}, nil
+	}
+	a.run.plan = p
+	a.emit(events.Event{Type: events.PlanCreated, Text: planHeadline(p), Data: map[string]any{"plan": p}})
+	if a.turn.PlanMode {
+		return tools.Result{Content: fmt.Sprintf("Plan saved (%d tasks). The person reviews it (/plan show) and runs it as todos "+
+			"(/plan to-todos, /todos execute-all); do not start the work now. Reply with a short summary of the plan.", len(p.Tasks))}, nil
+	}
+	a.run.pending = p
+	return tools.Result{Content: fmt.Sprintf("Plan accepted (%d tasks). Its tasks will now be given to you one at a time.", len(p.Tasks))}, nil
+}
+
+func planHeadline(p *Plan) string {
+	title := strings.TrimSpace(p.Title)
+	if title == "" {
+		title = "plan"
+	}
+	return fmt.Sprintf("%s (%d tasks)", title, len(p.Tasks))
+}
+
+// executePlan carries out p's steps in dependency order, one user message
+// and one tool loop each (seed 001's plan mode), with step events around
+// each; the first step that does not complete ends the plan.
+func (a *Agent) executePlan(ctx context.Context, p *Plan) Result {
+	steps, err := p.Order()
+	if err != nil { // Validate ran already; this is a safeguard
+		return Result{Status: Failed, Error: err.Error()}
+	}
+	a.run.executing = true
+	defer func() { a.run.executing = false }()
+	total := Result{Status: Completed}
+	for i, s := range steps {
+		data := map[string]any{"step_index": i, "step_id": s.ID, "steps": len(steps)}
+		a.emit(events.Event{Type: events.StepStart, Text: s.StepTitle(), Data: data})
+		res := Result{Status: Interrupted, Error: "interrupted"}
+		if ctx.Err() == nil {
+			if err := a.appendMessage(userMessage(formatStep(p, s, i, len(steps)))); err != nil {
+				res = Result{Status: Failed, Error: err.Error()}
+			} else {
+				res = a.loop(ctx)
+			}
+		}
+		total.Iterations += res.Iterations
+		text := res.Answer
+		if res.Status != Completed {
+			text = res.Error
+		}
+		a.emit(events.Event{Type: events.StepComplete, Status: string(res.Status), Text: text, Data: data})
+		if res.Status != Completed {
+			reason := fmt.Sprintf("plan stopped at step %s (%d of %d): %s", s.ID, i+1, len(steps), res.Error)
+			a.emit(events.Event{Type: events.PlanComplete, Status: string(res.Status), Text: reason,
+				Data: map[string]any{"steps": len(steps), "completed": i}})
+			res.Iterations, res.Error = total.Iterations, reason
+			return res
+		}
+		total.Answer = res.Answer
+	}
+	a.emit(events.Event{Type: events.PlanComplete, Status: string(Completed),
+		Text: fmt.Sprintf("%d of %d steps completed", len(steps), len(steps)),
+		Data: map[string]any{"steps": len(steps), "completed": len(steps)}})
+	return total
+}
+
+// formatStep is the user message that hands the model one step.
+func formatStep(p *Plan, s PlanStep, i, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Step %d of %d of the plan %q — %s: %s\n\n%s\n", i+1, n, strings.TrimSpace(p.Title), s.ID, s.StepTitle(), strings.TrimSpace(s.Description))
+	writeList(&b, "Risks", s.Risks)
+	b.WriteString("\nWork on this step only. When it is done, reply without tool calls with a short report.")
+	return b.String()
+}
