@@ -38,7 +38,7 @@ then interrupts them (their reports say "interrupted") and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWatch(cmd, f, opts) },
 	}
-	cmd.Flags().IntVar(&opts.concurrency, "concurrency", 1, "tasks run at once")
+	cmd.Flags().IntVar(&opts.concurrency, "concurrency", 1, "tasks run at once (default: the parallel setting, CODEAGENT_PARALLEL)")
 	cmd.Flags().DurationVar(&opts.poll, "poll", 0, "poll the commands dir at this interval instead of fsnotify (auto when events are not delivered)")
 	return cmd
 }
@@ -60,6 +60,11 @@ func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error 
 		return err
 	}
 	cfg := l.Config
+	// planagent --parallel N reaches its watcher as CODEAGENT_PARALLEL.
+	concurrency := opts.concurrency
+	if !cmd.Flags().Changed("concurrency") && cfg.Parallel > 1 {
+		concurrency = cfg.Parallel
+	}
 	if cfg.APIKey == "" {
 		return cmdutil.UsageError(errors.New("no API key: set OPENAI_API_KEY (or api_key in the config file); a server that needs none accepts any value"))
 	}
@@ -91,7 +96,7 @@ func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error 
 	}
 	err = watch.Run(cmd.Context(), watch.Options{
 		Layout:      layout,
-		Concurrency: opts.concurrency,
+		Concurrency: concurrency,
 		Poll:        opts.poll,
 		Runner:      runner,
 		Logger:      logger,

@@ -46,7 +46,7 @@ func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, 
 		if ctx.Err() != nil {
 			return nil, usage, ctx.Err()
 		}
-		return nil, usage, cmdutil.UsageError(fmt.Errorf("planning: %w", err))
+		return nil, usage, cmdutil.UsageError(err)
 	}
 	return p, usage, nil
 }

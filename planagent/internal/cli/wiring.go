@@ -69,6 +69,9 @@ func (s *session) agentEnv() map[string]string {
 		"CODEAGENT_REQUEST_TIMEOUT":      c.RequestTimeout.String(),
 		"CODEAGENT_COMPACTION_THRESHOLD": strconv.FormatFloat(c.CompactionThreshold, 'f', -1, 64),
 		"CODEAGENT_KEEP_MESSAGES":        strconv.Itoa(c.KeepMessages),
+		"CODEAGENT_PARALLEL":             strconv.Itoa(c.Parallel),
+		"CODEAGENT_REPO_MAP_TOKENS":      strconv.Itoa(c.RepoMapTokens),
+		"CODEAGENT_TASK_TIMEOUT":         c.TaskTimeout.String(),
 	}
 }
 
