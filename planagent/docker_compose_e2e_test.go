@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
+)
+
+// TestE2EDockerComposeWatcher brings up the repository's docker-compose.yml
+// in a temp project, then runs planagent with the docker runtime: it must
+// find the compose watcher by its heartbeat and serve the run through it
+// (no container of its own), and `docker-compose down` ends it cleanly.
+func TestE2EDockerComposeWatcher(t *testing.T) {
+	cli := dockerE2E(t)
+	if cli == nil {
+		return
+	}
+	compose := composeCommand(t)
+	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	e := newDockerRunEnv(t, f)
+
+	spec, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatalf("read the repository's compose file: %v", err)
+	}
+	file := filepath.Join(e.dir, "docker-compose.yml")
+	if err := os.WriteFile(file, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Bind sources that do not exist are created by the engine, as root.
+	for _, d := range []string{"context", "commands", "reports/.watchers", "workspace"} {
+		if err := os.MkdirAll(filepath.Join(e.volumes, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	project := fmt.Sprintf("cae2e%d", time.Now().UnixNano())
+	composeDo := func(ctx context.Context, args ...string) error {
+		full := append(append([]string{}, compose[1:]...),
+			append([]string{"-p", project, "-f", file, "--project-directory", e.dir}, args...)...)
+		cmd := exec.CommandContext(ctx, compose[0], full...)
+		cmd.Dir = e.dir
+		// The watcher's settings come from compose's environment, not from
+		// planagent: the base URL must already name the host as the container sees it.
+		cmd.Env = append(os.Environ(), "IMAGE="+runtime.DefaultImage,
+			"UID="+strconv.Itoa(os.Getuid()), "GID="+strconv.Itoa(os.Getgid()),
+			"OPENAI_API_KEY="+e2eKey, "OPENAI_MODEL=test-model",
+			"OPENAI_BASE_URL=http://host.docker.internal:"+strconv.Itoa(e.srv.Port())+"/v1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %s: %w\n%s", compose[0], strings.Join(full, " "), err, out)
+		}
+		return nil
+	}
+	t.Cleanup(func() {
+		if err := composeDo(context.Background(), "down", "-t", "5"); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
+
+	since := time.Now()
+	if err := composeDo(t.Context(), "up", "-d", "codingagent"); err != nil {
+		t.Fatal(err)
+	}
+	waitFreshHeartbeat(t, filepath.Join(e.volumes, "reports", ".watchers"), since)
+
+	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	e.assertThreeTasksDone()
+	e.assertOwnedAndKeyFree()
+	if created := watch.settled(t); len(created) != 0 {
+		t.Errorf("planagent created containers %v although the compose watcher serves the volumes", created)
+	}
+	runID, _ := e.runState()
+	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
+
+	if err := composeDo(t.Context(), "down", "-t", "5"); err != nil {
+		t.Fatal(err)
+	}
+	assertNoContainers(t, cli, "com.docker.compose.project="+project)
+}
+
+// composeCommand is `docker compose` (v2 plugin) or `docker-compose` (v1).
+func composeCommand(t *testing.T) []string {
+	t.Helper()
+	if exec.Command("docker", "compose", "version").Run() == nil {
+		return []string{"docker", "compose"}
+	}
+	if p, err := exec.LookPath("docker-compose"); err == nil {
+		return []string{p}
+	}
+	t.Fatal("CODEAGENT_E2E=1 needs `docker compose` or docker-compose (v1.28+) to test docker-compose.yml")
+	return nil
+}
+
+// waitFreshHeartbeat waits, with a deadline, for a watcher heartbeat file
+// (<id>.json; dot names are temp files) written at or after since.
+func waitFreshHeartbeat(t *testing.T, dir string, since time.Time) {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		entries, _ := os.ReadDir(dir)
+		for _, en := range entries {
+			if strings.HasPrefix(en.Name(), ".") || !strings.HasSuffix(en.Name(), ".json") {
+				continue
+			}
+			if info, err := en.Info(); err == nil && !info.ModTime().Before(since) {
+				return
+			}
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("no watcher heartbeat in %s within 30s of `up`", dir)
+		case <-tick.C:
+		}
+	}
+}
