@@ -1,21 +1,148 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
 	"github.com/spf13/cobra"
 
+	"github.com/codeagent/codeagent/codingagent/internal/agent"
+	"github.com/codeagent/codeagent/codingagent/internal/chat"
+	"github.com/codeagent/codeagent/codingagent/internal/layers"
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/tools"
+	"github.com/codeagent/codeagent/internal/volume"
 )
+
+type chatOptions struct {
+	approval string
+	cont     bool
+	resume   string
+	now      func() time.Time
+}
 
 // NewCmdChat builds `codingagent chat`.
 func NewCmdChat(f *cmdutil.Factory) *cobra.Command {
+	opts := &chatOptions{now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "chat",
 		Short: "Work with the agent interactively (direct mode, plan mode, todos)",
-		Args:  cobra.NoArgs,
-		RunE:  cmdutil.NotAvailable,
+		Long: `Talk to the coding agent about the workspace (--workspace, else workspace_dir
+from the config, else <volumes>/workspace). Each input runs the tool loop; the
+model may make a plan for a complex request and carry it out step by step.
+In plan mode (/mode plan, or Ctrl-P then Enter) only read-only tools and
+create_plan are offered; /plan to-todos and /todos execute-all carry the plan
+out. /help lists every command.
+
+Approval (--approval): default asks before write_file, edit_file and
+shell_exec (yes / no / always); auto_edit allows edits and asks for shell;
+yolo allows everything. Without a terminal on stdin and without --approval,
+those calls are refused and the model is told how to allow them;
+--approval default with a pipe reads the answers from stdin.
+
+The conversation, plan and todos are kept in
+<volumes>/context/sessions/chat-<id>.jsonl (and .state.json); --continue
+resumes the latest session, --resume ID a given one. Long-term memory
+(<volumes>/context/memory.md) is updated when a session ends.
+Ctrl-C cancels the running answer; Ctrl-C twice at the prompt, Ctrl-D or
+/exit leaves.`,
+		Example: `  codingagent chat --workspace ./myproject
+  codingagent chat --continue --approval auto_edit`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runChat(cmd, f, opts) },
 	}
-	cmd.Flags().String("approval", "", "default, auto_edit or yolo")
-	cmd.Flags().Bool("continue", false, "continue the latest session")
-	cmd.Flags().String("resume", "", "resume session ID")
+	cmd.Flags().StringVar(&opts.approval, "approval", "", "default, auto_edit or yolo")
+	cmd.Flags().BoolVar(&opts.cont, "continue", false, "continue the latest session")
+	cmd.Flags().StringVar(&opts.resume, "resume", "", "resume session ID")
 	return cmd
+}
+
+func runChat(cmd *cobra.Command, f *cmdutil.Factory, opts *chatOptions) error {
+	var approval chat.ApprovalMode
+	if opts.approval != "" {
+		m, err := chat.ParseApprovalMode(opts.approval)
+		if err != nil {
+			return cmdutil.UsageError(fmt.Errorf("--approval: %w", err))
+		}
+		approval = m
+	}
+	l, err := f.Config(cmd)
+	if err != nil {
+		return err
+	}
+	cfg := l.Config
+	if cfg.APIKey == "" {
+		return cmdutil.UsageError(errors.New("no API key: set OPENAI_API_KEY (or api_key in the config file); a server that needs none accepts any value"))
+	}
+	layout, err := volume.New(cfg.VolumesDir, cfg.WorkspaceDir)
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	if cfg.WorkspaceDir == "" {
+		if err := os.MkdirAll(layout.Workspace(), 0o755); err != nil {
+			return cmdutil.UsageError(fmt.Errorf("create workspace %s: %w (check --volumes)", layout.Workspace(), err))
+		}
+	}
+	ws, err := tools.NewWorkspace(layout.Workspace())
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	if err := os.MkdirAll(layout.Sessions(), 0o755); err != nil {
+		return cmdutil.UsageError(fmt.Errorf("create sessions dir %s: %w (check --volumes)", layout.Sessions(), err))
+	}
+	systemContext, err := layers.Combine(layers.Options{RuntimeDir: layout.Context()})
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("combine the context layers under %s: %w", layout.Context(), err))
+	}
+	id, _, err := chat.ResolveSession(layout.Sessions(), opts.cont, opts.resume, opts.now())
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	for _, w := range l.Warnings {
+		fmt.Fprintf(f.IO.Err, "config: %s\n", w)
+	}
+
+	// Ctrl-C belongs to the chat: it cancels a turn, not the session. The
+	// root context (cancelled by the first SIGINT) is set aside; SIGTERM
+	// still ends the chat.
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, os.Interrupt)
+	defer signal.Stop(interrupts)
+	ctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), syscall.SIGTERM)
+	defer stop()
+
+	interactive := f.IO.IsTerminal != nil && f.IO.IsTerminal()
+	err = chat.Run(ctx, chat.Options{
+		Agent: agent.Options{
+			Client:         f.LLM(cfg),
+			Tools:          tools.Coding(ws, tools.Options{}),
+			Workspace:      ws,
+			Model:          cfg.Model,
+			SummaryModel:   cfg.SummaryModel,
+			ContextWindow:  cfg.ContextWindow,
+			ReservedOutput: cfg.ReservedOutput,
+			Threshold:      cfg.CompactionThreshold,
+			KeepMessages:   cfg.KeepMessages,
+			MaxIterations:  cfg.MaxIterations,
+			SystemContext:  systemContext,
+			MemoryPath:     layout.Memory(),
+			Stream:         true,
+		},
+		SessionsDir: layout.Sessions(),
+		SessionID:   id,
+		In:          f.IO.In,
+		Out:         f.IO.Out,
+		Interactive: interactive,
+		Approval:    approval,
+		Interrupt:   interrupts,
+	})
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	return nil
 }
