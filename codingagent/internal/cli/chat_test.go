@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/llmtest"
+)
+
+// runChatCmd runs `codingagent chat` with input on stdin (not a terminal).
+func runChatCmd(t *testing.T, env map[string]string, input string, args ...string) (int, string, string) {
+	t.Helper()
+	f, out, errb := testFactory(env)
+	f.IO.In = strings.NewReader(input)
+	code := cmdutil.Main(f, NewCmdRoot(f), append([]string{"chat"}, args...))
+	return code, out.String(), errb.String()
+}
+
+func TestChatCommandContinue(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Handle(memoryAware(func(req openai.ChatCompletionRequest) llmtest.Reply {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == openai.ChatMessageRoleTool:
+			return llmtest.Text("Wrote note.txt.")
+		case strings.Contains(last.Content, "write the note"):
+			return llmtest.Calls(llmtest.Call("write_file", map[string]any{"path": "note.txt", "content": "n\n"}))
+		}
+		return llmtest.Text("You asked me to write the note.")
+	}))
+	vol, ws := t.TempDir(), t.TempDir()
+	code, out, stderr := runChatCmd(t, execEnv(srv), "write the note\n/exit\n", "--volumes", vol, "--workspace", ws, "--approval", "auto_edit")
+	if code != cmdutil.ExitOK || !strings.Contains(out, "Wrote note.txt.") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "note.txt")); err != nil {
+		t.Errorf("note.txt: %v", err)
+	}
+	sessions, _ := filepath.Glob(filepath.Join(vol, "context", "sessions", "chat-*.jsonl"))
+	if len(sessions) != 1 {
+		t.Fatalf("sessions = %v", sessions)
+	}
+	code, out, stderr = runChatCmd(t, execEnv(srv), "what did I ask?\n", "--volumes", vol, "--workspace", ws, "--continue")
+	if code != cmdutil.ExitOK || !strings.Contains(out, "messages restored") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	reqs := srv.Requests()
+	var last openai.ChatCompletionRequest
+	for _, r := range reqs {
+		if !strings.HasPrefix(r.Messages[0].Content, "You maintain") {
+			last = r
+		}
+	}
+	found := false
+	for _, m := range last.Messages {
+		found = found || strings.Contains(m.Content, "Wrote note.txt.")
+	}
+	if !found {
+		t.Errorf("the continued session's request lacks the first session")
+	}
+	if len(srv.Rejections()) > 0 {
+		t.Fatalf("server rejections: %v", srv.Rejections())
+	}
+	if strings.Contains(out+stderr, execKey) {
+		t.Error("the API key appeared in the output")
+	}
+}
+
+func TestChatCommandUsageErrors(t *testing.T) {
+	vol := t.TempDir()
+	withKey := map[string]string{"OPENAI_API_KEY": "k"}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"no api key", nil, []string{"--volumes", vol}, "no API key"},
+		{"bad approval", withKey, []string{"--volumes", vol, "--approval", "always"}, `approval mode "always" is not one of default, auto_edit, yolo`},
+		{"unknown session", withKey, []string{"--volumes", vol, "--resume", "nope"}, "chat-nope.jsonl"},
+		{"nothing to continue", withKey, []string{"--volumes", vol, "--continue"}, "found no chat session"},
+		{"both", withKey, []string{"--volumes", vol, "--continue", "--resume", "x"}, "use one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runChatCmd(t, tt.env, "", tt.args...)
+			if code != cmdutil.ExitUsage || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, tt.want)
+			}
+		})
+	}
+}
