@@ -245,7 +245,11 @@ func threeTasks() []scriptTask {
 			llmtest.Call("write_file", map[string]any{"path": "world.txt", "content": "world\n"}),
 			llmtest.Call("shell_exec", map[string]any{"command": "cat hello.txt world.txt > both.txt"}),
 		}},
-		{token: "TOKEN-GAMMA", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "docs/notes.md", "content": "# Notes\n"})}},
+		{token: "TOKEN-GAMMA", steps: []llmtest.ToolCall{
+			llmtest.Call("write_file", map[string]any{"path": "docs/notes.md", "content": "# Notes\n"}),
+			// A model trying to read the API key out of the agent's environment.
+			llmtest.Call("shell_exec", map[string]any{"command": "tr '\\0' '\\n' < /proc/$PPID/environ | grep OPENAI_API_KEY; echo searched"}),
+		}},
 	}
 }
 
@@ -296,6 +300,12 @@ func TestE2ERunLocalThreeTasks(t *testing.T) {
 	}
 	if r := e.srv.Rejections(); len(r) != 0 {
 		t.Errorf("the strict server rejected requests: %v", r)
+	}
+	// The API key never lands in a file of the volumes, even when the model
+	// goes looking for it.
+	assertNoKey(t, e.volumes, e.key)
+	if !strings.Contains(e.read("context/sessions/"+sessionFile(t, e.volumes, "gamma")), "searched") {
+		t.Errorf("the key-hunting command did not run")
 	}
 	// The repo map reached the planner's prompt and the agent's system
 	// prompt, and repo_map is offered to both.
@@ -436,4 +446,28 @@ func TestE2EKillAndResume(t *testing.T) {
 	if n := f.startCount("TOKEN-TWO"); n < 1 || n > 2 {
 		t.Errorf("TOKEN-TWO started %d times", n)
 	}
+}
+
+// assertNoKey fails when any file under dir contains key.
+func assertNoKey(t *testing.T, dir, key string) {
+	t.Helper()
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(key)) {
+			t.Errorf("%s contains the API key", p)
+		}
+		return nil
+	})
+}
+
+// sessionFile is the session file name of task id under volumes.
+func sessionFile(t *testing.T, volumes, id string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(volumes, "context", "sessions", "*--"+id+".jsonl"))
+	if len(m) != 1 {
+		t.Fatalf("session files of %s: %v", id, m)
+	}
+	return filepath.Base(m[0])
 }

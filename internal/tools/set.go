@@ -17,6 +17,10 @@ type Options struct {
 	ShellTimeout time.Duration // default timeout of one shell_exec call (120s)
 	OutputCap    int           // max characters of shell output kept (30000)
 	Env          []string      // extra KEY=VALUE entries for shell_exec
+	// Secrets are replaced by [redacted] in shell_exec output, so a command
+	// that digs the API key out of a process environment cannot put it into
+	// the history, the events file or the report.
+	Secrets []string
 }
 
 const (

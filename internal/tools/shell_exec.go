@@ -104,7 +104,7 @@ func shellExec(ctx context.Context, ws *Workspace, opts Options, p shellExecPara
 	drainTimer.Stop()
 	pr.Close()
 
-	content := strings.TrimRight(out.String(), "\n")
+	content := redact(strings.TrimRight(out.String(), "\n"), opts.Secrets)
 	if strings.TrimSpace(content) == "" {
 		content = "(no output)"
 	}
@@ -150,4 +150,14 @@ func shellEnv(base, extra []string) []string {
 		keep(kv)
 	}
 	return env
+}
+
+// redact replaces every secret (of a useful length) in s.
+func redact(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if len(sec) >= 6 {
+			s = strings.ReplaceAll(s, sec, "[redacted]")
+		}
+	}
+	return s
 }

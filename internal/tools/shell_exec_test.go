@@ -32,6 +32,8 @@ func TestShellExec(t *testing.T) {
 		{"no output", args{"command": "true"}, Options{}, false, []string{"(no output)\n\nexit code: 0"}, nil},
 		{"api key removed", args{"command": "env"}, Options{Env: []string{"EXTRA=1", "OPENAI_API_KEY=again"}}, false,
 			[]string{"EXTRA=1", "GIT_PAGER=cat"}, []string{"OPENAI_API_KEY", "sk-test-secret"}},
+		{"secrets redacted from output", args{"command": "echo key=sk-test-secret-do-not-leak"}, Options{Secrets: []string{"sk-test-secret-do-not-leak"}}, false,
+			[]string{"key=[redacted]"}, []string{"sk-test-secret"}},
 		{"stdin is empty", args{"command": "cat; echo done"}, Options{}, false, []string{"done\n\nexit code: 0"}, nil},
 		{"killed by signal", args{"command": "kill -9 $$"}, Options{}, false, []string{"killed by signal killed"}, nil},
 		{"empty command", args{"command": "  "}, Options{}, true, []string{"command is empty"}, nil},

@@ -121,7 +121,7 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 		sink.Emit(events.Event{Type: events.Log, Text: w})
 	}
 
-	set := tools.Coding(ws, tools.Options{})
+	set := tools.Coding(ws, tools.Options{Secrets: []string{cfg.APIKey}})
 	if cfg.RepoMapTokens > 0 {
 		set = set.With(tools.NewRepoMap(ws, layout.RepoMapCache()))
 		section, err := repomap.Section(cmd.Context(), repomap.Options{Root: ws.Root(), CacheDir: layout.RepoMapCache(),

@@ -9,6 +9,7 @@ import (
 
 // Main runs codingagent with args and returns the exit code.
 func Main(args []string) int {
+	hardenProcess()
 	f := cmdutil.NewFactory()
 	return cmdutil.Main(f, NewCmdRoot(f), args)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/watch"
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/internal/volume"
 )
 
@@ -90,6 +91,7 @@ func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error 
 		KeepMessages:   cfg.KeepMessages,
 		MaxIterations:  cfg.MaxIterations,
 		RepoMapTokens:  cfg.RepoMapTokens,
+		Tools:          tools.Options{Secrets: []string{cfg.APIKey}},
 	})
 	if err != nil {
 		return cmdutil.UsageError(err)
