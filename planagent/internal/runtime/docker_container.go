@@ -294,7 +294,7 @@ func (d *Docker) exitError(ctx context.Context, run *watcherContainer, res conta
 	if in, err := d.api.ContainerInspect(ctx, run.id, client.ContainerInspectOptions{}); err == nil && in.Container.State != nil {
 		code = in.Container.State.ExitCode
 		if in.Container.State.OOMKilled {
-			return fmt.Errorf("codingagent container %s was killed for running out of memory (limit %s, exit code %d): raise --memory",
+			return fmt.Errorf("codingagent container %s was killed for running out of memory (limit %s, exit code %d): raise container_memory in the config file or CODEAGENT_CONTAINER_MEMORY",
 				shortID(run.id), d.opts.Memory, code)
 		}
 	}

@@ -348,3 +348,28 @@ func TestDockerStartFailsWhenWatcherExits(t *testing.T) {
 		t.Errorf("failed Start left containers: %v", ids)
 	}
 }
+
+// TestDockerExitedOnOOM fills the container's memory past its limit: Exited()
+// must name the out-of-memory kill and the limit, not only an exit code.
+func TestDockerExitedOnOOM(t *testing.T) {
+	cli := engine(t)
+	image := testWatcherImage(t, cli)
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	opts := testOptions(t, image, testRunID(t, cli), l, os.Getuid(), os.Getgid(), nil)
+	opts.Memory = "32m"
+	d := startDocker(t, opts)
+
+	if err := os.WriteFile(filepath.Join(l.Workspace(), "oom"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.Exited():
+		for _, want := range []string{"out of memory", "limit 32m", "CODEAGENT_CONTAINER_MEMORY"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Exited() = %v, want it to mention %q", err, want)
+			}
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Exited() delivered nothing within 30s of filling the memory")
+	}
+}
