@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 
@@ -50,6 +51,49 @@ func IsContextLength(err error) bool {
 		}
 	}
 	return false
+}
+
+// IsSetup reports whether err says the server cannot be used as configured:
+// not reachable, the key refused, the URL or the model unknown. Another
+// attempt, or another task, would fail the same way; the person has to fix
+// the configuration (callers exit 2 for it).
+func IsSetup(err error) bool {
+	if errors.Is(err, ErrNoAPIKey) || errors.Is(err, ErrNoModel) {
+		return true
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		return true
+	case 0:
+		return unreachable(e.Err)
+	}
+	return false
+}
+
+// unreachable reports whether err is a failure to connect at all (refused,
+// no route, unknown host), as opposed to a connection that broke.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// hint says what to check for the failures a person can fix, "" otherwise.
+func (e *Error) hint() string {
+	switch {
+	case e.Status == http.StatusUnauthorized:
+		return "check OPENAI_API_KEY (or api_key in the config file)"
+	case e.Status == http.StatusForbidden:
+		return "check that OPENAI_API_KEY may use model " + e.Model
+	case e.Status == http.StatusNotFound:
+		return "check OPENAI_BASE_URL (most servers want it to end in /v1) and OPENAI_MODEL"
+	case e.Status == 0 && unreachable(e.Err):
+		return "is the server running? check OPENAI_BASE_URL (or base_url in the config file)"
+	}
+	return ""
 }
 
 // attemptError turns what one attempt returned into an *Error that says

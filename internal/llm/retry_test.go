@@ -10,6 +10,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
+	openai "github.com/sashabaranov/go-openai"
 )
 
 func hello() llm.Request {
@@ -258,5 +259,63 @@ func TestLongRetryAfterIsReturned(t *testing.T) {
 	if !e.Retriable || e.RetryAfter != time.Hour || len(s.Requests()) != 1 || time.Since(start) > 5*time.Second {
 		t.Errorf("err = %v (retriable %v, RetryAfter %v) after %d requests: an hour's wait goes back to the caller",
 			err, e.Retriable, e.RetryAfter, len(s.Requests()))
+	}
+}
+
+// TestSetupErrors tells the failures a person must fix in the configuration
+// (callers exit 2 for them) from the ones a task may hit, and checks each
+// names what to check.
+func TestSetupErrors(t *testing.T) {
+	down := llmtest.New(t)
+	downURL := down.URL
+	down.Close()
+	tests := []struct {
+		name     string
+		edit     func(cfg *llm.Config, s *llmtest.Server)
+		reply    llmtest.Reply
+		setup    bool
+		mentions string
+	}{
+		{name: "wrong key", edit: func(cfg *llm.Config, _ *llmtest.Server) { cfg.APIKey = "sk-wrong-key-000" },
+			setup: true, mentions: "check OPENAI_API_KEY"},
+		{name: "base URL without /v1", edit: func(cfg *llm.Config, s *llmtest.Server) { cfg.BaseURL = strings.TrimSuffix(s.URL, "/v1") },
+			setup: true, mentions: "check OPENAI_BASE_URL (most servers want it to end in /v1) and OPENAI_MODEL"},
+		{name: "unknown model", reply: llmtest.Reply{Status: 404, ErrorBody: `{"error":{"message":"The model 'nope' does not exist","type":"invalid_request_error","code":"model_not_found"}}`},
+			setup: true, mentions: "and OPENAI_MODEL"},
+		{name: "key not allowed", reply: llmtest.Reply{Status: 403}, setup: true, mentions: "may use model test-model"},
+		{name: "server not running", edit: func(cfg *llm.Config, _ *llmtest.Server) { cfg.BaseURL = downURL },
+			setup: true, mentions: "is the server running? check OPENAI_BASE_URL"},
+		{name: "no key", edit: func(cfg *llm.Config, _ *llmtest.Server) { cfg.APIKey = "" }, setup: true, mentions: "OPENAI_API_KEY"},
+		{name: "bad request", reply: llmtest.Reply{Status: 400}},
+		{name: "server error", reply: llmtest.Reply{Status: 500}},
+		{name: "stream cut", reply: llmtest.Reply{Content: "half an answer", CutStream: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := llmtest.New(t, llmtest.WithKey(testKey))
+			s.Handle(func(openai.ChatCompletionRequest) llmtest.Reply { return tt.reply })
+			c := newClient(t, s, func(cfg *llm.Config) {
+				cfg.MaxRetries = 0
+				if tt.edit != nil {
+					tt.edit(cfg, s)
+				}
+			})
+			_, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{userMsg("hi")}, Stream: true}, nil)
+			if err == nil {
+				t.Fatal("Chat succeeded")
+			}
+			if got := llm.IsSetup(err); got != tt.setup {
+				t.Errorf("IsSetup(%v) = %v, want %v", err, got, tt.setup)
+			}
+			if !strings.Contains(err.Error(), tt.mentions) {
+				t.Errorf("error %q does not say %q", err, tt.mentions)
+			}
+			if !tt.setup && strings.Contains(err.Error(), "; check") {
+				t.Errorf("error %q gives a configuration hint for a failure that is not one", err)
+			}
+			if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), "sk-wrong-key-000") {
+				t.Errorf("error %q shows a key", err)
+			}
+		})
 	}
 }

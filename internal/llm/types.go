@@ -103,7 +103,11 @@ func (e *Error) Error() string {
 	if e.Status != 0 {
 		status = fmt.Sprintf("HTTP %d", e.Status)
 	}
-	return fmt.Sprintf("llm %s (model %s): %s: %s", e.BaseURL, e.Model, status, e.Message)
+	msg := fmt.Sprintf("llm %s (model %s): %s: %s", e.BaseURL, e.Model, status, e.Message)
+	if h := e.hint(); h != "" {
+		msg += "; " + h
+	}
+	return msg
 }
 
 func (e *Error) Unwrap() error { return e.Err }
