@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,6 +49,13 @@ func (f *Factory) Config(cmd *cobra.Command) (*config.Loaded, error) {
 
 // LLM builds the LLM client for cfg. A missing key surfaces at the first call.
 func (f *Factory) LLM(cfg config.Config) *llm.Client {
+	return f.LLMWithRetries(cfg, nil)
+}
+
+// LLMWithRetries is LLM with onRetry told about every retry before its
+// wait, so a command can show why nothing happens for a while (a 429's
+// Retry-After may be minutes).
+func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wait time.Duration, err error)) *llm.Client {
 	return llm.New(llm.Config{
 		BaseURL:        cfg.BaseURL,
 		APIKey:         cfg.APIKey,
@@ -55,5 +63,15 @@ func (f *Factory) LLM(cfg config.Config) *llm.Client {
 		RequestTimeout: cfg.RequestTimeout,
 		MaxRetries:     cfg.Retries,
 		MaxTokens:      cfg.ReservedOutput,
+		OnRetry:        onRetry,
 	})
+}
+
+// RetryText is the line a command shows when an LLM request is retried.
+func RetryText(attempt, retries int, wait time.Duration, err error) string {
+	step := 100 * time.Millisecond
+	if wait < time.Second {
+		step = time.Millisecond
+	}
+	return fmt.Sprintf("model request failed (%v); retry %d of %d in %s", err, attempt, retries, wait.Round(step))
 }

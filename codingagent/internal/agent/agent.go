@@ -128,6 +128,10 @@ type Result struct {
 	Usage        llm.Usage // every model call of the run, sub-agents and summaries included
 	Iterations   int       // model calls of the loop
 	Plan         *Plan     // the last valid plan create_plan made in this run, if any
+	// Err is the model call's error when that is what failed the run, so
+	// callers can tell a server they cannot use (llm.IsSetup) from a task
+	// that went wrong; nil otherwise.
+	Err error
 }
 
 // Agent runs conversations. It is not safe for concurrent use: one run at a time.

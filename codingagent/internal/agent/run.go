@@ -126,7 +126,7 @@ func (a *Agent) loop(ctx context.Context) Result {
 			if ctx.Err() != nil {
 				return Result{Status: Interrupted, Error: "interrupted", Iterations: iter}
 			}
-			return Result{Status: Failed, Error: err.Error(), Iterations: iter}
+			return Result{Status: Failed, Error: err.Error(), Err: err, Iterations: iter}
 		}
 		a.startResponse(resp)
 		msg := assistantMessage(resp.Message)

@@ -16,6 +16,7 @@ import (
 	"github.com/codeagent/codeagent/codingagent/internal/layers"
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -45,7 +46,9 @@ long-term memory in <volumes>/context/memory.md. Progress goes to stderr, or
 with --json one JSON event per line to stdout (the report is the last event,
 task_end).
 
-Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted.`,
+Exit codes: 0 completed; 1 failed; 2 bad usage or configuration (including a
+model server that cannot be reached or refuses the key, URL or model at the
+first call); 130 interrupted.`,
 		Example: `  codingagent exec "add a --verbose flag to cmd/main.go" --workspace ./myproject
   codingagent exec "explain @file:loop.go" --json`,
 		Args: cobra.ExactArgs(1),
@@ -134,7 +137,9 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 		}
 	}
 	a, err := agent.New(agent.Options{
-		Client:         f.LLM(cfg),
+		Client: f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {
+			sink.Emit(events.Event{Type: events.Log, Text: cmdutil.RetryText(attempt, cfg.Retries, wait, err)})
+		}),
 		Tools:          set,
 		Workspace:      ws,
 		Model:          cfg.Model,
@@ -166,11 +171,16 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 	if !opts.json {
 		writeExecReport(f.IO.Out, res)
 	}
-	switch res.Status {
-	case agent.Completed:
+	switch {
+	case res.Status == agent.Completed:
 		return nil
-	case agent.Interrupted:
+	case res.Status == agent.Interrupted:
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case llm.IsSetup(res.Err) && res.Usage == (llm.Usage{}):
+		// Not one model call went through: the server is unreachable or
+		// refuses this key, URL or model. That is the configuration (exit
+		// 2, as the README promises), not a task that failed.
+		return cmdutil.Silent(cmdutil.ExitUsage)
 	default:
 		return cmdutil.Silent(cmdutil.ExitFailed)
 	}

@@ -159,6 +159,64 @@ func TestExecExitCodes(t *testing.T) {
 	}
 }
 
+// TestExecModelServerUnusable: a server that cannot be reached, or refuses
+// the key, URL or model on the first call, is the configuration (exit 2,
+// with what to check); a server that refuses one request is a failed task.
+func TestExecModelServerUnusable(t *testing.T) {
+	strict := llmtest.New(t, llmtest.WithKey(execKey))
+	strict.Handle(func(openai.ChatCompletionRequest) llmtest.Reply { return llmtest.Text("never the right key") })
+	down := llmtest.New(t)
+	downURL := down.URL
+	down.Close()
+	env := func(edit map[string]string) map[string]string {
+		e := execEnv(strict)
+		for k, v := range edit {
+			e[k] = v
+		}
+		return e
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int
+		says string
+	}{
+		{name: "wrong key", env: env(map[string]string{"OPENAI_API_KEY": "sk-not-the-right-one"}),
+			want: cmdutil.ExitUsage, says: "check OPENAI_API_KEY"},
+		{name: "base URL without /v1", env: env(map[string]string{"OPENAI_BASE_URL": strings.TrimSuffix(strict.URL, "/v1")}),
+			want: cmdutil.ExitUsage, says: "check OPENAI_BASE_URL"},
+		{name: "server not running", env: env(map[string]string{"OPENAI_BASE_URL": downURL}),
+			want: cmdutil.ExitUsage, says: "is the server running?"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tt.env, "exec", "do it", "--volumes", t.TempDir())
+			if code != tt.want || !strings.Contains(stdout, "status: failed") || !strings.Contains(stdout, tt.says) {
+				t.Fatalf("exit %d (want %d)\nstdout %q (want %q)\nstderr %q", code, tt.want, stdout, tt.says, stderr)
+			}
+			if strings.Contains(stdout+stderr, "sk-not-the-right-one") {
+				t.Error("the API key appears in the output")
+			}
+		})
+	}
+}
+
+// TestExecReportsRetries: while the client waits to retry, the person sees why.
+func TestExecReportsRetries(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Enqueue(llmtest.Reply{Status: 429, RetryAfter: "0.05"})
+	srv.Handle(memoryAware(func(openai.ChatCompletionRequest) llmtest.Reply { return llmtest.Text("Done after a retry.") }))
+	env := execEnv(srv)
+	env["CODEAGENT_RETRIES"] = "2"
+	code, stdout, stderr := run(t, env, "exec", "do it", "--volumes", t.TempDir())
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "Done after a retry.") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "HTTP 429") || !strings.Contains(stderr, "retry 1 of 2 in ") {
+		t.Errorf("stderr does not report the retry: %q", stderr)
+	}
+}
+
 func TestExecInterrupted(t *testing.T) {
 	srv := llmtest.New(t)
 	f, stdout, _ := testFactory(execEnv(srv))
