@@ -129,3 +129,51 @@ func TestSubagentFailureIsToolError(t *testing.T) {
 		t.Errorf("subagent_end = %+v", ends)
 	}
 }
+
+// TestSubagentCannotDelegateOrPlan: a child of a planning parent is offered
+// neither task nor create_plan, and a task call it makes anyway is answered
+// as an unknown tool, not run.
+func TestSubagentCannotDelegateOrPlan(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var childReqs []openai.ChatCompletionRequest
+	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		last := req.Messages[len(req.Messages)-1]
+		if strings.Contains(system(req), "You are a sub-agent") {
+			childReqs = append(childReqs, req)
+			if last.Role == openai.ChatMessageRoleUser {
+				return llmtest.Calls(llmtest.Call("task", map[string]any{"goal": "delegate again"}))
+			}
+			return llmtest.Text("child saw: " + last.Content)
+		}
+		if last.Role == openai.ChatMessageRoleUser {
+			return llmtest.Calls(llmtest.Call("task", map[string]any{"goal": "look around"}))
+		}
+		return llmtest.Text("parent done")
+	})
+	res, err := e.agent(func(o *Options) { o.Planning = true }).RunTask(t.Context(), Task{ID: "P"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.noRejections()
+	if res.Status != Completed || res.Answer != "parent done" {
+		t.Fatalf("result = %+v", res)
+	}
+	if len(childReqs) != 2 {
+		t.Fatalf("the sub-agent made %d requests, want 2", len(childReqs))
+	}
+	for i, req := range childReqs {
+		if names := toolNames(req); slices.Contains(names, "task") || slices.Contains(names, CreatePlanToolName) || len(names) == 0 {
+			t.Errorf("sub-agent request %d offers %v", i, names)
+		}
+	}
+	answer := childReqs[1].Messages[len(childReqs[1].Messages)-1]
+	if answer.Role != openai.ChatMessageRoleTool || !strings.Contains(answer.Content, `unknown tool "task"`) {
+		t.Errorf("the sub-agent's task call was answered %q", answer.Content)
+	}
+	if n := len(e.events.ofType(events.SubagentStart)); n != 1 {
+		t.Errorf("%d sub-agents started, want only the parent's one", n)
+	}
+}
