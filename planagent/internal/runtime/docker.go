@@ -235,7 +235,7 @@ func (d *Docker) Exited() <-chan error {
 	return d.run.exited
 }
 
-// Stop stops (10s grace, so the watcher can report interrupted tasks) and
+// Stop stops (15s grace, so the watcher can report interrupted tasks) and
 // removes the container Start created. It never touches a compose watcher.
 func (d *Docker) Stop(ctx context.Context) error {
 	d.mu.Lock()

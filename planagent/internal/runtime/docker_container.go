@@ -29,9 +29,11 @@ const (
 	// startedWithin bounds how long a live run leaves its container in
 	// "created": create and start are two consecutive API calls.
 	startedWithin = time.Minute
-	stopGrace     = 10 // seconds
-	stopDeadline  = stopGrace*time.Second + 20*time.Second
-	logsDrain     = 2 * time.Second
+	// stopGrace outlasts the watcher's own 10s SIGTERM grace, so it can
+	// still write "interrupted" reports before the engine kills it.
+	stopGrace    = 15 // seconds
+	stopDeadline = stopGrace*time.Second + 20*time.Second
+	logsDrain    = 2 * time.Second
 )
 
 // removeLeftovers removes containers of crashed runs: every managed container
