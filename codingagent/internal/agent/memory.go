@@ -53,8 +53,36 @@ func (a *Agent) Remember(ctx context.Context) error {
 
 func (a *Agent) remember(ctx context.Context) { _ = a.Remember(ctx) }
 
+// memoryMerges bounds how often distil starts again because another task
+// (a parallel one, or another watcher) rewrote the memory file meanwhile.
+const memoryMerges = 3
+
+// distil merges this conversation into the memory file. Tasks running in
+// parallel share the file: when it changed while the model was distilling,
+// the merge is redone on top of the new content, so no task's facts are lost
+// to a later writer.
 func (a *Agent) distil(ctx context.Context) error {
-	old := strings.TrimSpace(readMemory(a.opts.MemoryPath))
+	for attempt := 1; ; attempt++ {
+		base := readMemory(a.opts.MemoryPath)
+		mem, err := a.distilOnto(ctx, base)
+		if err != nil {
+			return err
+		}
+		if readMemory(a.opts.MemoryPath) != base && attempt < memoryMerges {
+			a.logEvent("the memory file changed while it was being updated; merging again")
+			continue
+		}
+		if err := writeAtomic(a.opts.MemoryPath, []byte(mem+"\n")); err != nil {
+			return fmt.Errorf("write memory file: %w", err)
+		}
+		a.memory = mem
+		return nil
+	}
+}
+
+// distilOnto asks the summary model for base updated with this conversation.
+func (a *Agent) distilOnto(ctx context.Context, base string) (string, error) {
+	old := strings.TrimSpace(base)
 	if old == "" {
 		old = "(empty)"
 	}
@@ -65,17 +93,13 @@ func (a *Agent) distil(ctx context.Context) error {
 	}}
 	resp, err := a.chat(ctx, req)
 	if err != nil {
-		return fmt.Errorf("distil memory with %s: %w", a.opts.SummaryModel, err)
+		return "", fmt.Errorf("distil memory with %s: %w", a.opts.SummaryModel, err)
 	}
 	mem := boundMemory(strings.TrimSpace(resp.Message.Content), memoryCap)
 	if mem == "" {
-		return fmt.Errorf("distil memory with %s: the model returned nothing; the memory file was left as it was", a.opts.SummaryModel)
+		return "", fmt.Errorf("distil memory with %s: the model returned nothing; the memory file was left as it was", a.opts.SummaryModel)
 	}
-	if err := writeAtomic(a.opts.MemoryPath, []byte(mem+"\n")); err != nil {
-		return fmt.Errorf("write memory file: %w", err)
-	}
-	a.memory = mem
-	return nil
+	return mem, nil
 }
 
 // boundMemory keeps the newest (last) lines of s that fit in n chars.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,63 @@ func TestMemoryCarriesToNextTask(t *testing.T) {
 	next := e.srv.Requests()[2]
 	if !strings.Contains(system(next), "Indent with tabs (gofmt).") {
 		t.Errorf("the next task's system prompt lacks the memory:\n%s", system(next))
+	}
+}
+
+// TestMemoryMergesConcurrentUpdate: another task rewrites the memory file
+// while this one distils; its facts must survive (the merge is redone on top),
+// and a file that never stops changing still gets this task's memory after a
+// bounded number of merges.
+func TestMemoryMergesConcurrentUpdate(t *testing.T) {
+	tests := []struct {
+		name         string
+		changesEvery bool // the other writer strikes at every memory request, not just the first
+		wantRequests int
+		wantFile     []string
+	}{
+		{name: "changed once", wantRequests: 2, wantFile: []string{"- Other task: run make test.", "- Mine."}},
+		{name: "keeps changing", changesEvery: true, wantRequests: memoryMerges, wantFile: []string{"- Mine."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			memPath := filepath.Join(t.TempDir(), "memory.md")
+			if err := os.WriteFile(memPath, []byte("- Old fact.\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			memReqs := 0
+			e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+				if !isMemoryRequest(req) {
+					return llmtest.Text("done")
+				}
+				memReqs++
+				existing := req.Messages[1].Content
+				if memReqs == 1 || tt.changesEvery {
+					other := fmt.Sprintf("- Old fact.\n- Other task: run make test.\n- other write %d\n", memReqs)
+					if err := os.WriteFile(memPath, []byte(other), 0o644); err != nil {
+						t.Error(err)
+					}
+				}
+				if strings.Contains(existing, "Other task: run make test.") {
+					return llmtest.Text("- Old fact.\n- Other task: run make test.\n- Mine.")
+				}
+				return llmtest.Text("- Old fact.\n- Mine.")
+			})
+			res, err := e.agent(func(o *Options) { o.MemoryPath = memPath }).RunTask(t.Context(), Task{ID: "m"})
+			if err != nil || res.Status != Completed {
+				t.Fatalf("result = %+v, %v", res, err)
+			}
+			e.noRejections()
+			if memReqs != tt.wantRequests {
+				t.Errorf("%d memory requests, want %d", memReqs, tt.wantRequests)
+			}
+			b, _ := os.ReadFile(memPath)
+			for _, want := range tt.wantFile {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("memory file lacks %q:\n%s", want, b)
+				}
+			}
+		})
 	}
 }
 
