@@ -289,13 +289,32 @@ func TestE2ERunLocalThreeTasks(t *testing.T) {
 		t.Errorf("summary:\n%s", s)
 	}
 	var types []string
+	count := map[string]int{}
+	var runEnd map[string]any
 	for _, ev := range jsonEvents(t, out) {
-		types = append(types, ev["type"].(string))
+		typ := ev["type"].(string)
+		types = append(types, typ)
+		count[typ]++
+		if typ == "run_end" {
+			runEnd = ev
+		}
 	}
-	joined := strings.Join(types, ",")
-	for _, want := range []string{"plan_created", "task_start", "task_end", "run_end"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("events %v lack %s", types, want)
+	for typ, want := range map[string]int{"plan_created": 1, "task_start": 3, "task_end": 3, "run_end": 1} {
+		if count[typ] != want {
+			t.Errorf("%d %s events, want %d: %v", count[typ], typ, want, types)
+		}
+	}
+	// run_end carries the totals: every token of the run, agents included.
+	if runEnd != nil {
+		usage, _ := runEnd["usage"].(map[string]any)
+		data, _ := runEnd["data"].(map[string]any)
+		agent, _ := data["agent_tokens"].(map[string]any)
+		planner, _ := data["planner_tokens"].(map[string]any)
+		total, _ := usage["prompt"].(float64)
+		a, _ := agent["prompt"].(float64)
+		p, _ := planner["prompt"].(float64)
+		if a == 0 || p == 0 || total != a+p || data["completed"] != float64(3) {
+			t.Errorf("run_end totals: %v", runEnd)
 		}
 	}
 	if r := e.srv.Rejections(); len(r) != 0 {
@@ -445,6 +464,70 @@ func TestE2EKillAndResume(t *testing.T) {
 	}
 	if n := f.startCount("TOKEN-TWO"); n < 1 || n > 2 {
 		t.Errorf("TOKEN-TWO started %d times", n)
+	}
+}
+
+// A run started with --runtime local and --workspace elsewhere, stopped with
+// Ctrl-C (exit 130), resumes with that runtime and workspace without being
+// told again. The environment says docker, at an engine that does not exist,
+// so a resume that forgot the run's settings would exit 2.
+func TestE2EInterruptAndResumeKeepsSettings(t *testing.T) {
+	plan := `{"title":"Pair","overview":"Two files.","tasks":[
+ {"id":"first","description":"TOKEN-FIRST","dependencies":[]},
+ {"id":"second","description":"TOKEN-SECOND","dependencies":["first"]}]}`
+	f := &fakeModel{plan: plan, started: make(chan string, 8), tasks: []scriptTask{
+		{token: "TOKEN-FIRST", delay: time.Second, steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "first.txt", "content": "1"})}},
+		{token: "TOKEN-SECOND", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "second.txt", "content": "2"})}},
+	}}
+	e := newRunEnv(t, f)
+	e.env = append(e.env, "CODEAGENT_RUNTIME=docker", "DOCKER_HOST=unix://"+filepath.Join(e.dir, "no-docker.sock"))
+	ws := filepath.Join(e.dir, "project")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.command("run", "--yes", "--runtime", "local", "--workspace", ws, "--max-retries", "0", "write the pair")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tok := <-f.started:
+		if tok != "TOKEN-FIRST" {
+			t.Fatalf("first task started: %s", tok)
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the first task never started; stderr:\n%s", errb.String())
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("run after Ctrl-C: %v, want exit 130; stderr:\n%s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "planagent resume run-") {
+		t.Errorf("no hint how to resume; stderr:\n%s", errb.String())
+	}
+	if sout, _, _ := e.run("status"); !strings.Contains(sout, "(interrupted)") {
+		t.Errorf("status after Ctrl-C:\n%s", sout)
+	}
+
+	out, stderr, code := e.run("resume")
+	if code != 0 {
+		t.Fatalf("resume exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	for _, name := range []string{"first.txt", "second.txt"} {
+		if _, err := os.Stat(filepath.Join(ws, name)); err != nil {
+			t.Errorf("%s not in the run's workspace: %v", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(e.volumes, "workspace", name)); err == nil {
+			t.Errorf("%s was written to the default workspace", name)
+		}
+	}
+	if n := f.startCount("TOKEN-SECOND"); n != 1 {
+		t.Errorf("second task started %d times, want 1", n)
 	}
 }
 

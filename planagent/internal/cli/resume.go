@@ -13,7 +13,9 @@ func NewCmdResume(f *cmdutil.Factory, runF func(*cobra.Command, string) error) *
 		Short: "Continue an interrupted run (default: the latest unfinished one)",
 		Long: `Continue RUN after Ctrl-C, kill -9 or a crash: completed tasks are not redone,
 reports that arrived while planagent was down are read, and the remaining
-tasks are dispatched.`,
+tasks are dispatched. The run keeps the runtime, workspace, parallelism, retry
+limit and task timeout it was started with; --runtime, --workspace, --parallel
+and --max-retries override them.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run := ""
@@ -26,6 +28,12 @@ tasks are dispatched.`,
 			return runResume(cmd, f, run)
 		},
 	}
-	cmd.Flags().Bool("json", false, "one JSON event per line on stdout")
+	fl := cmd.Flags()
+	fl.Bool("json", false, "one JSON event per line on stdout")
+	// Without these flags the run keeps what it was started with (saved in
+	// its state), including --workspace; given, they override it.
+	fl.String("runtime", "", "where the coding agent runs: docker or local (default: as the run was started)")
+	fl.Int("parallel", 0, "dispatch up to N ready tasks at once (default: as the run was started)")
+	fl.Int("max-retries", -1, "retries of a failed task (default: as the run was started)")
 	return cmd
 }

@@ -94,7 +94,14 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		return err
 	}
 	client := f.LLM(s.cfg)
-	p, usage, err := makePlan(ctx, s, client, opts.Goal, sink)
+	// The run announces the accepted plan itself, with its run id and the
+	// plan; the planner's own plan_created would be a second one.
+	plannerSink := events.Func(func(e events.Event) {
+		if e.Type != events.PlanCreated {
+			sink.Emit(e)
+		}
+	})
+	p, usage, err := makePlan(ctx, s, client, opts.Goal, plannerSink)
 	if err != nil {
 		return err
 	}
@@ -113,6 +120,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
+	st.Settings = s.settings()
 	if err := st.Save(s.layout, time.Now()); err != nil {
 		return err
 	}
@@ -135,13 +143,7 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 	if werr := orchestrator.WriteSummary(s.layout, st); werr != nil {
 		s.logger.Warn("write summary", "err", werr)
 	}
-	g, _ := taskgraph.New(st.Tasks)
-	counts := g.Counts()
-	sink.Emit(events.Event{Type: events.RunEnd, RunID: st.RunID, Status: string(st.Status),
-		Usage: &events.Usage{Prompt: st.Usage.Prompt, Completion: st.Usage.Completion},
-		Data: map[string]any{"tasks": len(st.Tasks), "completed": counts[taskgraph.Completed],
-			"failed": counts[taskgraph.Failed], "skipped": counts[taskgraph.Skipped],
-			"summary_file": s.layout.Summary()}})
+	sink.Emit(runEnd(st, s.layout.Summary()))
 	if !jsonOut {
 		fmt.Fprint(s.f.IO.Out, "\n"+orchestrator.Summary(st))
 	}
@@ -208,6 +210,9 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	if st.Status.Finished() {
 		return cmdutil.UsageError(fmt.Errorf("run %s is already %s; nothing to resume", st.RunID, st.Status))
 	}
+	if err := s.resumeWith(cmd, st.Settings); err != nil {
+		return err
+	}
 	jsonOut, _ := cmd.Flags().GetBool("json")
 	rt, err := s.runtime(ctx, st.RunID, f.IO.Err)
 	if err != nil {
@@ -216,4 +221,30 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	sink := s.sink(jsonOut)
 	sink.Emit(events.Event{Type: events.Log, RunID: st.RunID, Text: "resuming run " + st.RunID})
 	return drive(ctx, s, st, rt, f.LLM(s.cfg), sink, jsonOut)
+}
+
+// runEnd is the run_end event: the outcome and the totals of the summary.
+// Its usage is every token of the run (agents, planner and decisions).
+func runEnd(st *orchestrator.State, summaryFile string) events.Event {
+	counts := map[taskgraph.Status]int{}
+	var agent events.Usage
+	var agentTime time.Duration
+	for _, t := range st.Tasks {
+		counts[t.Status]++
+		if in := st.Info[t.ID]; in != nil {
+			agent.Prompt += in.Tokens.Prompt
+			agent.Completion += in.Tokens.Completion
+			agentTime += in.Duration
+		}
+	}
+	return events.Event{Type: events.RunEnd, RunID: st.RunID, Status: string(st.Status),
+		Usage: &events.Usage{Prompt: agent.Prompt + st.Usage.Prompt, Completion: agent.Completion + st.Usage.Completion},
+		Data: map[string]any{"tasks": len(st.Tasks), "completed": counts[taskgraph.Completed],
+			"failed": counts[taskgraph.Failed], "skipped": counts[taskgraph.Skipped],
+			"pending":        counts[taskgraph.Pending] + counts[taskgraph.InProgress],
+			"agent_tokens":   agent,
+			"planner_tokens": events.Usage{Prompt: st.Usage.Prompt, Completion: st.Usage.Completion},
+			"agent_ms":       agentTime.Milliseconds(),
+			"wall_ms":        st.Updated.Sub(st.Created).Milliseconds(),
+			"summary_file":   summaryFile}}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -43,6 +44,44 @@ func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
 	}
 	logger := slog.New(slog.NewTextHandler(f.IO.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger}, nil
+}
+
+// settings are the options of a new run that resume must keep.
+func (s *session) settings() *orchestrator.Settings {
+	return &orchestrator.Settings{Runtime: s.cfg.Runtime, Workspace: s.layout.Workspace(),
+		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout}
+}
+
+// resumeWith makes the session continue a run with the settings it was
+// started with; a flag given to resume overrides the saved value.
+func (s *session) resumeWith(cmd *cobra.Command, saved *orchestrator.Settings) error {
+	if saved == nil {
+		return nil
+	}
+	set := cmd.Flags().Changed
+	if saved.Runtime != "" && !set("runtime") {
+		s.cfg.Runtime = saved.Runtime
+	}
+	if saved.Parallel > 0 && !set("parallel") {
+		s.cfg.Parallel = saved.Parallel
+	}
+	if !set("max-retries") {
+		s.cfg.MaxRetries = saved.MaxRetries
+	}
+	if saved.TaskTimeout > 0 {
+		s.cfg.TaskTimeout = saved.TaskTimeout
+	}
+	if saved.Workspace != "" && !set("workspace") {
+		layout, err := volume.New(s.layout.Root, saved.Workspace)
+		if err != nil {
+			return cmdutil.UsageError(err)
+		}
+		if fi, err := os.Stat(saved.Workspace); err != nil || !fi.IsDir() {
+			return cmdutil.UsageError(fmt.Errorf("the run's workspace %s is gone: restore it or pass --workspace DIR", saved.Workspace))
+		}
+		s.layout = layout
+	}
+	return nil
 }
 
 // sink renders events: JSON lines on stdout for CI, one line per step on stderr for people.

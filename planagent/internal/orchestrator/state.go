@@ -53,11 +53,24 @@ type Decision struct {
 	Hints  []string  `json:"hints,omitempty"`
 }
 
+// Settings are the options a run was started with that `planagent resume`
+// must keep: resuming a `--runtime local --workspace ~/src/app` run under
+// the defaults would dispatch its remaining tasks to a container working on
+// another directory.
+type Settings struct {
+	Runtime     string        `json:"runtime,omitempty"`
+	Workspace   string        `json:"workspace,omitempty"` // absolute
+	Parallel    int           `json:"parallel,omitempty"`
+	MaxRetries  int           `json:"max_retries"`
+	TaskTimeout time.Duration `json:"task_timeout,omitempty"`
+}
+
 // State is a run's durable state, rewritten atomically after every transition.
 type State struct {
 	RunID     string               `json:"run_id"`
 	Goal      string               `json:"goal"`
 	Status    RunStatus            `json:"status"`
+	Settings  *Settings            `json:"settings,omitempty"` // nil in states written before it existed
 	Created   time.Time            `json:"created"`
 	Updated   time.Time            `json:"updated"`
 	Plan      *plan.Plan           `json:"plan"`
