@@ -22,6 +22,8 @@ var (
 	ErrEngineUnreachable = errors.New("docker engine not reachable")
 	// ErrImageMissing: the codingagent image is not in the engine's local store.
 	ErrImageMissing = errors.New("codingagent image missing")
+	// ErrWorkspaceMismatch: a compose watcher serves the volumes but mounts another workspace.
+	ErrWorkspaceMismatch = errors.New("compose watcher works in another workspace")
 )
 
 // DefaultImage is what `make image` (scripts/image.sh) tags.
@@ -135,6 +137,12 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	}
 	d := &Docker{api: cli, opts: opts, memory: memory, log: logger.With("runtime", "docker")}
 	if err := d.connect(ctx); err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	// Checked here too, not only in Start: a watcher in the wrong workspace
+	// is a configuration error, reported before the run plans anything.
+	if _, err := d.composeWatcher(ctx); err != nil {
 		_ = cli.Close()
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/internal/volume"
 )
 
 // TestDockerReusesComposeWatcher starts a container the way `docker compose
@@ -21,6 +24,55 @@ func TestDockerReusesComposeWatcher(t *testing.T) {
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
 
+	composeID := startComposeLike(t, cli, image, l, runID)
+
+	d := startDocker(t, testOptions(t, image, "reuse-"+runID, l, os.Getuid(), os.Getgid(), nil))
+	if d.Exited() != nil {
+		t.Error("Exited() must be nil when serving through a compose watcher")
+	}
+	if ids := containersOfRun(t, cli, "reuse-"+runID); len(ids) != 0 {
+		t.Errorf("Start created containers %v although compose serves the volumes", ids)
+	}
+	res, err := d.Exec(t.Context(), "hostname", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(res.Output); got != shortID(composeID) {
+		t.Errorf("Exec ran in %q, want the compose container %s", got, shortID(composeID))
+	}
+	if err := d.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	in, err := cli.ContainerInspect(t.Context(), composeID, client.ContainerInspectOptions{})
+	if err != nil || !in.Container.State.Running {
+		t.Errorf("Stop must leave the compose watcher running: %v", err)
+	}
+}
+
+// waitForHeartbeat waits, with a deadline, for a heartbeat newer than since.
+func waitForHeartbeat(t *testing.T, dir string, since time.Time) {
+	t.Helper()
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, ok := freshHeartbeat(dir, since); ok {
+			return
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("no heartbeat in %s within 20s", dir)
+		case <-tick.C:
+		}
+	}
+}
+
+// startComposeLike starts a container the way `docker compose up` does: the
+// service label and the four volume dirs of l bind-mounted. It returns once
+// the container's heartbeat is seen.
+func startComposeLike(t *testing.T, cli *client.Client, image string, l volume.Layout, runID string) string {
+	t.Helper()
 	var mounts []mount.Mount
 	for _, name := range []string{"context", "commands", "reports", "workspace"} {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: l.Root + "/" + name, Target: containerVolumes + "/" + name})
@@ -45,45 +97,34 @@ func TestDockerReusesComposeWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForHeartbeat(t, l.Watchers(), since)
+	return compose.ID
+}
 
-	d := startDocker(t, testOptions(t, image, "reuse-"+runID, l, os.Getuid(), os.Getgid(), nil))
-	if d.Exited() != nil {
-		t.Error("Exited() must be nil when serving through a compose watcher")
-	}
-	if ids := containersOfRun(t, cli, "reuse-"+runID); len(ids) != 0 {
-		t.Errorf("Start created containers %v although compose serves the volumes", ids)
-	}
-	res, err := d.Exec(t.Context(), "hostname", time.Minute)
+// TestDockerComposeWatcherOtherWorkspace: with compose serving the volumes
+// and its own ./volumes/workspace, `planagent --workspace DIR` must stop with
+// a clear error before creating anything, since the compose watcher would
+// claim the commands and work in the wrong tree.
+func TestDockerComposeWatcherOtherWorkspace(t *testing.T) {
+	cli := engine(t)
+	image := testWatcherImage(t, cli)
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	runID := testRunID(t, cli)
+	startComposeLike(t, cli, image, l, runID)
+
+	other, err := volume.New(l.Root, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(res.Output); got != shortID(compose.ID) {
-		t.Errorf("Exec ran in %q, want the compose container %s", got, shortID(compose.ID))
+	_, err = NewDocker(t.Context(), testOptions(t, image, "other-"+runID, other, os.Getuid(), os.Getgid(), nil))
+	if !errors.Is(err, ErrWorkspaceMismatch) {
+		t.Fatalf("NewDocker = %v, want ErrWorkspaceMismatch", err)
 	}
-	if err := d.Stop(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	in, err := cli.ContainerInspect(t.Context(), compose.ID, client.ContainerInspectOptions{})
-	if err != nil || !in.Container.State.Running {
-		t.Errorf("Stop must leave the compose watcher running: %v", err)
-	}
-}
-
-// waitForHeartbeat waits, with a deadline, for a heartbeat newer than since.
-func waitForHeartbeat(t *testing.T, dir string, since time.Time) {
-	t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if _, ok := freshHeartbeat(dir, since); ok {
-			return
+	for _, want := range []string{l.Workspace(), other.Workspace(), "docker compose down", "--workspace"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
 		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("no heartbeat in %s within 20s", dir)
-		case <-tick.C:
-		}
+	}
+	if ids := containersOfRun(t, cli, "other-"+runID); len(ids) != 0 {
+		t.Errorf("containers created despite the error: %v", ids)
 	}
 }

@@ -83,7 +83,10 @@ func (d *Docker) isLeftover(c containertypes.Summary, now time.Time) bool {
 }
 
 // composeWatcher returns a running compose `codingagent` service container
-// that mounts our reports dir while a heartbeat there is fresh, or "".
+// that mounts our reports dir while a heartbeat there is fresh, or "". One
+// that works in another workspace (planagent --workspace DIR, compose's
+// ./volumes/workspace) is an error: it would claim this run's commands and
+// do them in the wrong tree, whether or not we start our own container.
 func (d *Docker) composeWatcher(ctx context.Context) (string, error) {
 	if !Alive(d.opts.Volumes.Watchers(), heartbeatMaxAge) {
 		return "", nil
@@ -94,13 +97,26 @@ func (d *Docker) composeWatcher(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("list compose codingagent containers: %w", err)
 	}
-	reports := d.opts.Volumes.Reports()
+	reports, workspace := d.opts.Volumes.Reports(), d.opts.Volumes.Workspace()
 	for _, c := range list.Items {
+		serves, theirs := false, ""
 		for _, m := range c.Mounts {
-			if m.Destination == containerVolumes+"/reports" && sameDir(m.Source, reports) {
-				return c.ID, nil
+			switch m.Destination {
+			case containerVolumes + "/reports":
+				serves = sameDir(m.Source, reports)
+			case containerWorkspace:
+				theirs = m.Source
 			}
 		}
+		if !serves {
+			continue
+		}
+		if !sameDir(theirs, workspace) {
+			return "", fmt.Errorf("%w: the compose codingagent watcher %s serves %s but works in %q, not in this run's workspace %s: "+
+				"stop it (`docker compose down`) or run without --workspace",
+				ErrWorkspaceMismatch, shortID(c.ID), d.opts.Volumes.Root, theirs, workspace)
+		}
+		return c.ID, nil
 	}
 	d.log.Info("a live watcher heartbeat exists but no compose container serves these volumes: starting our own",
 		"watchers", d.opts.Volumes.Watchers())
