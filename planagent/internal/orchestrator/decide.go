@@ -9,7 +9,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/codeagent/codeagent/internal/llm"
-	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -101,20 +100,34 @@ func (d *LLMDecider) Decide(ctx context.Context, f Failure) Verdict {
 }
 
 // replanTasks validates a replan like a plan and turns it into graph tasks.
+// The tasks that stay (completed and in progress) are validated together
+// with the new ones, so the rules and limits of plan.Validate (ids that are
+// file names, the reserved "summary", known dependencies, no cycle, size)
+// hold for the graph that will run.
 func replanTasks(g *taskgraph.Graph, tasks []plan.Task) ([]taskgraph.Task, error) {
 	if len(tasks) == 0 {
 		return nil, errNoReplan
 	}
+	var whole plan.Plan
+	kept := map[string]taskgraph.Status{}
+	for _, t := range g.Tasks() {
+		if t.Status == taskgraph.Completed || t.Status == taskgraph.InProgress {
+			kept[t.ID] = t.Status
+			whole.Tasks = append(whole.Tasks, plan.Task{ID: t.ID, Title: t.Title, Description: t.Description,
+				Dependencies: t.Dependencies, Acceptance: t.Acceptance})
+		}
+	}
 	out := make([]taskgraph.Task, 0, len(tasks))
 	for _, t := range tasks {
-		if err := protocol.ValidateID(t.ID); err != nil {
-			return nil, err
+		if st, ok := kept[t.ID]; ok {
+			return nil, fmt.Errorf("task %q is already %s and cannot be replaced: give the new task another id", t.ID, st)
 		}
-		if strings.TrimSpace(t.Description) == "" {
-			return nil, fmt.Errorf("task %q has an empty description", t.ID)
-		}
+		whole.Tasks = append(whole.Tasks, t)
 		out = append(out, taskgraph.Task{ID: t.ID, Title: t.Title, Description: t.Description,
 			Dependencies: t.Dependencies, Acceptance: t.Acceptance})
+	}
+	if err := plan.Validate(&whole, plan.Limits{}); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
