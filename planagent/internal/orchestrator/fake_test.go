@@ -52,6 +52,11 @@ func (f *fakeRuntime) Start(ctx context.Context) error {
 	if err := w.Add(f.layout.Commands()); err != nil {
 		return err
 	}
+	// One heartbeat per start, like a watcher's first: the orchestrator
+	// watches it go stale when a test says so with a short HeartbeatTimeout.
+	if err := os.WriteFile(filepath.Join(f.layout.Watchers(), "fake.json"), []byte("{}"), 0o644); err != nil {
+		return err
+	}
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	f.mu.Lock()

@@ -72,7 +72,10 @@ type Options struct {
 	MaxRetries  int           // retries of a failed task
 	TaskTimeout time.Duration // no report within this → failed (default 30m)
 	AcceptTime  time.Duration // per acceptance command (default 10m)
-	Now         func() time.Time
+	// HeartbeatTimeout: with tasks in flight and no watcher heartbeat this
+	// fresh, the watcher is taken for dead (default 30s; watchers beat every 2s).
+	HeartbeatTimeout time.Duration
+	Now              func() time.Time
 }
 
 // Orchestrator drives runs.
@@ -93,6 +96,9 @@ func New(opts Options) *Orchestrator {
 	}
 	if opts.AcceptTime <= 0 {
 		opts.AcceptTime = 10 * time.Minute
+	}
+	if opts.HeartbeatTimeout <= 0 {
+		opts.HeartbeatTimeout = 30 * time.Second
 	}
 	if opts.Events == nil {
 		opts.Events = events.Discard
@@ -210,6 +216,9 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 			if err := r.checkTimeouts(); err != nil {
 				return err
 			}
+			if err := r.checkHeartbeat(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -284,6 +293,25 @@ func (r *run) checkTimeouts() error {
 	return nil
 }
 
+// checkHeartbeat takes a watcher whose heartbeat went stale while tasks are
+// in flight for dead. Exited does not cover that: a compose watcher that
+// planagent did not start, or a frozen process, never reports there. What the
+// runtime started is stopped first, so a frozen watcher cannot come back and
+// run the re-dispatched tasks a second time.
+func (r *run) checkHeartbeat(ctx context.Context) error {
+	if len(r.inflight) == 0 {
+		return nil
+	}
+	dir, maxAge := r.o.opts.Layout.Watchers(), r.o.opts.HeartbeatTimeout
+	if runtime.Alive(dir, maxAge) {
+		return nil
+	}
+	if err := r.o.opts.Runtime.Stop(context.WithoutCancel(ctx)); err != nil {
+		r.o.opts.Logger.Warn("stop the silent coding agent", "err", err)
+	}
+	return r.runtimeDied(ctx, fmt.Errorf("no watcher heartbeat in %s for %s", dir, maxAge))
+}
+
 // runtimeDied re-dispatches the in-flight tasks on a fresh watcher.
 func (r *run) runtimeDied(ctx context.Context, cause error) error {
 	r.o.opts.Logger.Warn("the coding agent died; retrying its tasks on a fresh one", "err", cause)
@@ -296,7 +324,6 @@ func (r *run) runtimeDied(ctx context.Context, cause error) error {
 		if exists(l.ReportFile(id)) {
 			continue // it finished before dying
 		}
-		t, _ := r.g.Get(id)
 		info := r.info(id)
 		info.History = append(info.History, fmt.Sprintf("attempt %d: interrupted: the coding agent died (%v)", info.Attempt, cause))
 		if err := r.g.Fail(id, "coding agent died"); err != nil {
@@ -306,7 +333,6 @@ func (r *run) runtimeDied(ctx context.Context, cause error) error {
 			return err
 		}
 		delete(r.inflight, id)
-		_ = t
 	}
 	if err := r.save(); err != nil {
 		return err

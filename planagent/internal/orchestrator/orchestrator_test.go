@@ -209,6 +209,32 @@ func TestDriveRuntimeDeathRetriesOnFreshRuntime(t *testing.T) {
 	}
 }
 
+// A watcher that stops beating (frozen, or a compose container that died
+// without planagent owning it) is stopped and replaced, and its task is sent
+// again on the fresh one.
+func TestDriveSilentWatcherIsReplaced(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		if c.Attempt == 1 {
+			return nil // the watcher froze with the task
+		}
+		return completed(c)
+	})
+	st := newTestState(t, chain(1)...)
+	if err := New(Options{Layout: l, Runtime: rt, HeartbeatTimeout: 300 * time.Millisecond}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	rt.mu.Lock()
+	starts := rt.starts
+	rt.mu.Unlock()
+	if st.Status != RunCompleted || starts != 2 || rt.count("t000") != 2 {
+		t.Fatalf("status %s, starts %d, dispatched %d", st.Status, starts, rt.count("t000"))
+	}
+	if h := strings.Join(st.Info["t000"].History, "\n"); !strings.Contains(h, "no watcher heartbeat") {
+		t.Errorf("history does not say why the task was sent again: %q", h)
+	}
+}
+
 func TestDriveInterrupted(t *testing.T) {
 	l := newLayout(t)
 	ctx, cancel := context.WithCancel(t.Context())
