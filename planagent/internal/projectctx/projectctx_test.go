@@ -1,0 +1,147 @@
+package projectctx
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+func newManager(t *testing.T) (*Manager, volume.Layout) {
+	t.Helper()
+	l, err := volume.New(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(l, "run-1", "Add a health endpoint", "Health", "Add GET /health and a test."), l
+}
+
+func graph(t *testing.T) *taskgraph.Graph {
+	t.Helper()
+	g, err := taskgraph.New([]taskgraph.Task{
+		{ID: "server", Title: "HTTP server", Description: "create the server"},
+		{ID: "health", Description: "add /health\nwith a test", Dependencies: []string{"server"}, Acceptance: []string{"go test ./..."}},
+		{ID: "docs", Title: "Docs", Description: "document it", Dependencies: []string{"health"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestProjectOverview(t *testing.T) {
+	m, l := newManager(t)
+	g := graph(t)
+	if err := m.InitProject(g); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(l.ProjectContext(), "project-overview.md")
+	init := read(t, path)
+	for _, want := range []string{"## Goal\n\nAdd a health endpoint", "## Plan: Health", "Add GET /health and a test.",
+		"[ ] server: HTTP server", "## Remaining tasks", "- docs: Docs", "## Conventions"} {
+		if !strings.Contains(init, want) {
+			t.Errorf("initial overview lacks %q:\n%s", want, init)
+		}
+	}
+	if strings.Contains(init, "## Known issues") {
+		t.Errorf("known issues before any report:\n%s", init)
+	}
+
+	// After reports: progress, the issues and what remains come from the graph.
+	for _, step := range []func() error{
+		func() error { return g.Start("server") },
+		func() error { return g.Complete("server", "server in cmd/server") },
+		func() error { return g.Start("health") },
+		func() error { return g.Fail("health", "tests fail") },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.UpdateProject(g, []string{"health failed: tests fail"}); err != nil {
+		t.Fatal(err)
+	}
+	upd := read(t, path)
+	for _, want := range []string{"[X] server: HTTP server — server in cmd/server", "[!] health", "[-] docs: Docs (skipped: depends on health)",
+		"## Known issues\n\n- health failed: tests fail"} {
+		if !strings.Contains(upd, want) {
+			t.Errorf("updated overview lacks %q:\n%s", want, upd)
+		}
+	}
+	if strings.Contains(upd, "## Remaining tasks") {
+		t.Errorf("nothing remains, yet:\n%s", upd)
+	}
+	if left, _ := filepath.Glob(filepath.Join(l.ProjectContext(), ".*")); len(left) > 0 {
+		t.Errorf("temp files left: %v", left)
+	}
+}
+
+func TestTaskContextAndCleanup(t *testing.T) {
+	m, l := newManager(t)
+	g := graph(t)
+	_ = g.Start("server")
+	_ = g.Complete("server", "server in cmd/server")
+	task, _ := g.Get("health")
+	dep, _ := g.Get("server")
+	if err := m.WriteTaskContext(task, []taskgraph.Task{dep}, []string{"attempt 1: failed: tests fail"}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(l.TaskContext("health"), "task-context.md")
+	got := read(t, path)
+	for _, want := range []string{"# Task health: add /health with a test", "goal: Add a health endpoint", "## Description\n\nadd /health\nwith a test",
+		"## Acceptance", "- `go test ./...`", "- server (completed): server in cmd/server", "## History\n\n- attempt 1: failed: tests fail"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("task context lacks %q:\n%s", want, got)
+		}
+	}
+
+	// Cleanup archives the context with the run; a second cleanup of a later
+	// attempt replaces the archive; cleaning a task without context is fine.
+	if err := m.CleanupTask("health"); err != nil {
+		t.Fatal(err)
+	}
+	archived := filepath.Join(l.Run("run-1"), "tasks", "health", "task-context.md")
+	if read(t, archived) != got {
+		t.Errorf("archived context differs")
+	}
+	if _, err := os.Stat(l.TaskContext("health")); !os.IsNotExist(err) {
+		t.Errorf("runtime task context still there: %v", err)
+	}
+	if err := m.WriteTaskContext(task, nil, []string{"attempt 2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CleanupTask("health"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(read(t, archived), "attempt 2") {
+		t.Errorf("archive not replaced by the later attempt")
+	}
+	if err := m.CleanupTask("docs"); err != nil {
+		t.Errorf("cleanup of a task without context: %v", err)
+	}
+}
+
+func TestHostileIDsAreRefused(t *testing.T) {
+	m, l := newManager(t)
+	if err := m.WriteTaskContext(taskgraph.Task{ID: "../escape", Description: "x"}, nil, nil); err == nil {
+		t.Error("WriteTaskContext accepted ../escape")
+	}
+	if err := m.CleanupTask("../../x"); err == nil {
+		t.Error("CleanupTask accepted ../../x")
+	}
+	if _, err := os.Stat(filepath.Join(l.Context(), "escape")); !os.IsNotExist(err) {
+		t.Errorf("a file was written outside the task dir: %v", err)
+	}
+}
