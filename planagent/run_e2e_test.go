@@ -416,7 +416,7 @@ func TestE2EKillAndResume(t *testing.T) {
  {"id":"one","description":"TOKEN-ONE","dependencies":[]},
  {"id":"two","description":"TOKEN-TWO","dependencies":["one"]},
  {"id":"three","description":"TOKEN-THREE","dependencies":["two"]}]}`
-	f := &fakeModel{plan: plan, tasks: []scriptTask{
+	f := &fakeModel{plan: plan, started: make(chan string, 8), tasks: []scriptTask{
 		{token: "TOKEN-ONE", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "one.txt", "content": "1"})}},
 		{token: "TOKEN-TWO", delay: 1500 * time.Millisecond, steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "two.txt", "content": "2"})}},
 		{token: "TOKEN-THREE", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "three.txt", "content": "3"})}},
@@ -429,13 +429,14 @@ func TestE2EKillAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Kill -9 once task two is being worked on.
-	deadline := time.Now().Add(60 * time.Second)
-	for f.startCount("TOKEN-TWO") == 0 {
-		if time.Now().After(deadline) {
+	deadline := time.After(60 * time.Second)
+	for tok := ""; tok != "TOKEN-TWO"; {
+		select {
+		case tok = <-f.started:
+		case <-deadline:
 			_ = cmd.Process.Kill()
 			t.Fatalf("task two never started; stderr:\n%s", errb.String())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
