@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/llmtest"
+)
+
+// On a terminal, run shows the plan and asks before running it; "n" leaves
+// nothing behind (no run state, no command) and exits 0.
+func TestRunAsksOnATerminal(t *testing.T) {
+	t.Chdir(t.TempDir())
+	srv := llmtest.New(t)
+	srv.Enqueue(
+		llmtest.Calls(llmtest.Call("create_plan", `{"title":"Greeter","tasks":[{"id":"lib","title":"Write greet.go","description":"add Greet","dependencies":[]}]}`)),
+		llmtest.Text("Planned."),
+	)
+	// The local runtime is checked before planning; a placeholder binary
+	// next to the executable is enough, since declining never starts it.
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "codingagent"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	volumes := filepath.Join(t.TempDir(), "volumes")
+	f, out, errb := testFactory(map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL, "OPENAI_MODEL": "m",
+		"CODEAGENT_RUNTIME": "local", "CODEAGENT_VOLUMES_DIR": volumes, "CODEAGENT_REPO_MAP_TOKENS": "0"})
+	f.Executable = filepath.Join(bin, "planagent")
+	f.IO.IsTerminal = func() bool { return true }
+	f.IO.In = strings.NewReader("n\n")
+
+	if code := cmdutil.Main(f, NewCmdRoot(f), []string{"run", "greet people"}); code != cmdutil.ExitOK {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errb)
+	}
+	for _, want := range []string{"Plan: Greeter", "1. lib: Write greet.go", "Proceed? [Y/n]", "Not run."} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb)
+		}
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout: %q", out)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(volumes, "runs")); len(entries) > 0 {
+		t.Errorf("runs/ after declining: %v", entries)
+	}
+	if m, _ := filepath.Glob(filepath.Join(volumes, "commands", "*.md")); len(m) > 0 {
+		t.Errorf("commands after declining: %v", m)
+	}
+}
