@@ -218,3 +218,35 @@ func TestRecoverClaims(t *testing.T) {
 		})
 	}
 }
+
+// A watcher killed with -9 leaves a heartbeat that is fresh for a while: a
+// new watcher leaves its claim alone until the heartbeat is StaleAfter old,
+// then runs the command again as the next attempt.
+func TestRetakeWhenTheOwnersHeartbeatGoesStale(t *testing.T) {
+	l := newLayout(t)
+	if err := protocol.WriteCommand(filepath.Join(l.Claimed(), "c1.md"), command("c1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := json.Marshal(Owner{Watcher: "w-killed", PID: 1, Host: "h", ClaimedAt: time.Now()})
+	if err := os.WriteFile(filepath.Join(l.Claimed(), "c1.owner.json"), owner, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lastBeat := time.Now()
+	if err := writeHeartbeat(l.Watchers(), Heartbeat{ID: "w-killed", PID: 1, Host: "h", Started: lastBeat, Updated: lastBeat}); err != nil {
+		t.Fatal(err)
+	}
+	const staleAfter = 400 * time.Millisecond
+	ran := make(chan string, 1)
+	startWatcher(t, Options{Layout: l, Runner: noopRunner{ran: ran}, WatcherID: "w-new", StaleAfter: staleAfter, Reconcile: 20 * time.Millisecond})
+	select {
+	case id := <-ran:
+		if waited := time.Since(lastBeat); id != "c1" || waited < staleAfter {
+			t.Errorf("ran %s %s after the owner's last heartbeat, want c1 after at least %s", id, waited, staleAfter)
+		}
+	case <-time.After(testWait):
+		t.Fatal("the claim of the killed watcher was never retaken")
+	}
+	if rep := waitReport(t, l, "c1", 2); rep.Status != protocol.StatusCompleted {
+		t.Errorf("report: %s %q", rep.Status, rep.Error)
+	}
+}
