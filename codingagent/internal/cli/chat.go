@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/codeagent/codeagent/codingagent/internal/chat"
 	"github.com/codeagent/codeagent/codingagent/internal/layers"
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/internal/volume"
 )
@@ -116,11 +118,26 @@ func runChat(cmd *cobra.Command, f *cmdutil.Factory, opts *chatOptions) error {
 	ctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), syscall.SIGTERM)
 	defer stop()
 
+	// As in exec and watch: shell output never carries the key into the
+	// session log, and the repo map (repo_map_tokens: 0 turns it off) is in
+	// the system prompt and offered as a read-only tool, so plan mode has it.
+	set := tools.Coding(ws, tools.Options{Secrets: []string{cfg.APIKey}})
+	if cfg.RepoMapTokens > 0 {
+		set = set.With(tools.NewRepoMap(ws, layout.RepoMapCache()))
+		section, err := repomap.Section(ctx, repomap.Options{Root: ws.Root(), CacheDir: layout.RepoMapCache(), Tokens: cfg.RepoMapTokens})
+		if err != nil {
+			fmt.Fprintf(f.IO.Err, "repo map unavailable: %v\n", err)
+		}
+		if section != "" {
+			systemContext = strings.TrimRight(systemContext, "\n") + "\n\n" + section
+		}
+	}
+
 	interactive := f.IO.IsTerminal != nil && f.IO.IsTerminal()
 	err = chat.Run(ctx, chat.Options{
 		Agent: agent.Options{
 			Client:         f.LLM(cfg),
-			Tools:          tools.Coding(ws, tools.Options{}),
+			Tools:          set,
 			Workspace:      ws,
 			Model:          cfg.Model,
 			SummaryModel:   cfg.SummaryModel,

@@ -95,3 +95,67 @@ func TestChatCommandUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestChatCommandRepoMapAndSecrets: the chat's system prompt carries the
+// repo map and repo_map is offered (unless repo_map_tokens is 0), and a shell
+// command that prints the API key puts only [redacted] into the session log.
+func TestChatCommandRepoMapAndSecrets(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		tokens  string
+		wantMap bool
+	}{
+		{"default budget", "", true},
+		{"turned off", "0", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.New(t)
+			srv.Handle(memoryAware(func(req openai.ChatCompletionRequest) llmtest.Reply {
+				if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
+					return llmtest.Text("Read it.")
+				}
+				return llmtest.Calls(llmtest.Call("shell_exec", map[string]any{"command": "cat settings.yaml"}))
+			}))
+			vol, ws := t.TempDir(), t.TempDir()
+			files := map[string]string{
+				"settings.yaml": "api_key: " + execKey + "\n",
+				"shapes.go":     "package shapes\n\n// Area of a square.\nfunc SquareArea(side float64) float64 { return side * side }\n",
+			}
+			for name, body := range files {
+				if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := execEnv(srv)
+			if tt.tokens != "" {
+				env["CODEAGENT_REPO_MAP_TOKENS"] = tt.tokens
+			}
+			code, out, stderr := runChatCmd(t, env, "show the settings\n", "--volumes", vol, "--workspace", ws, "--approval", "yolo")
+			if code != cmdutil.ExitOK || !strings.Contains(out, "Read it.") {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+			}
+			req := srv.Requests()[0]
+			system := req.Messages[0].Content
+			hasMap := strings.Contains(system, "## Repository map") && strings.Contains(system, "func SquareArea(side float64) float64")
+			offered := false
+			for _, tl := range req.Tools {
+				offered = offered || tl.Function.Name == "repo_map"
+			}
+			if hasMap != tt.wantMap || offered != tt.wantMap {
+				t.Errorf("repo map in the system prompt = %v, repo_map offered = %v; want %v\n%s", hasMap, offered, tt.wantMap, system)
+			}
+			logs, _ := filepath.Glob(filepath.Join(vol, "context", "sessions", "chat-*"))
+			for _, p := range logs {
+				if b, _ := os.ReadFile(p); strings.Contains(string(b), execKey) {
+					t.Errorf("%s holds the API key", p)
+				}
+			}
+			if strings.Contains(out+stderr, execKey) {
+				t.Error("the API key appeared in the chat's output")
+			}
+			if len(srv.Rejections()) > 0 {
+				t.Fatalf("server rejections: %v", srv.Rejections())
+			}
+		})
+	}
+}
