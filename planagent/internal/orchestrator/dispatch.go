@@ -64,13 +64,13 @@ func (r *run) dispatch(id string) error {
 // the command file (atomically, so the watcher sees it complete).
 func (r *run) writeCommand(t taskgraph.Task, info *TaskInfo) error {
 	l := r.o.opts.Layout
-	archive := filepath.Join(l.Run(r.st.RunID), "reports")
+	archive, attempt := r.archiveOf(t.ID, info.Attempt-1)
 	if err := os.MkdirAll(archive, 0o755); err != nil {
 		return fmt.Errorf("archive reports: %w", err)
 	}
 	for _, p := range []string{l.ReportFile(t.ID), l.EventsFile(t.ID)} {
 		if exists(p) {
-			dst := filepath.Join(archive, fmt.Sprintf("%s.attempt-%d%s", t.ID, info.Attempt-1, strings.TrimPrefix(filepath.Base(p), t.ID)))
+			dst := filepath.Join(archive, fmt.Sprintf("%s.attempt-%d%s", t.ID, attempt, strings.TrimPrefix(filepath.Base(p), t.ID)))
 			if err := os.Rename(p, dst); err != nil {
 				return fmt.Errorf("archive %s: %w", p, err)
 			}
@@ -94,6 +94,25 @@ func (r *run) writeCommand(t taskgraph.Task, info *TaskInfo) error {
 		return fmt.Errorf("send task %s: %w", t.ID, err)
 	}
 	return nil
+}
+
+// archiveOf is where the report of task id left in reports/ is archived,
+// and under which attempt: with the run and attempt it names, so the report
+// of an earlier run on these volumes is filed with that run; an unreadable
+// one counts as the previous attempt of this run.
+func (r *run) archiveOf(id string, previous int) (string, int) {
+	l := r.o.opts.Layout
+	own := filepath.Join(l.Run(r.st.RunID), "reports")
+	rep, err := protocol.ReadReport(l.ReportFile(id))
+	if err != nil {
+		return own, previous
+	}
+	if rep.RunID != r.st.RunID {
+		if fi, err := os.Stat(l.Run(rep.RunID)); err == nil && fi.IsDir() {
+			return filepath.Join(l.Run(rep.RunID), "reports"), rep.Attempt
+		}
+	}
+	return own, rep.Attempt
 }
 
 // collect handles every report that has arrived for an in-flight task. It

@@ -58,6 +58,35 @@ func TestDriveChainCompletes(t *testing.T) {
 	}
 }
 
+// A report left in reports/ by an earlier run on the same volumes is filed
+// with that run when this run sends the task, not lost and not mistaken for
+// this run's attempt.
+func TestDriveArchivesAnEarlierRunsReportWithThatRun(t *testing.T) {
+	l := newLayout(t)
+	old := &protocol.Report{ID: "t000", RunID: "run-old", Attempt: 2, Status: protocol.StatusCompleted, Summary: "old work"}
+	if err := os.MkdirAll(l.Run("run-old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := protocol.WriteReport(l.ReportFile("t000"), old); err != nil {
+		t.Fatal(err)
+	}
+	rt := newFakeRuntime(l, completed)
+	st := newTestState(t, chain(1)...)
+	if err := New(Options{Layout: l, Runtime: rt}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(l.Run("run-old") + "/reports/t000.attempt-2.md")
+	if err != nil {
+		t.Fatalf("earlier run's report not archived with it: %v", err)
+	}
+	if got, err := protocol.ParseReport("", data); err != nil || got.Summary != "old work" {
+		t.Fatalf("earlier run's report not archived with it: %v %+v", err, got)
+	}
+	if st.Status != RunCompleted {
+		t.Errorf("status %s", st.Status)
+	}
+}
+
 func TestDriveFailureSkipsDownstreamAndRetries(t *testing.T) {
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
