@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
 	openai "github.com/sashabaranov/go-openai"
@@ -101,5 +102,79 @@ func TestTodosUpdateAndPersistAcrossSessions(t *testing.T) {
 	}
 	if st := e.state("u"); st.Plan != nil || len(st.Todos) != 0 {
 		t.Errorf("state after clear = %+v", st)
+	}
+}
+
+// TestTodosExecuteAllInterrupted: Ctrl-C while a todo runs stops the batch;
+// the interrupted todo is pending again, the history stays valid, and the
+// chat goes on with the next input.
+func TestTodosExecuteAllInterrupted(t *testing.T) {
+	e := newEnv(t)
+	plan := map[string]any{"tasks": []map[string]any{
+		{"id": "a", "description": "do a", "dependencies": []string{}},
+		{"id": "b", "description": "do b", "dependencies": []string{"a"}},
+		{"id": "c", "description": "do c", "dependencies": []string{"b"}},
+	}}
+	e.srv.Enqueue(llmtest.Calls(llmtest.Call("create_plan", plan)), llmtest.Text("Plan ready."))
+	interrupts := make(chan os.Signal, 1)
+	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+		u := lastUser(req)
+		switch {
+		case strings.HasPrefix(u, "Carry out todo b:"):
+			interrupts <- os.Interrupt // Ctrl-C while the model works on b
+			return llmtest.Reply{Content: "too late", Delay: time.Minute}
+		case strings.HasPrefix(u, "Carry out todo "):
+			return llmtest.Text("finished")
+		}
+		return llmtest.Text("still here")
+	})
+	out := e.run("ia", "/mode plan\nplan it\n/plan to-todos\n/todos execute-all\n/mode direct\nare you there?\n", func(o *Options) {
+		o.Interrupt = interrupts
+	})
+	e.noRejections()
+	st := e.state("ia")
+	for id, want := range map[string]TodoStatus{"a": TodoCompleted, "b": TodoPending, "c": TodoPending} {
+		if got := st.Todos[st.index(id)].Status; got != want {
+			t.Errorf("todo %s = %s, want %s", id, got, want)
+		}
+	}
+	for _, want := range []string{"[2/3] b", "execute-all interrupted: 2 of 3 todos pending", "still here"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "[3/3]") {
+		t.Errorf("execute-all went on after Ctrl-C:\n%s", out)
+	}
+}
+
+// TestTodosExecuteModeOverride: without a terminal edits are refused, but
+// `/todos execute ID --mode auto_edit` allows them for that todo only.
+func TestTodosExecuteModeOverride(t *testing.T) {
+	e := newEnv(t)
+	plan := map[string]any{"tasks": []map[string]any{
+		{"id": "w", "description": "write w.txt", "dependencies": []string{}},
+	}}
+	e.srv.Enqueue(llmtest.Calls(llmtest.Call("create_plan", plan)), llmtest.Text("Plan ready."))
+	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+		if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
+			return llmtest.Text("done")
+		}
+		file := "w.txt"
+		if !strings.HasPrefix(lastUser(req), "Carry out todo w:") {
+			file = "direct.txt"
+		}
+		return llmtest.Calls(llmtest.Call("write_file", map[string]string{"path": file, "content": "x"}))
+	})
+	out := e.run("mo", "/mode plan\nplan\n/plan to-todos\n/todos execute w --mode auto_edit\n/mode direct\nwrite directly\n", nil)
+	e.noRejections()
+	if _, ok := e.file("w.txt"); !ok {
+		t.Errorf("--mode auto_edit did not allow the todo's edit:\n%s", out)
+	}
+	if _, ok := e.file("direct.txt"); ok {
+		t.Errorf("the override outlived its todo: a later direct edit ran without approval:\n%s", out)
+	}
+	if !strings.Contains(out, "refused: write_file") {
+		t.Errorf("the later edit was not refused:\n%s", out)
 	}
 }
