@@ -468,10 +468,11 @@ func TestE2EKillAndResume(t *testing.T) {
 	}
 }
 
-// A run started with --runtime local and --workspace elsewhere, stopped with
-// Ctrl-C (exit 130), resumes with that runtime and workspace without being
-// told again. The environment says docker, at an engine that does not exist,
-// so a resume that forgot the run's settings would exit 2.
+// A run started with --runtime local and --workspace elsewhere (without
+// --yes: there is no terminal, so it does not ask), stopped with Ctrl-C
+// (exit 130), resumes with that runtime and workspace without being told
+// again. The environment says docker, at an engine that does not exist, so a
+// resume that forgot the run's settings would exit 2.
 func TestE2EInterruptAndResumeKeepsSettings(t *testing.T) {
 	plan := `{"title":"Pair","overview":"Two files.","tasks":[
  {"id":"first","description":"TOKEN-FIRST","dependencies":[]},
@@ -486,7 +487,8 @@ func TestE2EInterruptAndResumeKeepsSettings(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := e.command("run", "--yes", "--runtime", "local", "--workspace", ws, "--max-retries", "0", "write the pair")
+	// No --yes: without a terminal (stdin is not one here) run does not ask.
+	cmd := e.command("run", "--runtime", "local", "--workspace", ws, "--max-retries", "0", "write the pair")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
