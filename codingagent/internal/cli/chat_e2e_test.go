@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,9 @@ import (
 )
 
 // TestE2EChatTmux drives the built codingagent in a real terminal (a tmux
-// pane): a typed question gets its answer on the screen, and /mode plan
-// changes the prompt to [PLAN].
+// pane): a typed question gets its answer on the screen, /mode plan changes
+// the prompt to [PLAN] and Ctrl-P toggles it back, an approval is answered on
+// the terminal, and Ctrl-C during the tool call cancels the turn only.
 func TestE2EChatTmux(t *testing.T) {
 	if os.Getenv("CODEAGENT_E2E") != "1" {
 		t.Log("end-to-end test: set CODEAGENT_E2E=1 (make e2e) to run it")
@@ -32,6 +34,13 @@ func TestE2EChatTmux(t *testing.T) {
 	}
 	srv := llmtest.New(t)
 	srv.Handle(memoryAware(func(req openai.ChatCompletionRequest) llmtest.Reply {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == openai.ChatMessageRoleUser && strings.Contains(last.Content, "run the slow thing"):
+			return llmtest.Calls(llmtest.Call("shell_exec", map[string]any{"command": "sleep 60"}))
+		case last.Role == openai.ChatMessageRoleTool:
+			return llmtest.Text("The slow thing finished.")
+		}
 		return llmtest.Text("The answer is 42.")
 	}))
 	vol, ws := filepath.Join(dir, "volumes"), t.TempDir()
@@ -52,30 +61,50 @@ func TestE2EChatTmux(t *testing.T) {
 		return out
 	}
 	// The screen is only observable by reading it: poll with a deadline.
-	waitFor := func(want string) {
+	waitUntil := func(what string, ok func(screen string) bool) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
-		for !strings.Contains(screen(), want) {
+		for !ok(screen()) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%q did not appear on the screen:\n%s", want, screen())
+				t.Fatalf("%s did not appear on the screen:\n%s", what, screen())
 			}
 			<-tick.C
 		}
 	}
+	waitFor := func(want string) {
+		t.Helper()
+		waitUntil(strconv.Quote(want), func(s string) bool { return strings.Contains(s, want) })
+	}
+	keys := func(k ...string) {
+		t.Helper()
+		if out, err := tm(append([]string{"send-keys", "-t", "chat"}, k...)...); err != nil {
+			t.Fatalf("send-keys %q: %v\n%s", k, err, out)
+		}
+	}
 	waitFor("/help lists commands")
-	if out, err := tm("send-keys", "-t", "chat", "what is the answer?", "Enter"); err != nil {
-		t.Fatalf("send-keys: %v\n%s", err, out)
-	}
+	keys("what is the answer?", "Enter")
 	waitFor("The answer is 42.")
-	if out, err := tm("send-keys", "-t", "chat", "/mode plan", "Enter"); err != nil {
-		t.Fatalf("send-keys: %v\n%s", err, out)
-	}
+	keys("/mode plan", "Enter")
 	waitFor("[PLAN] >") // capture-pane trims the trailing space
-	if out, err := tm("send-keys", "-t", "chat", "/exit", "Enter"); err != nil {
-		t.Fatalf("send-keys: %v\n%s", err, out)
+	keys("C-p", "Enter")
+	waitFor("direct mode")
+
+	// A tool call approved on the terminal, then Ctrl-C while it runs: the
+	// turn ends, the chat goes on and the next request is accepted.
+	keys("run the slow thing", "Enter")
+	waitFor("Allow shell_exec")
+	keys("y", "Enter")
+	waitFor("→ shell_exec")
+	keys("C-c")
+	waitFor("(interrupted")
+	keys("and now?", "Enter")
+	waitUntil("an answer after the interrupted turn", func(s string) bool { return strings.Count(s, "The answer is 42.") == 2 })
+	if strings.Contains(screen(), "The slow thing finished.") {
+		t.Errorf("the interrupted tool call was not cancelled:\n%s", screen())
 	}
+	keys("/exit", "Enter")
 	if r := srv.Rejections(); len(r) > 0 {
 		t.Fatalf("server rejections: %v", r)
 	}
