@@ -69,11 +69,29 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	defer c.agent.Close()
 	done := make(chan struct{})
 	defer close(done)
 	c.lines = readLines(c.opts.In, done)
-	return c.loop(ctx)
+	err = c.loop(ctx)
+	if cerr := c.agent.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close the chat session log: %w", cerr)
+	}
+	c.discardIfEmpty()
+	return err
+}
+
+// discardIfEmpty removes the files of a session in which nothing was said
+// and nothing planned (a look at /help), so that --continue and /sessions
+// find the last real conversation rather than an empty one.
+func (c *Chat) discardIfEmpty() {
+	if len(c.agent.Messages()) > 0 || c.state.Plan != nil || len(c.state.Todos) > 0 {
+		return
+	}
+	for _, p := range []string{SessionPath(c.opts.SessionsDir, c.opts.SessionID), statePath(c.opts.SessionsDir, c.opts.SessionID)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			c.printf("warning: remove the empty session file: %v\n", err)
+		}
+	}
 }
 
 func open(opts Options) (*Chat, error) {

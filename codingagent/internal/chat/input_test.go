@@ -1,10 +1,12 @@
 package chat
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llmtest"
@@ -74,5 +76,21 @@ func TestApproveAlwaysForTheSession(t *testing.T) {
 		if _, ok := e.file(f); !ok {
 			t.Errorf("%s not written:\n%s", f, out)
 		}
+	}
+}
+
+// TestEmptySessionIsNotKept: a chat in which nothing was asked leaves no
+// session behind, so --continue still finds the last real conversation.
+func TestEmptySessionIsNotKept(t *testing.T) {
+	e := newEnv(t)
+	e.srv.Enqueue(llmtest.Text("Noted."))
+	e.run("real", "remember the number 7\n", nil)
+	e.run("empty", "/help\n/sessions\n/exit\n", nil)
+	if _, err := os.Stat(SessionPath(e.sessions, "empty")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the empty session's log is kept: %v", err)
+	}
+	id, _, err := ResolveSession(e.sessions, true, "", time.Now())
+	if err != nil || id != "real" {
+		t.Errorf("--continue after an empty chat = %q, %v; want the real session", id, err)
 	}
 }
