@@ -15,6 +15,6 @@ func newDockerRuntime(ctx context.Context, s *session, runID string, env map[str
 		Volumes: s.layout, Image: s.cfg.Image, RunID: runID,
 		Memory: s.cfg.ContainerMemory, CPUs: s.cfg.ContainerCPUs, Pids: int64(s.cfg.ContainerPids),
 		Network: s.cfg.Network, Env: env, UID: os.Getuid(), GID: os.Getgid(),
-		Logger: s.logger, Log: log,
+		Logger: s.logger, Log: log, Verbose: s.verbose,
 	})
 }

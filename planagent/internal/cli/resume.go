@@ -34,6 +34,6 @@ and --max-retries override them.`,
 	// its state), including --workspace; given, they override it.
 	fl.String("runtime", "", "where the coding agent runs: docker or local (default: as the run was started)")
 	fl.Int("parallel", 0, "dispatch up to N ready tasks at once (default: as the run was started)")
-	fl.Int("max-retries", -1, "retries of a failed task (default: as the run was started)")
+	fl.Int("max-retries", 0, "retries of a failed task (default: as the run was started)")
 	return cmd
 }

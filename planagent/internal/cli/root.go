@@ -26,6 +26,7 @@ Exit codes: 0 every task completed; 1 a task failed or was skipped;
 2 bad usage or configuration; 130 interrupted.`,
 	}
 	cmdutil.AddConfigFlags(root)
+	root.PersistentFlags().BoolP("verbose", "v", false, "log more: planagent's info lines and every log line of the coding agent")
 	root.AddCommand(
 		NewCmdRun(f, nil),
 		NewCmdPlan(f, nil),

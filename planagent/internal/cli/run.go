@@ -41,7 +41,7 @@ wait for their reports, decide what to do after failures and print a summary
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Runtime, "runtime", "", "where the coding agent runs: docker or local (default docker)")
 	fl.IntVar(&opts.Parallel, "parallel", 0, "dispatch up to N ready tasks at once (default 1)")
-	fl.IntVar(&opts.MaxRetries, "max-retries", -1, "retries of a failed task (default 1)")
+	fl.IntVar(&opts.MaxRetries, "max-retries", 0, "retries of a failed task (default 1, config max_retries)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before running the plan")
 	fl.BoolVar(&opts.JSON, "json", false, "one JSON event per line on stdout")
 	return cmd

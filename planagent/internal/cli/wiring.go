@@ -23,11 +23,12 @@ import (
 
 // session is what run, plan, status and resume share once flags are parsed.
 type session struct {
-	f      *cmdutil.Factory
-	cfg    config.Config
-	file   string
-	layout volume.Layout
-	logger *slog.Logger
+	f       *cmdutil.Factory
+	cfg     config.Config
+	file    string
+	layout  volume.Layout
+	logger  *slog.Logger
+	verbose bool // the watcher's INFO log lines and planagent's own
 }
 
 func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
@@ -42,8 +43,13 @@ func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
 	if err := layout.Ensure(); err != nil {
 		return nil, cmdutil.UsageError(fmt.Errorf("%w (check --volumes)", err))
 	}
-	logger := slog.New(slog.NewTextHandler(f.IO.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger}, nil
+	verbose, _ := cmd.Flags().GetBool("verbose")
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(f.IO.Err, &slog.HandlerOptions{Level: level}))
+	return &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger, verbose: verbose}, nil
 }
 
 // settings are the options of a new run that resume must keep.
@@ -127,7 +133,7 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 		}
 		sort.Strings(kv)
 		rt, err := runtime.NewLocal(runtime.LocalOptions{Volumes: s.layout, Executable: s.f.Executable,
-			Env: kv, Log: log, Logger: s.logger})
+			Env: kv, Log: log, Logger: s.logger, Verbose: s.verbose})
 		if err != nil {
 			return nil, cmdutil.UsageError(err)
 		}

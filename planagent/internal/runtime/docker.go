@@ -55,6 +55,7 @@ type DockerOptions struct {
 	UID, GID int
 	Logger   *slog.Logger
 	Log      io.Writer // container logs (stdout and stderr), line by line
+	Verbose  bool      // stream INFO log lines too, not only warnings and errors
 }
 
 // containerAPI is the part of *client.Client this backend uses.

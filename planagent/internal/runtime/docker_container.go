@@ -163,7 +163,7 @@ func (d *Docker) startContainer(ctx context.Context) (_ *watcherContainer, err e
 		exited:   make(chan error, 1),
 		done:     make(chan struct{}),
 		logsDone: make(chan struct{}),
-		tail:     newLineTail(d.opts.Log, 20, d.opts.Env["OPENAI_API_KEY"]),
+		tail:     d.newLogTail(),
 		cancel:   cancel,
 	}
 	defer func() {
@@ -352,4 +352,14 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// newLogTail streams the container's log into planagent's log: warnings and
+// errors only unless Verbose, since task progress comes from the events files.
+func (d *Docker) newLogTail() *lineTail {
+	t := newLineTail(d.opts.Log, 20, d.opts.Env["OPENAI_API_KEY"])
+	if !d.opts.Verbose {
+		t.keep = WarningsOnly
+	}
+	return t
 }

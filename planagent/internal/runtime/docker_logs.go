@@ -90,6 +90,7 @@ type lineTail struct {
 	secret  string
 	partial []byte
 	lines   []string
+	keep    func(line []byte) bool // which lines go to out (all are kept for errors)
 }
 
 func newLineTail(out io.Writer, n int, secret string) *lineTail {
@@ -126,7 +127,7 @@ func (t *lineTail) Flush() {
 
 func (t *lineTail) addLine(line string) {
 	line = redact(strings.TrimSuffix(line, "\r"), t.secret)
-	if t.out != nil {
+	if t.out != nil && (t.keep == nil || t.keep([]byte(line))) {
 		// A failing log sink must not stop the container's log stream.
 		_, _ = io.WriteString(t.out, line+"\n")
 	}

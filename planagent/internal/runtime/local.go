@@ -36,6 +36,7 @@ type LocalOptions struct {
 	Logger       *slog.Logger
 	StartTimeout time.Duration // default 20s
 	StopGrace    time.Duration // SIGTERM → SIGKILL, default 15s
+	Verbose      bool          // show the watcher's INFO log lines too
 }
 
 // Local runs `codingagent watch` as a subprocess on the same volumes: no
@@ -91,8 +92,9 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 // Name is "local".
 func (l *Local) Name() string { return "local" }
 
-// Start launches the watcher (unless a live one already serves the volumes)
-// and returns once its heartbeat appears.
+// Start launches a watcher of its own (another live watcher on the same
+// volumes is harmless: claims make each command run once) and returns once a
+// fresh heartbeat appears.
 func (l *Local) Start(ctx context.Context) error {
 	watchers := l.opts.Volumes.Watchers()
 	if err := os.MkdirAll(watchers, 0o755); err != nil {
@@ -111,6 +113,9 @@ func (l *Local) Start(ctx context.Context) error {
 	cmd := exec.Command(l.opts.Binary, args...)
 	cmd.Env = append(os.Environ(), l.opts.Env...)
 	out := NewPrefixWriter(l.opts.Log, "[codingagent] ")
+	if !l.opts.Verbose {
+		out.Keep = WarningsOnly
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Own process group: the terminal's Ctrl-C reaches planagent, which
 	// stops the watcher itself; Pdeathsig stops it if planagent is killed.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"sync"
 )
@@ -13,6 +14,8 @@ type PrefixWriter struct {
 	w      io.Writer
 	prefix []byte
 	buf    []byte
+	// Keep, when set, decides which lines are written.
+	Keep func(line []byte) bool
 }
 
 // NewPrefixWriter returns a line-prefixing writer on w.
@@ -30,8 +33,12 @@ func (p *PrefixWriter) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		line := append(append([]byte{}, p.prefix...), p.buf[:i+1]...)
+		raw := p.buf[:i+1]
 		p.buf = p.buf[i+1:]
+		if p.Keep != nil && !p.Keep(raw) {
+			continue
+		}
+		line := append(append([]byte{}, p.prefix...), raw...)
 		if _, err := p.w.Write(line); err != nil {
 			return len(b), err
 		}
@@ -47,4 +54,18 @@ func (p *PrefixWriter) Flush() {
 		_, _ = p.w.Write(append(append(append([]byte{}, p.prefix...), p.buf...), '\n'))
 		p.buf = nil
 	}
+}
+
+// WarningsOnly keeps the watcher's JSON log lines of level WARN and ERROR
+// (and anything that is not a JSON log line, such as a panic): planagent
+// already shows each task's progress from its events file, so the watcher's
+// INFO lines would say everything twice.
+func WarningsOnly(line []byte) bool {
+	var rec struct {
+		Level string `json:"level"`
+	}
+	if json.Unmarshal(line, &rec) != nil || rec.Level == "" {
+		return true
+	}
+	return rec.Level != "INFO" && rec.Level != "DEBUG"
 }
