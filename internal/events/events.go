@@ -166,7 +166,15 @@ func Line(e Event) string {
 		if e.IsError {
 			mark = "✗"
 		}
-		return prefix + "  " + mark + " " + e.Tool + ": " + Shorten(firstLine(e.Text), 100)
+		text := firstLine(e.Text)
+		if e.Tool == "shell_exec" {
+			// A command's outcome is its last line ("exit code: N").
+			text = lastLine(e.Text)
+			if text != "exit code: 0" && !e.IsError {
+				mark = "✗"
+			}
+		}
+		return prefix + "  " + mark + " " + e.Tool + ": " + Shorten(text, 100)
 	case Compaction, SubagentStart, SubagentEnd, PlanCreated, StepStart, StepComplete, PlanComplete,
 		TaskStart, TaskEnd, Decision, RunEnd, Log:
 		s := prefix + string(e.Type)
@@ -198,6 +206,14 @@ func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i] + " …"
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
 	}
 	return s
 }

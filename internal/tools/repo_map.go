@@ -63,7 +63,7 @@ func repoMap(ctx context.Context, ws *Workspace, cacheDir string, p repoMapParam
 	defer cancel()
 	// The whole workspace is ranked even when only a part is shown, so the
 	// part's files are ordered by their importance to everything else.
-	m, err := repomap.Build(mctx, repomap.Options{Root: ws.Root(), CacheDir: cacheDir, Tokens: -1})
+	m, err := repomap.Build(mctx, repomap.Options{Root: ws.Root(), CacheDir: cacheDir, Tokens: -1, Boost: FocusFrom(ctx)})
 	switch {
 	case ctx.Err() != nil:
 		return Result{}, fmt.Errorf("repo_map: %w", ctx.Err())
@@ -95,4 +95,22 @@ func repoMap(ctx context.Context, ws *Workspace, cacheDir string, p repoMapParam
 		text = "(not even one file fits in this many tokens; ask for more)\n"
 	}
 	return Result{Content: header + text}, nil
+}
+
+type focusKey struct{}
+
+// WithFocus returns ctx carrying the caller's focused files (the agent's
+// files in play), which rank higher in repo_map — as Aider boosts the files
+// in the chat.
+func WithFocus(ctx context.Context, paths []string) context.Context {
+	if len(paths) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, focusKey{}, paths)
+}
+
+// FocusFrom returns the focused files WithFocus put in ctx.
+func FocusFrom(ctx context.Context) []string {
+	p, _ := ctx.Value(focusKey{}).([]string)
+	return p
 }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -68,5 +69,32 @@ func TestRepoMapTool(t *testing.T) {
 	tool, _ := set.Get("repo_map")
 	if !tool.ReadOnly() {
 		t.Error("repo_map must be read-only (offered in plan mode)")
+	}
+}
+
+// The agent's focused files rank higher, so they come first in the map.
+func TestRepoMapToolFocusBoost(t *testing.T) {
+	files := map[string]string{
+		"go.mod":       "module example.com/m\n",
+		"core/core.go": "package core\n\n// Engine runs things.\ntype Engine struct{}\n\nfunc (e *Engine) Start() error { return nil }\n",
+		"a/a.go":       "package a\n\nimport \"example.com/m/core\"\n\nfunc A() { (&core.Engine{}).Start() }\n",
+		"b/b.go":       "package b\n\nimport \"example.com/m/core\"\n\nfunc B() { (&core.Engine{}).Start() }\n",
+		"leaf/leaf.go": "package leaf\n\nfunc Lonely() {}\n",
+	}
+	ws := newTestWorkspace(t, files)
+	set := NewSet(NewRepoMap(ws, ""))
+	first := func(ctx context.Context) string {
+		res, err := Call(ctx, set, "repo_map", `{}`)
+		if err != nil || res.IsError {
+			t.Fatalf("%v %s", err, res.Content)
+		}
+		lines := strings.Split(res.Content, "\n")
+		return lines[1] // the line after the header: the top-ranked file
+	}
+	if got := first(t.Context()); got != "core/core.go:" {
+		t.Fatalf("unboosted top file %q, want core/core.go:", got)
+	}
+	if got := first(WithFocus(t.Context(), []string{"leaf/leaf.go"})); got != "leaf/leaf.go:" {
+		t.Fatalf("focused top file %q, want leaf/leaf.go:", got)
 	}
 }

@@ -207,7 +207,7 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDet
 			}
 			return "", ""
 		}
-		res, err := tools.Call(ctx, a.offered(), c.Function.Name, c.Function.Arguments)
+		res, err := tools.Call(tools.WithFocus(ctx, a.focus.paths()), a.offered(), c.Function.Name, c.Function.Arguments)
 		if err != nil {
 			if ctx.Err() != nil {
 				content := "cancelled: the run was interrupted while this call ran"

@@ -81,7 +81,9 @@ func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error 
 		logger.Warn(w)
 	}
 	runner, err := watch.NewAgentRunner(watch.AgentConfig{
-		Client:         f.LLM(cfg),
+		Client: f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {
+			logger.Warn(cmdutil.RetryText(attempt, cfg.Retries, wait, err))
+		}),
 		Layout:         layout,
 		Model:          cfg.Model,
 		SummaryModel:   cfg.SummaryModel,

@@ -93,7 +93,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	client := f.LLM(s.cfg)
+	client := s.llm()
 	// The run announces the accepted plan itself, with its run id and the
 	// plan; the planner's own plan_created would be a second one.
 	plannerSink := events.Func(func(e events.Event) {
@@ -166,7 +166,7 @@ func runPlan(cmd *cobra.Command, f *cmdutil.Factory, opts *PlanOptions) error {
 	if err != nil {
 		return err
 	}
-	p, _, err := makePlan(cmd.Context(), s, f.LLM(s.cfg), opts.Goal, s.sink(false))
+	p, _, err := makePlan(cmd.Context(), s, s.llm(), opts.Goal, s.sink(false))
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	}
 	sink := s.sink(jsonOut)
 	sink.Emit(events.Event{Type: events.Log, RunID: st.RunID, Text: "resuming run " + st.RunID})
-	return drive(ctx, s, st, rt, f.LLM(s.cfg), sink, jsonOut)
+	return drive(ctx, s, st, rt, s.llm(), sink, jsonOut)
 }
 
 // runEnd is the run_end event: the outcome and the totals of the summary.

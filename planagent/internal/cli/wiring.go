@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -184,4 +186,12 @@ func workspaceView(root string) string {
 		b.WriteString("… (listing cut at 200 entries)\n")
 	}
 	return b.String()
+}
+
+// llm is the client of the planner and the decider; retries are logged, so a
+// long Retry-After does not look like a hang.
+func (s *session) llm() *llm.Client {
+	return s.f.LLMWithRetries(s.cfg, func(attempt int, wait time.Duration, err error) {
+		s.logger.Warn(cmdutil.RetryText(attempt, s.cfg.Retries, wait, err))
+	})
 }
