@@ -19,7 +19,7 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
 missing=()
-[ -x /bin/busybox ] || dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
+dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
 [ -f /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} with apt-get"
