@@ -52,8 +52,3 @@ is masked. Precedence: flags > environment > config file > defaults.`,
 		},
 	}
 }
-
-// NotAvailable is the RunE of a command whose issue has not landed yet.
-func NotAvailable(cmd *cobra.Command, _ []string) error {
-	return UsageError(fmt.Errorf("%s: %w", cmd.CommandPath(), ErrNotAvailable))
-}

@@ -17,9 +17,6 @@ const (
 	ExitInterrupted = 130 // Ctrl-C / SIGTERM
 )
 
-// ErrNotAvailable marks a command whose issue has not landed yet.
-var ErrNotAvailable = errors.New("not available yet")
-
 // ExitError carries an exit code up to main.
 type ExitError struct {
 	Code int
@@ -56,9 +53,6 @@ func ExitCode(ctx context.Context, err error) int {
 	}
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return ExitInterrupted
-	}
-	if errors.Is(err, ErrNotAvailable) {
-		return ExitUsage
 	}
 	// cobra's own errors (unknown flag, wrong args) and configuration errors.
 	return ExitUsage

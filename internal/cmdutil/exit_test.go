@@ -21,7 +21,6 @@ func TestExitCode(t *testing.T) {
 		{"failed", context.Background(), Failed(errors.New("task failed")), ExitFailed},
 		{"silent", context.Background(), Silent(ExitFailed), ExitFailed},
 		{"wrapped exit error", context.Background(), fmt.Errorf("run: %w", Failed(errors.New("x"))), ExitFailed},
-		{"not available", context.Background(), fmt.Errorf("chat: %w", ErrNotAvailable), ExitUsage},
 		{"cancelled", cancelled, errors.New("whatever"), ExitInterrupted},
 		{"context.Canceled", context.Background(), fmt.Errorf("x: %w", context.Canceled), ExitInterrupted},
 		{"plain error", context.Background(), errors.New("unknown flag --x"), ExitUsage},
