@@ -7,13 +7,10 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/planspec"
 	"github.com/codeagent/codeagent/internal/tools"
 	openai "github.com/sashabaranov/go-openai"
-	"github.com/sashabaranov/go-openai/jsonschema"
 )
-
-// CreatePlanToolName is the planning tool's name (a DESIGN.md contract).
-const CreatePlanToolName = "create_plan"
 
 // Turn shapes one Send: the chat's mode for that input.
 type Turn struct {
@@ -95,47 +92,23 @@ func (planTool) Name() string   { return CreatePlanToolName }
 func (planTool) ReadOnly() bool { return true }
 
 func (planTool) Definition() openai.Tool {
-	str := func(desc string) jsonschema.Definition {
-		return jsonschema.Definition{Type: jsonschema.String, Description: desc}
-	}
-	strs := func(desc string) jsonschema.Definition {
-		return jsonschema.Definition{Type: jsonschema.Array, Description: desc, Items: &jsonschema.Definition{Type: jsonschema.String}}
-	}
-	step := jsonschema.Definition{
-		Type: jsonschema.Object,
-		Properties: map[string]jsonschema.Definition{
-			"id":           str(`Short unique id, e.g. "add-store": letters, digits, '-', '_' or '.'.`),
-			"title":        str("A few words naming the step."),
-			"description":  str("What to change, where, and how to check it."),
-			"dependencies": strs("Ids of the steps that must be done first; empty when it can start at once."),
-			"risks":        strs("What could go wrong in this step."),
-		},
-		Required: []string{"id", "description", "dependencies"},
-	}
-	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: CreatePlanToolName,
+	return planspec.CreatePlanTool(planspec.ToolOptions{
 		Description: "Make a plan for a complex request (several files, dependent steps, analysis before changes). " +
 			"Do not use it for questions or small single-file changes: answer or act directly. " +
 			"An invalid plan is rejected with the problem; fix it and call again.",
-		Parameters: jsonschema.Definition{
-			Type: jsonschema.Object,
-			Properties: map[string]jsonschema.Definition{
-				"title":            str("Short title of the plan."),
-				"overview":         str("The approach in a few sentences."),
-				"tasks":            {Type: jsonschema.Array, Description: "The steps, as a dependency graph.", Items: &step},
-				"risks":            strs("What could go wrong and how the plan handles it."),
-				"testing_strategy": str("How the result will be verified."),
-			},
-			Required: []string{"tasks"},
-		},
-	}}
+		TaskRisks: true,
+		Testing:   true,
+	})
 }
 
 func (t planTool) Run(_ context.Context, args json.RawMessage) (tools.Result, error) {
 	a := t.a
-	p, err := ParsePlan(string(args))
+	p, err := planspec.Parse(string(args))
+	if err == nil {
+		err = planspec.Validate(p, planspec.Limits{})
+	}
 	if err != nil {
-		return tools.Result{IsError: true, Content: err.Error() + "; fix the plan and call create_plan again"}, nil
+		return tools.Result{IsError: true, Content: "invalid plan: " + planspec.Problem(err) + "; fix the plan and call create_plan again"}, nil
 	}
 	a.run.plan = p
 	a.emit(events.Event{Type: events.PlanCreated, Text: planHeadline(p), Data: map[string]any{"plan": p}})
@@ -159,7 +132,7 @@ func planHeadline(p *Plan) string {
 // and one tool loop each (seed 001's plan mode), with step events around
 // each; the first step that does not complete ends the plan.
 func (a *Agent) executePlan(ctx context.Context, p *Plan) Result {
-	steps, err := p.Order()
+	steps, err := planspec.Order(p)
 	if err != nil { // Validate ran already; this is a safeguard
 		return Result{Status: Failed, Error: err.Error()}
 	}
@@ -168,7 +141,7 @@ func (a *Agent) executePlan(ctx context.Context, p *Plan) Result {
 	total := Result{Status: Completed}
 	for i, s := range steps {
 		data := map[string]any{"step_index": i, "step_id": s.ID, "steps": len(steps)}
-		a.emit(events.Event{Type: events.StepStart, Text: s.StepTitle(), Data: data})
+		a.emit(events.Event{Type: events.StepStart, Text: StepTitle(s), Data: data})
 		res := Result{Status: Interrupted, Error: "interrupted"}
 		if ctx.Err() == nil {
 			if err := a.appendMessage(userMessage(formatStep(p, s, i, len(steps)))); err != nil {
@@ -201,7 +174,7 @@ func (a *Agent) executePlan(ctx context.Context, p *Plan) Result {
 // formatStep is the user message that hands the model one step.
 func formatStep(p *Plan, s PlanStep, i, n int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Step %d of %d of the plan %q — %s: %s\n\n%s\n", i+1, n, strings.TrimSpace(p.Title), s.ID, s.StepTitle(), strings.TrimSpace(s.Description))
+	fmt.Fprintf(&b, "Step %d of %d of the plan %q — %s: %s\n\n%s\n", i+1, n, strings.TrimSpace(p.Title), s.ID, StepTitle(s), strings.TrimSpace(s.Description))
 	writeList(&b, "Risks", s.Risks)
 	b.WriteString("\nWork on this step only. When it is done, reply without tool calls with a short report.")
 	return b.String()

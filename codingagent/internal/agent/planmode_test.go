@@ -125,3 +125,34 @@ func TestApproveRefusalAnswersEveryCall(t *testing.T) {
 		t.Errorf("second request does not explain the refusal:\n%s", text)
 	}
 }
+
+// TestCreatePlanRejection: the rules are planspec's (tested there); this
+// checks the chat hands their problem back to the model and keeps no plan.
+func TestCreatePlanRejection(t *testing.T) {
+	tests := []struct {
+		name string
+		args any
+		want string
+	}{
+		{name: "cycle", args: map[string]any{"tasks": []map[string]any{
+			{"id": "a", "description": "x", "dependencies": []string{"b"}},
+			{"id": "b", "description": "y", "dependencies": []string{"a"}},
+		}}, want: "invalid plan: dependency cycle: a -> b -> a: remove one of these dependencies; fix the plan and call create_plan again"},
+		{name: "malformed", args: `{"tasks": [`, want: "invalid plan: create_plan arguments are not valid JSON for the schema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.srv.Enqueue(llmtest.Calls(llmtest.Call("create_plan", tt.args)), llmtest.Text("no plan then"))
+			a := e.agent(func(o *Options) { o.Planning = true })
+			res, err := a.Send(t.Context(), "plan it")
+			if err != nil || res.Status != Completed || res.Plan != nil {
+				t.Fatalf("Send = %+v, %v", res, err)
+			}
+			e.noRejections()
+			if text := allText(e.srv.Requests()[1]); !strings.Contains(text, tt.want) {
+				t.Errorf("second request lacks %q:\n%s", tt.want, text)
+			}
+		})
+	}
+}

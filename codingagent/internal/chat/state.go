@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
+	"github.com/codeagent/codeagent/internal/planspec"
 )
 
 // TodoStatus is where a todo stands (seed 000's task states).
@@ -117,13 +118,13 @@ func writeAtomic(path string, data []byte) error {
 
 // todosFromPlan turns the plan's steps into pending todos, in dependency order.
 func todosFromPlan(p *agent.Plan) []Todo {
-	steps, err := p.Order()
+	steps, err := planspec.Order(p)
 	if err != nil {
 		steps = p.Tasks
 	}
 	out := make([]Todo, len(steps))
 	for i, s := range steps {
-		out[i] = Todo{ID: s.ID, Title: s.StepTitle(), Description: s.Description,
+		out[i] = Todo{ID: s.ID, Title: agent.StepTitle(s), Description: s.Description,
 			Dependencies: append([]string{}, s.Dependencies...), Status: TodoPending}
 	}
 	return out
@@ -188,8 +189,8 @@ func renderPlan(p *agent.Plan) string {
 	}
 	b.WriteString("\nSteps:\n")
 	for i, s := range p.Tasks {
-		fmt.Fprintf(&b, "  %d. %s — %s\n", i+1, s.ID, s.StepTitle())
-		if d := strings.TrimSpace(s.Description); d != "" && d != s.StepTitle() {
+		fmt.Fprintf(&b, "  %d. %s — %s\n", i+1, s.ID, agent.StepTitle(s))
+		if d := strings.TrimSpace(s.Description); d != "" && d != agent.StepTitle(s) {
 			fmt.Fprintf(&b, "     %s\n", strings.ReplaceAll(d, "\n", "\n     "))
 		}
 		if len(s.Dependencies) > 0 {

@@ -82,7 +82,7 @@ type State struct {
 
 // NewState starts the state of a planned run.
 func NewState(runID, goal string, p *plan.Plan, usage llm.Usage, now time.Time) (*State, error) {
-	g, err := p.Graph()
+	g, err := plan.Graph(p)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,7 @@
 package plan
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,108 +9,26 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
-func TestParse(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    string
-		wantErr string
-		tasks   int
-	}{
-		{name: "minimal", args: `{"tasks":[{"id":"a","description":"do a","dependencies":[]}]}`, tasks: 1},
-		{name: "extra fields ignored", args: `{"tasks":[{"id":"a","description":"x","dependencies":null,"priority":1}],"testing":"go test"}`, tasks: 1},
-		{name: "empty", args: "  ", wantErr: "create_plan arguments are empty"},
-		{name: "not JSON", args: `{"tasks": [`, wantErr: "not valid JSON"},
-		{name: "wrong type names the field", args: `{"tasks":[{"id":"a","description":"x","dependencies":"b"}]}`, wantErr: `field "tasks.dependencies" must be []string, not a JSON string`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := Parse(tt.args)
-			if tt.wantErr != "" {
-				if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Parse() error = %v, want ErrInvalidPlan containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			if len(p.Tasks) != tt.tasks {
-				t.Errorf("got %d tasks, want %d", len(p.Tasks), tt.tasks)
-			}
-		})
-	}
-}
-
-func task(id string, deps ...string) Task {
-	return Task{ID: id, Description: "do " + id, Dependencies: deps}
-}
-
-func TestValidate(t *testing.T) {
-	many := make([]Task, 51)
-	for i := range many {
-		many[i] = task(fmt.Sprintf("t%d", i))
-	}
+// TestValidateReservesSummary checks planagent's own rule on top of
+// planspec's (tested there): reports/summary.md belongs to the run.
+func TestValidateReservesSummary(t *testing.T) {
+	want := `task id "summary" is reserved (reports/summary.md is the run summary): choose another id`
 	tests := []struct {
 		name   string
-		plan   *Plan
 		limits Limits
-		want   []string // problems, exactly and in order; nil = valid
 	}{
-		{name: "valid diamond", plan: &Plan{Tasks: []Task{task("a"), task("b", "a"), task("c", "a"), task("d", "b", "c")}}},
-		{name: "nil plan", plan: nil, want: []string{"no plan given"}},
-		{name: "no tasks", plan: &Plan{}, want: []string{"the plan has no tasks: give at least one task"}},
-		{name: "reserved id", plan: &Plan{Tasks: []Task{task("summary")}}, want: []string{`task id "summary" is reserved (reports/summary.md is the run summary): choose another id`}},
-		{name: "too many tasks", plan: &Plan{Tasks: many}, want: []string{"the plan has 51 tasks; the limit is 50: merge small steps into larger ones"}},
-		{name: "custom task limit", plan: &Plan{Tasks: []Task{task("a"), task("b")}}, limits: Limits{MaxTasks: 1},
-			want: []string{"the plan has 2 tasks; the limit is 1: merge small steps into larger ones"}},
-		{name: "unknown dependency", plan: &Plan{Tasks: []Task{task("a"), task("b", "z")}},
-			want: []string{`task "b" depends on unknown task "z"`}},
-		{name: "self dependency", plan: &Plan{Tasks: []Task{task("a", "a")}}, want: []string{`task "a" depends on itself`}},
-		{name: "cycle", plan: &Plan{Tasks: []Task{task("a", "b"), task("b", "a")}},
-			want: []string{"dependency cycle: a -> b -> a: remove one of these dependencies"}},
-		{name: "duplicate id", plan: &Plan{Tasks: []Task{task("a"), task("a")}},
-			want: []string{`task id "a" is used by more than one task: ids must be unique`}},
-		{name: "id escaping its directory", plan: &Plan{Tasks: []Task{task("../x")}},
-			want: []string{`task 1: id "../x" starts with '.': ids must start with a letter, digit, '-' or '_'`}},
-		{name: "id with a space", plan: &Plan{Tasks: []Task{task("a b")}},
-			want: []string{`task 1: id "a b" contains ' ': only letters, digits, '-', '_' and '.' are allowed`}},
-		{name: "empty id", plan: &Plan{Tasks: []Task{{Description: "x"}}},
-			want: []string{"task 1: id is empty: use 1 to 64 letters, digits, '-', '_' or '.'"}},
-		{name: "empty description", plan: &Plan{Tasks: []Task{{ID: "a", Description: " \n"}}},
-			want: []string{`task "a" has an empty description: say what to change and how to check it`}},
-		{name: "long description", plan: &Plan{Tasks: []Task{{ID: "a", Description: strings.Repeat("é", 11)}}}, limits: Limits{MaxDescription: 10},
-			want: []string{`task "a" description is 11 characters; the limit is 10: split the task or shorten it`}},
-		{name: "acceptance problems", plan: &Plan{Tasks: []Task{{ID: "a", Description: "x", Acceptance: []string{"go test ./...", " ", "true"}}}},
-			limits: Limits{MaxAcceptance: 2},
-			want:   []string{`task "a" has 3 acceptance commands; the limit is 2`, `task "a" acceptance command 2 is empty`}},
-		{name: "every problem is listed", plan: &Plan{Tasks: []Task{task("a", "x"), {ID: "b"}, task("c", "y")}},
-			want: []string{`task "b" has an empty description: say what to change and how to check it`,
-				`task "a" depends on unknown task "x"`, `task "c" depends on unknown task "y"`}},
-		{name: "problems are capped", plan: &Plan{Tasks: []Task{task("a", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12")}},
-			want: []string{`task "a" depends on unknown task "1"`, `task "a" depends on unknown task "2"`,
-				`task "a" depends on unknown task "3"`, `task "a" depends on unknown task "4"`,
-				`task "a" depends on unknown task "5"`, `task "a" depends on unknown task "6"`,
-				`task "a" depends on unknown task "7"`, `task "a" depends on unknown task "8"`,
-				`task "a" depends on unknown task "9"`, `task "a" depends on unknown task "10"`, "and 2 more problems"}},
+		{name: "default limits"},
+		{name: "caller's reserved ids kept", limits: Limits{Reserved: map[string]string{"other": "taken"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Validate(tt.plan, tt.limits)
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
+			p := &Plan{Tasks: []Task{{ID: "summary", Description: "x"}, {ID: "other", Description: "y"}}}
 			var ve *ValidationError
-			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidPlan) {
-				t.Fatalf("Validate() = %v (%T), want *ValidationError wrapping ErrInvalidPlan", err, err)
+			if err := Validate(p, tt.limits); !errors.As(err, &ve) || !errors.Is(err, ErrInvalidPlan) || ve.Problems[0] != want {
+				t.Fatalf("Validate() = %v, want a ValidationError starting with %q", err, want)
 			}
-			if !slices.Equal(ve.Problems, tt.want) {
-				t.Errorf("problems:\n got %q\nwant %q", ve.Problems, tt.want)
-			}
-			if err.Error() != strings.Join(tt.want, "; ") {
-				t.Errorf("Error() = %q", err.Error())
+			if tt.limits.Reserved != nil && (len(ve.Problems) != 2 || len(tt.limits.Reserved) != 1) {
+				t.Errorf("problems %q; caller's map now %v (must not change)", ve.Problems, tt.limits.Reserved)
 			}
 		})
 	}
@@ -123,7 +39,7 @@ func TestPlanGraph(t *testing.T) {
 		{ID: "api", Title: "API", Description: "write the API", Dependencies: []string{"store"}, Acceptance: []string{"go test ./api/..."}},
 		{ID: "store", Description: "write the store"},
 	}}
-	g, err := p.Graph()
+	g, err := Graph(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,55 +51,7 @@ func TestPlanGraph(t *testing.T) {
 		t.Errorf("api task = %+v", api)
 	}
 	p.Tasks[1].Dependencies = []string{"api"}
-	if _, err := p.Graph(); !errors.Is(err, taskgraph.ErrCycle) || !strings.Contains(err.Error(), `plan "demo"`) {
+	if _, err := Graph(p); !errors.Is(err, taskgraph.ErrCycle) || !strings.Contains(err.Error(), `plan "demo"`) {
 		t.Errorf("Graph() of a cyclic plan: %v", err)
-	}
-}
-
-func TestCreatePlanTool(t *testing.T) {
-	tool := CreatePlanTool()
-	b, err := json.Marshal(tool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name       string `json:"name"`
-			Parameters struct {
-				Type       string   `json:"type"`
-				Required   []string `json:"required"`
-				Properties struct {
-					Tasks struct {
-						Type  string `json:"type"`
-						Items struct {
-							Type       string                     `json:"type"`
-							Required   []string                   `json:"required"`
-							Properties map[string]json.RawMessage `json:"properties"`
-						} `json:"items"`
-					} `json:"tasks"`
-				} `json:"properties"`
-			} `json:"parameters"`
-		} `json:"function"`
-	}
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatalf("schema %s: %v", b, err)
-	}
-	f := got.Function
-	items := f.Parameters.Properties.Tasks.Items
-	switch {
-	case got.Type != "function" || f.Name != "create_plan":
-		t.Errorf("tool = %s", b)
-	case f.Parameters.Type != "object" || !slices.Equal(f.Parameters.Required, []string{"tasks"}):
-		t.Errorf("parameters = %s", b)
-	case f.Parameters.Properties.Tasks.Type != "array" || items.Type != "object":
-		t.Errorf("tasks = %s", b)
-	case !slices.Equal(items.Required, []string{"id", "description", "dependencies"}):
-		t.Errorf("task required = %v", items.Required)
-	}
-	for _, field := range []string{"id", "title", "description", "dependencies", "acceptance"} {
-		if _, ok := items.Properties[field]; !ok {
-			t.Errorf("task schema lacks %q", field)
-		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/planspec"
 	"github.com/codeagent/codeagent/internal/tools"
 )
 
@@ -29,7 +30,7 @@ type Options struct {
 	Events        events.Sink // tool_call, tool_result, plan_created (default: discard)
 	WorkspaceView string      // shallow listing of the workspace for the first message
 	RepoMap       string      // optional symbol map of the workspace
-	Limits        Limits      // plan limits (zero fields: the Default* constants)
+	Limits        Limits      // plan limits (zero fields: the planspec.Default* constants)
 }
 
 // Planner asks the model for a plan of a goal, letting it look at the
@@ -67,7 +68,8 @@ func (p *Planner) Plan(ctx context.Context, goal string) (*Plan, llm.Usage, erro
 		{Role: openai.ChatMessageRoleSystem, Content: systemPrompt},
 		{Role: openai.ChatMessageRoleUser, Content: p.firstMessage(goal)},
 	}}
-	defs := append(p.tools.Definitions(), CreatePlanTool())
+	// planagent runs each task's acceptance commands, so the model may give them.
+	defs := append(p.tools.Definitions(), planspec.CreatePlanTool(planspec.ToolOptions{Acceptance: true}))
 	for turn := 0; turn < p.opts.MaxTurns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, usage, fmt.Errorf("planning: %w", err)
@@ -142,7 +144,7 @@ func (c *conversation) handle(ctx context.Context, msg llm.Message) (*Plan, erro
 			plan, err := c.check(args)
 			if err != nil {
 				rejected = err
-				res = tools.Result{Content: "plan rejected: " + problem(err) + ". Call create_plan again with a fixed plan.", IsError: true}
+				res = tools.Result{Content: "plan rejected: " + planspec.Problem(err) + ". Call create_plan again with a fixed plan.", IsError: true}
 			} else {
 				accepted = plan
 				res = tools.Result{Content: fmt.Sprintf("plan accepted: %d tasks", len(plan.Tasks))}
@@ -171,7 +173,7 @@ func (c *conversation) handle(ctx context.Context, msg llm.Message) (*Plan, erro
 
 // check parses and validates create_plan arguments.
 func (c *conversation) check(args string) (*Plan, error) {
-	plan, err := Parse(args)
+	plan, err := planspec.Parse(args)
 	if err != nil {
 		return nil, err
 	}
@@ -183,10 +185,6 @@ func (c *conversation) check(args string) (*Plan, error) {
 
 // problem is the part of a rejection the model needs: the exact problems,
 // without the "invalid plan" sentinel prefix that only callers branch on.
-func problem(err error) string {
-	return strings.TrimPrefix(err.Error(), ErrInvalidPlan.Error()+": ")
-}
-
 // run executes a read-only tool. Names that are not in the read-only set,
 // write tools included, get an error result the model can act on.
 func (c *conversation) run(ctx context.Context, name, args string) (tools.Result, error) {

@@ -1,6 +1,10 @@
 package taskgraph
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/codeagent/codeagent/internal/planspec"
+)
 
 // Sentinels for callers that branch on the kind of problem; the wrapped
 // messages name the task(s) involved.
@@ -10,7 +14,7 @@ var (
 	ErrUnknownTask       = errors.New("unknown task")
 	ErrUnknownDependency = errors.New("unknown dependency")
 	ErrSelfDependency    = errors.New("task depends on itself")
-	ErrCycle             = errors.New("dependency cycle")
+	ErrCycle             = planspec.ErrCycle // shared so plan validation and graphs name cycles alike
 	ErrInvalidStatus     = errors.New("invalid task status")
 	// ErrIllegalTransition is a status change the state machine does not
 	// allow, such as completing a task that was never started.

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/planspec"
 )
 
 // Status is a task's place in its lifecycle.
@@ -97,7 +99,7 @@ func New(tasks []Task) (*Graph, error) {
 			}
 		}
 	}
-	order, err := topoOrder(g.tasks, g.index)
+	order, err := topoOrder(g.tasks)
 	if err != nil {
 		return nil, err
 	}
@@ -105,58 +107,14 @@ func New(tasks []Task) (*Graph, error) {
 	return g, nil
 }
 
-// topoOrder is Kahn's algorithm that always emits the earliest task in plan
-// order among those ready, so the order is stable for people reading it.
-// Plans are small (tens of tasks), so the quadratic scan is fine.
-func topoOrder(tasks []Task, index map[string]int) ([]int, error) {
-	emitted := make([]bool, len(tasks))
-	order := make([]int, 0, len(tasks))
-	for len(order) < len(tasks) {
-		next := -1
-		for i, t := range tasks {
-			if emitted[i] {
-				continue
-			}
-			if !slices.ContainsFunc(t.Dependencies, func(d string) bool { return !emitted[index[d]] }) {
-				next = i
-				break
-			}
-		}
-		if next < 0 {
-			return nil, fmt.Errorf("%w: %s", ErrCycle, cyclePath(tasks, index, emitted))
-		}
-		emitted[next] = true
-		order = append(order, next)
+// topoOrder is planspec's order (stable by plan order), shared with plan
+// validation so both name a cycle the same way.
+func topoOrder(tasks []Task) ([]int, error) {
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
 	}
-	return order, nil
-}
-
-// cyclePath names one cycle among the tasks Kahn could not emit. Each of
-// them has a dependency that was not emitted either, so following the first
-// such dependency from any of them must revisit a task: that loop is a cycle.
-func cyclePath(tasks []Task, index map[string]int, emitted []bool) string {
-	start := slices.Index(emitted, false)
-	seenAt := map[int]int{}
-	var walk []int
-	for i := start; ; {
-		if pos, seen := seenAt[i]; seen {
-			walk = append(walk[pos:], i)
-			break
-		}
-		seenAt[i] = len(walk)
-		walk = append(walk, i)
-		for _, d := range tasks[i].Dependencies {
-			if j := index[d]; !emitted[j] {
-				i = j
-				break
-			}
-		}
-	}
-	ids := make([]string, len(walk))
-	for k, i := range walk {
-		ids[k] = tasks[i].ID
-	}
-	return strings.Join(ids, " -> ")
+	return planspec.TopoOrder(ids, func(i int) []string { return tasks[i].Dependencies })
 }
 
 // Tasks returns a copy of the tasks in plan order.

@@ -1,4 +1,4 @@
-package plan
+package planspec
 
 import (
 	"fmt"
@@ -8,15 +8,26 @@ import (
 	"github.com/sashabaranov/go-openai/jsonschema"
 )
 
-// CreatePlanToolName is the planner tool's name (a DESIGN.md contract).
-const CreatePlanToolName = "create_plan"
+// ToolOptions pick the optional parts of the create_plan schema, so a model
+// is only offered fields its caller acts on.
+type ToolOptions struct {
+	// Description says when and how to call the tool (default: the
+	// planner's "call it exactly once" text).
+	Description string
+	Acceptance  bool // per-task acceptance commands (planagent runs them)
+	TaskRisks   bool // per-task risks (the chat shows them)
+	Testing     bool // the plan's testing strategy (the chat shows it)
+}
+
+const defaultToolDescription = "Submit the plan for the goal. Call it exactly once, after exploring the workspace. " +
+	"An invalid plan is rejected with the exact problem; fix it and call again."
 
 // CreatePlanTool is the create_plan function schema. It is written by hand
 // rather than generated from Plan: generation emits $defs/$ref, which some
 // OpenAI-compatible servers reject, and would make title and overview
 // required, while the contract requires only tasks with id, description and
 // dependencies.
-func CreatePlanTool() openai.Tool {
+func CreatePlanTool(o ToolOptions) openai.Tool {
 	str := func(desc string) jsonschema.Definition {
 		return jsonschema.Definition{Type: jsonschema.String, Description: desc}
 	}
@@ -32,10 +43,15 @@ func CreatePlanTool() openai.Tool {
 			"description": str("Everything the coding agent needs to do this task on its own: " +
 				"what to change, where, and how to check it. It sees only this task and the project overview."),
 			"dependencies": strs("Ids of the tasks that must be completed first. Empty when the task can start at once."),
-			"acceptance": strs("Shell commands run from the workspace root after the task; each must exit 0 " +
-				"(e.g. \"go test ./store/...\")."),
 		},
 		Required: []string{"id", "description", "dependencies"},
+	}
+	if o.Acceptance {
+		task.Properties["acceptance"] = strs("Shell commands run from the workspace root after the task; each must exit 0 " +
+			"(e.g. \"go test ./store/...\").")
+	}
+	if o.TaskRisks {
+		task.Properties["risks"] = strs("What could go wrong in this task.")
 	}
 	params := jsonschema.Definition{
 		Type: jsonschema.Object,
@@ -51,13 +67,15 @@ func CreatePlanTool() openai.Tool {
 		},
 		Required: []string{"tasks"},
 	}
+	if o.Testing {
+		params.Properties["testing_strategy"] = str("How the result will be verified.")
+	}
+	desc := o.Description
+	if desc == "" {
+		desc = defaultToolDescription
+	}
 	return openai.Tool{
-		Type: openai.ToolTypeFunction,
-		Function: &openai.FunctionDefinition{
-			Name: CreatePlanToolName,
-			Description: "Submit the plan for the goal. Call it exactly once, after exploring the workspace. " +
-				"An invalid plan is rejected with the exact problem; fix it and call again.",
-			Parameters: params,
-		},
+		Type:     openai.ToolTypeFunction,
+		Function: &openai.FunctionDefinition{Name: CreatePlanToolName, Description: desc, Parameters: params},
 	}
 }

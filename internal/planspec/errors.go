@@ -1,4 +1,4 @@
-package plan
+package planspec
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 
 var (
 	// ErrInvalidPlan is a plan that breaks the rules: bad JSON, unknown
-	// dependencies, a cycle, too many tasks. Planner errors wrap it when the
-	// model did not fix its plan within the allowed repairs.
+	// dependencies, a cycle, too many tasks.
 	ErrInvalidPlan = errors.New("invalid plan")
-	// ErrNoPlan is a planning conversation that ended without create_plan.
-	ErrNoPlan = errors.New("planner made no plan")
+	// ErrCycle is a set of tasks that depend on each other in a loop; the
+	// wrapping error names the loop ("a -> b -> a").
+	ErrCycle = errors.New("dependency cycle")
 )
 
 // ValidationError lists every problem Validate found, each naming the task
@@ -24,3 +24,10 @@ func (e *ValidationError) Error() string { return strings.Join(e.Problems, "; ")
 
 // Unwrap makes errors.Is(err, ErrInvalidPlan) hold.
 func (e *ValidationError) Unwrap() error { return ErrInvalidPlan }
+
+// Problem is a Parse or Validate error's text without the "invalid plan: "
+// prefix that only some of them carry, so a rejection message can frame it
+// the same way whichever step failed.
+func Problem(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrInvalidPlan.Error()+": ")
+}

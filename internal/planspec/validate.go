@@ -1,0 +1,143 @@
+package planspec
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/codeagent/codeagent/internal/protocol"
+)
+
+// Limits bound a plan. Zero fields take the defaults.
+type Limits struct {
+	MaxTasks       int // default 50
+	MaxDescription int // characters per task description, default 4000
+	MaxTitle       int // characters per title, default 200
+	MaxAcceptance  int // acceptance commands per task, default 10
+	// Reserved maps task ids the caller cannot accept to the reason, which
+	// the problem text quotes so the model knows why.
+	Reserved map[string]string
+}
+
+// The limits used where none are configured.
+const (
+	DefaultMaxTasks       = 50
+	DefaultMaxDescription = 4000
+	DefaultMaxTitle       = 200
+	DefaultMaxAcceptance  = 10
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxTasks <= 0 {
+		l.MaxTasks = DefaultMaxTasks
+	}
+	if l.MaxDescription <= 0 {
+		l.MaxDescription = DefaultMaxDescription
+	}
+	if l.MaxTitle <= 0 {
+		l.MaxTitle = DefaultMaxTitle
+	}
+	if l.MaxAcceptance <= 0 {
+		l.MaxAcceptance = DefaultMaxAcceptance
+	}
+	return l
+}
+
+// maxProblems keeps a rejection readable when a plan is wrong everywhere.
+const maxProblems = 10
+
+// Validate checks p against the rules running it relies on: 1 to MaxTasks
+// tasks, valid unique ids (protocol.ValidateID, since ids become file
+// names) that are not reserved, non-empty bounded descriptions, known
+// dependencies and no cycle. The error is a *ValidationError naming every
+// problem found.
+func Validate(p *Plan, limits Limits) error {
+	if p == nil {
+		return &ValidationError{Problems: []string{"no plan given"}}
+	}
+	l := limits.withDefaults()
+	v := &validator{}
+	switch n := len(p.Tasks); {
+	case n == 0:
+		v.add("the plan has no tasks: give at least one task")
+	case n > l.MaxTasks:
+		v.add(fmt.Sprintf("the plan has %d tasks; the limit is %d: merge small steps into larger ones", n, l.MaxTasks))
+	}
+	if n := utf8.RuneCountInString(p.Title); n > l.MaxTitle {
+		v.add(fmt.Sprintf("the plan title is %d characters; the limit is %d", n, l.MaxTitle))
+	}
+	ids := map[string]bool{}
+	for i, t := range p.Tasks {
+		if err := protocol.ValidateID(t.ID); err != nil {
+			v.add(fmt.Sprintf("task %d: %v", i+1, err))
+		} else if ids[t.ID] {
+			v.add(fmt.Sprintf("task id %q is used by more than one task: ids must be unique", t.ID))
+		}
+		ids[t.ID] = true
+		v.task(t, l)
+	}
+	for _, t := range p.Tasks {
+		for _, d := range t.Dependencies {
+			switch {
+			case d == t.ID:
+				v.add(fmt.Sprintf("task %q depends on itself", t.ID))
+			case !ids[d]:
+				v.add(fmt.Sprintf("task %q depends on unknown task %q", t.ID, d))
+			}
+		}
+	}
+	if len(v.problems) == 0 {
+		// Only a structurally sound plan can have a meaningful cycle.
+		if _, err := Order(p); err != nil {
+			v.add(err.Error() + ": remove one of these dependencies")
+		}
+	}
+	return v.err()
+}
+
+type validator struct {
+	problems []string
+	dropped  int
+}
+
+func (v *validator) add(problem string) {
+	if len(v.problems) == maxProblems {
+		v.dropped++
+		return
+	}
+	v.problems = append(v.problems, problem)
+}
+
+func (v *validator) task(t Task, l Limits) {
+	name := fmt.Sprintf("task %q", t.ID)
+	if why, ok := l.Reserved[t.ID]; ok {
+		v.add(fmt.Sprintf("task id %q is reserved (%s): choose another id", t.ID, why))
+	}
+	switch n := utf8.RuneCountInString(t.Description); {
+	case strings.TrimSpace(t.Description) == "":
+		v.add(name + " has an empty description: say what to change and how to check it")
+	case n > l.MaxDescription:
+		v.add(fmt.Sprintf("%s description is %d characters; the limit is %d: split the task or shorten it", name, n, l.MaxDescription))
+	}
+	if n := utf8.RuneCountInString(t.Title); n > l.MaxTitle {
+		v.add(fmt.Sprintf("%s title is %d characters; the limit is %d", name, n, l.MaxTitle))
+	}
+	if n := len(t.Acceptance); n > l.MaxAcceptance {
+		v.add(fmt.Sprintf("%s has %d acceptance commands; the limit is %d", name, n, l.MaxAcceptance))
+	}
+	for i, c := range t.Acceptance {
+		if strings.TrimSpace(c) == "" {
+			v.add(fmt.Sprintf("%s acceptance command %d is empty", name, i+1))
+		}
+	}
+}
+
+func (v *validator) err() error {
+	if len(v.problems) == 0 {
+		return nil
+	}
+	if v.dropped > 0 {
+		v.problems = append(v.problems, fmt.Sprintf("and %d more problems", v.dropped))
+	}
+	return &ValidationError{Problems: v.problems}
+}
