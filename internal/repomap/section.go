@@ -27,3 +27,20 @@ func Section(ctx context.Context, opts Options) (string, error) {
 	}
 	return "## Repository map\n\nThe most referenced files and symbols of the workspace (call repo_map for more):\n\n```\n" + text + "\n```\n", nil
 }
+
+// Prompter returns a function that renders Section for a set of focused
+// files, boosted on top of opts.Boost; the agent calls it when its focus
+// changes. The first failure is reported through onErr (may be nil).
+func Prompter(opts Options, onErr func(error)) func(focus []string) string {
+	reported := false
+	return func(focus []string) string {
+		o := opts
+		o.Boost = append(append([]string(nil), opts.Boost...), focus...)
+		s, err := Section(context.Background(), o)
+		if err != nil && !reported && onErr != nil {
+			reported = true
+			onErr(err)
+		}
+		return s
+	}
+}

@@ -36,12 +36,16 @@ type Options struct {
 	MaxIterations  int     // model calls per run (100)
 
 	SystemContext string // the combined context layers (markdown)
-	MemoryPath    string // long-term memory file; "" = no memory
-	SessionPath   string // JSONL conversation log; "" = in memory only
-	Events        events.Sink
-	FocusCap      int  // total characters of focused files (60000)
-	Stream        bool // stream tokens as events
-	Subagent      bool // child agent: no task tool, no memory distillation
+	// RepoMap, when set, renders the repo map section of the system prompt
+	// for the files in focus (they rank higher, as Aider boosts the files in
+	// the chat); it is called again only when the focused set changes.
+	RepoMap     func(focus []string) string
+	MemoryPath  string // long-term memory file; "" = no memory
+	SessionPath string // JSONL conversation log; "" = in memory only
+	Events      events.Sink
+	FocusCap    int  // total characters of focused files (60000)
+	Stream      bool // stream tokens as events
+	Subagent    bool // child agent: no task tool, no memory distillation
 
 	// Planning offers create_plan (seed 001): the model may plan a complex
 	// request, whose steps then run one by one with step events.
@@ -152,6 +156,14 @@ type Agent struct {
 	subagents int               // sub-agents started, for their ids
 	turn      Turn              // the mode of the Send in progress
 	planTool  planTool
+	repoMap   repoMapCache
+}
+
+// repoMapCache keeps the last repo map section and the focus it was made for.
+type repoMapCache struct {
+	key     string
+	section string
+	built   bool
 }
 
 // runState is what one RunTask/Send accumulates.

@@ -39,8 +39,25 @@ func (a *Agent) systemPrompt(files []focusedFile) string {
 	if m := strings.TrimSpace(a.memory); m != "" {
 		b.WriteString("\n## Long-term memory\n\nConventions and decisions from earlier tasks in this project:\n\n" + m + "\n")
 	}
+	if m := strings.TrimSpace(a.repoMapSection()); m != "" {
+		b.WriteString("\n" + m + "\n")
+	}
 	if f := renderFocused(files); f != "" {
 		b.WriteString("\n" + f)
 	}
 	return b.String()
+}
+
+// repoMapSection is the repo map for the current focused files, rebuilt only
+// when that set changes (a warm map still walks the tree).
+func (a *Agent) repoMapSection() string {
+	if a.opts.RepoMap == nil {
+		return ""
+	}
+	focus := a.focus.paths()
+	key := strings.Join(focus, "\x00")
+	if !a.repoMap.built || a.repoMap.key != key {
+		a.repoMap = repoMapCache{key: key, section: a.opts.RepoMap(focus), built: true}
+	}
+	return a.repoMap.section
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -122,15 +121,11 @@ func runChat(cmd *cobra.Command, f *cmdutil.Factory, opts *chatOptions) error {
 	// session log, and the repo map (repo_map_tokens: 0 turns it off) is in
 	// the system prompt and offered as a read-only tool, so plan mode has it.
 	set := tools.Coding(ws, tools.Options{Secrets: []string{cfg.APIKey}})
+	var repoMap func([]string) string
 	if cfg.RepoMapTokens > 0 {
 		set = set.With(tools.NewRepoMap(ws, layout.RepoMapCache()))
-		section, err := repomap.Section(ctx, repomap.Options{Root: ws.Root(), CacheDir: layout.RepoMapCache(), Tokens: cfg.RepoMapTokens})
-		if err != nil {
-			fmt.Fprintf(f.IO.Err, "repo map unavailable: %v\n", err)
-		}
-		if section != "" {
-			systemContext = strings.TrimRight(systemContext, "\n") + "\n\n" + section
-		}
+		repoMap = repomap.Prompter(repomap.Options{Root: ws.Root(), CacheDir: layout.RepoMapCache(), Tokens: cfg.RepoMapTokens},
+			func(err error) { fmt.Fprintf(f.IO.Err, "repo map unavailable: %v\n", err) })
 	}
 
 	interactive := f.IO.IsTerminal != nil && f.IO.IsTerminal()
@@ -147,6 +142,7 @@ func runChat(cmd *cobra.Command, f *cmdutil.Factory, opts *chatOptions) error {
 			KeepMessages:   cfg.KeepMessages,
 			MaxIterations:  cfg.MaxIterations,
 			SystemContext:  systemContext,
+			RepoMap:        repoMap,
 			MemoryPath:     layout.Memory(),
 			Stream:         true,
 		},

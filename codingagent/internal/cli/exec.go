@@ -125,16 +125,13 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 	}
 
 	set := tools.Coding(ws, tools.Options{Secrets: []string{cfg.APIKey}})
+	var repoMap func([]string) string
 	if cfg.RepoMapTokens > 0 {
 		set = set.With(tools.NewRepoMap(ws, layout.RepoMapCache()))
-		section, err := repomap.Section(cmd.Context(), repomap.Options{Root: ws.Root(), CacheDir: layout.RepoMapCache(),
-			Tokens: cfg.RepoMapTokens, Boost: []string{goal}})
-		if err != nil {
+		repoMap = repomap.Prompter(repomap.Options{Root: ws.Root(), CacheDir: layout.RepoMapCache(),
+			Tokens: cfg.RepoMapTokens, Boost: []string{goal}}, func(err error) {
 			sink.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()})
-		}
-		if section != "" {
-			systemContext += "\n\n" + section
-		}
+		})
 	}
 	a, err := agent.New(agent.Options{
 		Client: f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {
@@ -150,6 +147,7 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 		KeepMessages:   cfg.KeepMessages,
 		MaxIterations:  cfg.MaxIterations,
 		SystemContext:  systemContext,
+		RepoMap:        repoMap,
 		MemoryPath:     layout.Memory(),
 		SessionPath:    filepath.Join(layout.Sessions(), id+".jsonl"),
 		Events:         sink,

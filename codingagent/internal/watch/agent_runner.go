@@ -67,17 +67,13 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 		return nil, fmt.Errorf("workspace %s: %w", r.cfg.Layout.Workspace(), err)
 	}
 	set := tools.Coding(ws, r.cfg.Tools)
+	var repoMap func([]string) string
 	if r.cfg.RepoMapTokens > 0 {
 		cache := r.cfg.Layout.RepoMapCache()
 		set = set.With(tools.NewRepoMap(ws, cache))
 		boost := append([]string{cmd.Title, cmd.Body}, cmd.Resources...)
-		section, err := repomap.Section(ctx, repomap.Options{Root: ws.Root(), CacheDir: cache, Tokens: r.cfg.RepoMapTokens, Boost: boost})
-		if err != nil {
-			ev.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()})
-		}
-		if section != "" {
-			systemContext = strings.TrimRight(systemContext, "\n") + "\n\n" + section
-		}
+		repoMap = repomap.Prompter(repomap.Options{Root: ws.Root(), CacheDir: cache, Tokens: r.cfg.RepoMapTokens, Boost: boost},
+			func(err error) { ev.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()}) })
 	}
 	a, err := agent.New(agent.Options{
 		Client:         r.cfg.Client,
@@ -91,6 +87,7 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 		KeepMessages:   r.cfg.KeepMessages,
 		MaxIterations:  r.cfg.MaxIterations,
 		SystemContext:  systemContext,
+		RepoMap:        repoMap,
 		MemoryPath:     r.cfg.Layout.Memory(),
 		SessionPath:    SessionPath(r.cfg.Layout, cmd),
 		Events:         ev,
