@@ -131,7 +131,9 @@ func runChat(cmd *cobra.Command, f *cmdutil.Factory, opts *chatOptions) error {
 	interactive := f.IO.IsTerminal != nil && f.IO.IsTerminal()
 	err = chat.Run(ctx, chat.Options{
 		Agent: agent.Options{
-			Client:         f.LLM(cfg),
+			Client: f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {
+				fmt.Fprintln(f.IO.Err, cmdutil.RetryText(attempt, cfg.Retries, wait, err))
+			}),
 			Tools:          set,
 			Workspace:      ws,
 			Model:          cfg.Model,
