@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,11 +12,7 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/codingagent/internal/chat"
-	"github.com/codeagent/codeagent/codingagent/internal/layers"
 	"github.com/codeagent/codeagent/internal/cmdutil"
-	"github.com/codeagent/codeagent/internal/repomap"
-	"github.com/codeagent/codeagent/internal/tools"
-	"github.com/codeagent/codeagent/internal/volume"
 )
 
 type chatOptions struct {
@@ -72,39 +67,16 @@ func runChat(cmd *cobra.Command, f *cmdutil.Factory, opts *chatOptions) error {
 		}
 		approval = m
 	}
-	l, err := f.Config(cmd)
+	st, err := newAgentSetup(f, cmd)
 	if err != nil {
 		return err
 	}
-	cfg := l.Config
-	if cfg.APIKey == "" {
-		return cmdutil.UsageError(errors.New("no API key: set OPENAI_API_KEY (or api_key in the config file); a server that needs none accepts any value"))
-	}
-	layout, err := volume.New(cfg.VolumesDir, cfg.WorkspaceDir)
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	if cfg.WorkspaceDir == "" {
-		if err := os.MkdirAll(layout.Workspace(), 0o755); err != nil {
-			return cmdutil.UsageError(fmt.Errorf("create workspace %s: %w (check --volumes)", layout.Workspace(), err))
-		}
-	}
-	ws, err := tools.NewWorkspace(layout.Workspace())
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	if err := os.MkdirAll(layout.Sessions(), 0o755); err != nil {
-		return cmdutil.UsageError(fmt.Errorf("create sessions dir %s: %w (check --volumes)", layout.Sessions(), err))
-	}
-	systemContext, err := layers.Combine(layers.Options{RuntimeDir: layout.Context()})
-	if err != nil {
-		return cmdutil.UsageError(fmt.Errorf("combine the context layers under %s: %w", layout.Context(), err))
-	}
+	cfg, layout, ws, systemContext := st.cfg, st.layout, st.ws, st.systemContext
 	id, _, err := chat.ResolveSession(layout.Sessions(), opts.cont, opts.resume, opts.now())
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
-	for _, w := range l.Warnings {
+	for _, w := range st.warnings {
 		fmt.Fprintf(f.IO.Err, "config: %s\n", w)
 	}
 
@@ -117,16 +89,9 @@ func runChat(cmd *cobra.Command, f *cmdutil.Factory, opts *chatOptions) error {
 	ctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), syscall.SIGTERM)
 	defer stop()
 
-	// As in exec and watch: shell output never carries the key into the
-	// session log, and the repo map (repo_map_tokens: 0 turns it off) is in
-	// the system prompt and offered as a read-only tool, so plan mode has it.
-	set := tools.Coding(ws, tools.Options{Secrets: []string{cfg.APIKey}})
-	var repoMap func([]string) string
-	if cfg.RepoMapTokens > 0 {
-		set = set.With(tools.NewRepoMap(ws, layout.RepoMapCache()))
-		repoMap = repomap.Prompter(repomap.Options{Root: ws.Root(), CacheDir: layout.RepoMapCache(), Tokens: cfg.RepoMapTokens},
-			func(err error) { fmt.Fprintf(f.IO.Err, "repo map unavailable: %v\n", err) })
-	}
+	// As in exec and watch: the repo map (repo_map_tokens: 0 turns it off)
+	// is in the system prompt and offered as a read-only tool, so plan mode has it.
+	st.addRepoMap(nil, func(err error) { fmt.Fprintf(f.IO.Err, "repo map unavailable: %v\n", err) })
 
 	interactive := f.IO.IsTerminal != nil && f.IO.IsTerminal()
 	err = chat.Run(ctx, chat.Options{
@@ -134,7 +99,7 @@ func runChat(cmd *cobra.Command, f *cmdutil.Factory, opts *chatOptions) error {
 			Client: f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {
 				fmt.Fprintln(f.IO.Err, cmdutil.RetryText(attempt, cfg.Retries, wait, err))
 			}),
-			Tools:          set,
+			Tools:          st.tools,
 			Workspace:      ws,
 			Model:          cfg.Model,
 			SummaryModel:   cfg.SummaryModel,
@@ -144,7 +109,7 @@ func runChat(cmd *cobra.Command, f *cmdutil.Factory, opts *chatOptions) error {
 			KeepMessages:   cfg.KeepMessages,
 			MaxIterations:  cfg.MaxIterations,
 			SystemContext:  systemContext,
-			RepoMap:        repoMap,
+			RepoMap:        st.repoMap,
 			MemoryPath:     layout.Memory(),
 			Stream:         true,
 		},

@@ -13,13 +13,9 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/codingagent/internal/filerefs"
-	"github.com/codeagent/codeagent/codingagent/internal/layers"
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
-	"github.com/codeagent/codeagent/internal/repomap"
-	"github.com/codeagent/codeagent/internal/tools"
-	"github.com/codeagent/codeagent/internal/volume"
 )
 
 type execOptions struct {
@@ -67,37 +63,11 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 	if goal == "" {
 		return cmdutil.UsageError(errors.New(`GOAL is empty: say what to do, e.g. codingagent exec "add tests for parse.go"`))
 	}
-	l, err := f.Config(cmd)
+	st, err := newAgentSetup(f, cmd)
 	if err != nil {
 		return err
 	}
-	cfg := l.Config
-	if cfg.APIKey == "" {
-		return cmdutil.UsageError(errors.New("no API key: set OPENAI_API_KEY (or api_key in the config file); a server that needs none accepts any value"))
-	}
-	layout, err := volume.New(cfg.VolumesDir, cfg.WorkspaceDir)
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	if cfg.WorkspaceDir == "" {
-		// The default workspace is ours to create; one the user named must exist.
-		if err := os.MkdirAll(layout.Workspace(), 0o755); err != nil {
-			return cmdutil.UsageError(fmt.Errorf("create workspace %s: %w (check --volumes)", layout.Workspace(), err))
-		}
-	}
-	ws, err := tools.NewWorkspace(layout.Workspace())
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	if err := os.MkdirAll(layout.Sessions(), 0o755); err != nil {
-		return cmdutil.UsageError(fmt.Errorf("create sessions dir %s: %w (check --volumes)", layout.Sessions(), err))
-	}
-	// The same global and project layers the watcher gives its tasks, plus
-	// the --context-file the person chose for this run.
-	systemContext, err := layers.Combine(layers.Options{RuntimeDir: layout.Context()})
-	if err != nil {
-		return cmdutil.UsageError(fmt.Errorf("combine the context layers under %s: %w", layout.Context(), err))
-	}
+	cfg, layout, ws, systemContext := st.cfg, st.layout, st.ws, st.systemContext
 	if opts.contextFile != "" {
 		b, err := os.ReadFile(opts.contextFile)
 		if err != nil {
@@ -113,7 +83,7 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 		sink = events.NewJSON(f.IO.Out)
 	}
 	sink = events.WithTask(sink, "", id)
-	for _, w := range l.Warnings {
+	for _, w := range st.warnings {
 		sink.Emit(events.Event{Type: events.Log, Text: "config: " + w})
 	}
 	expanded, err := filerefs.ExpandContext(cmd.Context(), ws, goal)
@@ -124,20 +94,14 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 		sink.Emit(events.Event{Type: events.Log, Text: w})
 	}
 
-	set := tools.Coding(ws, tools.Options{Secrets: []string{cfg.APIKey}})
-	var repoMap func([]string) string
-	if cfg.RepoMapTokens > 0 {
-		set = set.With(tools.NewRepoMap(ws, layout.RepoMapCache()))
-		repoMap = repomap.Prompter(repomap.Options{Root: ws.Root(), CacheDir: layout.RepoMapCache(),
-			Tokens: cfg.RepoMapTokens, Boost: []string{goal}}, func(err error) {
-			sink.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()})
-		})
-	}
+	st.addRepoMap([]string{goal}, func(err error) {
+		sink.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()})
+	})
 	a, err := agent.New(agent.Options{
 		Client: f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {
 			sink.Emit(events.Event{Type: events.Log, Text: cmdutil.RetryText(attempt, cfg.Retries, wait, err)})
 		}),
-		Tools:          set,
+		Tools:          st.tools,
 		Workspace:      ws,
 		Model:          cfg.Model,
 		SummaryModel:   cfg.SummaryModel,
@@ -147,7 +111,7 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 		KeepMessages:   cfg.KeepMessages,
 		MaxIterations:  cfg.MaxIterations,
 		SystemContext:  systemContext,
-		RepoMap:        repoMap,
+		RepoMap:        st.repoMap,
 		MemoryPath:     layout.Memory(),
 		SessionPath:    filepath.Join(layout.Sessions(), id+".jsonl"),
 		Events:         sink,
