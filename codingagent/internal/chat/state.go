@@ -10,7 +10,6 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/internal/planspec"
-
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
