@@ -557,3 +557,43 @@ func sessionFile(t *testing.T, volumes, id string) string {
 	}
 	return filepath.Base(m[0])
 }
+
+func TestE2EPlanCommand(t *testing.T) {
+	t.Run("prints the validated plan as JSON", func(t *testing.T) {
+		f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+		e := newRunEnv(t, f)
+		out, stderr, code := e.run("plan", "--json", "write greeting files")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		var p struct {
+			Title string `json:"title"`
+			Tasks []struct {
+				ID           string   `json:"id"`
+				Dependencies []string `json:"dependencies"`
+			} `json:"tasks"`
+		}
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatalf("stdout is not the plan JSON: %v\n%s", err, out)
+		}
+		if p.Title != "Greeting files" || len(p.Tasks) != 3 || p.Tasks[1].Dependencies[0] != "alpha" {
+			t.Errorf("plan = %+v", p)
+		}
+		// plan only plans: nothing dispatched, no run recorded.
+		if runs, _ := filepath.Glob(filepath.Join(e.volumes, "runs", "*")); len(runs) != 0 {
+			t.Errorf("plan created runs: %v", runs)
+		}
+	})
+	t.Run("a plan the model cannot fix exits 2 naming the problem", func(t *testing.T) {
+		cyclic := `{"title":"loop","tasks":[{"id":"a","description":"A","dependencies":["b"]},{"id":"b","description":"B","dependencies":["a"]}]}`
+		f := &fakeModel{plan: cyclic}
+		e := newRunEnv(t, f)
+		_, stderr, code := e.run("plan", "loop forever")
+		if code != 2 || !strings.Contains(stderr, "a -> b -> a") {
+			t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+		}
+		if r := e.srv.Rejections(); len(r) != 0 {
+			t.Errorf("rejections: %v", r)
+		}
+	})
+}
