@@ -33,7 +33,7 @@ const (
 // file the real watcher writes (temp + rename), echoes the key so the tests
 // can see it is masked in the logs, and exits with $TEST_EXIT_CODE before
 // any heartbeat when that is set. A file named "oom" in the workspace makes
-// it fill its memory until the kernel kills it (the memory limit's OOM kill).
+// it read 64 MiB into one buffer, over the test's 32m limit: the kernel OOM-kills it at once.
 const heartbeatScript = `#!/bin/sh
 echo "test watcher uid=$(id -u) gid=$(id -g) key=$OPENAI_API_KEY"
 if [ -n "$TEST_EXIT_CODE" ]; then
@@ -45,7 +45,7 @@ hb="$dir/$(hostname).json"
 trap 'echo "test watcher stopping"; rm -f "$hb"; exit 0' TERM INT
 while :; do
   echo '{"watcher":"test"}' > "$dir/.tmp-$(hostname)" && mv "$dir/.tmp-$(hostname)" "$hb"
-  if [ -f /app/volumes/workspace/oom ]; then head -c 1024m /dev/zero | tail >/dev/null; exit $?; fi
+  if [ -f /app/volumes/workspace/oom ]; then dd if=/dev/zero of=/dev/null bs=67108864 count=1 2>/dev/null; exit $?; fi
   sleep 1 & wait $!
 done
 `
