@@ -324,6 +324,15 @@ func (r *run) runtimeDied(ctx context.Context, cause error) error {
 		if exists(l.ReportFile(id)) {
 			continue // it finished before dying
 		}
+		delete(r.inflight, id)
+		// A task that kills every agent it runs on (it fills the memory, say)
+		// must not retry forever: past the bound it fails like any other.
+		if t, _ := r.g.Get(id); t.Attempts > r.o.opts.MaxRetries+maxDeaths {
+			if err := r.failed(ctx, id, fmt.Sprintf("the coding agent died %d times while running it; last: %v", t.Attempts, cause)); err != nil {
+				return err
+			}
+			continue
+		}
 		info := r.info(id)
 		info.History = append(info.History, fmt.Sprintf("attempt %d: interrupted: the coding agent died (%v)", info.Attempt, cause))
 		if err := r.g.Fail(id, "coding agent died"); err != nil {
@@ -332,7 +341,6 @@ func (r *run) runtimeDied(ctx context.Context, cause error) error {
 		if err := r.g.Retry(id); err != nil {
 			return err
 		}
-		delete(r.inflight, id)
 	}
 	if err := r.save(); err != nil {
 		return err
@@ -342,6 +350,9 @@ func (r *run) runtimeDied(ctx context.Context, cause error) error {
 	}
 	return nil
 }
+
+// maxDeaths is how many deaths of its agent a task survives beyond its retries.
+const maxDeaths = 2
 
 func exists(p string) bool {
 	_, err := os.Stat(p)

@@ -297,3 +297,32 @@ func TestDriveTimeout(t *testing.T) {
 		t.Errorf("error %q", st.Tasks[0].Error)
 	}
 }
+
+func TestDriveTaskThatKillsEveryAgentFails(t *testing.T) {
+	l := newLayout(t)
+	var rt *fakeRuntime
+	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		if c.ID == "killer" {
+			rt.exited <- errBoom // every attempt takes the agent down
+			return nil
+		}
+		return completed(c)
+	})
+	st := newTestState(t, plan.Task{ID: "killer", Description: "fills the memory"}, plan.Task{ID: "fine", Description: "independent"})
+	if err := New(Options{Layout: l, Runtime: rt, MaxRetries: 1}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	got := status(st)
+	if got["killer"] != taskgraph.Failed || got["fine"] != taskgraph.Completed || st.Status != RunFailed {
+		t.Fatalf("statuses %v, run %s", got, st.Status)
+	}
+	// One first run, MaxRetries+maxDeaths more after deaths, and no more.
+	if n := rt.count("killer"); n != 1+1+maxDeaths {
+		t.Errorf("killer dispatched %d times, want %d", n, 1+1+maxDeaths)
+	}
+	for _, tk := range st.Tasks {
+		if tk.ID == "killer" && !strings.Contains(tk.Error, "died") {
+			t.Errorf("error %q does not say the agent died", tk.Error)
+		}
+	}
+}
