@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/codeagent/codeagent/internal/cmdutil.version=$(VERSION)
 GOFILES := $(shell git ls-files '*.go' 2>/dev/null | grep -v /testdata/)
 
-.PHONY: build test lint bench e2e image clean
+.PHONY: build test lint bench e2e image test-images clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/planagent ./planagent
@@ -22,12 +22,17 @@ test: lint
 bench:
 	scripts/bench.sh
 
-# End-to-end tests against the real Docker engine (built image, containers, compose).
-e2e: image
+# End-to-end tests against the real Docker engine (built images, containers, compose).
+e2e: image test-images
 	CODEAGENT_E2E=1 CODEAGENT_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -timeout 15m -run 'E2E|Docker' ./...
 
 image:
 	scripts/image.sh
+
+# Images without codingagent (busybox only; busybox plus the host's Go) that
+# the runtime tests run agents and acceptance commands in.
+test-images:
+	scripts/test-images.sh
 
 clean:
 	rm -rf bin bench.out

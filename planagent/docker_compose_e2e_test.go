@@ -20,13 +20,40 @@ import (
 // (no container of its own), and `docker-compose down` ends it cleanly.
 func TestE2EDockerComposeWatcher(t *testing.T) {
 	cli := dockerE2E(t)
-	if cli == nil {
-		return
-	}
-	compose := composeCommand(t)
 	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
 	e := newDockerRunEnv(t, f)
 
+	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
+	// The quick start's loopback URL, which the compose file makes reach
+	// the host from inside (CODEAGENT_LOOPBACK_HOST).
+	composeDown := composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1")
+
+	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "using the compose codingagent watcher") {
+		t.Errorf("the run did not say it uses the compose watcher; stderr:\n%s", stderr)
+	}
+	e.assertThreeTasksDone()
+	e.assertOwnedAndKeyFree()
+	if created := watch.settled(t); len(created) != 0 {
+		t.Errorf("planagent created containers %v although the compose watcher serves the volumes", created)
+	}
+	runID, _ := e.runState()
+	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
+
+	project := composeDown()
+	assertNoContainers(t, cli, "com.docker.compose.project="+project)
+}
+
+// composeUp brings up the repository's docker-compose.yml codingagent
+// service over e's volumes, with baseURL as compose's OPENAI_BASE_URL, and
+// waits for its heartbeat. The returned func brings it down (also done at
+// cleanup) and returns the project name.
+func composeUp(t *testing.T, e *runEnv, baseURL string) func() string {
+	t.Helper()
+	compose := composeCommand(t)
 	spec, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
 	if err != nil {
 		t.Fatalf("read the repository's compose file: %v", err)
@@ -36,7 +63,7 @@ func TestE2EDockerComposeWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Bind sources that do not exist are created by the engine, as root.
-	for _, d := range []string{"context", "commands", "reports/.watchers", "workspace"} {
+	for _, d := range []string{"context", "commands", "reports/.watchers", "workspace", "attempts"} {
 		if err := os.MkdirAll(filepath.Join(e.volumes, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -47,12 +74,11 @@ func TestE2EDockerComposeWatcher(t *testing.T) {
 			append([]string{"-p", project, "-f", file, "--project-directory", e.dir}, args...)...)
 		cmd := exec.CommandContext(ctx, compose[0], full...)
 		cmd.Dir = e.dir
-		// The watcher's settings come from compose's environment, not from
-		// planagent: the base URL must already name the host as the container sees it.
-		cmd.Env = append(os.Environ(), "IMAGE="+runtime.DefaultImage,
+		// The watcher's settings come from compose's environment, not from planagent.
+		cmd.Env = append(os.Environ(), "IMAGE="+e2eImage(),
 			"UID="+strconv.Itoa(os.Getuid()), "GID="+strconv.Itoa(os.Getgid()),
 			"OPENAI_API_KEY="+e2eKey, "OPENAI_MODEL=test-model",
-			"OPENAI_BASE_URL=http://host.docker.internal:"+strconv.Itoa(e.srv.Port())+"/v1")
+			"OPENAI_BASE_URL="+baseURL)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%s %s: %w\n%s", compose[0], strings.Join(full, " "), err, out)
 		}
@@ -63,30 +89,17 @@ func TestE2EDockerComposeWatcher(t *testing.T) {
 			t.Logf("cleanup: %v", err)
 		}
 	})
-	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
-
 	since := time.Now()
 	if err := composeDo(t.Context(), "up", "-d", "codingagent"); err != nil {
 		t.Fatal(err)
 	}
 	waitFreshHeartbeat(t, filepath.Join(e.volumes, "reports", ".watchers"), since)
-
-	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	return func() string {
+		if err := composeDo(t.Context(), "down", "-t", "5"); err != nil {
+			t.Fatal(err)
+		}
+		return project
 	}
-	e.assertThreeTasksDone()
-	e.assertOwnedAndKeyFree()
-	if created := watch.settled(t); len(created) != 0 {
-		t.Errorf("planagent created containers %v although the compose watcher serves the volumes", created)
-	}
-	runID, _ := e.runState()
-	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
-
-	if err := composeDo(t.Context(), "down", "-t", "5"); err != nil {
-		t.Fatal(err)
-	}
-	assertNoContainers(t, cli, "com.docker.compose.project="+project)
 }
 
 // composeCommand is `docker compose` (v2 plugin) or `docker-compose` (v1).

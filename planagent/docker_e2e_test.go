@@ -30,15 +30,14 @@ import (
 // e2eKey is long enough for the runtime to mask it and distinctive enough to grep for.
 const e2eKey = "sk-e2e-docker-0123456789abcdef-SECRET"
 
-// dockerE2E returns a client for the engine, or nil (after t.Log) when the
-// container end-to-end tests are off. Once asked for (CODEAGENT_E2E=1, as
+// dockerE2E returns a client for the engine, or skips the test (with the
+// reason) when the container end-to-end tests are off. Once asked for (CODEAGENT_E2E=1, as
 // `make e2e` does) a missing engine or image fails the test: CI must not
 // pass by skipping them.
 func dockerE2E(t *testing.T) *client.Client {
 	t.Helper()
 	if os.Getenv("CODEAGENT_E2E") != "1" {
-		t.Log("container end-to-end test not run: set CODEAGENT_E2E=1 (make e2e)")
-		return nil
+		t.Skip("container end-to-end test: set CODEAGENT_E2E=1 (make e2e) to run it")
 	}
 	cli, err := client.New(client.FromEnv)
 	if err == nil {
@@ -51,10 +50,19 @@ func dockerE2E(t *testing.T) *client.Client {
 			os.Getenv("CODEAGENT_REQUIRE_DOCKER"), os.Getenv("DOCKER_HOST"), err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	if _, err := cli.ImageInspect(t.Context(), runtime.DefaultImage); err != nil {
-		t.Fatalf("CODEAGENT_E2E=1 needs the image %s: run `make image`: %v", runtime.DefaultImage, err)
+	if _, err := cli.ImageInspect(t.Context(), e2eImage()); err != nil {
+		t.Fatalf("CODEAGENT_E2E=1 needs the image %s: run `make image`: %v", e2eImage(), err)
 	}
 	return cli
+}
+
+// e2eImage is the codingagent image the tests run: CODEAGENT_IMAGE (which
+// planagent reads too) or the default `make image` builds.
+func e2eImage() string {
+	if img := os.Getenv("CODEAGENT_IMAGE"); img != "" {
+		return img
+	}
+	return runtime.DefaultImage
 }
 
 // newDockerRunEnv is newRunEnv with the model listening on every interface
@@ -77,11 +85,12 @@ type containerWatch struct {
 	changed   chan struct{} // signalled after every event
 }
 
-func watchContainers(t *testing.T, cli *client.Client, label string) *containerWatch {
+func watchContainers(t *testing.T, cli *client.Client, label string, more ...string) *containerWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	// Several label filters must all hold.
 	res := cli.Events(ctx, client.EventsListOptions{Filters: make(client.Filters).
-		Add("type", "container").Add("event", "create").Add("event", "destroy").Add("label", label)})
+		Add("type", "container").Add("event", "create").Add("event", "destroy").Add("label", append([]string{label}, more...)...)})
 	w := &containerWatch{destroyed: map[string]bool{}, changed: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() {
@@ -103,6 +112,9 @@ func watchContainers(t *testing.T, cli *client.Client, label string) *containerW
 }
 
 func (w *containerWatch) record(m events.Message) {
+	if m.Actor.Attributes[runtime.LabelRole] == "preflight" {
+		return // the model check before the run, not a container of the run
+	}
 	w.mu.Lock()
 	switch m.Action {
 	case events.ActionCreate:
@@ -228,12 +240,9 @@ func (e *runEnv) assertThreeTasksDone() {
 
 func TestE2EDockerRunThreeTasks(t *testing.T) {
 	cli := dockerE2E(t)
-	if cli == nil {
-		return
-	}
 	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
 	e := newDockerRunEnv(t, f)
-	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
+	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes, runtime.LabelRole+"=attempt")
 
 	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
 	if code != 0 {
@@ -252,21 +261,19 @@ func TestE2EDockerRunThreeTasks(t *testing.T) {
 			t.Errorf("%s started %d times, want 1", tok, n)
 		}
 	}
-	if created := watch.settled(t); len(created) != 1 {
-		t.Errorf("the run created %d containers, want 1", len(created))
+	// A container per task attempt.
+	if created := watch.settled(t); len(created) != 3 {
+		t.Errorf("the run created %d attempt containers, want 3 (one per task)", len(created))
 	}
 	runID, _ := e.runState()
 	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
 	assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
 }
 
-// TestE2EDockerKilledMidTask kills the run's container while a task is being
-// worked on: the task goes again on a fresh container and the run completes.
+// TestE2EDockerKilledMidTask kills the task's container while it is being
+// worked on: the task goes again in a fresh container and the run completes.
 func TestE2EDockerKilledMidTask(t *testing.T) {
 	cli := dockerE2E(t)
-	if cli == nil {
-		return
-	}
 	plan := `{"title":"Slow then quick","overview":"Two tasks.","tasks":[
  {"id":"slow","description":"TOKEN-SLOW: write slow.txt","dependencies":[]},
  {"id":"quick","description":"TOKEN-QUICK: write quick.txt","dependencies":["slow"]}]}`
@@ -276,7 +283,7 @@ func TestE2EDockerKilledMidTask(t *testing.T) {
 	}}
 	e := newDockerRunEnv(t, f)
 	label := runtime.LabelVolumes + "=" + e.volumes
-	watch := watchContainers(t, cli, label)
+	watch := watchContainers(t, cli, label, runtime.LabelRole+"=attempt")
 
 	cmd := e.command("run", "--runtime", "docker", "--yes", "make two files")
 	var out, errb bytes.Buffer
@@ -336,9 +343,10 @@ func TestE2EDockerKilledMidTask(t *testing.T) {
 	if attempts["slow"] != 2 || attempts["quick"] != 1 {
 		t.Errorf("attempts = %v, want slow 2 and quick 1", attempts)
 	}
+	// The killed attempt's container, slow's next attempt's and quick's.
 	created := watch.settled(t)
-	if len(created) != 2 || created[0] != victim {
-		t.Errorf("containers created = %v, want the killed %s and one fresh one", created, victim[:12])
+	if len(created) != 3 || created[0] != victim {
+		t.Errorf("attempt containers created = %v, want the killed %s and one each for slow's second attempt and quick", created, victim[:12])
 	}
 	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
 	assertNoContainers(t, cli, label)

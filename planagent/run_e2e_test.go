@@ -17,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -66,16 +65,16 @@ type fakeModel struct {
 	started chan string
 }
 
-func firstUser(req openai.ChatCompletionRequest) string {
+func firstUser(req llmtest.Request) string {
 	for _, m := range req.Messages {
-		if m.Role == openai.ChatMessageRoleUser {
+		if m.Role == llm.RoleUser {
 			return m.Content
 		}
 	}
 	return ""
 }
 
-func hasTool(req openai.ChatCompletionRequest, name string) bool {
+func hasTool(req llmtest.Request, name string) bool {
 	for _, t := range req.Tools {
 		if t.Function != nil && t.Function.Name == name {
 			return true
@@ -84,9 +83,9 @@ func hasTool(req openai.ChatCompletionRequest, name string) bool {
 	return false
 }
 
-func (f *fakeModel) handle(req openai.ChatCompletionRequest) llmtest.Reply {
+func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 	sys := ""
-	if len(req.Messages) > 0 && req.Messages[0].Role == openai.ChatMessageRoleSystem {
+	if len(req.Messages) > 0 && req.Messages[0].Role == llm.RoleSystem {
 		sys = req.Messages[0].Content
 	}
 	switch {
@@ -94,7 +93,7 @@ func (f *fakeModel) handle(req openai.ChatCompletionRequest) llmtest.Reply {
 		return llmtest.Text("- Files are plain text.")
 	case hasTool(req, "create_plan"):
 		last := req.Messages[len(req.Messages)-1]
-		if last.Role == openai.ChatMessageRoleTool {
+		if last.Role == llm.RoleTool {
 			return llmtest.Text("Plan submitted.")
 		}
 		return llmtest.Calls(llmtest.Call("create_plan", f.plan))
@@ -121,9 +120,9 @@ func (f *fakeModel) handle(req openai.ChatCompletionRequest) llmtest.Reply {
 		n, asked := 0, 0
 		for _, m := range req.Messages {
 			switch m.Role {
-			case openai.ChatMessageRoleAssistant:
+			case llm.RoleAssistant:
 				asked++
-			case openai.ChatMessageRoleTool:
+			case llm.RoleTool:
 				if !strings.HasPrefix(m.Content, "cancelled") && !strings.HasPrefix(m.Content, "not run") && !strings.HasPrefix(m.Content, "no result") {
 					n++
 				}
@@ -551,7 +550,8 @@ func assertNoKey(t *testing.T, dir, key string) {
 // sessionFile is the session file name of task id under volumes.
 func sessionFile(t *testing.T, volumes, id string) string {
 	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(volumes, "context", "sessions", "*--"+id+".jsonl"))
+	// <run>--<id>.<attempt>.jsonl: an attempt in its own copy has its own.
+	m, _ := filepath.Glob(filepath.Join(volumes, "context", "sessions", "*--"+id+".[0-9]*.jsonl"))
 	if len(m) != 1 {
 		t.Fatalf("session files of %s: %v", id, m)
 	}

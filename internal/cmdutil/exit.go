@@ -9,11 +9,12 @@ import (
 	"fmt"
 )
 
-// Exit codes of the contract in DESIGN.md.
+// Exit codes: the contract both programs document in their help.
 const (
 	ExitOK          = 0
 	ExitFailed      = 1   // a task failed or was skipped
 	ExitUsage       = 2   // bad usage or configuration
+	ExitPaused      = 3   // a budget was reached; `planagent resume` continues
 	ExitInterrupted = 130 // Ctrl-C / SIGTERM
 )
 
@@ -54,6 +55,7 @@ func ExitCode(ctx context.Context, err error) int {
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return ExitInterrupted
 	}
-	// cobra's own errors (unknown flag, wrong args) and configuration errors.
-	return ExitUsage
+	// Bad usage and configuration are UsageErrors (Main makes cobra's own
+	// errors so); anything else went wrong while doing the work.
+	return ExitFailed
 }

@@ -23,7 +23,7 @@ func TestExitCode(t *testing.T) {
 		{"wrapped exit error", context.Background(), fmt.Errorf("run: %w", Failed(errors.New("x"))), ExitFailed},
 		{"cancelled", cancelled, errors.New("whatever"), ExitInterrupted},
 		{"context.Canceled", context.Background(), fmt.Errorf("x: %w", context.Canceled), ExitInterrupted},
-		{"plain error", context.Background(), errors.New("unknown flag --x"), ExitUsage},
+		{"unclassified error", context.Background(), errors.New("write the report: disk full"), ExitFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,12 +19,18 @@ type Factory struct {
 	// Executable is the running program's path (the local runtime finds
 	// codingagent next to it).
 	Executable string
+	// keyErr is a failure to read the key from KeyFDEnv's descriptor,
+	// reported by Config.
+	keyErr error
 }
 
-// NewFactory returns a factory over the process environment.
+// NewFactory returns a factory over the process environment. A key handed
+// over on a file descriptor (KeyFDEnv) is read here, once, before anything
+// can start a child.
 func NewFactory() *Factory {
 	exe, _ := os.Executable()
-	return &Factory{IO: System(), Getenv: os.Getenv, Executable: exe}
+	key, err := readKeyFD(os.Getenv)
+	return &Factory{IO: System(), Getenv: withKey(os.Getenv, key), Executable: exe, keyErr: err}
 }
 
 // AddConfigFlags adds the flags every command shares.
@@ -39,10 +45,21 @@ func AddConfigFlags(cmd *cobra.Command) {
 
 // Config loads the effective configuration for cmd (flags > env > file > defaults).
 func (f *Factory) Config(cmd *cobra.Command) (*config.Loaded, error) {
+	if f.keyErr != nil {
+		return nil, UsageError(f.keyErr)
+	}
 	file, _ := cmd.Flags().GetString("config")
 	l, err := config.Load(config.Options{File: file, Flags: cmd.Flags(), Getenv: f.Getenv})
 	if err != nil {
 		return nil, UsageError(fmt.Errorf("configuration: %w", err))
+	}
+	// In a compose container this machine's loopback is the container's own:
+	// the host's is reached under another name.
+	if host := f.Getenv(config.LoopbackHostEnv); host != "" {
+		if u, ok := config.RewriteLoopback(l.BaseURL, host); ok {
+			l.BaseURL = u
+			l.Warnings = append(l.Warnings, fmt.Sprintf("OPENAI_BASE_URL points at the loopback; in this container it is reached as %s (%s), so the server must listen on the docker bridge too (e.g. 0.0.0.0)", host, config.LoopbackHostEnv))
+		}
 	}
 	return l, nil
 }

@@ -3,6 +3,8 @@ package cmdutil
 import (
 	"io"
 	"os"
+
+	"golang.org/x/term"
 )
 
 // IOStreams are the injected streams every command writes to, so tests read buffers.
@@ -17,7 +19,12 @@ type IOStreams struct {
 // System returns the process's streams.
 func System() IOStreams {
 	return IOStreams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTerminal: func() bool {
-		fi, err := os.Stdin.Stat()
-		return err == nil && fi.Mode()&os.ModeCharDevice != 0
+		return IsTerminal(os.Stdin)
 	}}
+}
+
+// IsTerminal reports whether f is a terminal. A character device is not
+// enough: /dev/null is one, and `run … </dev/null` must not ask.
+func IsTerminal(f *os.File) bool {
+	return term.IsTerminal(int(f.Fd()))
 }

@@ -51,6 +51,22 @@ type Config struct {
 	TaskTimeout         time.Duration
 	Parallel            int
 	MaxRetries          int
+	// Budgets of a run (0: none): tokens of every model call, the run's
+	// running time, and its cost in USD, which needs Prices for the model.
+	BudgetTokens int
+	BudgetTime   time.Duration
+	BudgetUSD    float64
+	// TaskBudgetTokens stops one task's agent past this many tokens (0: none).
+	TaskBudgetTokens int
+	// Prices are USD per million tokens by model name.
+	Prices map[string]Price
+	// MCPServers are the MCP servers whose tools the agent, the planner
+	// and the chat are offered, by name.
+	MCPServers map[string]MCPServer
+	// MCPReadOnly names more MCP tools (mcp__<server>__<tool>, or a server
+	// name for all its tools) that plan mode and the planner may use,
+	// besides those the server marks readOnlyHint.
+	MCPReadOnly []string
 }
 
 // Defaults returns the configuration used when nothing is set.
@@ -86,6 +102,9 @@ type Loaded struct {
 	Sources map[string]Source
 	// File is the absolute path of the file that was read, "" when none was.
 	File string
+	// UserFile is the absolute path of the user-level file (UserFile) when
+	// one was read: it sits under File (./codeagent.yaml or --config).
+	UserFile string
 	// Warnings are things worth telling the user that do not stop the run.
 	Warnings []string
 }
@@ -98,6 +117,22 @@ type Options struct {
 	Flags *pflag.FlagSet
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
+	// UserFile overrides the user-level file's path (tests); "" means
+	// UserFile(Getenv).
+	UserFile string
+}
+
+// UserFile is the user-level config file, read before (under) the
+// project's: $XDG_CONFIG_HOME/codeagent/config.yaml, else
+// $HOME/.config/codeagent/config.yaml; "" when neither variable is set.
+func UserFile(getenv func(string) string) string {
+	if dir := getenv("XDG_CONFIG_HOME"); dir != "" && filepath.IsAbs(dir) {
+		return filepath.Join(dir, "codeagent", "config.yaml")
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".config", "codeagent", "config.yaml")
+	}
+	return ""
 }
 
 // Load merges defaults, the file, the environment and flags, then validates
@@ -110,11 +145,23 @@ func Load(opts Options) (*Loaded, error) {
 	}
 	st := &state{cfg: Defaults(), origins: make(map[string]origin)}
 
-	file, err := st.readFile(opts.File)
+	user := opts.UserFile
+	if user == "" {
+		user = UserFile(getenv)
+	}
+	var userAbs string
+	if user != "" {
+		var err error
+		if userAbs, err = st.readFile(user, false); err != nil {
+			return nil, err
+		}
+	}
+	file, err := st.readFile(opts.File, opts.File != "")
 	if err != nil {
 		return nil, err
 	}
 	st.applyEnv(getenv)
+	st.applyMCPEnv(getenv)
 	st.applyFlags(opts.Flags)
 	if len(st.errs) > 0 {
 		return nil, errors.Join(st.errs...)
@@ -123,9 +170,12 @@ func Load(opts Options) (*Loaded, error) {
 		return nil, err
 	}
 
-	l := &Loaded{Config: st.cfg, Sources: make(map[string]Source), File: file, Warnings: st.warnings}
+	l := &Loaded{Config: st.cfg, Sources: make(map[string]Source), File: file, UserFile: userAbs, Warnings: st.warnings}
 	for _, f := range fields() {
 		l.Sources[f.key] = st.origins[f.key].source()
+	}
+	for _, key := range []string{keyMCPServers, keyMCPReadOnly, keyPrices} {
+		l.Sources[key] = st.origins[key].source()
 	}
 	return l, nil
 }
@@ -137,7 +187,7 @@ func Keys() []string {
 	for i, f := range fs {
 		keys[i] = f.key
 	}
-	return keys
+	return append(keys, keyMCPServers, keyMCPReadOnly, keyPrices)
 }
 
 // Validate checks a Config built by hand; Load already does this.
@@ -155,10 +205,10 @@ type state struct {
 }
 
 // readFile applies the YAML file and returns its absolute path, or "" when
-// the default file does not exist.
-func (st *state) readFile(path string) (string, error) {
-	explicit := path != ""
-	if !explicit {
+// a file not named explicitly (the default, the user-level one) does not
+// exist.
+func (st *state) readFile(path string, explicit bool) (string, error) {
+	if path == "" {
 		path = DefaultFile
 	}
 	data, err := os.ReadFile(path)

@@ -16,6 +16,9 @@ type field struct {
 	env   string // "" means CODEAGENT_<KEY>
 	ptr   func(*Config) any
 	usage string
+	// agent marks the settings a coding agent started by planagent needs:
+	// AgentEnv hands them over in its environment.
+	agent bool
 }
 
 // fields returns the table in display order. It is a function, not a
@@ -23,27 +26,27 @@ type field struct {
 func fields() []field {
 	fs := []field{
 		{key: "api_key", env: "OPENAI_API_KEY", ptr: func(c *Config) any { return &c.APIKey },
-			usage: "API key of the OpenAI-compatible server"},
+			usage: "API key of the OpenAI-compatible server", agent: true},
 		{key: "base_url", env: "OPENAI_BASE_URL", ptr: func(c *Config) any { return &c.BaseURL },
-			usage: "base URL of the OpenAI-compatible API, including /v1 where the server needs it"},
+			usage: "base URL of the OpenAI-compatible API, including /v1 where the server needs it", agent: true},
 		{key: "model", env: "OPENAI_MODEL", ptr: func(c *Config) any { return &c.Model },
-			usage: "model name"},
+			usage: "model name", agent: true},
 		{key: "summary_model", ptr: func(c *Config) any { return &c.SummaryModel },
-			usage: "cheaper model for compaction summaries (empty: same as model)"},
+			usage: "cheaper model for compaction summaries (empty: same as model)", agent: true},
 		{key: "context_window", ptr: func(c *Config) any { return &c.ContextWindow },
-			usage: "model context window in tokens"},
+			usage: "model context window in tokens", agent: true},
 		{key: "reserved_output", ptr: func(c *Config) any { return &c.ReservedOutput },
-			usage: "tokens kept free for the model's answer"},
+			usage: "tokens kept free for the model's answer", agent: true},
 		{key: "compaction_threshold", ptr: func(c *Config) any { return &c.CompactionThreshold },
-			usage: "compact history when this fraction of the usable window is full (0 < x <= 1)"},
+			usage: "compact history when this fraction of the usable window is full (0 < x <= 1)", agent: true},
 		{key: "keep_messages", ptr: func(c *Config) any { return &c.KeepMessages },
-			usage: "recent messages kept verbatim at compaction"},
+			usage: "recent messages kept verbatim at compaction", agent: true},
 		{key: "request_timeout", ptr: func(c *Config) any { return &c.RequestTimeout },
-			usage: "timeout of one LLM request, e.g. 90s"},
+			usage: "timeout of one LLM request, e.g. 90s", agent: true},
 		{key: "retries", ptr: func(c *Config) any { return &c.Retries },
-			usage: "retries of a failed LLM request"},
+			usage: "retries of a failed LLM request", agent: true},
 		{key: "max_iterations", ptr: func(c *Config) any { return &c.MaxIterations },
-			usage: "tool-loop iterations per task"},
+			usage: "tool-loop iterations per task", agent: true},
 		{key: "volumes_dir", flag: "volumes", ptr: func(c *Config) any { return &c.VolumesDir },
 			usage: "volumes directory holding context/, commands/, reports/, workspace/"},
 		{key: "workspace_dir", flag: "workspace", ptr: func(c *Config) any { return &c.WorkspaceDir },
@@ -51,7 +54,7 @@ func fields() []field {
 		{key: "runtime", ptr: func(c *Config) any { return &c.Runtime },
 			usage: "where the coding agent runs: docker or local"},
 		{key: "image", ptr: func(c *Config) any { return &c.Image },
-			usage: "container image of the coding agent"},
+			usage: "image of the task containers (any local image with /bin/sh; planagent brings codingagent)"},
 		{key: "container_memory", ptr: func(c *Config) any { return &c.ContainerMemory },
 			usage: "memory limit of the agent container, e.g. 512m, 2g"},
 		{key: "container_cpus", ptr: func(c *Config) any { return &c.ContainerCPUs },
@@ -61,13 +64,21 @@ func fields() []field {
 		{key: "network", ptr: func(c *Config) any { return &c.Network },
 			usage: "docker network of the agent container"},
 		{key: "repo_map_tokens", ptr: func(c *Config) any { return &c.RepoMapTokens },
-			usage: "token budget of the repo map (0: off)"},
+			usage: "token budget of the repo map (0: off)", agent: true},
 		{key: "task_timeout", ptr: func(c *Config) any { return &c.TaskTimeout },
-			usage: "time limit of one task, e.g. 30m"},
+			usage: "time limit of one task, e.g. 30m", agent: true},
 		{key: "parallel", ptr: func(c *Config) any { return &c.Parallel },
-			usage: "tasks run at the same time"},
+			usage: "tasks run at the same time", agent: true},
 		{key: "max_retries", ptr: func(c *Config) any { return &c.MaxRetries },
 			usage: "retries of a failed task"},
+		{key: "budget_tokens", ptr: func(c *Config) any { return &c.BudgetTokens },
+			usage: "pause the run once its tokens pass N: no new task starts (0: no budget)"},
+		{key: "budget_time", ptr: func(c *Config) any { return &c.BudgetTime },
+			usage: "pause the run once it has run this long, e.g. 30m (0: no budget)"},
+		{key: "budget_usd", ptr: func(c *Config) any { return &c.BudgetUSD },
+			usage: "pause the run once its cost passes X USD; needs prices for the model (0: no budget)"},
+		{key: "task_budget_tokens", ptr: func(c *Config) any { return &c.TaskBudgetTokens },
+			usage: "fail a task (reason budget) once its agent's tokens pass N (0: no budget)"},
 	}
 	for i := range fs {
 		if fs[i].flag == "" {
@@ -81,6 +92,26 @@ func fields() []field {
 }
 
 func upper(key string) string { return strings.ToUpper(key) }
+
+// EnvWorkspaceExclude lists workspace-relative dirs (comma-separated) that
+// are not part of the workspace: planagent sets it for its coding agent when
+// its volumes dir lies inside the workspace, which a container cannot tell
+// from its own mounts.
+const EnvWorkspaceExclude = "CODEAGENT_WORKSPACE_EXCLUDE"
+
+// AgentEnv is the environment that hands c's agent settings (the fields
+// marked agent) to a coding agent planagent starts, by env var name. Load
+// reading it back gives the same values, since one table writes and reads
+// them. It holds the API key: it is for a process environment, never a file.
+func AgentEnv(c *Config) map[string]string {
+	env := map[string]string{}
+	for _, f := range fields() {
+		if f.agent {
+			env[f.env] = f.format(c)
+		}
+	}
+	return env
+}
 
 // parse sets f's Config field from text as it appears in env, flags or YAML.
 // The error says what was wanted so the caller only adds where and which key.

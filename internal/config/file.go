@@ -64,6 +64,24 @@ func (st *state) applyFile(data []byte, path, abs string) {
 			fail(k.Line, "", "keys must be plain names, got %s", describe(k))
 			continue
 		}
+		if k.Value == keyPrices {
+			if first, dup := seen[k.Value]; dup {
+				fail(k.Line, k.Value, "set twice (first at line %d): keep one", first)
+				continue
+			}
+			seen[k.Value] = k.Line
+			st.applyPricesNode(k, v, origin{kind: fromFile, name: path, abs: abs, line: k.Line})
+			continue
+		}
+		if k.Value == keyMCPServers || k.Value == keyMCPReadOnly {
+			if first, dup := seen[k.Value]; dup {
+				fail(k.Line, k.Value, "set twice (first at line %d): keep one", first)
+				continue
+			}
+			seen[k.Value] = k.Line
+			st.applyMCPNode(k, v, path, abs)
+			continue
+		}
 		f, ok := known[k.Value]
 		if !ok {
 			fail(k.Line, "", "unknown key %q (known: %s%s)", k.Value, strings.Join(Keys(), ", "), suggest(k.Value))
@@ -115,19 +133,31 @@ func describe(n *yaml.Node) string {
 // (people copy "volumes" from --volumes into the file).
 func suggest(unknown string) string {
 	norm := strings.ReplaceAll(strings.ToLower(unknown), "-", "_")
-	best, bestDist := "", 3
+	var keys []string
 	for _, f := range fields() {
 		if norm == f.key || norm == strings.ReplaceAll(f.flag, "-", "_") {
 			return fmt.Sprintf("; did you mean %q?", f.key)
 		}
-		if d := distance(norm, f.key); d < bestDist {
-			best, bestDist = f.key, d
-		}
+		keys = append(keys, f.key)
 	}
+	best := Nearest(norm, keys)
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+// Nearest is the name among names that word most likely misspells: the
+// closest at most two edits away (the first of equals), or "" when none is.
+// Unknown keys and unknown flags get their suggestion from it.
+func Nearest(word string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		if d := distance(word, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
 }
 
 // distance is the Levenshtein edit distance between a and b.
@@ -149,4 +179,18 @@ func distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// applyMCPNode parses mcp_servers or mcp_read_only, whose values are not
+// single scalars.
+func (st *state) applyMCPNode(k, v *yaml.Node, path, abs string) {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return
+	}
+	at := func(line int) origin { return origin{kind: fromFile, name: path, abs: abs, line: line} }
+	if k.Value == keyMCPReadOnly {
+		st.applyMCPReadOnlyNode(v, at(k.Line).where(), at(k.Line))
+		return
+	}
+	st.applyMCPServersNode(v, func(line int) string { return at(line).where() }, func(int) origin { return at(k.Line) })
 }

@@ -236,8 +236,39 @@ func TestKeysMatchesYAMLKeys(t *testing.T) {
 	want := []string{"api_key", "base_url", "model", "summary_model", "context_window", "reserved_output",
 		"compaction_threshold", "keep_messages", "request_timeout", "retries", "max_iterations", "volumes_dir",
 		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
-		"repo_map_tokens", "task_timeout", "parallel", "max_retries"}
+		"repo_map_tokens", "task_timeout", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",
+		"task_budget_tokens", "mcp_servers", "mcp_read_only", "prices"}
 	if got := Keys(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Keys() = %v\nwant %v", got, want)
+	}
+}
+
+func TestPrices(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "codeagent.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	l, err := Load(Options{File: write("model: m1\nbudget_usd: 0.5\nprices:\n  m1: {input: 2.5, output: 10}\n  other: {input: 0, output: 0}\n"), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := l.PriceOf("m1"); !ok || p != (Price{Input: 2.5, Output: 10}) || l.BudgetUSD != 0.5 || !strings.Contains(string(l.Sources["prices"]), "codeagent.yaml:3") {
+		t.Errorf("prices %+v budget %v source %q", l.Prices, l.BudgetUSD, l.Sources["prices"])
+	}
+	for body, want := range map[string]string{
+		"prices: 3\n":                             `codeagent.yaml:1: key "prices": want a mapping of model name`,
+		"prices:\n  m1: {input: 1}\n":             `codeagent.yaml:2: key "prices": model "m1": output is missing`,
+		"prices:\n  m1: {input: -1, output: 1}\n": `codeagent.yaml:2: key "prices": model "m1": input must be 0 or more`,
+		"prices:\n  m1: {input: 1, outp: 1}\n":    `model "m1": unknown field "outp" (known: input, output)`,
+		"budget_tokens: -5\n":                     "budget_tokens",
+	} {
+		_, err := Load(Options{File: write(body), Getenv: func(string) string { return "" }})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", body, err, want)
+		}
 	}
 }

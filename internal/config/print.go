@@ -19,7 +19,11 @@ func (l *Loaded) Print(w io.Writer) error {
 	if file == "" {
 		file = "(none)"
 	}
-	if _, err := fmt.Fprintf(w, "config file: %s\n\n", file); err != nil {
+	user := l.UserFile
+	if user == "" {
+		user = "(none)"
+	}
+	if _, err := fmt.Fprintf(w, "user config: %s\nconfig file: %s\n\n", user, file); err != nil {
 		return fmt.Errorf("print config: %w", err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
@@ -37,6 +41,17 @@ func (l *Loaded) Print(w io.Writer) error {
 			src = SourceDefault
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.key, v, src)
+	}
+	readOnly := strings.Join(l.MCPReadOnly, ",")
+	if readOnly == "" {
+		readOnly = "(none)"
+	}
+	for _, kv := range [][2]string{{keyMCPServers, formatMCPServers(l.MCPServers)}, {keyMCPReadOnly, readOnly}, {keyPrices, formatPrices(l.Prices)}} {
+		src := l.Sources[kv[0]]
+		if src == "" {
+			src = SourceDefault
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", kv[0], kv[1], src)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print config: %w", err)

@@ -60,7 +60,7 @@ func TestPrintWithoutFileOrKey(t *testing.T) {
 		t.Fatalf("Print: %v", err)
 	}
 	out := buf.String()
-	if !strings.HasPrefix(out, "config file: (none)\n") {
+	if !strings.HasPrefix(out, "user config: (none)\nconfig file: (none)\n") {
 		t.Errorf("output does not start with the file line:\n%s", out)
 	}
 	rows := make(map[string][]string)
@@ -77,8 +77,8 @@ func TestPrintWithoutFileOrKey(t *testing.T) {
 			t.Errorf("row %s = %q, want %q", key, got, want)
 		}
 	}
-	if n := strings.Count(out, "\n"); n != len(Keys())+3 {
-		t.Errorf("got %d lines, want %d (header, blank, column titles, one per key)", n, len(Keys())+3)
+	if n := strings.Count(out, "\n"); n != len(Keys())+4 {
+		t.Errorf("got %d lines, want %d (two file lines, blank, column titles, one per key)", n, len(Keys())+4)
 	}
 }
 

@@ -51,6 +51,10 @@ func validate(c Config, where func(key string) string) error {
 	check("task_timeout", c.TaskTimeout > 0, `a positive duration such as "30m"`)
 	check("parallel", c.Parallel > 0, "at least 1")
 	check("max_retries", c.MaxRetries >= 0, "0 or more")
+	check("budget_tokens", c.BudgetTokens >= 0, "0 (no budget) or more tokens")
+	check("budget_time", c.BudgetTime >= 0, `0 (no budget) or a duration such as "30m"`)
+	check("budget_usd", c.BudgetUSD >= 0, "0 (no budget) or more USD, e.g. 2.50")
+	check("task_budget_tokens", c.TaskBudgetTokens >= 0, "0 (no budget) or more tokens")
 
 	if c.ContextWindow > 0 && c.ReservedOutput > 0 && c.ReservedOutput >= c.ContextWindow {
 		// Blame the value the user set; a default is not what they need to edit.

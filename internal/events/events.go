@@ -4,6 +4,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -112,13 +113,16 @@ func (j *JSON) Emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
+	// Not HTML: a tool's "a > b" stays readable (json.Marshal would write \u003e).
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
 		return
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	_, _ = j.w.Write(append(b, '\n'))
+	_, _ = j.w.Write(b.Bytes())
 }
 
 // Text renders events for a person: one line per tool call and result,

@@ -13,12 +13,12 @@ import (
 )
 
 // attempt is one try of a request, bounded by RequestTimeout.
-func (c *Client) attempt(ctx context.Context, creq openai.ChatCompletionRequest, onToken func(string)) (*Response, error) {
+func (c *Client) attempt(ctx context.Context, creq openai.ChatCompletionRequest, sent []Message, onToken func(string)) (*Response, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
 	defer cancel()
 	ctx, rec := withExchange(ctx)
 	if creq.Stream {
-		return c.stream(ctx, creq, rec, onToken)
+		return c.stream(ctx, creq, sent, rec, onToken)
 	}
 	resp, err := c.api.CreateChatCompletion(ctx, creq)
 	if err != nil {
@@ -29,12 +29,12 @@ func (c *Client) attempt(ctx context.Context, creq openai.ChatCompletionRequest,
 			Message: "the response has no choices"}
 	}
 	choice := resp.Choices[0]
-	return c.response(creq, choice.Message, string(choice.FinishReason), &resp.Usage), nil
+	return c.response(creq.Tools, sent, fromWire(choice.Message), string(choice.FinishReason), &resp.Usage), nil
 }
 
 // stream reads a streaming answer, cancelling the attempt when the server
 // stays silent for IdleTimeout.
-func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, rec *exchange, onToken func(string)) (*Response, error) {
+func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, sent []Message, rec *exchange, onToken func(string)) (*Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(c.idle, func() { cancel(errIdle) })
@@ -63,12 +63,12 @@ func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, 
 		return nil, c.attemptError(ctx, creq.Model, rec, errCutStream)
 	}
 	msg := Message{
-		Role:             openai.ChatMessageRoleAssistant,
+		Role:             RoleAssistant,
 		Content:          acc.content.String(),
 		ReasoningContent: acc.reasoning.String(),
 		ToolCalls:        acc.calls.calls,
 	}
-	return c.response(creq, msg, acc.finish, acc.usage), nil
+	return c.response(creq.Tools, sent, msg, acc.finish, acc.usage), nil
 }
 
 // streamed accumulates the chunks of one streamed answer.
@@ -105,8 +105,8 @@ func (s *streamed) add(chunk openai.ChatCompletionStreamResponse, onToken func(s
 
 // response completes an answer: tool calls made sendable, usage measured or
 // estimated.
-func (c *Client) response(sent openai.ChatCompletionRequest, msg Message, finish string, u *openai.Usage) *Response {
-	msg.Role = openai.ChatMessageRoleAssistant
+func (c *Client) response(tools []openai.Tool, sent []Message, msg Message, finish string, u *openai.Usage) *Response {
+	msg.Role = RoleAssistant
 	msg.ToolCalls = c.normalizeCalls(msg.ToolCalls)
 	if len(msg.ToolCalls) > 0 && finish == string(openai.FinishReasonStop) {
 		// Ollama says "stop" after tool calls; callers look at one field.
@@ -115,7 +115,7 @@ func (c *Client) response(sent openai.ChatCompletionRequest, msg Message, finish
 	usage, ok := usageFrom(u)
 	if !ok {
 		usage = Usage{
-			Prompt:     EstimateTokens(sent.Messages) + toolTokens(sent.Tools),
+			Prompt:     EstimateTokens(sent) + toolTokens(tools),
 			Completion: EstimateTokens([]Message{msg}),
 			Estimated:  true,
 		}
@@ -124,7 +124,7 @@ func (c *Client) response(sent openai.ChatCompletionRequest, msg Message, finish
 }
 
 // normalizeCalls gives every call what the API needs when the call is sent
-// back in the history: a unique id, a type, and arguments ("{}" when empty,
+// back in the history: a unique id and arguments ("{}" when empty,
 // since go-openai would drop an empty string and some servers then 400).
 func (c *Client) normalizeCalls(calls []ToolCall) []ToolCall {
 	if len(calls) == 0 {
@@ -133,16 +133,12 @@ func (c *Client) normalizeCalls(calls []ToolCall) []ToolCall {
 	out := make([]ToolCall, 0, len(calls))
 	seen := map[string]bool{}
 	for _, tc := range calls {
-		tc.Index = nil
-		if tc.Type == "" {
-			tc.Type = openai.ToolTypeFunction
-		}
 		if tc.ID == "" || seen[tc.ID] {
 			tc.ID = fmt.Sprintf("call_%d", c.callSeq.Add(1))
 		}
 		seen[tc.ID] = true
-		if strings.TrimSpace(tc.Function.Arguments) == "" {
-			tc.Function.Arguments = "{}"
+		if strings.TrimSpace(tc.Arguments) == "" {
+			tc.Arguments = "{}"
 		}
 		out = append(out, tc)
 	}
@@ -161,7 +157,7 @@ func usageFrom(u *openai.Usage) (Usage, bool) {
 }
 
 // toolTokens estimates what the tool definitions add to a prompt.
-func toolTokens(tools []Tool) int {
+func toolTokens(tools []openai.Tool) int {
 	if len(tools) == 0 {
 		return 0
 	}

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/codeagent/codeagent/internal/telemetry"
 )
 
 // DefaultMaxRetries is a sensible Config.MaxRetries for callers that have
@@ -99,15 +102,33 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	if c.cfg.APIKey == "" {
 		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
 	}
-	creq := c.request(req)
+	creq, sent := c.request(req)
 	if creq.Model == "" {
 		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoModel)
 	}
 	if len(creq.Messages) == 0 {
 		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, ErrNoMessages)
 	}
+	// One chat span per call, retries included; no message content in it.
+	ctx, span := telemetry.StartClient(ctx, "chat "+creq.Model, telemetry.OperationName.String("chat"),
+		telemetry.ProviderName.String("openai"), telemetry.RequestModel.String(creq.Model))
+	defer span.End()
+	resp, err := c.retrying(ctx, creq, sent, onToken)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return nil, err
+	}
+	span.SetAttributes(telemetry.InputTokens.Int(resp.Usage.Prompt), telemetry.OutputTokens.Int(resp.Usage.Completion))
+	if resp.FinishReason != "" {
+		span.SetAttributes(telemetry.FinishReasons.StringSlice([]string{resp.FinishReason}))
+	}
+	return resp, nil
+}
+
+// retrying sends creq until it succeeds, fails for good or ctx ends.
+func (c *Client) retrying(ctx context.Context, creq openai.ChatCompletionRequest, sent []Message, onToken func(string)) (*Response, error) {
 	for attempt := 0; ; attempt++ {
-		resp, err := c.attempt(ctx, creq, onToken)
+		resp, err := c.attempt(ctx, creq, sent, onToken)
 		if err == nil {
 			c.meter.Add(resp.Usage)
 			return resp, nil
@@ -138,15 +159,18 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 }
 
 // request builds the wire request; every history goes through Sanitize.
-func (c *Client) request(req Request) openai.ChatCompletionRequest {
+// sent is the sanitised history, from which usage is estimated when the
+// server reports none.
+func (c *Client) request(req Request) (creq openai.ChatCompletionRequest, sent []Message) {
 	model := req.Model
 	if model == "" {
 		model = c.cfg.Model
 	}
-	creq := openai.ChatCompletionRequest{
+	sent = Sanitize(req.Messages)
+	creq = openai.ChatCompletionRequest{
 		Model:    model,
-		Messages: Sanitize(req.Messages),
-		Tools:    req.Tools,
+		Messages: wireMessages(sent),
+		Tools:    wireTools(req.Tools),
 		Stream:   req.Stream,
 	}
 	if req.Stream {
@@ -160,7 +184,7 @@ func (c *Client) request(req Request) openai.ChatCompletionRequest {
 			creq.MaxTokens = c.cfg.MaxTokens
 		}
 	}
-	return creq
+	return creq, sent
 }
 
 // reasoningModel names the models for which go-openai (and OpenAI) reject

@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,8 +11,6 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
-	openai "github.com/sashabaranov/go-openai"
-	"github.com/sashabaranov/go-openai/jsonschema"
 )
 
 const testKey = "sk-test-SECRET-0123456789"
@@ -29,20 +28,15 @@ func newClient(t *testing.T, s *llmtest.Server, edit ...func(*llm.Config)) *llm.
 }
 
 var tools = []llm.Tool{
-	{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: "read_file", Description: "Read a file",
-		Parameters: jsonschema.Definition{Type: jsonschema.Object, Required: []string{"path"},
-			Properties: map[string]jsonschema.Definition{"path": {Type: jsonschema.String}}},
-	}},
-	{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: "list_dir", Parameters: jsonschema.Definition{Type: jsonschema.Object, Properties: map[string]jsonschema.Definition{}},
-	}},
+	{Name: "read_file", Description: "Read a file",
+		Parameters: json.RawMessage(`{"type":"object","required":["path"],"properties":{"path":{"type":"string"}}}`)},
+	{Name: "list_dir", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)},
 }
 
-func userMsg(s string) llm.Message { return llm.Message{Role: openai.ChatMessageRoleUser, Content: s} }
+func userMsg(s string) llm.Message { return llm.Message{Role: llm.RoleUser, Content: s} }
 
 func toolMsg(id, content string) llm.Message {
-	return llm.Message{Role: openai.ChatMessageRoleTool, ToolCallID: id, Content: content}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: content}
 }
 
 func noRejections(t *testing.T, s *llmtest.Server) {
@@ -93,11 +87,11 @@ func TestToolCallRoundTrip(t *testing.T) {
 			want := [][2]string{{"read_file", `{"path":"main.go"}`}, {"read_file", `{"path":"go.mod"}`}, {"list_dir", "{}"}}
 			ids := map[string]bool{}
 			for i, call := range calls {
-				if call.Function.Name != want[i][0] || call.Function.Arguments != want[i][1] {
-					t.Errorf("call %d = %s %s, want %s %s", i, call.Function.Name, call.Function.Arguments, want[i][0], want[i][1])
+				if call.Name != want[i][0] || call.Arguments != want[i][1] {
+					t.Errorf("call %d = %s %s, want %s %s", i, call.Name, call.Arguments, want[i][0], want[i][1])
 				}
-				if call.ID == "" || ids[call.ID] || call.Index != nil || call.Type != openai.ToolTypeFunction {
-					t.Errorf("call %d has id %q (seen: %v), index %v, type %q", i, call.ID, ids[call.ID], call.Index, call.Type)
+				if call.ID == "" || ids[call.ID] {
+					t.Errorf("call %d has id %q (seen: %v)", i, call.ID, ids[call.ID])
 				}
 				ids[call.ID] = true
 			}
@@ -113,7 +107,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 
 			history = append(history, resp.Message)
 			for _, call := range calls {
-				history = append(history, toolMsg(call.ID, "contents of "+call.Function.Arguments))
+				history = append(history, toolMsg(call.ID, "contents of "+call.Arguments))
 			}
 			resp, err = c.Chat(t.Context(), llm.Request{Messages: history, Tools: tools, Stream: tt.stream}, nil)
 			if err != nil {
@@ -135,30 +129,30 @@ func TestUsage(t *testing.T) {
 		name   string
 		stream bool
 		reply  llmtest.Reply
-		check  func(t *testing.T, u llm.Usage, sent []openai.ChatCompletionMessage)
+		check  func(t *testing.T, u llm.Usage, sent []llmtest.Message)
 	}{
 		{name: "reported with cached tokens", stream: true,
-			reply: llmtest.Reply{Content: "hi", Usage: &openai.Usage{PromptTokens: 1000, CompletionTokens: 20,
-				PromptTokensDetails: &openai.PromptTokensDetails{CachedTokens: 800}}},
-			check: func(t *testing.T, u llm.Usage, _ []openai.ChatCompletionMessage) {
+			reply: llmtest.Reply{Content: "hi", Usage: &llmtest.Usage{PromptTokens: 1000, CompletionTokens: 20,
+				PromptTokensDetails: &llmtest.PromptTokensDetails{CachedTokens: 800}}},
+			check: func(t *testing.T, u llm.Usage, _ []llmtest.Message) {
 				if u != (llm.Usage{Prompt: 1000, Completion: 20, Cached: 800}) {
 					t.Errorf("usage = %+v", u)
 				}
 			}},
-		{name: "reported, not streaming", reply: llmtest.Reply{Content: "hi", Usage: &openai.Usage{PromptTokens: 7, CompletionTokens: 3}},
-			check: func(t *testing.T, u llm.Usage, _ []openai.ChatCompletionMessage) {
+		{name: "reported, not streaming", reply: llmtest.Reply{Content: "hi", Usage: &llmtest.Usage{PromptTokens: 7, CompletionTokens: 3}},
+			check: func(t *testing.T, u llm.Usage, _ []llmtest.Message) {
 				if u != (llm.Usage{Prompt: 7, Completion: 3}) {
 					t.Errorf("usage = %+v", u)
 				}
 			}},
 		{name: "none sent while streaming", stream: true, reply: llmtest.Reply{Content: strings.Repeat("a", 40), NoUsage: true},
-			check: func(t *testing.T, u llm.Usage, sent []openai.ChatCompletionMessage) {
-				if !u.Estimated || u.Completion != 10 || u.Prompt <= llm.EstimateTokens(sent) {
+			check: func(t *testing.T, u llm.Usage, sent []llmtest.Message) {
+				if !u.Estimated || u.Completion != 10 || u.Prompt <= llm.EstimateTokens([]llm.Message{{Role: sent[0].Role, Content: sent[0].Content}}) {
 					t.Errorf("usage = %+v, want an estimate of 10 completion tokens and the prompt plus its tools", u)
 				}
 			}},
 		{name: "none sent, not streaming", reply: llmtest.Reply{Content: strings.Repeat("a", 40), NoUsage: true},
-			check: func(t *testing.T, u llm.Usage, _ []openai.ChatCompletionMessage) {
+			check: func(t *testing.T, u llm.Usage, _ []llmtest.Message) {
 				if !u.Estimated || u.Completion != 10 {
 					t.Errorf("usage = %+v, want an estimate of 10 completion tokens", u)
 				}
@@ -187,9 +181,9 @@ func TestUsage(t *testing.T) {
 
 func TestConcurrentChatsShareOneClient(t *testing.T) {
 	s := llmtest.New(t)
-	s.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	s.Handle(func(req llmtest.Request) llmtest.Reply {
 		r := llmtest.Text("re: " + req.Messages[0].Content)
-		r.Usage = &openai.Usage{PromptTokens: 10, CompletionTokens: 1}
+		r.Usage = &llmtest.Usage{PromptTokens: 10, CompletionTokens: 1}
 		return r
 	})
 	c := newClient(t, s)

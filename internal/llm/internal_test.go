@@ -98,8 +98,8 @@ func TestCallAccumulator(t *testing.T) {
 			}
 			for i, w := range tt.want {
 				got := a.calls[i]
-				if got.ID != w.id || got.Function.Name != w.name || got.Function.Arguments != w.args {
-					t.Errorf("call %d = %q %q %q, want %q %q %q", i, got.ID, got.Function.Name, got.Function.Arguments, w.id, w.name, w.args)
+				if got.ID != w.id || got.Name != w.name || got.Arguments != w.args {
+					t.Errorf("call %d = %q %q %q, want %q %q %q", i, got.ID, got.Name, got.Arguments, w.id, w.name, w.args)
 				}
 			}
 		})

@@ -10,7 +10,6 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 func hello() llm.Request {
@@ -293,7 +292,7 @@ func TestSetupErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := llmtest.New(t, llmtest.WithKey(testKey))
-			s.Handle(func(openai.ChatCompletionRequest) llmtest.Reply { return tt.reply })
+			s.Handle(func(llmtest.Request) llmtest.Reply { return tt.reply })
 			c := newClient(t, s, func(cfg *llm.Config) {
 				cfg.MaxRetries = 0
 				if tt.edit != nil {

@@ -1,10 +1,6 @@
 package llm
 
-import (
-	"fmt"
-
-	openai "github.com/sashabaranov/go-openai"
-)
+import "fmt"
 
 // Placeholders Sanitize writes where the API requires text.
 const (
@@ -14,9 +10,9 @@ const (
 )
 
 // Sanitize returns a copy of msgs that the chat completions API accepts,
-// whatever truncation, compaction or an interrupt did to the history
-// (seed 003: a tool message must never be sent without its tool call, nor a
-// tool call without its answer):
+// whatever truncation, compaction or an interrupt did to the history (the
+// API answers 400 to a tool message sent without its tool call, and to a
+// tool call sent without its answer):
 //
 //   - a tool message that does not answer a call of the nearest preceding
 //     assistant message (or answers one a second time) is dropped;
@@ -39,7 +35,7 @@ func Sanitize(msgs []Message) []Message {
 	closeRun := func() {
 		for _, c := range open {
 			if !answered[c.ID] {
-				out = append(out, Message{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Content: InterruptedResult})
+				out = append(out, Message{Role: RoleTool, ToolCallID: c.ID, Content: InterruptedResult})
 			}
 		}
 		open = nil
@@ -47,7 +43,7 @@ func Sanitize(msgs []Message) []Message {
 	}
 
 	for i, m := range msgs {
-		if m.Role == openai.ChatMessageRoleTool {
+		if m.Role == RoleTool {
 			if !callsInclude(open, m.ToolCallID) || answered[m.ToolCallID] {
 				continue
 			}
@@ -60,13 +56,13 @@ func Sanitize(msgs []Message) []Message {
 		}
 		closeRun()
 		switch m.Role {
-		case openai.ChatMessageRoleAssistant:
+		case RoleAssistant:
 			m.ToolCalls = sendableCalls(i, m.ToolCalls)
-			if !hasContent(m) && len(m.ToolCalls) == 0 && m.FunctionCall == nil {
+			if !hasContent(m) && len(m.ToolCalls) == 0 {
 				m.Content = NoContent
 			}
 			open = m.ToolCalls
-		case openai.ChatMessageRoleUser, openai.ChatMessageRoleSystem, openai.ChatMessageRoleDeveloper:
+		case RoleUser, RoleSystem, RoleDeveloper:
 			if !hasContent(m) {
 				m.Content = EmptyContent
 			}
@@ -78,7 +74,7 @@ func Sanitize(msgs []Message) []Message {
 }
 
 // sendableCalls is a copy of the calls of message i without nameless or
-// repeated ones, each with an id, a type and arguments.
+// repeated ones, each with an id and arguments.
 func sendableCalls(i int, calls []ToolCall) []ToolCall {
 	if len(calls) == 0 {
 		return nil
@@ -86,7 +82,7 @@ func sendableCalls(i int, calls []ToolCall) []ToolCall {
 	out := make([]ToolCall, 0, len(calls))
 	seen := map[string]bool{}
 	for j, c := range calls {
-		if c.Function.Name == "" {
+		if c.Name == "" {
 			continue
 		}
 		if c.ID == "" {
@@ -98,12 +94,8 @@ func sendableCalls(i int, calls []ToolCall) []ToolCall {
 			continue
 		}
 		seen[c.ID] = true
-		c.Index = nil
-		if c.Type == "" {
-			c.Type = openai.ToolTypeFunction
-		}
-		if c.Function.Arguments == "" {
-			c.Function.Arguments = "{}"
+		if c.Arguments == "" {
+			c.Arguments = "{}"
 		}
 		out = append(out, c)
 	}
@@ -114,7 +106,7 @@ func sendableCalls(i int, calls []ToolCall) []ToolCall {
 }
 
 func hasContent(m Message) bool {
-	return m.Content != "" || len(m.MultiContent) > 0
+	return m.Content != ""
 }
 
 func callsInclude(calls []ToolCall, id string) bool {
@@ -132,11 +124,8 @@ func EstimateTokens(msgs []Message) int {
 	chars := 0
 	for _, m := range msgs {
 		chars += len(m.Content) + len(m.ReasoningContent)
-		for _, p := range m.MultiContent {
-			chars += len(p.Text)
-		}
 		for _, c := range m.ToolCalls {
-			chars += len(c.Function.Name) + len(c.Function.Arguments)
+			chars += len(c.Name) + len(c.Arguments)
 		}
 	}
 	return (chars + 3) / 4

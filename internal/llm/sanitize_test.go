@@ -13,26 +13,27 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-func sysMsg(s string) llm.Message { return llm.Message{Role: openai.ChatMessageRoleSystem, Content: s} }
+func sysMsg(s string) llm.Message { return llm.Message{Role: llm.RoleSystem, Content: s} }
 
 func textMsg(s string) llm.Message {
-	return llm.Message{Role: openai.ChatMessageRoleAssistant, Content: s}
+	return llm.Message{Role: llm.RoleAssistant, Content: s}
 }
 
 func callsMsg(calls ...[3]string) llm.Message {
-	m := llm.Message{Role: openai.ChatMessageRoleAssistant}
+	m := llm.Message{Role: llm.RoleAssistant}
 	for _, c := range calls {
-		m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: c[0], Type: openai.ToolTypeFunction,
-			Function: openai.FunctionCall{Name: c[1], Arguments: c[2]}})
+		m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: c[0], Name: c[1], Arguments: c[2]})
 	}
 	return m
 }
 
 func call(id string) [3]string { return [3]string{id, "read_file", `{"path":"a.go"}`} }
 
-// seed003 are the histories of seed 003's bug and its relatives: each one
-// the real API rejects as it stands.
-var seed003 = []struct {
+// brokenHistories are histories that truncation, compaction or an
+// interrupt can leave behind — a tool message whose call was cut away, a
+// call whose answer never came — each of which the real API rejects as it
+// stands.
+var brokenHistories = []struct {
 	name    string
 	history []llm.Message
 	raw     string // the API's complaint about the unsanitised history
@@ -70,7 +71,7 @@ var seed003 = []struct {
 	{
 		name: "empty tool result and empty arguments",
 		history: []llm.Message{userMsg("go"), callsMsg([3]string{"call_1", "list_dir", ""}), toolMsg("call_1", ""),
-			{Role: openai.ChatMessageRoleAssistant}},
+			{Role: llm.RoleAssistant}},
 		raw: "Missing required parameter: 'messages[1].tool_calls[0].function.arguments'.",
 		want: []llm.Message{userMsg("go"), callsMsg([3]string{"call_1", "list_dir", "{}"}), toolMsg("call_1", llm.EmptyContent),
 			textMsg(llm.NoContent)},
@@ -86,7 +87,7 @@ var seed003 = []struct {
 }
 
 func TestSanitize(t *testing.T) {
-	for _, tt := range seed003 {
+	for _, tt := range brokenHistories {
 		t.Run(tt.name, func(t *testing.T) {
 			before := deepCopy(t, tt.history)
 			got := llm.Sanitize(tt.history)
@@ -100,17 +101,17 @@ func TestSanitize(t *testing.T) {
 	}
 }
 
-// TestSanitizedHistoryIsAccepted sends each seed 003 history to the strict
+// TestSanitizedHistoryIsAccepted sends each broken history to the strict
 // server twice: as it is, with go-openai directly (rejected with the real
 // API's text), and through the client, which sanitises (accepted).
 func TestSanitizedHistoryIsAccepted(t *testing.T) {
-	for _, tt := range seed003 {
+	for _, tt := range brokenHistories {
 		t.Run(tt.name, func(t *testing.T) {
 			s := llmtest.New(t, llmtest.WithKey(testKey))
 			cfg := openai.DefaultConfig(testKey)
 			cfg.BaseURL = s.URL
 			_, err := openai.NewClientWithConfig(cfg).CreateChatCompletion(t.Context(),
-				openai.ChatCompletionRequest{Model: "test-model", Messages: tt.history, Tools: tools})
+				openai.ChatCompletionRequest{Model: "test-model", Messages: llm.WireMessages(tt.history), Tools: llm.WireTools(tools)})
 			var apiErr *openai.APIError
 			if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 400 || !strings.Contains(apiErr.Message, tt.raw) {
 				t.Fatalf("raw history: err = %v, want HTTP 400 containing %q", err, tt.raw)
@@ -159,11 +160,11 @@ func FuzzSanitize(f *testing.F) {
 		if len(got) == 0 {
 			return
 		}
-		raw, err := json.Marshal(openai.ChatCompletionRequest{Model: "m", Messages: got, Tools: tools})
+		raw, err := json.Marshal(openai.ChatCompletionRequest{Model: "m", Messages: llm.WireMessages(got), Tools: llm.WireTools(tools)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var sent openai.ChatCompletionRequest
+		var sent llmtest.Request
 		if err := json.Unmarshal(raw, &sent); err != nil {
 			t.Fatal(err)
 		}
@@ -195,9 +196,9 @@ func historyFromBytes(data []byte) []llm.Message {
 		case 0:
 			msgs = append(msgs, userMsg(text(b)))
 		case 1, 5:
-			msgs = append(msgs, llm.Message{Role: openai.ChatMessageRoleAssistant, Content: text(b)})
+			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: text(b)})
 		case 2:
-			m := llm.Message{Role: openai.ChatMessageRoleAssistant, Content: text(b)}
+			m := llm.Message{Role: llm.RoleAssistant, Content: text(b)}
 			for n := int(b>>3) % 4; n > 0 && i+1 < len(data); n-- {
 				i++
 				c := data[i]
@@ -209,8 +210,7 @@ func historyFromBytes(data []byte) []llm.Message {
 				if c&0x20 != 0 {
 					args = ""
 				}
-				m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: id(c), Type: openai.ToolTypeFunction,
-					Function: openai.FunctionCall{Name: name, Arguments: args}})
+				m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: id(c), Name: name, Arguments: args})
 			}
 			msgs = append(msgs, m)
 		case 3, 6:
@@ -218,7 +218,7 @@ func historyFromBytes(data []byte) []llm.Message {
 		case 4:
 			msgs = append(msgs, sysMsg(text(b)))
 		case 7:
-			msgs = append(msgs, llm.Message{Role: openai.ChatMessageRoleDeveloper, Content: text(b)})
+			msgs = append(msgs, llm.Message{Role: llm.RoleDeveloper, Content: text(b)})
 		}
 	}
 	return msgs
@@ -226,7 +226,7 @@ func historyFromBytes(data []byte) []llm.Message {
 
 func nonTool(msgs []llm.Message) (roles string) {
 	for _, m := range msgs {
-		if m.Role != openai.ChatMessageRoleTool {
+		if m.Role != llm.RoleTool {
 			roles += m.Role + " "
 		}
 	}
@@ -253,7 +253,7 @@ func dump(msgs []llm.Message) string {
 	for _, m := range msgs {
 		fmt.Fprintf(&b, "  %s %q", m.Role, m.Content)
 		for _, c := range m.ToolCalls {
-			fmt.Fprintf(&b, " call(%s %s %s)", c.ID, c.Function.Name, c.Function.Arguments)
+			fmt.Fprintf(&b, " call(%s %s %s)", c.ID, c.Name, c.Arguments)
 		}
 		if m.ToolCallID != "" {
 			fmt.Fprintf(&b, " answers %s", m.ToolCallID)

@@ -22,11 +22,8 @@ func (a *callAccumulator) add(d openai.ToolCall) {
 	if d.ID != "" {
 		c.ID = d.ID
 	}
-	if d.Type != "" {
-		c.Type = d.Type
-	}
-	c.Function.Name = mergeName(c.Function.Name, d.Function.Name)
-	c.Function.Arguments += d.Function.Arguments
+	c.Name = mergeName(c.Name, d.Function.Name)
+	c.Arguments += d.Function.Arguments
 }
 
 // position finds the call a delta belongs to, starting a new one if needed.
@@ -59,22 +56,22 @@ func (a *callAccumulator) startsNewCall(last ToolCall, d openai.ToolCall) bool {
 	if d.ID != "" {
 		return last.ID != "" && d.ID != last.ID
 	}
-	if d.Function.Name == "" || last.Function.Arguments == "" {
+	if d.Function.Name == "" || last.Arguments == "" {
 		// Argument pieces continue; a name before any arguments may be
 		// the rest of a name split over chunks.
 		return false
 	}
-	if !sameName(last.Function.Name, d.Function.Name) {
+	if !sameName(last.Name, d.Function.Name) {
 		return true
 	}
 	// The same name again with new arguments after a complete JSON value:
 	// a second call of the same tool (a resent name comes with pieces of
 	// arguments that are not yet complete).
-	return d.Function.Arguments != "" && json.Valid([]byte(last.Function.Arguments))
+	return d.Function.Arguments != "" && json.Valid([]byte(last.Arguments))
 }
 
 func (a *callAccumulator) start() int {
-	a.calls = append(a.calls, ToolCall{Type: openai.ToolTypeFunction})
+	a.calls = append(a.calls, ToolCall{})
 	return len(a.calls) - 1
 }
 

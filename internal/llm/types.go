@@ -1,20 +1,76 @@
 package llm
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
-// Message and Tool are go-openai's types: the history is stored and sent as is.
-type (
-	Message  = openai.ChatCompletionMessage
-	Tool     = openai.Tool
-	ToolCall = openai.ToolCall
+// Roles of the messages of a conversation.
+const (
+	RoleSystem    = "system"
+	RoleDeveloper = "developer" // what newer OpenAI models call system
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
 )
+
+// Message is one turn of a conversation. Its JSON is the chat completions
+// wire shape, so that session files read as what was sent.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ReasoningContent is what a reasoning model streamed as its thinking;
+	// it is kept for the record and counted, never sent back.
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`   // assistant messages
+	ToolCallID       string     `json:"tool_call_id,omitempty"` // tool messages: the call answered
+}
+
+// ToolCall is one call the model made. Arguments is the model's JSON text,
+// unparsed: the tool decides what it makes of it.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// wireCall is ToolCall's JSON: the API's nesting, kept for session files.
+type wireCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// MarshalJSON writes the API's shape.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	w := wireCall{ID: c.ID, Type: "function"}
+	w.Function.Name, w.Function.Arguments = c.Name, c.Arguments
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the API's shape.
+func (c *ToolCall) UnmarshalJSON(raw []byte) error {
+	var w wireCall
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return err
+	}
+	*c = ToolCall{ID: w.ID, Name: w.Function.Name, Arguments: w.Function.Arguments}
+	return nil
+}
+
+// Tool is a function offered to the model.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments; its type is "object".
+	Parameters json.RawMessage
+}
 
 // Config configures a Client. Zero values take the defaults named on each field.
 type Config struct {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // Stream chunk shapes, written by hand rather than with go-openai's types so
@@ -17,7 +15,7 @@ type chunk struct {
 	Created int64         `json:"created"`
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
-	Usage   *openai.Usage `json:"usage,omitempty"`
+	Usage   *Usage        `json:"usage,omitempty"`
 }
 
 type chunkChoice struct {
@@ -44,7 +42,7 @@ type chunkFunction struct {
 	Arguments string `json:"arguments"`
 }
 
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, req openai.ChatCompletionRequest, reply Reply) {
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, req Request, reply Reply) {
 	if reply.Delay > 0 && !s.wait(r, reply.Delay) {
 		return
 	}
@@ -91,23 +89,23 @@ func writeScriptedError(w http.ResponseWriter, reply Reply) {
 
 func finishReason(reply Reply) string {
 	if len(reply.ToolCalls) > 0 {
-		return string(openai.FinishReasonToolCalls)
+		return "tool_calls"
 	}
-	return string(openai.FinishReasonStop)
+	return "stop"
 }
 
-func writeJSON(w http.ResponseWriter, id, model string, reply Reply, usage *openai.Usage) {
-	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply.Content}
+func writeJSON(w http.ResponseWriter, id, model string, reply Reply, usage *Usage) {
+	msg := Message{Role: roleAssistant, Content: reply.Content}
 	for _, c := range reply.ToolCalls {
-		msg.ToolCalls = append(msg.ToolCalls, openai.ToolCall{
-			ID: c.ID, Type: openai.ToolTypeFunction,
-			Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments},
+		msg.ToolCalls = append(msg.ToolCalls, WireCall{
+			ID: c.ID, Type: typeFunction,
+			Function: FunctionCall{Name: c.Name, Arguments: c.Arguments},
 		})
 	}
 	body := map[string]any{
 		"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": model,
-		"choices": []openai.ChatCompletionChoice{{
-			Message: msg, FinishReason: openai.FinishReason(finishReason(reply)),
+		"choices": []map[string]any{{
+			"index": 0, "message": msg, "finish_reason": finishReason(reply),
 		}},
 	}
 	if usage != nil {
@@ -120,13 +118,13 @@ func writeJSON(w http.ResponseWriter, id, model string, reply Reply, usage *open
 // stream writes the reply as server-sent events in the order OpenAI uses:
 // a role chunk, content pieces, tool call pieces, the finish chunk, the
 // usage chunk when asked for, then [DONE].
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, req openai.ChatCompletionRequest, reply Reply, usage *openai.Usage) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, req Request, reply Reply, usage *Usage) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	created := time.Now().Unix()
-	send := func(choices []chunkChoice, u *openai.Usage) bool {
+	send := func(choices []chunkChoice, u *Usage) bool {
 		raw, err := json.Marshal(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, Choices: choices, Usage: u})
 		if err != nil {
 			panic(fmt.Sprintf("llmtest: marshal chunk: %v", err)) // only plain types: cannot fail
@@ -142,7 +140,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, req o
 	delta := func(d chunkDelta) []chunkChoice { return []chunkChoice{{Delta: d}} }
 
 	empty := ""
-	if !send(delta(chunkDelta{Role: openai.ChatMessageRoleAssistant, Content: &empty}), nil) {
+	if !send(delta(chunkDelta{Role: roleAssistant, Content: &empty}), nil) {
 		return
 	}
 	if reply.Hang {
@@ -206,13 +204,13 @@ func (s *Server) deltas(reply Reply) []chunkDelta {
 			index = nil
 		}
 		out = append(out, chunkDelta{ToolCalls: []chunkToolCall{{
-			Index: index, ID: c.ID, Type: string(openai.ToolTypeFunction),
+			Index: index, ID: c.ID, Type: typeFunction,
 			Function: chunkFunction{Name: c.Name},
 		}}})
 		for _, piece := range split(c.Arguments, s.opts.chunkSize) {
 			tc := chunkToolCall{Index: index, Function: chunkFunction{Arguments: piece}}
 			if reply.Quirks&QuirkRepeatName != 0 {
-				tc.ID, tc.Type, tc.Function.Name = c.ID, string(openai.ToolTypeFunction), c.Name
+				tc.ID, tc.Type, tc.Function.Name = c.ID, typeFunction, c.Name
 			}
 			out = append(out, chunkDelta{ToolCalls: []chunkToolCall{tc}})
 		}
@@ -234,7 +232,7 @@ func split(s string, n int) []string {
 
 // usageFor is the usage the server reports: the scripted one, a chars/4
 // estimate, or nil when the reply says to send none.
-func usageFor(req openai.ChatCompletionRequest, reply Reply) *openai.Usage {
+func usageFor(req Request, reply Reply) *Usage {
 	if reply.NoUsage {
 		return nil
 	}
@@ -248,18 +246,15 @@ func usageFor(req openai.ChatCompletionRequest, reply Reply) *openai.Usage {
 	}
 	completion := (chars + 3) / 4
 	prompt := estimate(req.Messages)
-	return &openai.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	return &Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 }
 
 // estimate is chars/4 over contents and tool call names and arguments, the
 // same rule as llm.EstimateTokens (not imported: llm's tests import this package).
-func estimate(msgs []openai.ChatCompletionMessage) int {
+func estimate(msgs []Message) int {
 	chars := 0
 	for _, m := range msgs {
 		chars += len(m.Content)
-		for _, p := range m.MultiContent {
-			chars += len(p.Text)
-		}
 		for _, c := range m.ToolCalls {
 			chars += len(c.Function.Name) + len(c.Function.Arguments)
 		}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // ToolCall is one tool call the scripted model makes. An empty ID is filled
@@ -32,8 +30,8 @@ const (
 type Reply struct {
 	Content   string
 	ToolCalls []ToolCall
-	Usage     *openai.Usage // nil: the server reports chars/4 figures
-	NoUsage   bool          // send no usage at all
+	Usage     *Usage // nil: the server reports chars/4 figures
+	NoUsage   bool   // send no usage at all
 
 	// An injected HTTP error: Status (e.g. 429) with ErrorBody as the body
 	// (default: an OpenAI-shaped error naming the status) and RetryAfter as

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +17,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // Server is a running scripted model.
@@ -31,8 +30,8 @@ type Server struct {
 
 	mu         sync.Mutex
 	queue      []Reply
-	handle     func(openai.ChatCompletionRequest) Reply
-	requests   []openai.ChatCompletionRequest
+	handle     func(Request) Reply
+	requests   []Request
 	rejections []string
 }
 
@@ -132,7 +131,7 @@ func (s *Server) Enqueue(r ...Reply) {
 
 // Handle answers requests dynamically once the script is used up. f may be
 // called from several requests at once.
-func (s *Server) Handle(f func(req openai.ChatCompletionRequest) Reply) {
+func (s *Server) Handle(f func(req Request) Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.handle = f
@@ -146,10 +145,10 @@ func (s *Server) Pending() int {
 }
 
 // Requests returns every request received so far, rejected ones included.
-func (s *Server) Requests() []openai.ChatCompletionRequest {
+func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]openai.ChatCompletionRequest(nil), s.requests...)
+	return append([]Request(nil), s.requests...)
 }
 
 // Rejections returns the errors the server answered on its own (400, 401,
@@ -162,6 +161,10 @@ func (s *Server) Rejections() []string {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		s.models(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		s.reject(w, 0, http.StatusNotFound, &ValidationError{
 			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), Code: "unknown_url",
@@ -172,7 +175,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, 0, http.StatusUnauthorized, err)
 		return
 	}
-	var req openai.ChatCompletionRequest
+	var req Request
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		s.reject(w, 0, http.StatusBadRequest, &ValidationError{
 			Message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.) " + err.Error(),
@@ -218,7 +221,7 @@ func (s *Server) authorize(r *http.Request) error {
 	return nil
 }
 
-func (s *Server) checkWindow(req openai.ChatCompletionRequest) error {
+func (s *Server) checkWindow(req Request) error {
 	if s.opts.contextWindow <= 0 {
 		return nil
 	}
@@ -233,7 +236,7 @@ func (s *Server) checkWindow(req openai.ChatCompletionRequest) error {
 	}
 }
 
-func (s *Server) next(req openai.ChatCompletionRequest) (Reply, bool) {
+func (s *Server) next(req Request) (Reply, bool) {
 	s.mu.Lock()
 	if len(s.queue) > 0 {
 		r := s.queue[0]
@@ -296,4 +299,16 @@ func (s *Server) wait(r *http.Request, d time.Duration) bool {
 	case <-s.done:
 	}
 	return false
+}
+
+// models answers GET /v1/models as the real API does: the list of models,
+// after the same authorization as a completion (planagent's preflight probe
+// and other clients that check a server before using it).
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if err := s.authorize(r); err != nil {
+		s.reject(w, 0, http.StatusUnauthorized, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"test-model","object":"model","created":0,"owned_by":"llmtest"}]}`)
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // ValidationError is a request the real API answers with HTTP 400. Message
@@ -28,9 +26,9 @@ var toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // Validate applies the rules the OpenAI chat completions endpoint enforces
 // with HTTP 400, as far as they concern what this project sends. It works on
-// the decoded request, so a field go-openai dropped with omitempty (empty
+// the decoded request, so a field a client dropped with omitempty (empty
 // tool content, empty arguments) counts as missing, as it does for the API.
-func Validate(req openai.ChatCompletionRequest) error {
+func Validate(req Request) error {
 	if req.Model == "" {
 		return &ValidationError{Message: "you must provide a model parameter"}
 	}
@@ -47,10 +45,10 @@ func Validate(req openai.ChatCompletionRequest) error {
 	return validateMessages(req.Messages)
 }
 
-func validateTools(tools []openai.Tool) error {
+func validateTools(tools []Tool) error {
 	seen := map[string]bool{}
 	for i, t := range tools {
-		if t.Type != openai.ToolTypeFunction {
+		if t.Type != typeFunction {
 			return &ValidationError{
 				Message: fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function' and 'custom'.", t.Type),
 				Param:   fmt.Sprintf("tools[%d].type", i),
@@ -86,14 +84,9 @@ func validateTools(tools []openai.Tool) error {
 	return nil
 }
 
-// objectSchema reports whether params, in whatever Go form the caller used
-// (jsonschema.Definition, json.RawMessage, a map), marshals to a JSON object
-// with "type": "object". got is the type found, for the error text.
-func objectSchema(params any) (got string, ok bool) {
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return "unmarshalable", false
-	}
+// objectSchema reports whether params is a JSON object with "type":
+// "object". got is the type found, for the error text.
+func objectSchema(raw json.RawMessage) (got string, ok bool) {
 	var schema map[string]any
 	if err := json.Unmarshal(raw, &schema); err != nil || schema == nil {
 		return "None", false
@@ -108,10 +101,10 @@ func objectSchema(params any) (got string, ok bool) {
 	return typ, true
 }
 
-func validateMessages(msgs []openai.ChatCompletionMessage) error {
+func validateMessages(msgs []Message) error {
 	// The tool calls of the assistant message that the current run of tool
 	// messages answers; nil outside such a run.
-	var open []openai.ToolCall
+	var open []WireCall
 	openAt := -1
 	answered := map[string]bool{}
 
@@ -134,24 +127,24 @@ func validateMessages(msgs []openai.ChatCompletionMessage) error {
 	}
 
 	for i, m := range msgs {
-		if m.Role != openai.ChatMessageRoleTool {
+		if m.Role != roleTool {
 			if err := closeRun(); err != nil {
 				return err
 			}
 		}
 		switch m.Role {
-		case openai.ChatMessageRoleSystem, openai.ChatMessageRoleDeveloper, openai.ChatMessageRoleUser:
+		case roleSystem, roleDeveloper, roleUser:
 			if !hasContent(m) {
 				return missing(fmt.Sprintf("messages[%d].content", i))
 			}
-		case openai.ChatMessageRoleAssistant:
+		case roleAssistant:
 			if err := validateAssistant(i, m); err != nil {
 				return err
 			}
 			if len(m.ToolCalls) > 0 {
 				open, openAt = m.ToolCalls, i
 			}
-		case openai.ChatMessageRoleTool:
+		case roleTool:
 			if open == nil {
 				return &ValidationError{
 					Message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
@@ -171,7 +164,7 @@ func validateMessages(msgs []openai.ChatCompletionMessage) error {
 				return missing(fmt.Sprintf("messages[%d].content", i))
 			}
 			answered[m.ToolCallID] = true
-		case openai.ChatMessageRoleFunction:
+		case roleFunction:
 			if m.Name == "" {
 				return missing(fmt.Sprintf("messages[%d].name", i))
 			}
@@ -186,7 +179,7 @@ func validateMessages(msgs []openai.ChatCompletionMessage) error {
 	return closeRun()
 }
 
-func validateAssistant(i int, m openai.ChatCompletionMessage) error {
+func validateAssistant(i int, m Message) error {
 	if !hasContent(m) && len(m.ToolCalls) == 0 && m.FunctionCall == nil {
 		return &ValidationError{
 			Message: "Invalid value for 'content': expected a string, got null.",
@@ -199,7 +192,7 @@ func validateAssistant(i int, m openai.ChatCompletionMessage) error {
 		switch {
 		case c.ID == "":
 			return missing(at + ".id")
-		case c.Type != openai.ToolTypeFunction:
+		case c.Type != typeFunction:
 			return &ValidationError{
 				Message: fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function'.", c.Type),
 				Param:   at + ".type",
@@ -228,11 +221,11 @@ func missing(param string) error {
 	}
 }
 
-func hasContent(m openai.ChatCompletionMessage) bool {
-	return m.Content != "" || len(m.MultiContent) > 0
+func hasContent(m Message) bool {
+	return m.Content != ""
 }
 
-func callsInclude(calls []openai.ToolCall, id string) bool {
+func callsInclude(calls []WireCall, id string) bool {
 	for _, c := range calls {
 		if c.ID == id {
 			return true

@@ -18,6 +18,10 @@ var (
 // and what is wrong, so the model can fix all of them in one repair.
 type ValidationError struct {
 	Problems []string
+	// Tasks holds, for each problem, the index in Plan.Tasks of the task it
+	// is about, or -1 for the plan as a whole (so a plan file can point at
+	// the task's line).
+	Tasks []int
 }
 
 func (e *ValidationError) Error() string { return strings.Join(e.Problems, "; ") }

@@ -1,5 +1,5 @@
 // Package planspec is the create_plan contract shared by planagent's planner
-// and the codingagent chat (DESIGN.md): the plan types, parsing of the tool's
+// and the codingagent chat: the plan types, parsing of the tool's
 // arguments, validation, dependency order and the tool schema. It is pure:
 // no I/O, no model calls, so both sides judge a plan by the same rules.
 package planspec
@@ -11,35 +11,41 @@ import (
 	"strings"
 )
 
-// CreatePlanToolName is the planning tool's name (a DESIGN.md contract).
+// CreatePlanToolName is the planning tool's name, the same for the planner,
+// the chat and plan files.
 const CreatePlanToolName = "create_plan"
 
 // Task is one step of the plan as the model writes it. The JSON shape is
 // persisted (planagent's runs/<run>/state.json, the chat state), so fields
 // are only ever added, with omitempty.
 type Task struct {
-	ID           string   `json:"id"`
-	Title        string   `json:"title,omitempty"`
-	Description  string   `json:"description"`
-	Dependencies []string `json:"dependencies"`
+	ID           string   `json:"id" yaml:"id"`
+	Title        string   `json:"title,omitempty" yaml:"title,omitempty"`
+	Description  string   `json:"description" yaml:"description"`
+	Dependencies []string `json:"dependencies" yaml:"dependencies"`
 	// Acceptance holds shell commands run in the workspace; exit 0 = accepted.
-	Acceptance []string `json:"acceptance,omitempty"`
-	Risks      []string `json:"risks,omitempty"`
+	Acceptance []string `json:"acceptance,omitempty" yaml:"acceptance,omitempty"`
+	Risks      []string `json:"risks,omitempty" yaml:"risks,omitempty"`
+	// BudgetTokens overrides task_budget_tokens for this task (plan files;
+	// the planner's schema does not offer it).
+	BudgetTokens int `json:"budget_tokens,omitempty" yaml:"budget_tokens,omitempty"`
 }
 
-// Plan is the create_plan tool's arguments.
+// Plan is the create_plan tool's arguments (and a plan file's content:
+// the yaml tags give YAML files the same field names).
 type Plan struct {
-	Title           string   `json:"title"`
-	Overview        string   `json:"overview"`
-	Tasks           []Task   `json:"tasks"`
-	Risks           []string `json:"risks,omitempty"`
-	TestingStrategy string   `json:"testing_strategy,omitempty"`
+	Title           string   `json:"title" yaml:"title"`
+	Overview        string   `json:"overview" yaml:"overview"`
+	Tasks           []Task   `json:"tasks" yaml:"tasks"`
+	Risks           []string `json:"risks,omitempty" yaml:"risks,omitempty"`
+	TestingStrategy string   `json:"testing_strategy,omitempty" yaml:"testing_strategy,omitempty"`
 }
 
 // Parse decodes create_plan arguments without judging them (see Validate).
 // Unknown fields are ignored because models add them freely; wrong types
-// are reported with the field's path. Seed 003 calls the list "steps", so
-// that name is accepted when "tasks" is absent.
+// are reported with the field's path. Models sometimes call the list
+// "steps" (the chat shows a plan as steps), so that name is accepted when
+// "tasks" is absent.
 func Parse(args string) (*Plan, error) {
 	if strings.TrimSpace(args) == "" {
 		return nil, fmt.Errorf(`%w: create_plan arguments are empty: pass {"tasks": [{"id", "description", "dependencies"}]}`, ErrInvalidPlan)

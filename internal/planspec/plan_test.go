@@ -161,17 +161,10 @@ func TestOrder(t *testing.T) {
 	}
 }
 
-type toolSchema struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-		Parameters  struct {
-			Type       string                     `json:"type"`
-			Required   []string                   `json:"required"`
-			Properties map[string]json.RawMessage `json:"properties"`
-		} `json:"parameters"`
-	} `json:"function"`
+type paramsSchema struct {
+	Type       string                     `json:"type"`
+	Required   []string                   `json:"required"`
+	Properties map[string]json.RawMessage `json:"properties"`
 }
 
 type taskSchema struct {
@@ -200,24 +193,21 @@ func TestCreatePlanTool(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := json.Marshal(CreatePlanTool(tt.opts))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got toolSchema
-			if err := json.Unmarshal(b, &got); err != nil {
+			f := CreatePlanTool(tt.opts)
+			b := f.Parameters
+			var params paramsSchema
+			if err := json.Unmarshal(b, &params); err != nil {
 				t.Fatalf("schema %s: %v", b, err)
 			}
-			f := got.Function
 			var tasks taskSchema
-			if err := json.Unmarshal(f.Parameters.Properties["tasks"], &tasks); err != nil {
-				t.Fatalf("tasks schema %s: %v", f.Parameters.Properties["tasks"], err)
+			if err := json.Unmarshal(params.Properties["tasks"], &tasks); err != nil {
+				t.Fatalf("tasks schema %s: %v", params.Properties["tasks"], err)
 			}
 			items := tasks.Items
 			switch {
-			case got.Type != "function" || f.Name != "create_plan" || !strings.HasPrefix(f.Description, tt.desc):
-				t.Errorf("tool = %s", b)
-			case f.Parameters.Type != "object" || !slices.Equal(f.Parameters.Required, []string{"tasks"}):
+			case f.Name != "create_plan" || !strings.HasPrefix(f.Description, tt.desc):
+				t.Errorf("tool = %s %q", f.Name, f.Description)
+			case params.Type != "object" || !slices.Equal(params.Required, []string{"tasks"}):
 				t.Errorf("parameters = %s", b)
 			case tasks.Type != "array" || items.Type != "object":
 				t.Errorf("tasks = %s", b)
@@ -227,7 +217,7 @@ func TestCreatePlanTool(t *testing.T) {
 			if got := slices.Sorted(maps.Keys(items.Properties)); !slices.Equal(got, tt.taskFields) {
 				t.Errorf("task fields = %v, want %v", got, tt.taskFields)
 			}
-			if got := slices.Sorted(maps.Keys(f.Parameters.Properties)); !slices.Equal(got, tt.planFields) {
+			if got := slices.Sorted(maps.Keys(params.Properties)); !slices.Equal(got, tt.planFields) {
 				t.Errorf("plan fields = %v, want %v", got, tt.planFields)
 			}
 		})

@@ -1,11 +1,12 @@
 package planspec
 
 import (
+	"encoding/json"
 	"fmt"
 
+	"github.com/codeagent/codeagent/internal/jsonschema"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
-	openai "github.com/sashabaranov/go-openai"
-	"github.com/sashabaranov/go-openai/jsonschema"
 )
 
 // ToolOptions pick the optional parts of the create_plan schema, so a model
@@ -27,16 +28,16 @@ const defaultToolDescription = "Submit the plan for the goal. Call it exactly on
 // OpenAI-compatible servers reject, and would make title and overview
 // required, while the contract requires only tasks with id, description and
 // dependencies.
-func CreatePlanTool(o ToolOptions) openai.Tool {
-	str := func(desc string) jsonschema.Definition {
-		return jsonschema.Definition{Type: jsonschema.String, Description: desc}
+func CreatePlanTool(o ToolOptions) llm.Tool {
+	str := func(desc string) jsonschema.Schema {
+		return jsonschema.Schema{Type: jsonschema.String, Description: desc}
 	}
-	strs := func(desc string) jsonschema.Definition {
-		return jsonschema.Definition{Type: jsonschema.Array, Description: desc, Items: &jsonschema.Definition{Type: jsonschema.String}}
+	strs := func(desc string) jsonschema.Schema {
+		return jsonschema.Schema{Type: jsonschema.Array, Description: desc, Items: &jsonschema.Schema{Type: jsonschema.String}}
 	}
-	task := jsonschema.Definition{
+	task := jsonschema.Schema{
 		Type: jsonschema.Object,
-		Properties: map[string]jsonschema.Definition{
+		Properties: map[string]jsonschema.Schema{
 			"id": str(fmt.Sprintf("Short unique id, e.g. \"add-store\": 1-%d letters, digits, '-', '_' or '.', not starting with '.'.",
 				protocol.MaxIDLength)),
 			"title": str("A few words naming the task."),
@@ -53,9 +54,9 @@ func CreatePlanTool(o ToolOptions) openai.Tool {
 	if o.TaskRisks {
 		task.Properties["risks"] = strs("What could go wrong in this task.")
 	}
-	params := jsonschema.Definition{
+	params := jsonschema.Schema{
 		Type: jsonschema.Object,
-		Properties: map[string]jsonschema.Definition{
+		Properties: map[string]jsonschema.Schema{
 			"title":    str("Short title of the plan."),
 			"overview": str("The approach in a few sentences: what exists, what will change, in which order."),
 			"tasks": {
@@ -74,8 +75,9 @@ func CreatePlanTool(o ToolOptions) openai.Tool {
 	if desc == "" {
 		desc = defaultToolDescription
 	}
-	return openai.Tool{
-		Type:     openai.ToolTypeFunction,
-		Function: &openai.FunctionDefinition{Name: CreatePlanToolName, Description: desc, Parameters: params},
+	raw, err := json.Marshal(params)
+	if err != nil {
+		panic(fmt.Sprintf("planspec: marshal the create_plan schema: %v", err)) // plain values: cannot fail
 	}
+	return llm.Tool{Name: CreatePlanToolName, Description: desc, Parameters: raw}
 }

@@ -53,43 +53,43 @@ const maxProblems = 10
 // problem found.
 func Validate(p *Plan, limits Limits) error {
 	if p == nil {
-		return &ValidationError{Problems: []string{"no plan given"}}
+		return &ValidationError{Problems: []string{"no plan given"}, Tasks: []int{-1}}
 	}
 	l := limits.withDefaults()
 	v := &validator{}
 	switch n := len(p.Tasks); {
 	case n == 0:
-		v.add("the plan has no tasks: give at least one task")
+		v.add(-1, "the plan has no tasks: give at least one task")
 	case n > l.MaxTasks:
-		v.add(fmt.Sprintf("the plan has %d tasks; the limit is %d: merge small steps into larger ones", n, l.MaxTasks))
+		v.add(-1, fmt.Sprintf("the plan has %d tasks; the limit is %d: merge small steps into larger ones", n, l.MaxTasks))
 	}
 	if n := utf8.RuneCountInString(p.Title); n > l.MaxTitle {
-		v.add(fmt.Sprintf("the plan title is %d characters; the limit is %d", n, l.MaxTitle))
+		v.add(-1, fmt.Sprintf("the plan title is %d characters; the limit is %d", n, l.MaxTitle))
 	}
 	ids := map[string]bool{}
 	for i, t := range p.Tasks {
 		if err := protocol.ValidateID(t.ID); err != nil {
-			v.add(fmt.Sprintf("task %d: %v", i+1, err))
+			v.add(i, fmt.Sprintf("task %d: %v", i+1, err))
 		} else if ids[t.ID] {
-			v.add(fmt.Sprintf("task id %q is used by more than one task: ids must be unique", t.ID))
+			v.add(i, fmt.Sprintf("task id %q is used by more than one task: ids must be unique", t.ID))
 		}
 		ids[t.ID] = true
-		v.task(t, l)
+		v.task(i, t, l)
 	}
-	for _, t := range p.Tasks {
+	for i, t := range p.Tasks {
 		for _, d := range t.Dependencies {
 			switch {
 			case d == t.ID:
-				v.add(fmt.Sprintf("task %q depends on itself", t.ID))
+				v.add(i, fmt.Sprintf("task %q depends on itself", t.ID))
 			case !ids[d]:
-				v.add(fmt.Sprintf("task %q depends on unknown task %q", t.ID, d))
+				v.add(i, fmt.Sprintf("task %q depends on unknown task %q", t.ID, d))
 			}
 		}
 	}
 	if len(v.problems) == 0 {
 		// Only a structurally sound plan can have a meaningful cycle.
 		if _, err := Order(p); err != nil {
-			v.add(err.Error() + ": remove one of these dependencies")
+			v.add(-1, err.Error()+": remove one of these dependencies")
 		}
 	}
 	return v.err()
@@ -97,37 +97,43 @@ func Validate(p *Plan, limits Limits) error {
 
 type validator struct {
 	problems []string
+	tasks    []int
 	dropped  int
 }
 
-func (v *validator) add(problem string) {
+// add records a problem about the task at index task (-1: the plan).
+func (v *validator) add(task int, problem string) {
 	if len(v.problems) == maxProblems {
 		v.dropped++
 		return
 	}
 	v.problems = append(v.problems, problem)
+	v.tasks = append(v.tasks, task)
 }
 
-func (v *validator) task(t Task, l Limits) {
+func (v *validator) task(i int, t Task, l Limits) {
 	name := fmt.Sprintf("task %q", t.ID)
 	if why, ok := l.Reserved[t.ID]; ok {
-		v.add(fmt.Sprintf("task id %q is reserved (%s): choose another id", t.ID, why))
+		v.add(i, fmt.Sprintf("task id %q is reserved (%s): choose another id", t.ID, why))
 	}
 	switch n := utf8.RuneCountInString(t.Description); {
 	case strings.TrimSpace(t.Description) == "":
-		v.add(name + " has an empty description: say what to change and how to check it")
+		v.add(i, name+" has an empty description: say what to change and how to check it")
 	case n > l.MaxDescription:
-		v.add(fmt.Sprintf("%s description is %d characters; the limit is %d: split the task or shorten it", name, n, l.MaxDescription))
+		v.add(i, fmt.Sprintf("%s description is %d characters; the limit is %d: split the task or shorten it", name, n, l.MaxDescription))
 	}
 	if n := utf8.RuneCountInString(t.Title); n > l.MaxTitle {
-		v.add(fmt.Sprintf("%s title is %d characters; the limit is %d", name, n, l.MaxTitle))
+		v.add(i, fmt.Sprintf("%s title is %d characters; the limit is %d", name, n, l.MaxTitle))
+	}
+	if t.BudgetTokens < 0 {
+		v.add(i, fmt.Sprintf("%s budget_tokens is %d: want 0 (the run's task_budget_tokens) or more", name, t.BudgetTokens))
 	}
 	if n := len(t.Acceptance); n > l.MaxAcceptance {
-		v.add(fmt.Sprintf("%s has %d acceptance commands; the limit is %d", name, n, l.MaxAcceptance))
+		v.add(i, fmt.Sprintf("%s has %d acceptance commands; the limit is %d", name, n, l.MaxAcceptance))
 	}
 	for i, c := range t.Acceptance {
 		if strings.TrimSpace(c) == "" {
-			v.add(fmt.Sprintf("%s acceptance command %d is empty", name, i+1))
+			v.add(i, fmt.Sprintf("%s acceptance command %d is empty", name, i+1))
 		}
 	}
 }
@@ -138,6 +144,7 @@ func (v *validator) err() error {
 	}
 	if v.dropped > 0 {
 		v.problems = append(v.problems, fmt.Sprintf("and %d more problems", v.dropped))
+		v.tasks = append(v.tasks, -1)
 	}
-	return &ValidationError{Problems: v.problems}
+	return &ValidationError{Problems: v.problems, Tasks: v.tasks}
 }

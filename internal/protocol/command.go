@@ -2,7 +2,10 @@ package protocol
 
 import (
 	"fmt"
+	"path"
 	"reflect"
+	"regexp"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -24,7 +27,18 @@ type Command struct {
 	Hints        []string     `yaml:"hints,omitempty"`
 	Acceptance   []string     `yaml:"acceptance,omitempty"`
 	Timeout      Duration     `yaml:"timeout,omitempty"`
-	Body         string       `yaml:"-"` // the task description (markdown)
+	// Workspace is the directory the task works in, relative to the volumes
+	// root with slashes (attempts/<run>/<id>.<n>: the attempt's own copy of
+	// the workspace); "" is the default workspace.
+	Workspace string `yaml:"workspace,omitempty"`
+	// TraceParent is the W3C traceparent of planagent's span of this
+	// attempt: the coding agent's spans join the run's trace under it.
+	TraceParent string `yaml:"traceparent,omitempty"`
+	// BudgetTokens stops the agent once the task's tokens (prompt plus
+	// completion, every model call) pass it: the report is failed with
+	// reason "budget". 0 is no limit.
+	BudgetTokens int    `yaml:"budget_tokens,omitempty"`
+	Body         string `yaml:"-"` // the task description (markdown)
 }
 
 // ParseCommand parses a command file. name is the file's name or path: it is
@@ -54,6 +68,9 @@ func parseCommand(name string, data []byte) (*Command, error) {
 		{"hints", stringListField(&c.Hints)},
 		{"acceptance", stringListField(&c.Acceptance)},
 		{"timeout", durationField(&c.Timeout)},
+		{"workspace", stringField(&c.Workspace)},
+		{"budget_tokens", intField(&c.BudgetTokens)},
+		{"traceparent", stringField(&c.TraceParent)},
 	})
 	if err != nil {
 		return nil, err
@@ -128,6 +145,29 @@ func (c *Command) validate(name string) error {
 	if c.Timeout < 0 {
 		return &ParseError{Field: "timeout", Problem: fmt.Sprintf("must not be negative, got %s", c.Timeout)}
 	}
+	if c.BudgetTokens < 0 {
+		return &ParseError{Field: "budget_tokens", Problem: fmt.Sprintf("must be 0 (no limit) or more, got %d", c.BudgetTokens)}
+	}
+	if c.Workspace != "" {
+		if err := ValidateWorkspace(c.Workspace); err != nil {
+			return &ParseError{Field: "workspace", Problem: err.Error()}
+		}
+	}
+	if c.TraceParent != "" && !traceParent.MatchString(c.TraceParent) {
+		return &ParseError{Field: "traceparent", Problem: fmt.Sprintf("%q is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)", c.TraceParent)}
+	}
+	return nil
+}
+
+var traceParent = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
+
+// ValidateWorkspace checks a command's workspace: a clean relative slash
+// path under attempts/ that cannot leave the volumes.
+func ValidateWorkspace(w string) error {
+	if path.IsAbs(w) || strings.Contains(w, "\\") || path.Clean(w) != w || w == "." ||
+		strings.HasPrefix(w, "../") || w == ".." || !strings.HasPrefix(w, "attempts/") {
+		return fmt.Errorf("%q is not a clean relative path under attempts/", w)
+	}
 	return nil
 }
 
@@ -184,6 +224,15 @@ func (c *Command) header() mapping {
 	}
 	if c.Timeout != 0 {
 		m.duration("timeout", c.Timeout)
+	}
+	if c.BudgetTokens != 0 {
+		m.integer("budget_tokens", c.BudgetTokens)
+	}
+	if c.Workspace != "" {
+		m.str("workspace", c.Workspace)
+	}
+	if c.TraceParent != "" {
+		m.str("traceparent", c.TraceParent)
 	}
 	return m
 }

@@ -37,6 +37,7 @@ func TestCommandRoundTrip(t *testing.T) {
 			c.Body = "## 任务\n\n组合 global/project/task 三层上下文。\n"
 		}},
 		{"title that looks like YAML", func(c *Command) { c.Title = "---" }},
+		{"token budget", func(c *Command) { c.BudgetTokens = 50000 }},
 		{"numeric and boolean-looking strings", func(c *Command) {
 			c.ID, c.Title, c.Hints = "1", "true", []string{"null", "1.5", "~", "yes", "0x10"}
 		}},
@@ -167,7 +168,7 @@ func TestParseErrorMessage(t *testing.T) {
 		t.Fatalf("error = %v, want %s", err, want)
 	}
 	_, err = ParseCommand("commands/t1.md", []byte("---\n"+validHeader+"foo: 1\n---\n"))
-	if want := `commands/t1.md:6: field "foo": unknown field; known fields are id, run_id, attempt, title, dependencies, resources, hints, acceptance, timeout`; err == nil || err.Error() != want {
+	if want := `commands/t1.md:6: field "foo": unknown field; known fields are id, run_id, attempt, title, dependencies, resources, hints, acceptance, timeout, workspace, budget_tokens, traceparent`; err == nil || err.Error() != want {
 		t.Fatalf("error = %v, want %s", err, want)
 	}
 }
@@ -196,5 +197,29 @@ func TestCommandMarshalRefusesInvalid(t *testing.T) {
 				t.Fatalf("Marshal error = %v, want a *ParseError for field %q", err, tt.field)
 			}
 		})
+	}
+}
+
+func TestCommandWorkspace(t *testing.T) {
+	c := &Command{ID: "t1", RunID: "run-1", Attempt: 2, Title: "x", Workspace: "attempts/run-1/t1.2", Body: "do",
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseCommand("t1.md", b)
+	if err != nil || back.Workspace != c.Workspace || back.TraceParent != c.TraceParent {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	bad := *c
+	bad.TraceParent = "00-xyz"
+	if _, err := bad.Marshal(); err == nil || !strings.Contains(err.Error(), "traceparent") {
+		t.Errorf("a malformed traceparent: %v", err)
+	}
+	for _, bad := range []string{"/etc", "../x", "attempts/../../etc", "workspace", "attempts/a//b", "attempts/a/../../.."} {
+		c.Workspace = bad
+		if _, err := c.Marshal(); err == nil || !strings.Contains(err.Error(), "workspace") {
+			t.Errorf("workspace %q: err %v, want a workspace error", bad, err)
+		}
 	}
 }

@@ -16,6 +16,26 @@ type Duration time.Duration
 // String formats d like time.Duration.
 func (d Duration) String() string { return time.Duration(d).String() }
 
+// FormatDuration is the one way a duration is shown to people, everywhere
+// (progress lines, reports, summaries): milliseconds below a second
+// ("51ms"), tenths of a second below a minute ("4.2s"), whole seconds above
+// ("1m5s", "30m0s"). Exact figures go to JSON as milliseconds.
+func FormatDuration(d time.Duration) string { return RoundDuration(d).String() }
+
+// RoundDuration rounds d to the precision FormatDuration shows; a measured
+// duration written to a file (a report's) is rounded so, the file then
+// reads as the progress line and the summary do.
+func RoundDuration(d time.Duration) time.Duration {
+	switch a := d.Abs(); {
+	case a < time.Second:
+		return d.Round(time.Millisecond)
+	case a < time.Minute:
+		return d.Round(100 * time.Millisecond)
+	default:
+		return d.Round(time.Second)
+	}
+}
+
 // MarshalYAML writes the duration as a string; time.Duration.String output
 // always parses back to the same value.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }

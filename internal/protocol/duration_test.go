@@ -69,3 +69,18 @@ func TestDurationMarshalsAsString(t *testing.T) {
 		})
 	}
 }
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                                     "0s",
+		50577763 * time.Nanosecond:            "51ms",
+		999 * time.Millisecond:                "999ms",
+		4249 * time.Millisecond:               "4.2s",
+		65*time.Second + 400*time.Millisecond: "1m5s",
+		30 * time.Minute:                      "30m0s",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

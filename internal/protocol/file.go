@@ -3,7 +3,6 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -48,13 +47,10 @@ func WriteReport(path string, r *Report) error {
 
 // readLimited reads at most one byte more than MaxFileSize, enough for the
 // parser to refuse an oversized file without reading all of it.
+// Anything but a regular file (a FIFO the agent made, a symbolic link) is
+// refused without blocking.
 func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	return ReadRegular(path, MaxFileSize+1)
 }
 
 // WriteFileAtomic replaces path with data so that readers see either the old

@@ -29,6 +29,9 @@ type Tokens struct {
 }
 
 // Report is codingagent's answer to one command, written to reports/<id>.md.
+// ReasonBudget is the Reason of a task stopped at its token budget.
+const ReasonBudget = "budget"
+
 type Report struct {
 	ID           string   `yaml:"id"`
 	RunID        string   `yaml:"run_id"`
@@ -39,7 +42,10 @@ type Report struct {
 	Tokens       Tokens   `yaml:"tokens"`
 	Duration     Duration `yaml:"duration"`
 	Error        string   `yaml:"error,omitempty"`
-	Body         string   `yaml:"-"` // details (markdown)
+	// Reason classifies a failure for the planner: "budget" when the task
+	// passed its token budget; "" otherwise.
+	Reason string `yaml:"reason,omitempty"`
+	Body   string `yaml:"-"` // details (markdown)
 }
 
 // ParseReport parses a report file; name as for ParseCommand.
@@ -74,6 +80,7 @@ func parseReport(name string, data []byte) (*Report, error) {
 		}},
 		{"duration", durationField(&r.Duration)},
 		{"error", stringField(&r.Error)},
+		{"reason", stringField(&r.Reason)},
 	})
 	if err != nil {
 		return nil, err
@@ -127,6 +134,9 @@ func (r *Report) header() mapping {
 	m.duration("duration", r.Duration)
 	if r.Error != "" {
 		m.str("error", r.Error)
+	}
+	if r.Reason != "" {
+		m.str("reason", r.Reason)
 	}
 	return m
 }

@@ -28,6 +28,9 @@ func TestReportRoundTrip(t *testing.T) {
 		{"full", func(*Report) {}},
 		{"minimal", func(r *Report) { *r = Report{ID: "t1", RunID: "r1", Attempt: 1, Status: StatusCompleted} }},
 		{"interrupted", func(r *Report) { r.Status, r.Error = StatusInterrupted, "cancelled by the operator" }},
+		{"budget", func(r *Report) {
+			r.Status, r.Error, r.Reason = StatusFailed, "budget: stopped after 1200 tokens", ReasonBudget
+		}},
 		{"unicode and --- in body", func(r *Report) { r.Summary = "完成 ✓"; r.Body = "---\n结果\n---\n" }},
 		{"awkward summary", func(r *Report) { r.Summary = "\tindented first\nsecond  \n\n" }},
 		{"empty files_changed", func(r *Report) { r.FilesChanged = []string{} }},

@@ -1,15 +1,18 @@
 package repomap
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 // The cache is one file per root in a compact binary format of varints and
@@ -17,34 +20,53 @@ import (
 // string is a substring of it, so loading it allocates little more than the
 // Symbol slices (gob would allocate every string separately, and a warm map
 // of a large tree is meant to take well under 100 ms). References, needed
-// only when ranking again, stay encoded until then.
+// only to rebuild the graph, and the graph, needed only for a boost, stay
+// encoded until then. The stored ranks are the unboosted ones: a boost is
+// applied to the graph per Build and never written back.
 
 const (
 	cacheMagic = "RMAP"
 	// cacheVersion changes whenever the format or an extractor's output
 	// changes, so an old cache is rebuilt rather than trusted.
-	cacheVersion = 1
+	cacheVersion = 2
 )
 
 var kindCodes = []string{KindType, KindFunc, KindMethod, KindConst, KindVar, KindModule, KindMacro, KindImpl}
 
 // cacheData is a decoded cache file.
 type cacheData struct {
-	root    string
-	rankKey string // boost key the stored ranks were computed for
-	gomods  []fileStat
-	files   map[string]*fileData
+	root      string
+	gomods    []fileStat
+	files     map[string]*fileData
+	graphBlob string // the encoded graph (see encodeGraph)
 }
 
 // cachePath is the cache file of root inside dir: one per root, so one cache
 // dir can serve several workspaces.
-func cachePath(dir, root string) string {
-	sum := sha256.Sum256([]byte(root))
+func cachePath(dir, root string, includeTests bool) string {
+	key := root
+	if includeTests { // another file set: a separate cache, so the two do not evict each other
+		key += "\x00tests"
+	}
+	sum := sha256.Sum256([]byte(key))
 	return filepath.Join(dir, "repomap-"+hex.EncodeToString(sum[:8])+".bin")
 }
 
 type encoder struct {
 	buf []byte
+	w   io.Writer // where flush writes buf; nil keeps it in memory
+	err error     // the first write error
+}
+
+// flush writes the buffer out once it holds more than over bytes.
+func (e *encoder) flush(over int) {
+	if e.w == nil || len(e.buf) <= over {
+		return
+	}
+	if e.err == nil {
+		_, e.err = e.w.Write(e.buf)
+	}
+	e.buf = e.buf[:0]
 }
 
 func (e *encoder) uvarint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
@@ -76,12 +98,20 @@ func encodeRefs(refs []identCount) string {
 // saveCache writes the cache atomically (temp file + rename), so a reader
 // never sees half a file and concurrent writers only race on which
 // complete file wins.
-func saveCache(file, root, rankKey string, gomods []fileStat, files []*fileData) error {
-	e := encoder{buf: make([]byte, 0, 1<<20)}
+func saveCache(file, root string, gomods []fileStat, files []*fileData, g *graph) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return fmt.Errorf("create repo map cache dir: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".repomap-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write repo map cache: %w", err)
+	}
+	// Streamed in chunks: the whole file in one buffer would add its size
+	// (tens of MB for a large tree) to the peak memory of a cold map.
+	e := encoder{buf: make([]byte, 0, 1<<16), w: tmp}
 	e.buf = append(e.buf, cacheMagic...)
 	e.uvarint(cacheVersion)
 	e.str(root)
-	e.str(rankKey)
 	e.uvarint(uint64(len(gomods)))
 	for _, m := range gomods {
 		e.str(m.rel)
@@ -112,23 +142,12 @@ func saveCache(file, root, rankKey string, gomods []fileStat, files []*fileData)
 		}
 		e.strs(f.rawImports)
 		e.strs(f.imports)
-		if f.refsBlob == "" {
-			f.refsBlob = encodeRefs(f.refs)
-		}
 		e.str(f.refsBlob)
+		e.flush(1 << 15)
 	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return fmt.Errorf("create repo map cache dir: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".repomap-*.tmp")
-	if err != nil {
-		return fmt.Errorf("write repo map cache: %w", err)
-	}
-	w := bufio.NewWriterSize(tmp, 1<<16)
-	_, werr := w.Write(e.buf)
-	if werr == nil {
-		werr = w.Flush()
-	}
+	encodeGraph(&e, g) // last and unframed: the rest of the file
+	e.flush(0)
+	werr := e.err
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
@@ -244,14 +263,14 @@ func (d *decoder) float() float64 {
 // loadCache reads the cache of root. A missing file is (nil, nil); a corrupt
 // or foreign one is an error the caller reports as a warning.
 func loadCache(file, root string) (*cacheData, error) {
-	data, err := os.ReadFile(file)
+	data, err := readString(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read repo map cache: %w", err)
 	}
-	d := &decoder{s: string(data)}
+	d := &decoder{s: data}
 	if len(d.s) < len(cacheMagic) || d.s[:len(cacheMagic)] != cacheMagic {
 		return nil, fmt.Errorf("%s: %w", file, errCorrupt)
 	}
@@ -259,7 +278,7 @@ func loadCache(file, root string) (*cacheData, error) {
 	if d.uvarint() != cacheVersion || d.str() != root {
 		return nil, nil // another version or root: start afresh, nothing to warn about
 	}
-	c := &cacheData{root: root, rankKey: d.str()}
+	c := &cacheData{root: root}
 	c.gomods = make([]fileStat, d.count())
 	for i := range c.gomods {
 		c.gomods[i] = fileStat{rel: d.str(), mtime: d.varint(), size: d.varint()}
@@ -296,6 +315,7 @@ func loadCache(file, root string) (*cacheData, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("%s: %w", file, d.err)
 	}
+	c.graphBlob = d.s[d.pos:]
 	return c, nil
 }
 
@@ -307,4 +327,104 @@ func decodeRefs(blob string) ([]identCount, error) {
 		out[i] = identCount{name: d.str(), n: int32(d.uvarint())}
 	}
 	return out, d.err
+}
+
+// encodeGraph encodes g: names, then each identifier's definers, then each
+// file's edges, then the symbols' identifiers (+1, so -1 is 0).
+func encodeGraph(e *encoder, g *graph) {
+	e.strs(g.names)
+	for id := range g.names {
+		d := g.definers(int32(id))
+		e.uvarint(uint64(len(d)))
+		for _, f := range d {
+			e.uvarint(uint64(f))
+		}
+	}
+	e.uvarint(uint64(len(g.edgeStart) - 1))
+	for f := 0; f+1 < len(g.edgeStart); f++ {
+		e.uvarint(uint64(g.edgeStart[f+1] - g.edgeStart[f]))
+		for i := g.edgeStart[f]; i < g.edgeStart[f+1]; i++ {
+			e.uvarint(uint64(g.edgeID[i]))
+			e.uvarint(uint64(g.edgeN[i]))
+		}
+		e.flush(1 << 15)
+	}
+	e.uvarint(uint64(len(g.symID)))
+	for _, id := range g.symID {
+		e.uvarint(uint64(id + 1))
+	}
+}
+
+// decodeGraph decodes the cached graph of nLive files; an error means the
+// cache does not hold a usable one and the graph is rebuilt.
+func (c *cacheData) decodeGraph(live []*fileData) (*graph, error) {
+	nLive, nSyms := len(live), 0
+	for _, f := range live {
+		nSyms += len(f.syms)
+	}
+	d := &decoder{s: c.graphBlob}
+	g := &graph{names: d.strs()}
+	g.defStart = make([]int32, len(g.names)+1)
+	for id := range g.names {
+		n := d.count()
+		for range n {
+			f := d.uvarint()
+			if f >= uint64(nLive) {
+				d.err = errCorrupt
+			}
+			g.defFile = append(g.defFile, int32(f))
+		}
+		g.defStart[id+1] = int32(len(g.defFile))
+	}
+	if d.count() != nLive {
+		d.err = errCorrupt
+	}
+	g.edgeStart = make([]int32, nLive+1)
+	for f := range nLive {
+		n := d.count()
+		for range n {
+			id := d.uvarint()
+			if id >= uint64(len(g.names)) {
+				d.err = errCorrupt
+			}
+			g.edgeID = append(g.edgeID, int32(id))
+			g.edgeN = append(g.edgeN, int32(d.uvarint()))
+		}
+		g.edgeStart[f+1] = int32(len(g.edgeID))
+	}
+	if d.count() != nSyms {
+		d.err = errCorrupt
+	}
+	g.symID = make([]int32, nSyms)
+	for i := range g.symID {
+		id := d.uvarint()
+		if id > uint64(len(g.names)) {
+			d.err = errCorrupt
+		}
+		g.symID[i] = int32(id) - 1
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("repo map cache graph: %w", d.err)
+	}
+	return g, nil
+}
+
+// readString reads a file into a string without the copy string(bytes)
+// would make: the cache is tens of MB on a large tree.
+// The cache lives in the volumes (context/), which the agent can write:
+// only a regular file is read (a FIFO there would block planagent's planner).
+func readString(file string) (string, error) {
+	f, err := protocol.OpenRegular(file, os.O_RDONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var sb strings.Builder
+	if fi, err := f.Stat(); err == nil {
+		sb.Grow(int(fi.Size()) + 1)
+	}
+	if _, err := io.Copy(&sb, f); err != nil {
+		return "", err
+	}
+	return sb.String(), nil
 }

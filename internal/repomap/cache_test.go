@@ -77,7 +77,7 @@ func TestCacheInvalidation(t *testing.T) {
 		}},
 		{"corrupt cache", func(t *testing.T) {
 			// A torn write: the first half of a valid cache.
-			file := cachePath(cacheDir, root)
+			file := cachePath(cacheDir, root, false)
 			data, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)

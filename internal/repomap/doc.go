@@ -50,25 +50,36 @@
 // ×0.1 for _private names and names defined in more than five files; ×50
 // for references from boosted files). PageRank with a personalisation
 // vector favouring the files the goal names gives each file its rank and
-// each symbol the rank flowing into its file through its name. In Go,
-// unexported names are scoped to their package directory, since nothing
-// else can refer to them.
+// each symbol the rank flowing into its file through its name.
+//
+// Go references are resolved as the compiler scopes them: a package-level
+// name belongs to its package directory, reached by a bare name inside the
+// package or through the import's qualifier outside it (errors.New credits
+// errors/errors.go, unsafe.Pointer credits unsafe and no other Pointer);
+// x.Name credits the methods called Name (exported ones anywhere,
+// unexported ones in the same package). Other languages match bare names.
 //
 // # What is mapped
 //
 // Files with a known extension (see LangOf) up to 1 MiB, except files
 // ignored by .gitignore files (nested ones too) or .git/info/exclude,
-// hidden directories, vendor/, node_modules/, third_party/ and similar
-// dependency trees, testdata/ fixtures, and generated files: by name
-// (*.pb.go, *_pb2.py, *.min.js, ...) or by a "Code generated ... DO NOT
-// EDIT" or "@generated" line near the top.
+// hidden and _-prefixed directories, vendor/, node_modules/, third_party/
+// and similar dependency trees, generated files (by name: *.pb.go,
+// *_pb2.py, *.min.js, ...; or by a "Code generated ... DO NOT EDIT" or
+// "@generated" line near the top), and, unless Options.IncludeTests, test
+// files by each language's convention (*_test.go, test_*.py, *.test.ts,
+// *Test.java, ...) and test directories (testdata/, tests/, __tests__/,
+// src/test/).
 //
 // # Cache
 //
-// With a CacheDir, each file's symbols, imports and references are kept in
-// one compact binary file per root, keyed by path, mtime and size; a later
-// Build stats the tree, re-parses only what changed and reuses the stored
-// rank when nothing did and the boost is the same. On the Go standard
-// library (about 5200 files mapped) a cold map took about 1.5 s and a warm
-// one about 45 ms on a 2-core machine (BenchmarkGoStdlibCold/Warm).
+// With a CacheDir, each file's symbols, imports and references, the
+// reference graph and the unboosted ranking are kept in one compact binary
+// file per root, keyed by path, mtime and size; a later Build stats the
+// tree and re-parses only what changed. An unchanged tree reuses the stored
+// ranking; a boost re-runs the personalised PageRank over the stored graph
+// (nothing parsed, the cache not rewritten). On the Go standard library
+// (about 3500 files mapped) a cold map took about 0.9–1.3 s, a warm one
+// 35–55 ms and a warm one with a new boost 50–70 ms on a shared 2-core
+// machine, with peak RSS 76, 34 and 54 MB (BenchmarkGoStdlib*).
 package repomap

@@ -31,14 +31,78 @@ func parseGo(src []byte) parsed {
 			p.syms = g.genDecl(p.syms, d)
 		}
 	}
-	p.refs = make([]string, 0, 256)
-	ast.Inspect(f, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && len(id.Name) > 1 && len(id.Name) <= maxIdentLen {
-			p.refs = append(p.refs, id.Name)
+	p.refs = goRefs(f)
+	return p
+}
+
+// Go references are recorded by how they name something, so ranking can
+// resolve them the way the compiler does (see goRefKey):
+//
+//	Name         a bare identifier: something of the same package
+//	.Name        the selector of x.Name: a method or field of any package
+//	path\x00Name a qualified identifier pkg.Name, with pkg's import path
+//
+// so errors.New credits errors/errors.go, and unsafe.Pointer credits
+// unsafe, not every type called Pointer.
+func goRefs(f *ast.File) []string {
+	pkgs := map[string]string{}
+	for _, imp := range f.Imports {
+		path, err := strconv.Unquote(imp.Path.Value)
+		if err != nil {
+			continue
+		}
+		name := goPackageName(path)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		if name != "_" && name != "." {
+			pkgs[name] = path
+		}
+	}
+	refs := make([]string, 0, 256)
+	add := func(prefix, name string) {
+		if len(name) > 1 && len(name) <= maxIdentLen {
+			refs = append(refs, prefix+name)
+		}
+	}
+	var visit func(n ast.Node) bool
+	visit = func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.ImportSpec:
+			return false
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok {
+				if path, ok := pkgs[x.Name]; ok {
+					add(path+"\x00", n.Sel.Name)
+					return false
+				}
+			}
+			ast.Inspect(n.X, visit)
+			add(".", n.Sel.Name)
+			return false
+		case *ast.Ident:
+			add("", n.Name)
 		}
 		return true
-	})
-	return p
+	}
+	ast.Inspect(f, visit)
+	return refs
+}
+
+// goPackageName guesses the name a package is imported under from its
+// path: the last element, without a major-version element (/v2), a
+// gopkg.in version (.v3) or a go- prefix.
+func goPackageName(path string) string {
+	elems := strings.Split(path, "/")
+	name := elems[len(elems)-1]
+	if len(elems) > 1 && len(name) > 1 && name[0] == 'v' && strings.Trim(name[1:], "0123456789") == "" {
+		name = elems[len(elems)-2]
+	}
+	if i := strings.Index(name, ".v"); i > 0 {
+		name = name[:i]
+	}
+	name = strings.TrimPrefix(name, "go-")
+	return strings.ReplaceAll(name, "-", "_")
 }
 
 type goFile struct {

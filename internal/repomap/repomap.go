@@ -25,7 +25,15 @@ type Options struct {
 	Tokens int
 	// Boost lists paths, identifiers or free text (the goal, "@file"
 	// references, focused files); files and identifiers they name rank higher.
+	// A boost personalises the ranking of the cached reference graph: the
+	// cache itself keeps the unboosted ranking.
 	Boost []string
+	// IncludeTests maps test files and testdata/ too (see policyDir);
+	// they are left out by default.
+	IncludeTests bool
+	// Exclude are extra patterns in .gitignore syntax, relative to Root,
+	// for what the map must not see (as tools.NewWorkspace's exclude).
+	Exclude []string
 
 	onParse func(rel string) // test hook: called for every file actually parsed
 }
@@ -58,8 +66,7 @@ type fileData struct {
 	syms       []Symbol
 	rawImports []string
 	imports    []string
-	refs       []identCount
-	refsBlob   string // encoded refs from the cache, decoded only when ranking needs them
+	refsBlob   string // identifiers mentioned, encoded (see encodeRefs): decoded only to build the graph
 	rank       float64
 	warning    string // why parsing failed, reported once in Map.Warnings
 }
@@ -76,7 +83,7 @@ func Build(ctx context.Context, opts Options) (*Map, error) {
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("repo map root %q is not a readable directory: point it at the workspace", opts.Root)
 	}
-	t, err := walk(ctx, root)
+	t, err := walk(ctx, root, opts.IncludeTests, opts.Exclude)
 	if err != nil {
 		return nil, fmt.Errorf("repo map of %s: %w", root, err)
 	}
@@ -84,7 +91,7 @@ func Build(ctx context.Context, opts Options) (*Map, error) {
 	var cache *cacheData
 	cacheFile := ""
 	if opts.CacheDir != "" {
-		cacheFile = cachePath(opts.CacheDir, root)
+		cacheFile = cachePath(opts.CacheDir, root, opts.IncludeTests)
 		if cache, err = loadCache(cacheFile, root); err != nil {
 			m.Warnings = append(m.Warnings, err.Error())
 		}
@@ -111,30 +118,38 @@ func Build(ctx context.Context, opts Options) (*Map, error) {
 		}
 	}
 
-	b := boostWords(opts.Boost)
+	live := make([]*fileData, 0, len(files))
+	for _, f := range files {
+		if !f.skip {
+			live = append(live, f)
+		}
+	}
 	unchanged := cache != nil && len(todo) == 0 && len(cache.files) == len(files) && sameStats(cache.gomods, t.gomods)
-	dirty := !unchanged
+	b := boostWords(opts.Boost)
+	var g *graph
+	if unchanged && len(b.words) > 0 {
+		if g, err = cache.decodeGraph(live); err != nil {
+			m.Warnings = append(m.Warnings, err.Error())
+			unchanged = false
+		}
+	}
 	if !unchanged {
 		r := newResolver(root, t)
 		for _, f := range files {
 			f.imports = r.resolve(f.rel, f.lang, f.rawImports)
 		}
-	}
-	if !unchanged || cache.rankKey != b.key() {
-		live := make([]*fileData, 0, len(files))
-		for _, f := range files {
-			if f.skip {
-				continue
-			}
-			if f.refs == nil && f.refsBlob != "" {
-				if f.refs, err = decodeRefs(f.refsBlob); err != nil {
-					return nil, fmt.Errorf("repo map cache entry %s: %w", f.rel, err)
-				}
-			}
-			live = append(live, f)
+		if g, err = buildGraph(live, r.goImport); err != nil {
+			return nil, fmt.Errorf("repo map of %s: %w", root, err)
 		}
-		computeRank(live, b)
-		dirty = true
+		g.rank(live, boost{})
+		if cacheFile != "" {
+			if err := saveCache(cacheFile, root, t.gomods, files, g); err != nil {
+				m.Warnings = append(m.Warnings, err.Error())
+			}
+		}
+	}
+	if len(b.words) > 0 {
+		g.rank(live, b)
 	}
 
 	m.Files = ranked(files)
@@ -145,11 +160,6 @@ func Build(ctx context.Context, opts Options) (*Map, error) {
 		}
 		m.Text = Render(m.Files, budget)
 		m.Tokens = EstimateTokens(m.Text)
-	}
-	if dirty && cacheFile != "" {
-		if err := saveCache(cacheFile, root, b.key(), t.gomods, files); err != nil {
-			m.Warnings = append(m.Warnings, err.Error())
-		}
 	}
 	return m, nil
 }
@@ -219,5 +229,7 @@ func parseOne(root string, f *fileData) {
 		f.warning = fmt.Sprintf("%s: %v", f.rel, err)
 		return
 	}
-	f.syms, f.rawImports, f.refs = p.syms, p.imports, countRefs(p.refs)
+	// Encoded at once: a large tree's references, kept as strings until
+	// ranking, would dominate the memory of a cold map.
+	f.syms, f.rawImports, f.refsBlob = p.syms, p.imports, encodeRefs(countRefs(p.refs))
 }

@@ -3,10 +3,12 @@ package repomap
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"sort"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/filetree"
 )
 
 // maxFileSize skips larger files: at that size a source file is data or
@@ -26,20 +28,16 @@ type fileStat struct {
 type tree struct {
 	files  []fileStat
 	gomods []fileStat
+
+	includeTests bool // see policyDir and policyFile
 }
 
-// skippedDir names directories never mapped: version control data,
-// vendored and third-party code, dependency trees, caches, and testdata
-// (test fixtures by Go convention, often deliberately broken code whose
-// names would only add noise to the ranking).
-func skippedDir(name string) bool {
-	switch name {
-	case "vendor", "node_modules", "third_party", "bower_components", "__pycache__", "venv", "site-packages",
-		"testdata":
-		return true
-	}
-	// Hidden directories (.git, .venv, .idea, .cache, ...) hold tooling, not the project's code.
-	return strings.HasPrefix(name, ".") && name != "." && name != ".."
+// mapSkipsDir names directories the map leaves out on top of what no
+// program walks (filetree's policy): third-party code is not the
+// project's, and hidden directories (.idea, .cache, .github, ...) hold
+// tooling. Test directories are the map's other policy: see policyDir.
+func mapSkipsDir(name string) bool {
+	return name == "third_party" || strings.HasPrefix(name, ".") && name != "." && name != ".."
 }
 
 // generatedName reports files whose names mark them as generated or minified.
@@ -73,66 +71,48 @@ func generatedHead(src []byte) bool {
 	return false
 }
 
-// walk lists the source files under root that a map should cover, honouring
-// .gitignore files (and .git/info/exclude). Unreadable directories are
-// skipped: a map of the rest is more useful than an error.
-func walk(ctx context.Context, root string) (*tree, error) {
-	t := &tree{}
-	rules := readIgnoreFile(filepath.Join(root, ".git", "info", "exclude"), "")
-	if err := walkDir(ctx, root, "", rules, t); err != nil {
+// walk lists the source files under root that a map should cover: what
+// the workspace's file policy shows (filetree: .gitignore files,
+// .git/info/exclude, dependency trees, exclude), less the map's own
+// policy (mapSkipsDir, policyDir, policyFile, generated files).
+// Unreadable directories are skipped: a map of the rest is more useful
+// than an error.
+func walk(ctx context.Context, root string, includeTests bool, exclude []string) (*tree, error) {
+	t := &tree{includeTests: includeTests}
+	files := filetree.New(root, filetree.Options{Exclude: exclude})
+	err := files.Walk(ctx, "", func(rel string, e fs.DirEntry) error {
+		name := e.Name()
+		if e.IsDir() {
+			if mapSkipsDir(name) || policyDir(path.Dir(rel), name, t.includeTests) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil
+		}
+		lang := LangOf(name)
+		isMod := name == "go.mod"
+		if lang == "" && !isMod || generatedName(name) || policyFile(name, t.includeTests) {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil || fi.Size() > maxFileSize {
+			return nil
+		}
+		st := fileStat{rel: rel, lang: lang, mtime: fi.ModTime().UnixNano(), size: fi.Size()}
+		if isMod {
+			t.gomods = append(t.gomods, st)
+		} else {
+			t.files = append(t.files, st)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	sort.Slice(t.files, func(i, j int) bool { return t.files[i].rel < t.files[j].rel })
 	return t, nil
-}
-
-func walkDir(ctx context.Context, abs, rel string, rules []ignoreRule, t *tree) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(abs)
-	if err != nil {
-		return nil
-	}
-	for _, e := range entries {
-		if e.Name() == ".gitignore" && e.Type().IsRegular() {
-			rules = append(rules[:len(rules):len(rules)], readIgnoreFile(filepath.Join(abs, ".gitignore"), rel)...)
-			break
-		}
-	}
-	for _, e := range entries {
-		name := e.Name()
-		childRel := name
-		if rel != "" {
-			childRel = rel + "/" + name
-		}
-		switch {
-		case e.IsDir():
-			if skippedDir(name) || ignored(rules, childRel, true) {
-				continue
-			}
-			if err := walkDir(ctx, filepath.Join(abs, name), childRel, rules, t); err != nil {
-				return err
-			}
-		case e.Type().IsRegular():
-			lang := LangOf(name)
-			isMod := name == "go.mod"
-			if lang == "" && !isMod || generatedName(name) || ignored(rules, childRel, false) {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil || fi.Size() > maxFileSize {
-				continue
-			}
-			fs := fileStat{rel: childRel, lang: lang, mtime: fi.ModTime().UnixNano(), size: fi.Size()}
-			if isMod {
-				t.gomods = append(t.gomods, fs)
-			} else {
-				t.files = append(t.files, fs)
-			}
-		}
-	}
-	return nil
 }
 
 // under reports whether rel is dir or inside it ("" is the root).

@@ -48,44 +48,6 @@ func TestWalkSkipsIgnoredVendoredGenerated(t *testing.T) {
 	}
 }
 
-func TestIgnoreRules(t *testing.T) {
-	tests := []struct {
-		lines []string
-		base  string
-		rel   string
-		isDir bool
-		want  bool
-	}{
-		{[]string{"*.log"}, "", "a/b/x.log", false, true},
-		{[]string{"*.log", "!keep.log"}, "", "keep.log", false, false},
-		{[]string{"/top.txt"}, "", "top.txt", false, true},
-		{[]string{"/top.txt"}, "", "a/top.txt", false, false},
-		{[]string{"docs/*.md"}, "", "docs/a.md", false, true},
-		{[]string{"docs/*.md"}, "", "docs/sub/a.md", false, false},
-		{[]string{"**/gen/*.go"}, "", "x/y/gen/a.go", false, true},
-		{[]string{"out/"}, "", "out", true, true},
-		{[]string{"out/"}, "", "out", false, false},
-		{[]string{"a/**/b"}, "", "a/b", true, true},
-		{[]string{"a/**/b"}, "", "a/x/y/b", true, true},
-		{[]string{"local.py"}, "sub", "sub/deep/local.py", false, true},
-		{[]string{"local.py"}, "sub", "other/local.py", false, false},
-		{[]string{"# comment", "", `\#hash`}, "", "#hash", false, true},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.lines, ",")+"|"+tt.rel, func(t *testing.T) {
-			var rules []ignoreRule
-			for _, l := range tt.lines {
-				if r, ok := parseIgnoreLine(l, tt.base); ok {
-					rules = append(rules, r)
-				}
-			}
-			if got := ignored(rules, tt.rel, tt.isDir); got != tt.want {
-				t.Errorf("ignored(%q) = %v, want %v", tt.rel, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestBuildErrors(t *testing.T) {
 	for _, root := range []string{"/no/such/dir", "testdata/parse/app.ts"} {
 		t.Run(root, func(t *testing.T) {
@@ -99,5 +61,19 @@ func TestBuildErrors(t *testing.T) {
 	cancel()
 	if _, err := Build(ctx, Options{Root: "testdata/repo"}); err == nil {
 		t.Error("Build with a cancelled context succeeded")
+	}
+}
+
+func TestWalkHonoursExclude(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"main.go":                "package main\n",
+		"volumes/workspace/w.go": "package w\n",
+		"tools/gen/generator.go": "package gen\n",
+		"tools/gen/.gitignore":   "!generator.go\n",
+		"tools/other/keep_me.go": "package other\n",
+	})
+	m := build(t, Options{Root: root, Exclude: []string{"volumes/", "tools/gen/"}})
+	if got := strings.Join(paths(m), " "); got != "main.go tools/other/keep_me.go" {
+		t.Errorf("mapped %q, want main.go and tools/other/keep_me.go (Exclude hides volumes/ and tools/gen/ whatever their .gitignore says)", got)
 	}
 }

@@ -8,31 +8,23 @@ import (
 	"sort"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-	"github.com/sashabaranov/go-openai/jsonschema"
+	"github.com/codeagent/codeagent/internal/jsonschema"
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // definition builds a tool's schema from its parameter struct P. Only a
 // programming error (an unsupported field type) can make it fail, so it
 // panics at construction time, where a test catches it, never during a run.
-func definition[P any](name, description string) (openai.Tool, *jsonschema.Definition) {
-	var zero P
-	schema, err := jsonschema.GenerateSchemaForType(zero)
+func definition[P any](name, description string) (llm.Tool, *jsonschema.Schema) {
+	schema, err := jsonschema.For[P]()
 	if err != nil {
 		panic(fmt.Sprintf("tools: schema of %s: %v", name, err))
 	}
-	if schema.Type != jsonschema.Object {
-		panic(fmt.Sprintf("tools: schema of %s is %q, want an object", name, schema.Type))
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		panic(fmt.Sprintf("tools: schema of %s: %v", name, err))
 	}
-	schema.Defs = nil
-	return openai.Tool{
-		Type: openai.ToolTypeFunction,
-		Function: &openai.FunctionDefinition{
-			Name:        name,
-			Description: strings.TrimSpace(description),
-			Parameters:  schema,
-		},
-	}, schema
+	return llm.Tool{Name: name, Description: strings.TrimSpace(description), Parameters: raw}, schema
 }
 
 // argError is a problem with the arguments the model sent; its text is
@@ -45,7 +37,7 @@ func (e *argError) Error() string { return e.msg }
 // the schema marks required are present and not null. Unknown fields are
 // ignored: models sometimes add harmless extras and refusing them only costs
 // a round trip.
-func decodeArgs[P any](tool string, schema *jsonschema.Definition, raw json.RawMessage) (P, error) {
+func decodeArgs[P any](tool string, schema *jsonschema.Schema, raw json.RawMessage) (P, error) {
 	var p P
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -92,7 +84,7 @@ func jsonProblem(err error) string {
 
 // exampleArgs renders the schema's properties as a compact reminder, e.g.
 // {"path": string, "start_line"?: integer}.
-func exampleArgs(schema *jsonschema.Definition) string {
+func exampleArgs(schema *jsonschema.Schema) string {
 	required := map[string]bool{}
 	for _, r := range schema.Required {
 		required[r] = true

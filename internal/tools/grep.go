@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 //go:embed grep.md
@@ -93,18 +95,17 @@ func grep(ctx context.Context, ws *Workspace, p grepParams) (Result, error) {
 // newNameFilter matches a file's workspace-relative path against glob: by
 // name when the glob has no slash, by whole path otherwise.
 func newNameFilter(glob string) (func(rel string) bool, error) {
-	glob = strings.TrimSpace(glob)
+	glob = strings.Trim(strings.TrimSpace(glob), "/")
 	if glob == "" {
 		return func(string) bool { return true }, nil
 	}
-	g, err := compileGlob(glob)
-	if err != nil {
-		return nil, err
+	if !doublestar.ValidatePattern(glob) {
+		return nil, fmt.Errorf("bad glob pattern %q: check [ ], { } and \\ escapes", glob)
 	}
-	if !strings.Contains(strings.Trim(glob, "/"), "/") {
-		return func(rel string) bool { ok, _ := path.Match(glob, path.Base(rel)); return ok }, nil
+	if !strings.Contains(glob, "/") {
+		return func(rel string) bool { return doublestar.MatchUnvalidated(glob, path.Base(rel)) }, nil
 	}
-	return g.match, nil
+	return func(rel string) bool { return doublestar.MatchUnvalidated(glob, rel) }, nil
 }
 
 type grepSearch struct {

@@ -74,3 +74,15 @@ func (h *headTail) String() string {
 	}
 	return fmt.Sprintf("%s\n[... %d chars omitted ...]\n%s", head, omitted, t)
 }
+
+// CapOutput keeps the first and last parts of s within n characters (30000
+// when n <= 0), as shell_exec does, for tools defined elsewhere (MCP
+// servers' results).
+func CapOutput(s string, n int) string {
+	if n <= 0 {
+		n = defaultOutputCap
+	}
+	h := newHeadTail(n)
+	_, _ = h.Write([]byte(s))
+	return h.String()
+}

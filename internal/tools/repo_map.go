@@ -26,6 +26,7 @@ const (
 type repoMapParams struct {
 	Path   string `json:"path,omitempty" description:"Directory or file to map, relative to the workspace root (default: the whole workspace)"`
 	Tokens int    `json:"tokens,omitempty" description:"Size of the map in tokens (default 1024, max 8192)"`
+	Tests  bool   `json:"tests,omitempty" description:"Map test files and testdata/ too (left out by default)"`
 }
 
 // NewRepoMap returns the read-only repo_map tool. cacheDir keeps parsed
@@ -63,7 +64,8 @@ func repoMap(ctx context.Context, ws *Workspace, cacheDir string, p repoMapParam
 	defer cancel()
 	// The whole workspace is ranked even when only a part is shown, so the
 	// part's files are ordered by their importance to everything else.
-	m, err := repomap.Build(mctx, repomap.Options{Root: ws.Root(), CacheDir: cacheDir, Tokens: -1, Boost: FocusFrom(ctx)})
+	m, err := repomap.Build(mctx, repomap.Options{Root: ws.Root(), Exclude: ws.ExcludePatterns(), CacheDir: cacheDir, Tokens: -1, Boost: FocusFrom(ctx),
+		IncludeTests: p.Tests})
 	switch {
 	case ctx.Err() != nil:
 		return Result{}, fmt.Errorf("repo_map: %w", ctx.Err())

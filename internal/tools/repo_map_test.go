@@ -9,12 +9,13 @@ import (
 
 func TestRepoMapTool(t *testing.T) {
 	ws := newTestWorkspace(t, map[string]string{
-		"go.mod":         "module example.com/m\n",
-		"core/core.go":   "package core\n\n// Engine runs things.\ntype Engine struct{}\n\nfunc (e *Engine) Start() error { return nil }\n",
-		"app/app.go":     "package app\n\nimport \"example.com/m/core\"\n\nfunc Run() { (&core.Engine{}).Start() }\n",
-		"web/ui.ts":      "export function render(): void {}\n",
-		"docs/README.md": "# docs\n",
-		"vendor/v/v.go":  "package v\n\nfunc Vendored() {}\n",
+		"go.mod":            "module example.com/m\n",
+		"core/core.go":      "package core\n\n// Engine runs things.\ntype Engine struct{}\n\nfunc (e *Engine) Start() error { return nil }\n",
+		"app/app.go":        "package app\n\nimport \"example.com/m/core\"\n\nfunc Run() { (&core.Engine{}).Start() }\n",
+		"web/ui.ts":         "export function render(): void {}\n",
+		"docs/README.md":    "# docs\n",
+		"vendor/v/v.go":     "package v\n\nfunc Vendored() {}\n",
+		"core/core_test.go": "package core\n\nfunc TestEngineStarts() {}\n",
 	})
 	set := NewSet(NewRepoMap(ws, t.TempDir()))
 	tests := []struct {
@@ -26,7 +27,9 @@ func TestRepoMapTool(t *testing.T) {
 	}{
 		{"whole workspace", map[string]any{}, false,
 			[]string{"Repo map of the workspace: 3 source files", "core/core.go:\n", "type Engine struct", "func (e *Engine) Start() error", "web/ui.ts"},
-			[]string{"Vendored", "README"}},
+			[]string{"Vendored", "README", "TestEngineStarts"}},
+		{"tests asked for", map[string]any{"tests": true}, false,
+			[]string{"Repo map of the workspace: 4 source files", "core/core_test.go:\n", "func TestEngineStarts()"}, []string{"Vendored"}},
 		{"directory", map[string]any{"path": "web"}, false,
 			[]string{"Repo map of web: 1 source files", "export function render(): void"}, []string{"Engine"}},
 		{"file", map[string]any{"path": "core/core.go", "tokens": 50}, false, []string{"type Engine struct"}, []string{"web/ui.ts"}},

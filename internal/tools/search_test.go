@@ -10,6 +10,7 @@ import (
 func TestListDir(t *testing.T) {
 	ws := newTestWorkspace(t, map[string]string{
 		"b.txt": "hello", "a/x.go": "", ".hidden": "1", "empty/.keep": "",
+		"proj/.gitignore": "*.log\n!keep.log\n", "proj/a.log": "", "proj/keep.log": "", "proj/src/x.go": "", "proj/node_modules/m.js": "",
 	})
 	mustSymlink(t, "b.txt", filepath.Join(ws.Root(), "link"))
 	many := map[string]string{}
@@ -25,7 +26,10 @@ func TestListDir(t *testing.T) {
 		isError bool
 		want    string
 	}{
-		{"root default", args{}, false, "./ (6 entries)\n.hidden  (1 bytes)\na/\nb.txt  (5 bytes)\nempty/\nlink -> b.txt\nmany/"},
+		{"root default", args{}, false, "./ (7 entries)\n.hidden  (1 bytes)\na/\nb.txt  (5 bytes)\nempty/\nlink -> b.txt\nmany/\nproj/"},
+		{"ignored entries named, not listed", args{"path": "proj"}, false, "proj/ (3 entries)\n.gitignore  (16 bytes)\nkeep.log  (0 bytes)\nsrc/\n\n" +
+			"(not listed, as glob and grep skip them too — ignored by .gitignore or never searched: a.log, node_modules/)"},
+		{"an ignored directory named as path", args{"path": "proj/node_modules"}, false, "proj/node_modules/ (1 entries)\nm.js  (0 bytes)"},
 		{"subdir", args{"path": "a"}, false, "a/ (1 entries)\nx.go  (0 bytes)"},
 		{"capped", args{"path": "many"}, false, "f499  (0 bytes)\n\n(showing the first 500 of 600 entries; use glob to narrow down)"},
 		{"missing", args{"path": "nope"}, true, `directory "nope" does not exist`},
@@ -59,6 +63,11 @@ func TestGlob(t *testing.T) {
 		"gen/tmp.go":              "",
 		"sub/gen/tmp.go":          "",
 		".gitignore":              "# comment\n\nbuild/\n*.log\n/gen\n!keep/debug.log\n",
+		"web/app.ts":              "",
+		"web/view.tsx":            "",
+		"web/style.css":           "",
+		"web/.gitignore":          "*.gen.ts\n",
+		"web/api.gen.ts":          "",
 	})
 	tests := []struct {
 		name, pattern string
@@ -73,7 +82,8 @@ func TestGlob(t *testing.T) {
 		{"leading ./", "./internal/a/*.go", false, "internal/a/a.go\ninternal/a/a_test.go"},
 		{"exact file", "README.md", false, "README.md"},
 		{"absolute inside", filepath.Join(ws.Root(), "docs", "*.md"), false, "docs/guide.md"},
-		{"ignored dirs and .gitignore", "**/*.log", false, "no files match"},
+		{"ignored dirs, .gitignore and its negation", "**/*.log", false, "keep/debug.log"},
+		{"braces, and a nested .gitignore", "**/*.{ts,tsx}", false, "web/app.ts\nweb/view.tsx"},
 		{"a skipped dir named as the prefix is searched", "node_modules/**/*.js", false, "node_modules/x/index.js"},
 		{"no match", "**/*.rs", false, `no files match "**/*.rs"`},
 		{"missing dir", "nope/**", false, "no files match"},
@@ -136,6 +146,7 @@ func TestGrep(t *testing.T) {
 		{"path dir", args{"pattern": "func", "path": "sub"}, false, "sub/b.go:2: func Beta() {}\nsub/c.txt:1: func in text"},
 		{"path file", args{"pattern": "package", "path": "sub/b.go"}, false, "sub/b.go:1: package sub"},
 		{"glob by name", args{"pattern": "func", "glob": "*.txt"}, false, "sub/c.txt:1: func in text"},
+		{"glob with braces", args{"pattern": "func", "glob": "*.{txt,md}"}, false, "sub/c.txt:1: func in text"},
 		{"glob by path", args{"pattern": "package", "glob": "sub/**/*.go"}, false, "sub/b.go:1: package sub"},
 		{"line cut", args{"pattern": "needle"}, false, "long.txt:1: needle " + strings.Repeat("x", 293) + " [...]"},
 		{"no match", args{"pattern": "zzz"}, false, `no matches for "zzz" in .`},

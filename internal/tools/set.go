@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-	"github.com/sashabaranov/go-openai/jsonschema"
+	"github.com/codeagent/codeagent/internal/jsonschema"
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // Options tunes the tools that need it. Zero values take the defaults.
@@ -21,6 +21,9 @@ type Options struct {
 	// that digs the API key out of a process environment cannot put it into
 	// the history, the events file or the report.
 	Secrets []string
+	// HideEnv names variables shell_exec does not pass on, besides
+	// OPENAI_API_KEY (the MCP servers' settings and the secrets they use).
+	HideEnv []string
 }
 
 const (
@@ -75,11 +78,11 @@ func (s *Set) Get(name string) (Tool, bool) {
 }
 
 // Definitions returns the schemas to offer the model, in order.
-func (s *Set) Definitions() []openai.Tool {
+func (s *Set) Definitions() []llm.Tool {
 	if s == nil {
 		return nil
 	}
-	defs := make([]openai.Tool, len(s.tools))
+	defs := make([]llm.Tool, len(s.tools))
 	for i, t := range s.tools {
 		defs[i] = t.Definition()
 	}
@@ -164,14 +167,14 @@ func NewFunc[P any](name, description string, readOnly bool, run func(ctx contex
 type funcTool[P any] struct {
 	name     string
 	readOnly bool
-	def      openai.Tool
-	schema   *jsonschema.Definition
+	def      llm.Tool
+	schema   *jsonschema.Schema
 	run      func(ctx context.Context, p P) (Result, error)
 }
 
-func (t *funcTool[P]) Name() string            { return t.name }
-func (t *funcTool[P]) Definition() openai.Tool { return t.def }
-func (t *funcTool[P]) ReadOnly() bool          { return t.readOnly }
+func (t *funcTool[P]) Name() string         { return t.name }
+func (t *funcTool[P]) Definition() llm.Tool { return t.def }
+func (t *funcTool[P]) ReadOnly() bool       { return t.readOnly }
 
 func (t *funcTool[P]) Run(ctx context.Context, args json.RawMessage) (Result, error) {
 	p, err := decodeArgs[P](t.name, t.schema, args)

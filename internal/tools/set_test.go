@@ -36,8 +36,8 @@ func TestSets(t *testing.T) {
 				t.Fatalf("Definitions() has %d tools, want %d", len(defs), len(tt.want))
 			}
 			for i, d := range defs {
-				if d.Function.Name != tt.want[i] {
-					t.Errorf("definition %d is %q, want %q", i, d.Function.Name, tt.want[i])
+				if d.Name != tt.want[i] {
+					t.Errorf("definition %d is %q, want %q", i, d.Name, tt.want[i])
 				}
 			}
 		})
@@ -51,8 +51,8 @@ func TestSets(t *testing.T) {
 }
 
 // TestSchemas checks what the model is offered, as JSON on the wire: an
-// object schema with exactly DESIGN.md's arguments and the right required
-// ones.
+// object schema with exactly the arguments the tool descriptions (*.md)
+// document and the right required ones.
 func TestSchemas(t *testing.T) {
 	ws := newTestWorkspace(t, nil)
 	tests := []struct {
@@ -76,10 +76,10 @@ func TestSchemas(t *testing.T) {
 				t.Fatalf("no tool %s", tt.tool)
 			}
 			def := tool.Definition()
-			if def.Type != "function" || def.Function.Description == "" {
+			if def.Description == "" {
 				t.Errorf("definition = %+v, want a function with a description", def)
 			}
-			raw, err := json.Marshal(def.Function.Parameters)
+			raw, err := json.Marshal(def.Parameters)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -56,7 +57,7 @@ func shellExec(ctx context.Context, ws *Workspace, opts Options, p shellExecPara
 	}
 	cmd := exec.Command("/bin/sh", "-c", p.Command)
 	cmd.Dir = ws.Root()
-	cmd.Env = shellEnv(os.Environ(), opts.Env)
+	cmd.Env = shellEnv(os.Environ(), opts.Env, opts.HideEnv)
 	// One *os.File for both streams: the child writes straight into the
 	// pipe (no copying goroutine in exec), so Wait returns when the shell
 	// exits even if a background child still holds the pipe open.
@@ -104,7 +105,7 @@ func shellExec(ctx context.Context, ws *Workspace, opts Options, p shellExecPara
 	drainTimer.Stop()
 	pr.Close()
 
-	content := redact(strings.TrimRight(out.String(), "\n"), opts.Secrets)
+	content := Redact(strings.TrimRight(out.String(), "\n"), opts.Secrets)
 	if strings.TrimSpace(content) == "" {
 		content = "(no output)"
 	}
@@ -130,13 +131,15 @@ func exitStatus(cmd *exec.Cmd, waitErr error) string {
 	return fmt.Sprintf("exit code: %d", cmd.ProcessState.ExitCode())
 }
 
-// shellEnv is the inherited environment minus the LLM API key (the model
-// must never be able to read it), plus settings that keep common tools
-// from waiting for a terminal, plus the caller's extra entries.
-func shellEnv(base, extra []string) []string {
+// shellEnv is the inherited environment minus the LLM API key and the
+// hidden names (the model must never be able to read them), plus settings
+// that keep common tools from waiting for a terminal, plus the caller's
+// extra entries.
+func shellEnv(base, extra, hide []string) []string {
 	env := make([]string, 0, len(base)+len(extra)+5)
 	keep := func(kv string) {
-		if name, _, _ := strings.Cut(kv, "="); name != "OPENAI_API_KEY" {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "OPENAI_API_KEY" && !slices.Contains(hide, name) {
 			env = append(env, kv)
 		}
 	}
@@ -152,8 +155,8 @@ func shellEnv(base, extra []string) []string {
 	return env
 }
 
-// redact replaces every secret (of a useful length) in s.
-func redact(s string, secrets []string) string {
+// Redact replaces every secret (of a useful length, 6+ bytes) in s.
+func Redact(s string, secrets []string) string {
 	for _, sec := range secrets {
 		if len(sec) >= 6 {
 			s = strings.ReplaceAll(s, sec, "[redacted]")

@@ -1,19 +1,21 @@
-// Package tools holds the coding tools the model calls (DESIGN.md's names and
-// arguments), each confined to a workspace. planagent uses the read-only ones.
+// Package tools holds the coding tools the model calls (read_file,
+// write_file, edit_file, list_dir, glob, grep, shell_exec, repo_map; each
+// described to the model by its *.md file), each confined to a workspace.
+// planagent uses the read-only ones.
 package tools
 
 import (
 	"context"
 	"encoding/json"
 
-	openai "github.com/sashabaranov/go-openai"
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // Tool is one callable tool.
 type Tool interface {
 	Name() string
 	// Definition is the schema offered to the model.
-	Definition() openai.Tool
+	Definition() llm.Tool
 	// ReadOnly tools never change the workspace (plan mode offers only these).
 	ReadOnly() bool
 	// Run executes one call. Problems the model should fix (bad arguments, a

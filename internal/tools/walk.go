@@ -6,39 +6,21 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // walkFiles calls fn for every regular file under start (a resolved path
-// inside the workspace), in lexical order, skipping ignored directories and
-// files. Symlinks are followed only to files inside the workspace, so a
-// search never reads outside it. fn may return filepath.SkipAll to stop.
+// inside the workspace), in lexical order, leaving out what the workspace's
+// file policy hides (see filetree). Symlinks are followed only to files
+// inside the workspace, so a search never reads outside it. fn may return
+// filepath.SkipAll to stop.
 func (w *Workspace) walkFiles(ctx context.Context, start string, fn func(abs, rel string) error) error {
-	ig := loadIgnore(w.root)
-	return filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if err != nil {
-			// An unreadable directory is skipped rather than failing the whole
-			// search; the start itself failing is reported.
-			if p == start {
-				return err
-			}
-			if d != nil && d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel := w.Rel(p)
-		if p != start && ig.ignored(rel, d.IsDir()) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	return w.files.Walk(ctx, w.Rel(start), func(rel string, d fs.DirEntry) error {
 		switch {
 		case d.IsDir():
 			return nil
@@ -52,30 +34,37 @@ func (w *Workspace) walkFiles(ctx context.Context, start string, fn func(abs, re
 			}
 			return fn(target, rel)
 		case d.Type().IsRegular():
-			return fn(p, rel)
+			return fn(filepath.Join(w.root, filepath.FromSlash(rel)), rel)
 		}
 		return nil
 	})
 }
 
 // Glob returns the workspace-relative paths of the files matching pattern,
-// sorted. "**" matches any number of directories; directories named in the
-// top-level .gitignore, .git, node_modules, vendor and similar are skipped.
-// Only files are returned. The pattern must stay inside the workspace.
+// sorted. "**" matches any number of directories and {a,b} either
+// alternative; what the file policy hides (.gitignore, .git, node_modules,
+// vendor and similar) is left out. Only files are returned. The pattern
+// must stay inside the workspace.
 func (w *Workspace) Glob(ctx context.Context, pattern string) ([]string, error) {
 	rel, err := w.relPattern(pattern)
 	if err != nil {
 		return nil, err
 	}
-	g, err := compileGlob(rel)
-	if err != nil {
-		return nil, err
-	}
-	if len(g.segs) == 0 {
+	rel = strings.Trim(path.Clean(rel), "/")
+	if rel == "." || rel == "" {
 		return nil, fmt.Errorf("glob pattern %q matches no files: give a pattern such as \"**/*.go\"", pattern)
 	}
-	prefix := g.literalPrefix()
-	start, err := w.Resolve(filepath.Join(append([]string{"."}, prefix...)...))
+	if !doublestar.ValidatePattern(rel) {
+		return nil, fmt.Errorf("bad glob pattern %q: check [ ], { } and \\ escapes", pattern)
+	}
+	// The walk starts at the pattern's literal directory prefix; the rest
+	// is matched below it, which may have been reached through a symlink
+	// inside the workspace.
+	base, rest := doublestar.SplitPattern(rel)
+	if !hasMeta(rel) {
+		base, rest = rel, ""
+	}
+	start, err := w.Resolve(base)
 	if err != nil {
 		return nil, err
 	}
@@ -86,19 +75,23 @@ func (w *Workspace) Glob(ctx context.Context, pattern string) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("glob %q: %w", pattern, err)
 	}
-	rest := globPattern{segs: g.segs[len(prefix):]}
 	if !fi.IsDir() {
-		if len(rest.segs) == 0 {
+		if rest == "" {
 			return []string{w.Rel(start)}, nil
 		}
 		return nil, nil
 	}
+	if rest == "" {
+		return nil, nil // a directory: only files are listed
+	}
+	startRel := w.Rel(start)
 	var out []string
 	err = w.walkFiles(ctx, start, func(abs, relPath string) error {
-		// The rest of the pattern is matched below the literal prefix, which
-		// may have been reached through a symlink inside the workspace.
-		below, err := filepath.Rel(start, filepath.Join(w.root, filepath.FromSlash(relPath)))
-		if err == nil && rest.match(filepath.ToSlash(below)) {
+		below := strings.TrimPrefix(relPath, startRel+"/")
+		if startRel == "." {
+			below = relPath
+		}
+		if doublestar.MatchUnvalidated(rest, below) {
 			out = append(out, relPath)
 		}
 		return nil
@@ -109,6 +102,8 @@ func (w *Workspace) Glob(ctx context.Context, pattern string) ([]string, error) 
 	sort.Strings(out)
 	return out, nil
 }
+
+func hasMeta(s string) bool { return strings.ContainsAny(s, `*?[{\`) }
 
 // relPattern turns a glob pattern into one relative to the root, refusing
 // patterns that would reach outside it.

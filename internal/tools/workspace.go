@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/filetree"
 )
 
 // maxSymlinkHops bounds symlink expansion in Resolve so a link cycle fails
@@ -16,6 +18,57 @@ const maxSymlinkHops = 40
 // Workspace is the directory every tool is confined to.
 type Workspace struct {
 	root string // absolute, cleaned, symlinks resolved
+	// excluded are directories inside root that are not part of the
+	// workspace (the volumes dir of `--workspace .`): never listed,
+	// searched, read or written by a tool.
+	excluded []string
+	files    *filetree.Tree // which files glob, grep and list_dir show
+}
+
+// Exclude takes dirs (absolute, or relative to the root) out of the
+// workspace. A dir outside the root is ignored.
+func (w *Workspace) Exclude(dirs ...string) {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(w.root, d)
+		}
+		real, err := followSymlinks(filepath.Clean(d))
+		if err != nil || real == w.root || !w.contains(real) {
+			continue
+		}
+		w.excluded = append(w.excluded, real)
+	}
+	w.files = filetree.New(w.root, filetree.Options{Exclude: w.ExcludePatterns()})
+}
+
+// ExcludePatterns are the excluded dirs as anchored .gitignore patterns,
+// for other walkers of the workspace (the repo map) to leave them out too.
+func (w *Workspace) ExcludePatterns() []string {
+	out := make([]string, len(w.excluded))
+	for i, x := range w.excluded {
+		out[i] = "/" + w.Rel(x) + "/"
+	}
+	return out
+}
+
+// Files is the file policy of the workspace: what glob, grep and list_dir
+// show, for other views of it (the planner's) to show the same.
+func (w *Workspace) Files() *filetree.Tree { return w.files }
+
+// isExcluded reports whether abs (resolved) is an excluded dir or inside one.
+func (w *Workspace) isExcluded(abs string) bool { return w.excludedBy(abs) != "" }
+
+// excludedBy is the excluded dir holding abs, or "".
+func (w *Workspace) excludedBy(abs string) string {
+	for _, x := range w.excluded {
+		if abs == x || strings.HasPrefix(abs, x+string(filepath.Separator)) {
+			return x
+		}
+	}
+	return ""
 }
 
 // NewWorkspace confines tools to root, which must be an existing directory.
@@ -35,7 +88,7 @@ func NewWorkspace(root string) (*Workspace, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("workspace %q is not a directory: point it at a directory", root)
 	}
-	return &Workspace{root: real}, nil
+	return &Workspace{root: real, files: filetree.New(real, filetree.Options{})}, nil
 }
 
 // Root returns the absolute, symlink-resolved workspace directory.
@@ -63,6 +116,9 @@ func (w *Workspace) Resolve(p string) (string, error) {
 	}
 	if !w.contains(real) {
 		return "", &outsideError{path: p, root: w.root}
+	}
+	if x := w.excludedBy(real); x != "" {
+		return "", fmt.Errorf("path %q is in %s/, which is not part of the workspace (planagent's volumes)", p, w.Rel(x))
 	}
 	return real, nil
 }

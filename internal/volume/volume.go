@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Layout is the volumes tree rooted at Root. Workspace may point elsewhere
@@ -81,12 +82,59 @@ func (l Layout) Watchers() string { return filepath.Join(l.Reports(), ".watchers
 // Summary is reports/summary.md, the run summary.
 func (l Layout) Summary() string { return filepath.Join(l.Reports(), "summary.md") }
 
+// ExplicitWorkspace reports whether the workspace was named (--workspace,
+// workspace_dir) rather than the default <volumes>/workspace. A named one
+// must exist: only the default is ours to create.
+func (l Layout) ExplicitWorkspace() bool { return l.workspace != "" }
+
+// CheckWorkspace fails when a named workspace is missing or not a directory.
+func (l Layout) CheckWorkspace() error {
+	if !l.ExplicitWorkspace() {
+		return nil
+	}
+	fi, err := os.Stat(l.workspace)
+	if err != nil {
+		return fmt.Errorf("workspace %s does not exist: create it or name an existing directory (only the default <volumes>/workspace is created)", l.workspace)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("workspace %s is not a directory: name a directory", l.workspace)
+	}
+	return nil
+}
+
+// VolumesInWorkspace returns the volumes dir relative to the workspace when
+// it lies inside it (`--workspace .` run from the project): that part of
+// the workspace is planagent's, not the project's.
+func (l Layout) VolumesInWorkspace() (string, bool) {
+	rel, err := filepath.Rel(l.Workspace(), l.Root)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return rel, true
+}
+
 // Workspace is the directory the coding agent works in.
 func (l Layout) Workspace() string {
 	if l.workspace != "" {
 		return l.workspace
 	}
 	return filepath.Join(l.Root, "workspace")
+}
+
+// Attempts holds the per-attempt copies of the workspace
+// (attempts/<run>/<task>.<attempt>/): each task attempt works in its own
+// copy, thrown away when the attempt fails, so a retry starts clean.
+func (l Layout) Attempts() string { return filepath.Join(l.Root, "attempts") }
+
+// Attempt is the copy of the workspace task id works in on its attempt n.
+func (l Layout) Attempt(runID, id string, n int) string {
+	return filepath.Join(l.Attempts(), runID, fmt.Sprintf("%s.%d", id, n))
+}
+
+// AttemptRel is Attempt relative to Root, with slashes: what a command file
+// names, so a watcher that mounts the volumes elsewhere finds the same copy.
+func (l Layout) AttemptRel(runID, id string, n int) string {
+	return fmt.Sprintf("attempts/%s/%s.%d", runID, id, n)
 }
 
 // Runs holds planagent's durable run state (host side only; not mounted).
@@ -96,9 +144,17 @@ func (l Layout) Runs() string { return filepath.Join(l.Root, "runs") }
 func (l Layout) Run(runID string) string { return filepath.Join(l.Runs(), runID) }
 
 // Ensure creates the directories of the layout that must exist.
+// A named workspace is not created: it must exist (CheckWorkspace).
 func (l Layout) Ensure() error {
-	for _, d := range []string{l.ProjectContext(), filepath.Join(l.Context(), "task"), l.Sessions(),
-		l.Commands(), l.Claimed(), l.Reports(), l.Watchers(), l.Workspace(), l.Runs()} {
+	if err := l.CheckWorkspace(); err != nil {
+		return err
+	}
+	dirs := []string{l.ProjectContext(), filepath.Join(l.Context(), "task"), l.Sessions(),
+		l.Commands(), l.Claimed(), l.Reports(), l.Watchers(), l.Attempts(), l.Runs()}
+	if !l.ExplicitWorkspace() {
+		dirs = append(dirs, l.Workspace())
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create volumes dir: %w", err)
 		}

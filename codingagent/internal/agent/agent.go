@@ -1,8 +1,8 @@
 // Package agent is the coding agent: a tool-calling loop over a workspace
-// (seed 001's direct mode) with a persisted, resumable conversation, file
-// contents de-duplicated into the system prompt's focused files, a context
-// monitor that masks and summarises (seed 000), long-term memory and
-// sub-agents started through the task tool (seed 002).
+// with a persisted, resumable conversation, file contents de-duplicated
+// into the system prompt's focused files, a context monitor that masks old
+// tool results and summarises old turns, long-term memory, an optional
+// plan-then-execute mode, and sub-agents started through the task tool.
 package agent
 
 import (
@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/codeagent/codeagent/codingagent/internal/session"
+	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/tools"
@@ -34,6 +35,10 @@ type Options struct {
 	Threshold      float64 // fraction of the effective window that triggers compaction (0.9)
 	KeepMessages   int     // recent messages never summarised (10)
 	MaxIterations  int     // model calls per run (100)
+	// BudgetTokens stops the run, failed with Reason "budget", before a
+	// model call once its tokens (prompt plus completion, sub-agents and
+	// summaries included) have passed it; 0 is no limit.
+	BudgetTokens int
 
 	SystemContext string // the combined context layers (markdown)
 	// RepoMap, when set, renders the repo map section of the system prompt
@@ -44,10 +49,11 @@ type Options struct {
 	SessionPath string // JSONL conversation log; "" = in memory only
 	Events      events.Sink
 	FocusCap    int  // total characters of focused files (60000)
+	FocusFiles  int  // most focused files at once, the most recently touched (8)
 	Stream      bool // stream tokens as events
 	Subagent    bool // child agent: no task tool, no memory distillation
 
-	// Planning offers create_plan (seed 001): the model may plan a complex
+	// Planning offers create_plan: the model may plan a complex
 	// request, whose steps then run one by one with step events.
 	Planning bool
 	// Approve, when set, is asked before every offered tool call except
@@ -57,6 +63,22 @@ type Options struct {
 	Approve func(ctx context.Context, call ToolRequest) Approval
 }
 
+// Configured returns the Options that come from the configuration (the
+// models, the context budget, the iteration cap), so every command builds
+// its agent from the same settings; the caller adds the client, the tools,
+// the workspace and what is its own.
+func Configured(c *config.Config) Options {
+	return Options{
+		Model:          c.Model,
+		SummaryModel:   c.SummaryModel,
+		ContextWindow:  c.ContextWindow,
+		ReservedOutput: c.ReservedOutput,
+		Threshold:      c.CompactionThreshold,
+		KeepMessages:   c.KeepMessages,
+		MaxIterations:  c.MaxIterations,
+	}
+}
+
 const (
 	defaultContextWindow  = 128000
 	defaultReservedOutput = 8192
@@ -64,6 +86,7 @@ const (
 	defaultKeepMessages   = 10
 	defaultMaxIterations  = 100
 	defaultFocusCap       = 60000
+	defaultFocusFiles     = 8
 )
 
 func (o Options) withDefaults() Options {
@@ -87,6 +110,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FocusCap <= 0 {
 		o.FocusCap = defaultFocusCap
+	}
+	if o.FocusFiles <= 0 {
+		o.FocusFiles = defaultFocusFiles
 	}
 	if o.SummaryModel == "" {
 		o.SummaryModel = o.Model
@@ -117,6 +143,9 @@ type Task struct {
 // Status is how a run ended.
 type Status string
 
+// ReasonBudget is Result.Reason of a run stopped at Options.BudgetTokens.
+const ReasonBudget = "budget"
+
 const (
 	Completed   Status = "completed"
 	Failed      Status = "failed"
@@ -128,6 +157,7 @@ type Result struct {
 	Status       Status
 	Answer       string    // the model's final text
 	Error        string    // why it failed or stopped, for the report
+	Reason       string    // "budget" when it stopped at BudgetTokens
 	FilesChanged []string  // workspace-relative, sorted, unique
 	Usage        llm.Usage // every model call of the run, sub-agents and summaries included
 	Iterations   int       // model calls of the loop
@@ -192,7 +222,7 @@ func New(opts Options) (*Agent, error) {
 		opts.Tools = tools.NewSet()
 	}
 	opts = opts.withDefaults()
-	a := &Agent{opts: opts, focus: newFocusSet(opts.FocusCap), hist: newHistory()}
+	a := &Agent{opts: opts, focus: newFocusSet(opts.FocusCap, opts.FocusFiles), hist: newHistory()}
 	a.emit = opts.Events.Emit
 	a.planTool = planTool{a: a}
 	a.tools = opts.Tools

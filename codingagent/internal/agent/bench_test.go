@@ -11,7 +11,6 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/tools"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // benchAgent is an agent whose history holds a 200-message session of a
@@ -30,18 +29,7 @@ func benchAgent(b *testing.B) *Agent {
 			b.Fatal(err)
 		}
 	}
-	ws, err := tools.NewWorkspace(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	set := tools.Coding(ws, tools.Options{})
-	client := llm.New(llm.Config{BaseURL: "http://127.0.0.1:1/v1", APIKey: "unused", Model: "m"})
-	a, err := New(Options{Client: client, Tools: set, Workspace: ws, Model: "m"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	a.run = &runState{changed: map[string]bool{}}
-	_ = a.appendMessage(userMessage("# Task bench: refactor the helpers"))
+	a, set := offlineAgent(b, dir, "# Task bench: refactor the helpers")
 	ctx := context.Background()
 	for round := 0; len(a.hist.msgs) < 200; round++ {
 		var name string
@@ -57,9 +45,8 @@ func benchAgent(b *testing.B) *Agent {
 			name, args = "shell_exec", map[string]any{"command": fmt.Sprintf("seq 1 2000; echo %d", round)}
 		}
 		raw, _ := json.Marshal(args)
-		call := llm.ToolCall{ID: fmt.Sprintf("call_%d", round), Type: openai.ToolTypeFunction,
-			Function: openai.FunctionCall{Name: name, Arguments: string(raw)}}
-		_ = a.appendMessage(llm.Message{Role: openai.ChatMessageRoleAssistant, Content: "Next step.", ToolCalls: []llm.ToolCall{call}})
+		call := llm.ToolCall{ID: fmt.Sprintf("call_%d", round), Name: name, Arguments: string(raw)}
+		_ = a.appendMessage(llm.Message{Role: llm.RoleAssistant, Content: "Next step.", ToolCalls: []llm.ToolCall{call}})
 		res, err := tools.Call(ctx, set, name, string(raw))
 		if err != nil {
 			b.Fatal(err)
@@ -68,6 +55,28 @@ func benchAgent(b *testing.B) *Agent {
 		_ = a.noteFiles(name, res.Files)
 	}
 	return a
+}
+
+// offlineAgent is an agent over the workspace dir with the coding tools
+// and a client that is never called, in a run begun with the user message
+// task: for building histories and requests without a model.
+func offlineAgent(tb testing.TB, dir, task string) (*Agent, *tools.Set) {
+	tb.Helper()
+	ws, err := tools.NewWorkspace(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	set := tools.Coding(ws, tools.Options{})
+	client := llm.New(llm.Config{BaseURL: "http://127.0.0.1:1/v1", APIKey: "unused", Model: "m"})
+	a, err := New(Options{Client: client, Tools: set, Workspace: ws, Model: "m"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a.run = &runState{changed: map[string]bool{}}
+	if err := a.appendMessage(userMessage(task)); err != nil {
+		tb.Fatal(err)
+	}
+	return a, set
 }
 
 // BenchmarkRequestAssembly measures the request after a 200-message session

@@ -9,11 +9,12 @@ import (
 )
 
 // focusSet is the files whose current content the system prompt carries
-// (seed 001's "focused files"): each file lives there once, re-read from disk
+// (the "focused files"): each file lives there once, re-read from disk
 // on every request, instead of once per read in the history.
 type focusSet struct {
-	cap     int
-	entries []focusEntry // least recently touched first
+	cap      int          // characters
+	maxFiles int          // files: the working set, not every file of the session
+	entries  []focusEntry // least recently touched first
 }
 
 type focusEntry struct {
@@ -21,7 +22,9 @@ type focusEntry struct {
 	edited bool
 }
 
-func newFocusSet(capChars int) *focusSet { return &focusSet{cap: capChars} }
+func newFocusSet(capChars, maxFiles int) *focusSet {
+	return &focusSet{cap: capChars, maxFiles: maxFiles}
+}
 
 // touch adds path (or marks it used again); once edited, a file stays edited.
 func (f *focusSet) touch(path string, edited bool) {
@@ -51,10 +54,13 @@ type focusedFile struct {
 	lines  int
 }
 
-// render reads every focused file and returns those that fit the cap. Files
-// that are gone or binary leave the set; over the cap, the least recently
-// used unedited file goes first, then edited ones, so the work in progress
-// stays visible longest.
+// render reads every focused file and returns those that fit the caps.
+// Files that are gone or binary leave the set; beyond maxFiles the least
+// recently touched go; over the character cap, the least recently used
+// unedited file goes first, then edited ones, so the work in progress
+// stays visible longest. A file that leaves
+// comes back when a tool touches it again; until then its latest read
+// stands in the history (see view).
 func (f *focusSet) render(ws *tools.Workspace) []focusedFile {
 	var files []focusedFile
 	kept := f.entries[:0]
@@ -78,6 +84,15 @@ func (f *focusSet) render(ws *tools.Workspace) []focusedFile {
 	total := 0
 	for _, ff := range files {
 		total += len(ff.text)
+	}
+	if f.maxFiles > 0 && len(files) > f.maxFiles {
+		// The working set: the files touched last, edited or not.
+		drop := len(files) - f.maxFiles
+		for _, ff := range files[:drop] {
+			total -= len(ff.text)
+		}
+		files = files[drop:]
+		f.entries = f.entries[drop:]
 	}
 	for total > f.cap {
 		victim := -1

@@ -12,7 +12,6 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/tools"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // env is one test's workspace, strict model server and real llm client.
@@ -117,15 +116,15 @@ func (r *recorder) ofType(t events.Type) []events.Event {
 }
 
 // system is the system message of a request.
-func system(req openai.ChatCompletionRequest) string {
-	if len(req.Messages) == 0 || req.Messages[0].Role != openai.ChatMessageRoleSystem {
+func system(req llmtest.Request) string {
+	if len(req.Messages) == 0 || req.Messages[0].Role != llm.RoleSystem {
 		return ""
 	}
 	return req.Messages[0].Content
 }
 
 // toolNames lists the tools a request offers.
-func toolNames(req openai.ChatCompletionRequest) []string {
+func toolNames(req llmtest.Request) []string {
 	var names []string
 	for _, t := range req.Tools {
 		names = append(names, t.Function.Name)
@@ -134,7 +133,7 @@ func toolNames(req openai.ChatCompletionRequest) []string {
 }
 
 // allText is every content of a request, for "does the model see X" checks.
-func allText(req openai.ChatCompletionRequest) string {
+func allText(req llmtest.Request) string {
 	var b strings.Builder
 	for _, m := range req.Messages {
 		b.WriteString(m.Content + "\n")
@@ -146,11 +145,11 @@ func allText(req openai.ChatCompletionRequest) string {
 }
 
 // isMemoryRequest tells the memory distillation call apart.
-func isMemoryRequest(req openai.ChatCompletionRequest) bool {
+func isMemoryRequest(req llmtest.Request) bool {
 	return strings.HasPrefix(system(req), "You maintain the long-term memory")
 }
 
 // isSummaryRequest tells a compaction call apart.
-func isSummaryRequest(req openai.ChatCompletionRequest) bool {
+func isSummaryRequest(req llmtest.Request) bool {
 	return strings.HasPrefix(system(req), "You compact")
 }

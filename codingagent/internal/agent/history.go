@@ -5,7 +5,6 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/session"
 	"github.com/codeagent/codeagent/internal/llm"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // summaryPrefix starts the user message that stands for compacted history.
@@ -54,7 +53,7 @@ func (h *history) compact(start, end int, summary string) {
 }
 
 func summaryMessage(summary string) llm.Message {
-	return llm.Message{Role: openai.ChatMessageRoleUser, Content: summaryPrefix + "\n" + summary}
+	return llm.Message{Role: llm.RoleUser, Content: summaryPrefix + "\n" + summary}
 }
 
 // unanswered returns the ids (in order) of the last assistant message's tool
@@ -62,10 +61,10 @@ func summaryMessage(summary string) llm.Message {
 func (h *history) unanswered() (calls []llm.ToolCall) {
 	i := len(h.msgs) - 1
 	answered := map[string]bool{}
-	for ; i >= 0 && h.msgs[i].Role == openai.ChatMessageRoleTool; i-- {
+	for ; i >= 0 && h.msgs[i].Role == llm.RoleTool; i-- {
 		answered[h.msgs[i].ToolCallID] = true
 	}
-	if i < 0 || h.msgs[i].Role != openai.ChatMessageRoleAssistant {
+	if i < 0 || h.msgs[i].Role != llm.RoleAssistant {
 		return nil
 	}
 	for _, c := range h.msgs[i].ToolCalls {
@@ -83,7 +82,7 @@ func (h *history) lastAnswer() (string, bool) {
 		return "", false
 	}
 	m := h.msgs[len(h.msgs)-1]
-	if m.Role != openai.ChatMessageRoleAssistant || len(m.ToolCalls) > 0 {
+	if m.Role != llm.RoleAssistant || len(m.ToolCalls) > 0 {
 		return "", false
 	}
 	return m.Content, true
@@ -174,8 +173,8 @@ func (a *Agent) touchFocus(path string, edited bool) error {
 
 func toolMessage(callID, content string) llm.Message {
 	if content == "" {
-		// go-openai drops empty content and some servers then refuse the message.
+		// The request omits empty content, and a tool message without content is refused.
 		content = "(no output)"
 	}
-	return llm.Message{Role: openai.ChatMessageRoleTool, ToolCallID: callID, Content: content}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: callID, Content: content}
 }

@@ -13,9 +13,12 @@ const (
 
 // loopDetector watches the sequence of tool calls of one run for a model
 // stuck repeating itself: the same call three times in a row, or a short
-// cycle (A B A B A B) repeated three times. Like crush's loop_detection it
-// compares calls, not results, so a changing timestamp in the output cannot
-// hide a loop.
+// cycle (A B A B A B) repeated three times. A call is its name and its
+// arguments as canonical JSON; results are not compared, so output that
+// changes each time (a timestamp, a growing log) cannot hide a loop.
+// (Crush's detector, internal/agent/loop_detection.go, differs: it hashes
+// each step's calls together with their results and flags a signature seen
+// more than 5 times among the last 10 steps, in any order.)
 type loopDetector struct {
 	seq []string
 }

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
@@ -28,15 +26,16 @@ func readMemory(path string) string {
 	if path == "" {
 		return ""
 	}
-	b, err := os.ReadFile(path)
+	// context/memory.md is in the volumes: a FIFO there must not block.
+	b, err := protocol.ReadRegular(path, 0)
 	if err != nil {
 		return ""
 	}
 	return string(b)
 }
 
-// Remember distils the conversation into the memory file (seed 001's
-// long-term memory). RunTask calls it after a completed task; chat calls it
+// Remember distils the conversation into the memory file: the long-term
+// memory later tasks and sessions start with. RunTask calls it after a completed task; chat calls it
 // when a session ends. Failures are reported as events and returned, and
 // never change a task's status.
 func (a *Agent) Remember(ctx context.Context) error {
@@ -90,7 +89,7 @@ func (a *Agent) distilOnto(ctx context.Context, base string) (string, error) {
 	}
 	user := "Existing memory:\n\n" + old + "\n\nTranscript of the finished task:\n\n" + transcript(a.hist.msgs, 24000)
 	req := llm.Request{Model: a.opts.SummaryModel, Messages: []llm.Message{
-		{Role: openai.ChatMessageRoleSystem, Content: memorySystem},
+		{Role: llm.RoleSystem, Content: memorySystem},
 		userMessage(user),
 	}}
 	resp, err := a.chat(ctx, req)

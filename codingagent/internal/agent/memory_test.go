@@ -9,7 +9,6 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llmtest"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 const distilled = "- Indent with tabs (gofmt).\n- Errors are wrapped with %w because callers use errors.Is."
@@ -23,7 +22,7 @@ func TestMemoryCarriesToNextTask(t *testing.T) {
 	if err := os.WriteFile(memPath, []byte("- Tests live next to the code.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		if isMemoryRequest(req) {
 			if !strings.Contains(req.Messages[1].Content, "Tests live next to the code") ||
 				!strings.Contains(req.Messages[1].Content, "we wrap errors with %w") {
@@ -85,7 +84,7 @@ func TestMemoryMergesConcurrentUpdate(t *testing.T) {
 				t.Fatal(err)
 			}
 			memReqs := 0
-			e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+			e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
 				if !isMemoryRequest(req) {
 					return llmtest.Text("done")
 				}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
-	openai "github.com/sashabaranov/go-openai"
 )
 
-// monitor tracks how full the context window is (seed 000's context monitor).
+// monitor tracks how full the context window is, from the usage the server
+// reports and our estimate, to decide when to mask and summarise.
 type monitor struct {
 	lastPrompt int // prompt tokens the server reported for the last request; 0 = none
 	lastEst    int // our estimate of that same request
@@ -114,7 +114,7 @@ func (a *Agent) unitStart(i int) int {
 	if i >= len(msgs) {
 		return len(msgs)
 	}
-	for i > 0 && msgs[i].Role == openai.ChatMessageRoleTool {
+	for i > 0 && msgs[i].Role == llm.RoleTool {
 		i--
 	}
 	return i
@@ -145,7 +145,7 @@ If the transcript starts with an earlier summary, fold it in. Be concise: bullet
 func (a *Agent) summarise(ctx context.Context, msgs []llm.Message) (string, error) {
 	budget := a.effectiveWindow() * 2 // chars: about half the window, so the request fits
 	req := llm.Request{Model: a.opts.SummaryModel, Messages: []llm.Message{
-		{Role: openai.ChatMessageRoleSystem, Content: summarySystem},
+		{Role: llm.RoleSystem, Content: summarySystem},
 		userMessage("Transcript to summarise:\n\n" + transcript(msgs, budget)),
 	}}
 	resp, err := a.chat(ctx, req)
@@ -165,17 +165,17 @@ func transcript(msgs []llm.Message, budget int) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		switch m.Role {
-		case openai.ChatMessageRoleUser:
+		case llm.RoleUser:
 			b.WriteString("USER:\n" + headTail(m.Content, 6000) + "\n\n")
-		case openai.ChatMessageRoleAssistant:
+		case llm.RoleAssistant:
 			if strings.TrimSpace(m.Content) != "" {
 				b.WriteString("ASSISTANT:\n" + headTail(m.Content, 4000) + "\n")
 			}
 			for _, c := range m.ToolCalls {
-				b.WriteString("ASSISTANT CALLS " + c.Function.Name + " " + headTail(c.Function.Arguments, 600) + "\n")
+				b.WriteString("ASSISTANT CALLS " + c.Name + " " + headTail(c.Arguments, 600) + "\n")
 			}
 			b.WriteString("\n")
-		case openai.ChatMessageRoleTool:
+		case llm.RoleTool:
 			b.WriteString("TOOL RESULT:\n" + headTail(m.Content, 1500) + "\n\n")
 		}
 	}

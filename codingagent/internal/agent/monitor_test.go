@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // scriptedRounds answers summary requests with a summary that carries the
@@ -24,7 +24,7 @@ type scriptedRounds struct {
 	summText []string // transcripts the summariser saw
 }
 
-func (s *scriptedRounds) reply(req openai.ChatCompletionRequest) llmtest.Reply {
+func (s *scriptedRounds) reply(req llmtest.Request) llmtest.Reply {
 	if isSummaryRequest(req) {
 		transcript := req.Messages[1].Content
 		s.mu.Lock()
@@ -36,7 +36,7 @@ func (s *scriptedRounds) reply(req openai.ChatCompletionRequest) llmtest.Reply {
 		return llmtest.Text("- Listed several directories.")
 	}
 	last := req.Messages[len(req.Messages)-1]
-	if last.Role == openai.ChatMessageRoleUser && last.Content == "What is the secret?" {
+	if last.Role == llm.RoleUser && last.Content == "What is the secret?" {
 		if strings.Contains(allText(req), "4242") {
 			return llmtest.Text("4242")
 		}
@@ -105,7 +105,7 @@ func TestCompactionWithSmallWindow(t *testing.T) {
 		if !strings.HasPrefix(req.Messages[1].Content, "# Task long") {
 			t.Errorf("request %d: the task message was not kept first", i)
 		}
-		if req.Messages[3].Role == openai.ChatMessageRoleTool {
+		if req.Messages[3].Role == llm.RoleTool {
 			t.Errorf("request %d: the cut separated tool answers from their call", i)
 		}
 	}
@@ -141,7 +141,7 @@ func TestCompactionWithSmallWindow(t *testing.T) {
 func TestMaskingAloneMakesRoom(t *testing.T) {
 	e := newEnv(t, llmtest.WithContextWindow(3000))
 	var n atomic.Int64
-	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		if isSummaryRequest(req) {
 			t.Error("summarised although masking was enough")
 			return llmtest.Text("- summary")
@@ -213,20 +213,19 @@ func TestContextLengthErrorCompactsAndRetries(t *testing.T) {
 }
 
 func TestSummaryRangeKeepsUnits(t *testing.T) {
-	user := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: "task"}
-	asst := func(ids ...string) openai.ChatCompletionMessage {
-		m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant}
+	user := llm.Message{Role: llm.RoleUser, Content: "task"}
+	asst := func(ids ...string) llm.Message {
+		m := llm.Message{Role: llm.RoleAssistant}
 		for _, id := range ids {
-			m.ToolCalls = append(m.ToolCalls, openai.ToolCall{ID: id, Type: openai.ToolTypeFunction,
-				Function: openai.FunctionCall{Name: "read_file", Arguments: "{}"}})
+			m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: id, Name: "read_file", Arguments: "{}"})
 		}
 		return m
 	}
-	tool := func(id string) openai.ChatCompletionMessage {
-		return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: id, Content: "x"}
+	tool := func(id string) llm.Message {
+		return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: "x"}
 	}
 	// 0 task, 1 asst(a,b), 2 a, 3 b, 4 asst(c,d,e), 5 c, 6 d, 7 e, 8 asst(f), 9 f
-	msgs := []openai.ChatCompletionMessage{user, asst("a", "b"), tool("a"), tool("b"), asst("c", "d", "e"),
+	msgs := []llm.Message{user, asst("a", "b"), tool("a"), tool("b"), asst("c", "d", "e"),
 		tool("c"), tool("d"), tool("e"), asst("f"), tool("f")}
 	tests := []struct {
 		keep           int

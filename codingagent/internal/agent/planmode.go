@@ -7,14 +7,14 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/planspec"
 	"github.com/codeagent/codeagent/internal/tools"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // Turn shapes one Send: the chat's mode for that input.
 type Turn struct {
-	// PlanMode is seed 003's plan mode: only read-only tools and create_plan
+	// PlanMode is the chat's plan mode: only read-only tools and create_plan
 	// are offered, and a plan the model makes is kept for the person to
 	// review (Result.Plan), not carried out.
 	PlanMode bool
@@ -28,6 +28,9 @@ type ToolRequest struct {
 	Tool   string
 	Args   string // JSON
 	CallID string
+	// ReadOnly is the tool's own word that it changes nothing (an MCP
+	// tool's readOnlyHint), for approval rules beyond the built-in names.
+	ReadOnly bool
 }
 
 // Approval answers a ToolRequest. A refusal's Reason becomes the tool result
@@ -61,9 +64,10 @@ func (a *Agent) offered() *tools.Set {
 
 // gate decides whether call c may run: it must be offered now, and
 // Options.Approve (when set) must allow it.
-func (a *Agent) gate(ctx context.Context, c openai.ToolCall) (bool, string) {
-	name := c.Function.Name
-	if _, ok := a.offered().Get(name); !ok {
+func (a *Agent) gate(ctx context.Context, c llm.ToolCall) (bool, string) {
+	name := c.Name
+	t, ok := a.offered().Get(name)
+	if !ok {
 		if _, exists := a.tools.Get(name); exists && a.turn.PlanMode {
 			return false, fmt.Sprintf("%s is not available in plan mode: only read-only tools and create_plan are; "+
 				"describe the change in the plan instead (the person leaves plan mode with /mode direct)", name)
@@ -73,7 +77,7 @@ func (a *Agent) gate(ctx context.Context, c openai.ToolCall) (bool, string) {
 	if a.opts.Approve == nil || name == CreatePlanToolName {
 		return true, ""
 	}
-	ap := a.opts.Approve(ctx, ToolRequest{Tool: name, Args: c.Function.Arguments, CallID: c.ID})
+	ap := a.opts.Approve(ctx, ToolRequest{Tool: name, Args: c.Arguments, CallID: c.ID, ReadOnly: t.ReadOnly()})
 	if ap.Allow {
 		return true, ""
 	}
@@ -91,7 +95,7 @@ type planTool struct{ a *Agent }
 func (planTool) Name() string   { return CreatePlanToolName }
 func (planTool) ReadOnly() bool { return true }
 
-func (planTool) Definition() openai.Tool {
+func (planTool) Definition() llm.Tool {
 	return planspec.CreatePlanTool(planspec.ToolOptions{
 		Description: "Make a plan for a complex request (several files, dependent steps, analysis before changes). " +
 			"Do not use it for questions or small single-file changes: answer or act directly. " +
@@ -129,7 +133,7 @@ func planHeadline(p *Plan) string {
 }
 
 // executePlan carries out p's steps in dependency order, one user message
-// and one tool loop each (seed 001's plan mode), with step events around
+// and one tool loop each, with step events around
 // each; the first step that does not complete ends the plan.
 func (a *Agent) executePlan(ctx context.Context, p *Plan) Result {
 	steps, err := planspec.Order(p)

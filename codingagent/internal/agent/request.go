@@ -6,13 +6,18 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/llm"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 const (
-	errorPrefix   = "ERROR: "
-	shellKeep     = 2000 // chars of an older shell_exec result sent again
-	readKeep      = 2000 // chars of an older read of a file not in focus
+	errorPrefix = "ERROR: "
+	shellKeep   = 2000 // chars of an older shell_exec result sent again
+	readKeep    = 2000 // chars of an older read of a file not in focus
+	// Results more than oldMessages messages back are cut harder: by then
+	// the work has moved on, and their gist (the head, the outcome at the
+	// tail) is what later turns refer to.
+	oldMessages   = 20
+	oldShellKeep  = 600
+	oldReadKeep   = 800
 	maskMinChars  = 1000 // tool results shorter than this are not worth masking
 	argsKeepChars = 500  // chars of an older edit_file old/new string
 )
@@ -36,11 +41,23 @@ func (a *Agent) buildRequest() llm.Request {
 func (a *Agent) buildRequestWith(o viewOpts) llm.Request {
 	var files []focusedFile
 	if o.dedup {
-		files = a.focus.render(a.opts.Workspace)
+		files = a.notShownLatest(a.focus.render(a.opts.Workspace))
 	}
 	msgs := make([]llm.Message, 0, len(a.hist.msgs)+1)
-	msgs = append(msgs, llm.Message{Role: openai.ChatMessageRoleSystem, Content: a.systemPrompt(files)})
+	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: a.systemPrompt(files)})
 	msgs = append(msgs, a.view(files, o)...)
+	if o.dedup && len(files) > 0 {
+		// Early in a session the focused files' section can cost more than
+		// the few reads it replaces; then the plain history (still masked
+		// as asked) is the smaller request and says the same.
+		plain := viewOpts{maskBefore: o.maskBefore}
+		alt := make([]llm.Message, 0, len(a.hist.msgs)+1)
+		alt = append(alt, llm.Message{Role: llm.RoleSystem, Content: a.systemPrompt(nil)})
+		alt = append(alt, a.view(nil, plain)...)
+		if llm.EstimateTokens(alt) < llm.EstimateTokens(msgs) {
+			msgs = alt
+		}
+	}
 	return llm.Request{Model: a.opts.Model, Messages: msgs, Tools: a.offered().Definitions(), Stream: a.opts.Stream}
 }
 
@@ -48,6 +65,52 @@ func (a *Agent) buildRequestWith(o viewOpts) llm.Request {
 type callInfo struct {
 	name string
 	args string
+}
+
+// latestRound is the index of the last assistant message: the messages
+// after it are the latest round's results, which go in full.
+func (a *Agent) latestRound() int {
+	for i := len(a.hist.msgs) - 1; i >= 0; i-- {
+		if a.hist.msgs[i].Role == llm.RoleAssistant {
+			return i
+		}
+	}
+	return -1
+}
+
+// notShownLatest drops from files those whose whole current content a
+// read_file result of the latest round shows: the model sees it there in
+// full, and a second copy in the system prompt would make the request
+// larger than the plain history. From the next request on, that read is
+// older and the file comes back into the focused files.
+func (a *Agent) notShownLatest(files []focusedFile) []focusedFile {
+	last := a.latestRound()
+	if last < 0 || len(files) == 0 {
+		return files
+	}
+	shown := map[string]string{}
+	for _, c := range a.hist.msgs[last].ToolCalls {
+		if c.Name == "read_file" {
+			shown[c.ID] = a.argPath(c.Arguments)
+		}
+	}
+	if len(shown) == 0 {
+		return files
+	}
+	seen := map[string]string{} // path → the latest round's read of it
+	for _, m := range a.hist.msgs[last+1:] {
+		if p, ok := shown[m.ToolCallID]; ok && m.Role == llm.RoleTool {
+			seen[p] = m.Content
+		}
+	}
+	out := files[:0:0]
+	for _, f := range files {
+		if content, ok := seen[f.path]; ok && strings.Contains(content, strings.TrimSuffix(f.text, "\n")) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // view returns the history as the model should see it now. The session
@@ -65,34 +128,94 @@ func (a *Agent) view(files []focusedFile, o viewOpts) []llm.Message {
 	}
 	lastAssistant := -1
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == openai.ChatMessageRoleAssistant {
+		if msgs[i].Role == llm.RoleAssistant {
 			lastAssistant = i
 			break
 		}
 	}
 	calls := map[string]callInfo{}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			calls[c.ID] = callInfo{name: c.Name, args: c.Arguments}
+		}
+	}
+	var superseded map[int]bool
+	if o.dedup {
+		superseded = a.supersededReads(calls)
+	}
 	for i, m := range msgs {
 		switch m.Role {
-		case openai.ChatMessageRoleAssistant:
+		case llm.RoleAssistant:
 			for j, c := range m.ToolCalls {
-				calls[c.ID] = callInfo{name: c.Function.Name, args: c.Function.Arguments}
 				if o.dedup && i < lastAssistant {
-					out[i].ToolCalls[j].Function.Arguments = a.shortenArgs(c.Function.Name, c.Function.Arguments, focused)
+					out[i].ToolCalls[j].Arguments = a.shortenArgs(c.Name, c.Arguments, focused)
 				}
 			}
-		case openai.ChatMessageRoleTool:
+		case llm.RoleTool:
 			if i > lastAssistant {
 				continue // the latest round: complete, the first time the model sees it
 			}
 			ci := calls[m.ToolCallID]
-			out[i].Content = a.shortenResult(ci, m.Content, i < o.maskBefore, o.dedup, focused)
+			if superseded[i] && !hasFocused(focused, a.argPath(ci.args)) {
+				out[i].Content = fmt.Sprintf("[read_file %s: superseded by a later read of it below]", a.argPath(ci.args))
+				continue
+			}
+			out[i].Content = a.shortenResult(ci, m.Content, i < o.maskBefore, o.dedup, i < len(msgs)-oldMessages, focused)
+		}
+	}
+	return out
+}
+
+// supersededReads returns the history indices of read_file results that a
+// later read of the same file shows again: a later read of the whole file,
+// or of the same lines. Only the latest one is worth sending (stale
+// versions would contradict it); the others become one-line pointers.
+func (a *Agent) supersededReads(calls map[string]callInfo) map[int]bool {
+	type readRange struct{ start, end int }
+	msgs := a.hist.msgs
+	whole := map[string]bool{}
+	ranges := map[string]map[readRange]bool{}
+	out := map[int]bool{}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != llm.RoleTool || strings.HasPrefix(m.Content, errorPrefix) {
+			continue
+		}
+		ci := calls[m.ToolCallID]
+		if ci.name != "read_file" {
+			continue
+		}
+		var args struct {
+			StartLine int `json:"start_line"`
+			EndLine   int `json:"end_line"`
+		}
+		_ = json.Unmarshal([]byte(ci.args), &args)
+		path, r := a.argPath(ci.args), readRange{args.StartLine, args.EndLine}
+		if path == "" {
+			continue
+		}
+		if whole[path] || ranges[path][r] {
+			out[i] = true
+			continue
+		}
+		if r == (readRange{}) {
+			whole[path] = true
+		} else {
+			if ranges[path] == nil {
+				ranges[path] = map[readRange]bool{}
+			}
+			ranges[path][r] = true
 		}
 	}
 	return out
 }
 
 // shortenResult is an older tool result as sent again.
-func (a *Agent) shortenResult(ci callInfo, content string, masked, dedup bool, focused map[string]focusedFile) string {
+func (a *Agent) shortenResult(ci callInfo, content string, masked, dedup, old bool, focused map[string]focusedFile) string {
+	shellN, readN := shellKeep, readKeep
+	if old {
+		shellN, readN = oldShellKeep, oldReadKeep
+	}
 	isErr := strings.HasPrefix(content, errorPrefix)
 	if masked && len(content) >= maskMinChars && !isErr {
 		return fmt.Sprintf("[%s output omitted to save context (%d chars); call it again if you need it]", ci.name, len(content))
@@ -102,7 +225,7 @@ func (a *Agent) shortenResult(ci callInfo, content string, masked, dedup bool, f
 	}
 	switch {
 	case isErr:
-		return headTail(content, shellKeep)
+		return headTail(content, shellN)
 	case fileTools[ci.name]:
 		path := a.argPath(ci.args)
 		if f, ok := focused[path]; ok {
@@ -111,12 +234,12 @@ func (a *Agent) shortenResult(ci callInfo, content string, masked, dedup bool, f
 			}
 			return fmt.Sprintf("[%s — current content of %s in focused files]", firstLineOf(content), path)
 		}
-		if ci.name == "read_file" && len(content) > readKeep {
-			return headTail(content, readKeep) + "\n[" + path + " is no longer in focused files; read it again if you need it]"
+		if ci.name == "read_file" && len(content) > readN {
+			return headTail(content, readN) + "\n[" + path + " is no longer in focused files; read it again if you need it]"
 		}
 		return content
 	case ci.name == "shell_exec":
-		return headTail(content, shellKeep)
+		return headTail(content, shellN)
 	}
 	return content
 }
@@ -211,4 +334,9 @@ func firstLineOf(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+func hasFocused(focused map[string]focusedFile, path string) bool {
+	_, ok := focused[path]
+	return ok
 }

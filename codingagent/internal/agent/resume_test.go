@@ -9,13 +9,11 @@ import (
 	"github.com/codeagent/codeagent/codingagent/internal/session"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 func TestResumeFromSession(t *testing.T) {
 	task := Task{ID: "R1", Title: "Resumable work"}
-	readCall := llm.ToolCall{ID: "call_1", Type: openai.ToolTypeFunction,
-		Function: openai.FunctionCall{Name: "read_file", Arguments: `{"path":"a.txt"}`}}
+	readCall := llm.ToolCall{ID: "call_1", Name: "read_file", Arguments: `{"path":"a.txt"}`}
 	write := func(t *testing.T, path string, recs ...session.Record) {
 		l, err := session.Open(path)
 		if err != nil {
@@ -36,7 +34,7 @@ func TestResumeFromSession(t *testing.T) {
 		prepare    func(t *testing.T, e *env, path string)
 		wantAnswer string
 		wantReqs   int
-		check      func(t *testing.T, req openai.ChatCompletionRequest)
+		check      func(t *testing.T, req llmtest.Request)
 	}{
 		{
 			name: "killed mid-write leaves a truncated last line",
@@ -54,12 +52,12 @@ func TestResumeFromSession(t *testing.T) {
 				_ = f.Close()
 			},
 			wantAnswer: "done", wantReqs: 1,
-			check: func(t *testing.T, req openai.ChatCompletionRequest) {
+			check: func(t *testing.T, req llmtest.Request) {
 				if n := strings.Count(allText(req), "# Task R1"); n != 1 {
 					t.Errorf("the task appears %d times, want once", n)
 				}
 				last := req.Messages[len(req.Messages)-1]
-				if last.Role != openai.ChatMessageRoleTool || !strings.Contains(last.Content, "alpha") {
+				if last.Role != llm.RoleTool || !strings.Contains(last.Content, "alpha") {
 					t.Errorf("the resumed request does not end with the earlier read: %+v", last)
 				}
 				if strings.Contains(allText(req), "half") {
@@ -70,10 +68,10 @@ func TestResumeFromSession(t *testing.T) {
 		{
 			name: "crash between a tool call and its answer",
 			prepare: func(t *testing.T, e *env, path string) {
-				write(t, path, append(taskStart, msg(llm.Message{Role: openai.ChatMessageRoleAssistant, ToolCalls: []llm.ToolCall{readCall}}))...)
+				write(t, path, append(taskStart, msg(llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{readCall}}))...)
 			},
 			wantAnswer: "done", wantReqs: 1,
-			check: func(t *testing.T, req openai.ChatCompletionRequest) {
+			check: func(t *testing.T, req llmtest.Request) {
 				last := req.Messages[len(req.Messages)-1]
 				if last.ToolCallID != "call_1" || !strings.Contains(last.Content, "not run") {
 					t.Errorf("the unanswered call was not answered: %+v", last)
@@ -83,7 +81,7 @@ func TestResumeFromSession(t *testing.T) {
 		{
 			name: "finished before the crash",
 			prepare: func(t *testing.T, e *env, path string) {
-				write(t, path, append(taskStart, msg(llm.Message{Role: openai.ChatMessageRoleAssistant, Content: "all done earlier"}))...)
+				write(t, path, append(taskStart, msg(llm.Message{Role: llm.RoleAssistant, Content: "all done earlier"}))...)
 			},
 			wantAnswer: "all done earlier", wantReqs: 0,
 		},
@@ -91,10 +89,10 @@ func TestResumeFromSession(t *testing.T) {
 			name: "session of another task continues the conversation",
 			prepare: func(t *testing.T, e *env, path string) {
 				write(t, path, session.Record{Kind: session.KindTask, TaskID: "R0"}, msg(userMessage("# Task R0: earlier")),
-					msg(llm.Message{Role: openai.ChatMessageRoleAssistant, Content: "earlier answer"}))
+					msg(llm.Message{Role: llm.RoleAssistant, Content: "earlier answer"}))
 			},
 			wantAnswer: "done", wantReqs: 1,
-			check: func(t *testing.T, req openai.ChatCompletionRequest) {
+			check: func(t *testing.T, req llmtest.Request) {
 				text := allText(req)
 				if !strings.Contains(text, "earlier answer") || !strings.Contains(text, "# Task R1") {
 					t.Errorf("request lacks the earlier conversation or the new task")

@@ -7,10 +7,12 @@ import (
 	"sort"
 	"strings"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/telemetry"
 	"github.com/codeagent/codeagent/internal/tools"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // RunTask works on t until the model answers without tool calls or a stop
@@ -62,8 +64,8 @@ func (a *Agent) beginRun(taskID string) {
 }
 
 // startResponse emits response_start once the first model response says
-// which mode this is (seed 001: plan when it calls create_plan, or in plan
-// mode), then the tokens held back until then. resp is nil when no
+// which mode this is (plan when it calls create_plan or the turn is in plan
+// mode, direct otherwise), then the tokens held back until then. resp is nil when no
 // response came.
 func (a *Agent) startResponse(resp *llm.Response) {
 	if a.run.started {
@@ -76,7 +78,7 @@ func (a *Agent) startResponse(resp *llm.Response) {
 	}
 	if resp != nil {
 		for _, c := range resp.Message.ToolCalls {
-			if c.Function.Name == CreatePlanToolName {
+			if c.Name == CreatePlanToolName {
 				mode = "plan"
 			}
 		}
@@ -114,6 +116,10 @@ func (a *Agent) loop(ctx context.Context) Result {
 	for iter := 0; ; {
 		if ctx.Err() != nil {
 			return Result{Status: Interrupted, Error: "interrupted", Iterations: iter}
+		}
+		if used := a.run.usage.Prompt + a.run.usage.Completion; a.opts.BudgetTokens > 0 && used > a.opts.BudgetTokens {
+			return Result{Status: Failed, Reason: ReasonBudget, Iterations: iter, Error: fmt.Sprintf(
+				"budget: stopped after %d tokens, past the task's budget of %d tokens (task_budget_tokens); the conversation is saved", used, a.opts.BudgetTokens)}
 		}
 		if iter >= a.opts.MaxIterations {
 			return Result{Status: Failed, Iterations: iter, Error: fmt.Sprintf(
@@ -194,7 +200,7 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDet
 		if ctx.Err() != nil {
 			return Interrupted, a.answerRest(calls[i:], "cancelled: the run was interrupted before this call ran", "interrupted")
 		}
-		a.emit(events.Event{Type: events.ToolCall, Tool: c.Function.Name, CallID: c.ID, Args: c.Function.Arguments})
+		a.emit(events.Event{Type: events.ToolCall, Tool: c.Name, CallID: c.ID, Args: c.Arguments})
 		if ok, reason := a.gate(ctx, c); !ok {
 			if err := a.answerOne(c, errorPrefix+reason, true); err != nil {
 				return Failed, err.Error()
@@ -207,7 +213,7 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDet
 			}
 			return "", ""
 		}
-		res, err := tools.Call(tools.WithFocus(ctx, a.focus.paths()), a.offered(), c.Function.Name, c.Function.Arguments)
+		res, err := a.callTool(ctx, c)
 		if err != nil {
 			if ctx.Err() != nil {
 				content := "cancelled: the run was interrupted while this call ran"
@@ -219,7 +225,7 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDet
 				}
 				return Interrupted, a.answerRest(calls[i+1:], "cancelled: the run was interrupted before this call ran", "interrupted")
 			}
-			reason := fmt.Sprintf("tool %s failed: %v", c.Function.Name, err)
+			reason := fmt.Sprintf("tool %s failed: %v", c.Name, err)
 			if err := a.answerOne(c, errorPrefix+reason, true); err != nil {
 				return Failed, reason + "; " + err.Error()
 			}
@@ -232,19 +238,31 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDet
 		if err := a.answerOne(c, content, res.IsError); err != nil {
 			return Failed, err.Error()
 		}
-		if err := a.noteFiles(c.Function.Name, res.Files); err != nil {
+		if err := a.noteFiles(c.Name, res.Files); err != nil {
 			return Failed, err.Error()
 		}
-		if reason, loop := det.add(c.Function.Name, c.Function.Arguments); loop {
+		if reason, loop := det.add(c.Name, c.Arguments); loop {
 			return Failed, a.answerRest(calls[i+1:], "not run: the run was stopped ("+reason+")", reason)
 		}
 	}
 	return "", ""
 }
 
+// callTool runs one tool call inside its execute_tool span.
+func (a *Agent) callTool(ctx context.Context, c llm.ToolCall) (tools.Result, error) {
+	ctx, span := telemetry.Start(ctx, "execute_tool "+c.Name, telemetry.OperationName.String("execute_tool"),
+		telemetry.ToolName.String(c.Name), telemetry.ToolCallID.String(c.ID))
+	defer span.End()
+	res, err := tools.Call(tools.WithFocus(ctx, a.focus.paths()), a.offered(), c.Name, c.Arguments)
+	if err != nil || res.IsError {
+		span.SetStatus(codes.Error, "")
+	}
+	return res, err
+}
+
 // answerOne persists the tool message answering c and emits tool_result.
 func (a *Agent) answerOne(c llm.ToolCall, content string, isErr bool) error {
-	a.emit(events.Event{Type: events.ToolResult, Tool: c.Function.Name, CallID: c.ID,
+	a.emit(events.Event{Type: events.ToolResult, Tool: c.Name, CallID: c.ID,
 		Text: events.Shorten(content, 2000), IsError: isErr})
 	return a.appendMessage(toolMessage(c.ID, content))
 }
@@ -279,23 +297,20 @@ func (a *Agent) noteFiles(tool string, files []tools.FileRef) error {
 // assistantMessage makes the model's answer safe to store and send back:
 // a role, content or tool calls, and arguments that are at least "{}".
 func assistantMessage(m llm.Message) llm.Message {
-	m.Role = openai.ChatMessageRoleAssistant
+	m.Role = llm.RoleAssistant
 	if len(m.ToolCalls) > 0 {
 		m.ToolCalls = append([]llm.ToolCall(nil), m.ToolCalls...)
 		for i := range m.ToolCalls {
-			if m.ToolCalls[i].Type == "" {
-				m.ToolCalls[i].Type = openai.ToolTypeFunction
-			}
-			if m.ToolCalls[i].Function.Arguments == "" {
-				m.ToolCalls[i].Function.Arguments = "{}"
+			if m.ToolCalls[i].Arguments == "" {
+				m.ToolCalls[i].Arguments = "{}"
 			}
 		}
-	} else if m.Content == "" && len(m.MultiContent) == 0 {
+	} else if m.Content == "" {
 		m.Content = "(no answer)"
 	}
 	return m
 }
 
 func userMessage(s string) llm.Message {
-	return llm.Message{Role: openai.ChatMessageRoleUser, Content: s}
+	return llm.Message{Role: llm.RoleUser, Content: s}
 }

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/tools"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 func TestTaskReadsEditsAndRunsShell(t *testing.T) {
@@ -60,7 +60,7 @@ func TestTaskReadsEditsAndRunsShell(t *testing.T) {
 		t.Errorf("system prompt lacks the workspace root")
 	}
 	last := reqs[3].Messages[len(reqs[3].Messages)-1]
-	if last.Role != openai.ChatMessageRoleTool || !strings.Contains(last.Content, "goodbye world") {
+	if last.Role != llm.RoleTool || !strings.Contains(last.Content, "goodbye world") {
 		t.Errorf("the shell result is not the last message of the next request: %+v", last)
 	}
 	starts := e.events.ofType(events.ResponseStart)
@@ -115,7 +115,7 @@ func TestSeveralToolCallsInOneResponse(t *testing.T) {
 	}
 	wantIn := []string{"alpha", "ERROR: ", "wrote c.txt", "beta"}
 	for i, m := range answers {
-		if m.Role != openai.ChatMessageRoleTool || m.ToolCallID != calls[i].ID || !strings.Contains(m.Content, wantIn[i]) {
+		if m.Role != llm.RoleTool || m.ToolCallID != calls[i].ID || !strings.Contains(m.Content, wantIn[i]) {
 			t.Errorf("answer %d = %+v, want the answer to %s containing %q", i, m, calls[i].ID, wantIn[i])
 		}
 	}
@@ -125,6 +125,7 @@ func TestStopConditions(t *testing.T) {
 	tests := []struct {
 		name     string
 		maxIter  int
+		budget   int
 		call     func(n int) llmtest.ToolCall
 		wantErr  string
 		wantReqs int
@@ -153,6 +154,16 @@ func TestStopConditions(t *testing.T) {
 			},
 			wantErr: "a cycle of 2 tool calls", wantReqs: 6,
 		},
+		{
+			// The first call's usage passes a 1-token budget: stopped before the second.
+			name:    "token budget",
+			maxIter: 50,
+			budget:  1,
+			call: func(n int) llmtest.ToolCall {
+				return llmtest.Call("list_dir", map[string]any{"path": fmt.Sprintf("dir%d", n)})
+			},
+			wantErr: "budget: stopped after", wantReqs: 1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,16 +171,19 @@ func TestStopConditions(t *testing.T) {
 			e.write("a.txt", "a\n")
 			e.write("b.txt", "b\n")
 			var n atomic.Int64
-			e.srv.Handle(func(openai.ChatCompletionRequest) llmtest.Reply {
+			e.srv.Handle(func(llmtest.Request) llmtest.Reply {
 				return llmtest.Calls(tt.call(int(n.Add(1))))
 			})
-			res, err := e.agent(func(o *Options) { o.MaxIterations = tt.maxIter }).RunTask(t.Context(), Task{ID: "stuck"})
+			res, err := e.agent(func(o *Options) { o.MaxIterations, o.BudgetTokens = tt.maxIter, tt.budget }).RunTask(t.Context(), Task{ID: "stuck"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			e.noRejections()
 			if res.Status != Failed || !strings.Contains(res.Error, tt.wantErr) {
 				t.Fatalf("result = %+v, want failed with %q", res, tt.wantErr)
+			}
+			if (res.Reason == ReasonBudget) != (tt.budget > 0) {
+				t.Errorf("reason %q", res.Reason)
 			}
 			if got := len(e.srv.Requests()); got != tt.wantReqs || res.Iterations != tt.wantReqs {
 				t.Errorf("%d requests, %d iterations; want %d", got, res.Iterations, tt.wantReqs)
@@ -214,7 +228,7 @@ func TestCancelMidToolCallLeavesAcceptedHistory(t *testing.T) {
 	msgs := a.Messages()
 	tail := msgs[len(msgs)-3:]
 	for i, m := range tail {
-		if m.Role != openai.ChatMessageRoleTool {
+		if m.Role != llm.RoleTool {
 			t.Fatalf("message %d after the calls is %s, want tool", i, m.Role)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/tools"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 const (
@@ -23,7 +23,8 @@ const (
 const taskToolDescription = `Delegate a self-contained sub-problem to a sub-agent, which works on it with the same coding tools (but cannot delegate further) and returns its final report as this tool's result.
 Use it for a separate investigation or change that needs many steps but little of your current context. Give a precise goal; list the files or directories it should start from as resources (their content is handed over); add hints (approach, pitfalls, conventions).`
 
-// hintList accepts hints as a list of strings or, as seed 002 has it, one string.
+// hintList accepts hints as a list of strings or, as models often send them,
+// one string.
 type hintList []string
 
 func (h *hintList) UnmarshalJSON(b []byte) error {
@@ -68,7 +69,7 @@ func (a *Agent) runSubagent(ctx context.Context, p taskParams) (tools.Result, er
 
 	childOpts := a.opts
 	childOpts.Subagent = true
-	childOpts.Planning = false // seed 002: sub-agents run with plan mode off
+	childOpts.Planning = false // a sub-agent carries out one goal: it does not plan
 	childOpts.SessionPath = ""
 	childOpts.Tools = withoutTool(a.opts.Tools, taskToolName)
 	childOpts.Events = events.Func(func(e events.Event) {
@@ -188,9 +189,9 @@ func withoutTool(s *tools.Set, name string) *tools.Set {
 	return tools.NewSet(keep...)
 }
 
-func lastAssistantText(msgs []openai.ChatCompletionMessage) string {
+func lastAssistantText(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == openai.ChatMessageRoleAssistant && strings.TrimSpace(msgs[i].Content) != "" {
+		if msgs[i].Role == llm.RoleAssistant && strings.TrimSpace(msgs[i].Content) != "" {
 			return strings.TrimSpace(msgs[i].Content)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 func TestSubagent(t *testing.T) {
@@ -18,9 +18,9 @@ func TestSubagent(t *testing.T) {
 	e.write("docs/api.md", "# API\n")
 
 	var mu sync.Mutex
-	var childReqs []openai.ChatCompletionRequest
+	var childReqs []llmtest.Request
 	parentTurn := 0
-	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		mu.Lock()
 		defer mu.Unlock()
 		if !slices.Contains(toolNames(req), "task") {
@@ -67,7 +67,7 @@ func TestSubagent(t *testing.T) {
 	if !strings.Contains(system(childReqs[0]), "You are a sub-agent") {
 		t.Errorf("sub-agent system prompt does not say it is one")
 	}
-	parentReqs := slices.DeleteFunc(e.srv.Requests(), func(r openai.ChatCompletionRequest) bool {
+	parentReqs := slices.DeleteFunc(e.srv.Requests(), func(r llmtest.Request) bool {
 		return !slices.Contains(toolNames(r), "task")
 	})
 	toolAnswer := parentReqs[1].Messages[len(parentReqs[1].Messages)-1]
@@ -99,7 +99,7 @@ func TestSubagentFailureIsToolError(t *testing.T) {
 	e := newEnv(t)
 	parentTurn := 0
 	var mu sync.Mutex
-	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		mu.Lock()
 		defer mu.Unlock()
 		if !slices.Contains(toolNames(req), "task") {
@@ -111,7 +111,7 @@ func TestSubagentFailureIsToolError(t *testing.T) {
 			return llmtest.Calls(llmtest.Call("task", map[string]any{"goal": "spin", "hints": []string{"a", "b"}}))
 		}
 		last := req.Messages[len(req.Messages)-1]
-		if last.Role == openai.ChatMessageRoleTool && strings.Contains(last.Content, "the sub-agent failed") {
+		if last.Role == llm.RoleTool && strings.Contains(last.Content, "the sub-agent failed") {
 			return llmtest.Text("sub-agent failure seen")
 		}
 		return llmtest.Text("no failure seen: " + last.Content)
@@ -136,19 +136,19 @@ func TestSubagentFailureIsToolError(t *testing.T) {
 func TestSubagentCannotDelegateOrPlan(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex
-	var childReqs []openai.ChatCompletionRequest
-	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	var childReqs []llmtest.Request
+	e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		mu.Lock()
 		defer mu.Unlock()
 		last := req.Messages[len(req.Messages)-1]
 		if strings.Contains(system(req), "You are a sub-agent") {
 			childReqs = append(childReqs, req)
-			if last.Role == openai.ChatMessageRoleUser {
+			if last.Role == llm.RoleUser {
 				return llmtest.Calls(llmtest.Call("task", map[string]any{"goal": "delegate again"}))
 			}
 			return llmtest.Text("child saw: " + last.Content)
 		}
-		if last.Role == openai.ChatMessageRoleUser {
+		if last.Role == llm.RoleUser {
 			return llmtest.Calls(llmtest.Call("task", map[string]any{"goal": "look around"}))
 		}
 		return llmtest.Text("parent done")
@@ -170,7 +170,7 @@ func TestSubagentCannotDelegateOrPlan(t *testing.T) {
 		}
 	}
 	answer := childReqs[1].Messages[len(childReqs[1].Messages)-1]
-	if answer.Role != openai.ChatMessageRoleTool || !strings.Contains(answer.Content, `unknown tool "task"`) {
+	if answer.Role != llm.RoleTool || !strings.Contains(answer.Content, `unknown tool "task"`) {
 		t.Errorf("the sub-agent's task call was answered %q", answer.Content)
 	}
 	if n := len(e.events.ofType(events.SubagentStart)); n != 1 {

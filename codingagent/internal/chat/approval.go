@@ -14,9 +14,11 @@ import (
 type ApprovalMode string
 
 const (
-	// ApproveDefault asks before write_file, edit_file and shell_exec.
+	// ApproveDefault asks before write_file, edit_file, shell_exec and MCP
+	// tools not marked read-only.
 	ApproveDefault ApprovalMode = "default"
-	// ApproveAutoEdit runs edits without asking and asks before shell_exec.
+	// ApproveAutoEdit runs edits without asking and asks before shell_exec
+	// and MCP tools not marked read-only.
 	ApproveAutoEdit ApprovalMode = "auto_edit"
 	// ApproveYolo runs everything without asking.
 	ApproveYolo ApprovalMode = "yolo"
@@ -33,12 +35,16 @@ func ParseApprovalMode(s string) (ApprovalMode, error) {
 	return "", fmt.Errorf("approval mode %q is not one of default, auto_edit, yolo", s)
 }
 
-// toolKind is what approval a tool needs: "edit", "shell" or none.
-func toolKind(tool string) string {
-	switch tool {
-	case "write_file", "edit_file":
+// toolKind is what approval a tool needs: "edit", "shell" or none. An MCP
+// tool can do anything its server can, so one its server does not mark
+// read-only is treated like shell_exec.
+func toolKind(tool string, readOnly bool) string {
+	switch {
+	case tool == "write_file" || tool == "edit_file":
 		return "edit"
-	case "shell_exec":
+	case tool == "shell_exec":
+		return "shell"
+	case strings.HasPrefix(tool, "mcp__") && !readOnly:
 		return "shell"
 	}
 	return ""
@@ -62,7 +68,7 @@ func (ap *approver) effective() ApprovalMode {
 }
 
 func (ap *approver) approve(ctx context.Context, r agent.ToolRequest) agent.Approval {
-	kind := toolKind(r.Tool)
+	kind := toolKind(r.Tool, r.ReadOnly)
 	mode := ap.effective()
 	if kind == "" || mode == ApproveYolo || (mode == ApproveAutoEdit && kind == "edit") || ap.always[r.Tool] {
 		return agent.Approval{Allow: true}

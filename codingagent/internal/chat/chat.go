@@ -1,13 +1,14 @@
-// Package chat is codingagent's interactive session (seeds 001 and 003): a
+// Package chat is codingagent's interactive session: a
 // line-based REPL over the agent with direct mode, plan mode, a plan turned
 // into todos, tool approval, and the conversation, plan and todos persisted
 // under the sessions directory so a later chat continues them.
 //
-// Terminal handling stays with the standard library: lines are read with
-// bufio, Ctrl-C arrives as SIGINT (Options.Interrupt) and cancels the
-// running turn, Ctrl-D is the end of input. Ctrl-P toggles plan mode when a
-// line starts with the byte 0x10; a terminal in cooked mode delivers it only
-// after Enter.
+// On a terminal (Options.Terminal) lines are read with editing, a history
+// kept per workspace (Up/Down, Ctrl-R search) and Ctrl-P toggling plan mode
+// at once (lineedit.go); the terminal is raw only while a line is read.
+// Otherwise lines are read with bufio and a line starting with the byte
+// 0x10 toggles plan mode. Ctrl-C cancels the running turn (SIGINT, on
+// Options.Interrupt); at the prompt, twice leaves. Ctrl-D is the end of input.
 package chat
 
 import (
@@ -28,6 +29,10 @@ import (
 // ctrlP is the byte a raw terminal sends for Ctrl-P.
 const ctrlP = "\x10"
 
+// ctrlCLine is what the line editor delivers for Ctrl-C (raw mode turns it
+// into a byte, not SIGINT).
+const ctrlCLine = "\x03"
+
 // Options configures a chat session.
 type Options struct {
 	// Agent is the agent's configuration; the chat sets SessionPath, Events,
@@ -39,6 +44,10 @@ type Options struct {
 	Out         io.Writer
 	// Interactive is true when stdin is a terminal: approvals are asked.
 	Interactive bool
+	// Terminal, when set, is the terminal In is: lines are read from it
+	// with editing and history (HistoryFile, "" keeps none).
+	Terminal    *os.File
+	HistoryFile string
 	// Approval is the --approval value; "" means not given (default mode,
 	// and without a terminal calls that need approval are refused).
 	Approval ApprovalMode
@@ -50,16 +59,21 @@ type Options struct {
 
 // Chat is one running session.
 type Chat struct {
-	opts      Options
-	out       io.Writer
-	agent     *agent.Agent
-	approver  *approver
-	lines     <-chan string
-	state     State
-	planMode  bool
-	turns     int         // inputs answered in this process, for memory at the end
-	streamed  atomic.Bool // tokens were printed during the current turn
-	interrupt <-chan os.Signal
+	opts     Options
+	out      io.Writer
+	agent    *agent.Agent
+	approver *approver
+	lines    <-chan string
+	state    State
+	planMode atomic.Bool // toggled by Ctrl-P from the line editor too
+
+	editor     *editor
+	requests   chan string // prompts for the line editor
+	waiting    bool        // a line was asked for and has not arrived
+	cancelTurn func()      // cancels the running turn (Ctrl-C in the line editor)
+	turns      int         // inputs answered in this process, for memory at the end
+	streamed   atomic.Bool // tokens were printed during the current turn
+	interrupt  <-chan os.Signal
 }
 
 // Run runs the session until /exit, end of input, a second Ctrl-C at an
@@ -71,7 +85,14 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	done := make(chan struct{})
 	defer close(done)
-	c.lines = readLines(c.opts.In, done)
+	if c.opts.Terminal != nil {
+		c.editor = newEditor(c.opts.Terminal, c.out, c.opts.HistoryFile, c.togglePlan)
+		defer c.editor.restore()
+		c.requests = make(chan string, 1)
+		c.lines = c.editLines(done)
+	} else {
+		c.lines = readLines(c.opts.In, done)
+	}
 	err = c.loop(ctx)
 	if cerr := c.agent.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close the chat session log: %w", cerr)
@@ -119,6 +140,7 @@ func open(opts Options) (*Chat, error) {
 		return nil, err
 	}
 	c.state = st
+	c.planMode.Store(st.PlanMode) // --continue keeps plan mode
 	ao := opts.Agent
 	ao.SessionPath = SessionPath(opts.SessionsDir, opts.SessionID)
 	ao.Planning = true
@@ -143,8 +165,11 @@ func (c *Chat) loop(ctx context.Context) error {
 	}
 	c.printf("codingagent chat — session %s%s. /help lists commands; Ctrl-D or /exit leaves.\n", c.opts.SessionID, resumed)
 	idleInterrupts := 0
+	if c.planMode.Load() {
+		c.printf("plan mode (kept from the session): /mode direct or Ctrl-P leaves it\n")
+	}
 	for {
-		c.printf("%s", c.prompt())
+		c.ask(c.prompt())
 		select {
 		case <-ctx.Done():
 			c.printf("\n")
@@ -157,9 +182,19 @@ func (c *Chat) loop(ctx context.Context) error {
 			}
 			c.printf("\n(Ctrl-C again, Ctrl-D or /exit leaves the chat)\n")
 		case line, ok := <-c.lines:
+			c.waiting = false
 			if !ok {
 				c.printf("\n")
 				return c.end(ctx)
+			}
+			c.syncPlanMode()
+			if line == ctrlCLine {
+				idleInterrupts++
+				if idleInterrupts >= 2 {
+					return c.end(ctx)
+				}
+				c.printf("(Ctrl-C again, Ctrl-D or /exit leaves the chat)\n")
+				continue
 			}
 			idleInterrupts = 0
 			if quit := c.handle(ctx, line); quit {
@@ -170,7 +205,7 @@ func (c *Chat) loop(ctx context.Context) error {
 }
 
 func (c *Chat) prompt() string {
-	if c.planMode {
+	if c.planMode.Load() {
 		return "[PLAN] > "
 	}
 	return "> "
@@ -179,7 +214,7 @@ func (c *Chat) prompt() string {
 // handle runs one input line; true means leave the chat.
 func (c *Chat) handle(ctx context.Context, line string) bool {
 	if rest, ok := strings.CutPrefix(line, ctrlP); ok {
-		c.setPlanMode(!c.planMode)
+		c.setPlanMode(!c.planMode.Load())
 		line = rest
 	}
 	line = strings.TrimSpace(line)
@@ -194,12 +229,80 @@ func (c *Chat) handle(ctx context.Context, line string) bool {
 }
 
 func (c *Chat) setPlanMode(on bool) {
-	c.planMode = on
+	c.planMode.Store(on)
+	c.printf("%s\n", planModeNote(on))
+	c.syncPlanMode()
+}
+
+func planModeNote(on bool) string {
 	if on {
-		c.printf("plan mode: read-only tools and create_plan; /mode direct (or Ctrl-P) leaves it\n")
-	} else {
-		c.printf("direct mode\n")
+		return "plan mode: read-only tools and create_plan; /mode direct (or Ctrl-P) leaves it"
 	}
+	return "direct mode"
+}
+
+// togglePlan is Ctrl-P in the line editor (its goroutine, while the chat
+// waits for the line); the state file follows with the line (syncPlanMode).
+func (c *Chat) togglePlan() (string, string) {
+	on := !c.planMode.Load()
+	c.planMode.Store(on)
+	return c.prompt(), planModeNote(on)
+}
+
+// syncPlanMode saves plan mode with the session's state when it changed,
+// so that --continue comes back in the same mode.
+func (c *Chat) syncPlanMode() {
+	if on := c.planMode.Load(); on != c.state.PlanMode {
+		c.state.PlanMode = on
+		_ = c.saveState()
+	}
+}
+
+// ask shows prompt and asks for the next line: printed before a plain
+// read, or handed to the line editor (once: a line asked for and not yet
+// read is not asked for again).
+func (c *Chat) ask(prompt string) {
+	if c.editor == nil {
+		c.printf("%s", prompt)
+		return
+	}
+	if c.waiting {
+		return
+	}
+	c.waiting = true
+	c.requests <- prompt
+}
+
+// editLines reads a line from the editor for each prompt asked for.
+func (c *Chat) editLines(done <-chan struct{}) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		for {
+			var prompt string
+			select {
+			case prompt = <-c.requests:
+			case <-done:
+				return
+			}
+			line, err := c.editor.readLine(prompt)
+			switch {
+			case errors.Is(err, errInterrupted):
+				line = ctrlCLine
+			case err != nil:
+				if !errors.Is(err, io.EOF) {
+					fmt.Fprintf(c.out, "error: %v\n", err)
+				}
+				return
+			}
+			select {
+			case ch <- line:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ch
 }
 
 // send runs one input through the agent.
@@ -214,7 +317,7 @@ func (c *Chat) send(ctx context.Context, input string) {
 	for _, w := range expanded.Warnings {
 		c.printf("warning: %s\n", w)
 	}
-	res := c.runTurn(tctx, expanded.Text, agent.Turn{PlanMode: c.planMode})
+	res := c.runTurn(tctx, expanded.Text, agent.Turn{PlanMode: c.planMode.Load()})
 	if res.Plan != nil {
 		c.state.Plan = res.Plan
 		if err := c.saveState(); err == nil {
@@ -248,6 +351,7 @@ func (c *Chat) runTurn(ctx context.Context, text string, turn agent.Turn) agent.
 // turnContext is ctx, also cancelled by the next Ctrl-C.
 func (c *Chat) turnContext(ctx context.Context) (context.Context, func()) {
 	tctx, cancel := context.WithCancel(ctx)
+	c.cancelTurn = cancel
 	stop := make(chan struct{})
 	go func() {
 		select {
@@ -256,13 +360,22 @@ func (c *Chat) turnContext(ctx context.Context) (context.Context, func()) {
 		case <-stop:
 		}
 	}()
-	return tctx, func() { close(stop); cancel() }
+	return tctx, func() { close(stop); cancel(); c.cancelTurn = nil }
 }
 
 // readLine is the next input line, for approval questions.
 func (c *Chat) readLine(ctx context.Context) (string, bool) {
+	c.ask("")
 	select {
 	case l, ok := <-c.lines:
+		c.waiting = false
+		if l == ctrlCLine {
+			// Ctrl-C at a question in the line editor: as SIGINT would.
+			if c.cancelTurn != nil {
+				c.cancelTurn()
+			}
+			return "", false
+		}
 		return l, ok
 	case <-ctx.Done():
 		return "", false

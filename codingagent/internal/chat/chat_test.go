@@ -9,7 +9,6 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llmtest"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 func TestSecondTurnUsesTheFirstAnswer(t *testing.T) {
@@ -199,7 +198,7 @@ func TestCommandsContextMemoryCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.srv.Enqueue(llmtest.Text("first"), llmtest.Text("second"), llmtest.Text("- summary of it all"))
-	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply { return llmtest.Text("- remembered") })
+	e.srv.Handle(func(req llmtest.Request) llmtest.Reply { return llmtest.Text("- remembered") })
 	out := e.run("m", "one\ntwo\n/context\n/memory\n/compact\n/help\n/bogus\n/exit\n", func(o *Options) {
 		o.Agent.MemoryPath = mem
 	})

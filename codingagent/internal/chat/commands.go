@@ -2,15 +2,16 @@ package chat
 
 import (
 	"context"
-	"os"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 const helpText = `Type a request and press Enter; the agent answers or works in the workspace.
 @file:KEYWORD attaches matching workspace files to the request.
 
   /mode plan | direct     plan mode: read-only tools and create_plan (Ctrl-P toggles
-                          it; a terminal in cooked mode needs Enter after Ctrl-P)
+                          it; without line editing, Ctrl-P then Enter)
   /plan show | to-todos | clear
   /todos list | execute ID [--mode default|auto_edit] | execute-all [--mode …]
          | update ID STATUS | export [FILE] | clear
@@ -71,7 +72,7 @@ func (c *Chat) modeCommand(args []string) {
 }
 
 func (c *Chat) modeName() string {
-	if c.planMode {
+	if c.planMode.Load() {
 		return "plan"
 	}
 	return "direct"
@@ -135,7 +136,7 @@ func (c *Chat) memoryCommand() {
 		c.printf("long-term memory is off in this chat\n")
 		return
 	}
-	b, err := os.ReadFile(path)
+	b, err := protocol.ReadRegular(path, 0)
 	if err != nil || strings.TrimSpace(string(b)) == "" {
 		c.printf("no long-term memory yet (%s): it is distilled when a chat session ends\n", path)
 		return

@@ -14,7 +14,6 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/tools"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // env is one test's workspace, sessions dir, strict model server and real client.
@@ -134,7 +133,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func toolNames(req openai.ChatCompletionRequest) []string {
+func toolNames(req llmtest.Request) []string {
 	var names []string
 	for _, t := range req.Tools {
 		names = append(names, t.Function.Name)
@@ -142,7 +141,7 @@ func toolNames(req openai.ChatCompletionRequest) []string {
 	return names
 }
 
-func allText(req openai.ChatCompletionRequest) string {
+func allText(req llmtest.Request) string {
 	var b strings.Builder
 	for _, m := range req.Messages {
 		b.WriteString(m.Content + "\n")
@@ -154,9 +153,9 @@ func allText(req openai.ChatCompletionRequest) string {
 }
 
 // lastUser is the content of the request's last user message.
-func lastUser(req openai.ChatCompletionRequest) string {
+func lastUser(req llmtest.Request) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == openai.ChatMessageRoleUser {
+		if req.Messages[i].Role == llm.RoleUser {
 			return req.Messages[i].Content
 		}
 	}

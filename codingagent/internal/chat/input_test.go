@@ -13,7 +13,8 @@ import (
 )
 
 // TestSimpleQuestionIsDirect: a question the model answers without
-// create_plan is a direct-mode response (seed 001's response_start mode).
+// create_plan is a direct-mode response (the mode its response_start event
+// names).
 func TestSimpleQuestionIsDirect(t *testing.T) {
 	e := newEnv(t)
 	e.srv.Enqueue(llmtest.Text("Four."))

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/codingagent/internal/session"
-	openai "github.com/sashabaranov/go-openai"
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // ErrNoSession is a --continue or --resume that finds nothing to resume.
@@ -62,7 +63,7 @@ func ListSessions(dir string) ([]SessionInfo, error) {
 					continue
 				}
 				info.Messages++
-				if info.FirstInput == "" && r.Message.Role == openai.ChatMessageRoleUser {
+				if info.FirstInput == "" && r.Message.Role == llm.RoleUser {
 					info.FirstInput = oneLine(r.Message.Content, 60)
 				}
 			}
@@ -114,4 +115,12 @@ func oneLine(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// HistoryFile is where the chat's input history of the workspace at root
+// is kept: one file per workspace, beside the sessions, hidden from
+// /sessions (which lists chat-*.jsonl).
+func HistoryFile(sessionsDir, root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(sessionsDir, ".chat-history-"+hex.EncodeToString(sum[:4]))
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
-// TodoStatus is where a todo stands (seed 000's task states).
+// TodoStatus is where a todo stands; the names are those of planagent's
+// task statuses (taskgraph), so both programs speak of progress alike.
 type TodoStatus string
 
 const (
@@ -61,11 +62,13 @@ type Todo struct {
 type State struct {
 	Plan  *agent.Plan `json:"plan,omitempty"`
 	Todos []Todo      `json:"todos"`
+	// PlanMode is the mode the session was left in; --continue keeps it.
+	PlanMode bool `json:"plan_mode,omitempty"`
 }
 
 func loadState(path string) (State, error) {
 	var s State
-	b, err := os.ReadFile(path)
+	b, err := protocol.ReadRegular(path, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}

@@ -137,10 +137,15 @@ func (c *Chat) executeTodo(ctx context.Context, id string, mode ApprovalMode) bo
 
 // executeAll runs ready todos one after another until all are completed,
 // one fails, none is ready, or ctx ends. Each round picks from the current
-// state (seed 003's bug was a batch working from a stale copy).
+// state, never from a copy taken before the batch: a todo that an earlier
+// one changed is seen as it is now.
 func (c *Chat) executeAll(ctx context.Context, mode ApprovalMode) {
 	total := c.state.count(TodoPending) + c.state.count(TodoInProgress)
 	if total == 0 {
+		if len(c.state.Todos) == 0 && c.state.Plan != nil {
+			c.printf("no todos yet: /plan to-todos turns the plan into todos, then /todos execute-all runs them\n")
+			return
+		}
 		c.printf("no pending todos\n")
 		return
 	}

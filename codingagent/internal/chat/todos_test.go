@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 func TestTodosExecuteAll(t *testing.T) {
@@ -37,7 +37,7 @@ func TestTodosExecuteAll(t *testing.T) {
 			e.srv.Enqueue(llmtest.Calls(llmtest.Call("create_plan", plan)), llmtest.Text("Plan ready."))
 			var mu sync.Mutex
 			var ran []string
-			e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+			e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
 				u := lastUser(req)
 				for _, id := range []string{"a", "b", "c"} {
 					if strings.HasPrefix(u, "Carry out todo "+id+" ") {
@@ -117,7 +117,7 @@ func TestTodosExecuteAllInterrupted(t *testing.T) {
 	}}
 	e.srv.Enqueue(llmtest.Calls(llmtest.Call("create_plan", plan)), llmtest.Text("Plan ready."))
 	interrupts := make(chan os.Signal, 1)
-	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		u := lastUser(req)
 		switch {
 		case strings.HasPrefix(u, "Carry out todo b:"):
@@ -156,8 +156,8 @@ func TestTodosExecuteModeOverride(t *testing.T) {
 		{"id": "w", "description": "write w.txt", "dependencies": []string{}},
 	}}
 	e.srv.Enqueue(llmtest.Calls(llmtest.Call("create_plan", plan)), llmtest.Text("Plan ready."))
-	e.srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
-		if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
+	e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 			return llmtest.Text("done")
 		}
 		file := "w.txt"
@@ -176,5 +176,24 @@ func TestTodosExecuteModeOverride(t *testing.T) {
 	}
 	if !strings.Contains(out, "refused: write_file") {
 		t.Errorf("the later edit was not refused:\n%s", out)
+	}
+}
+
+// A plan without todos: execute-all says how to get todos; the plan mode a
+// session was left in comes back with it.
+func TestExecuteAllWithAPlanButNoTodosAndPlanModeKept(t *testing.T) {
+	e := newEnv(t)
+	plan := map[string]any{"tasks": []map[string]any{{"id": "x", "description": "do x", "dependencies": []string{}}}}
+	e.srv.Enqueue(llmtest.Calls(llmtest.Call("create_plan", plan)), llmtest.Text("ok"))
+	out := e.run("k", "/mode plan\nplan\n/todos execute-all\n", nil)
+	e.noRejections()
+	if !strings.Contains(out, "no todos yet: /plan to-todos turns the plan into todos") {
+		t.Errorf("execute-all with a plan and no todos:\n%s", out)
+	}
+	if !e.state("k").PlanMode {
+		t.Error("plan mode was not saved with the session")
+	}
+	if out := e.run("k", "/exit\n", nil); !strings.Contains(out, "plan mode (kept from the session)") || !strings.Contains(out, "[PLAN] > ") {
+		t.Errorf("the session did not come back in plan mode:\n%s", out)
 	}
 }

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -23,10 +22,10 @@ func runChatCmd(t *testing.T, env map[string]string, input string, args ...strin
 
 func TestChatCommandContinue(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Handle(memoryAware(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	srv.Handle(memoryAware(func(req llmtest.Request) llmtest.Reply {
 		last := req.Messages[len(req.Messages)-1]
 		switch {
-		case last.Role == openai.ChatMessageRoleTool:
+		case last.Role == llm.RoleTool:
 			return llmtest.Text("Wrote note.txt.")
 		case strings.Contains(last.Content, "write the note"):
 			return llmtest.Calls(llmtest.Call("write_file", map[string]any{"path": "note.txt", "content": "n\n"}))
@@ -50,7 +49,7 @@ func TestChatCommandContinue(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	reqs := srv.Requests()
-	var last openai.ChatCompletionRequest
+	var last llmtest.Request
 	for _, r := range reqs {
 		if !strings.HasPrefix(r.Messages[0].Content, "You maintain") {
 			last = r
@@ -110,8 +109,8 @@ func TestChatCommandRepoMapAndSecrets(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.New(t)
-			srv.Handle(memoryAware(func(req openai.ChatCompletionRequest) llmtest.Reply {
-				if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
+			srv.Handle(memoryAware(func(req llmtest.Request) llmtest.Reply {
+				if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 					return llmtest.Text("Read it.")
 				}
 				return llmtest.Calls(llmtest.Call("shell_exec", map[string]any{"command": "cat settings.yaml"}))

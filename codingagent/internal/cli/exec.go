@@ -47,7 +47,7 @@ model server that cannot be reached or refuses the key, URL or model at the
 first call); 130 interrupted.`,
 		Example: `  codingagent exec "add a --verbose flag to cmd/main.go" --workspace ./myproject
   codingagent exec "explain @file:loop.go" --json`,
-		Args: cobra.ExactArgs(1),
+		Args: cmdutil.GoalArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.goal = args[0]
 			return runExec(cmd, f, opts)
@@ -67,6 +67,7 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 	if err != nil {
 		return err
 	}
+	defer st.close()
 	cfg, layout, ws, systemContext := st.cfg, st.layout, st.ws, st.systemContext
 	if opts.contextFile != "" {
 		b, err := os.ReadFile(opts.contextFile)
@@ -97,26 +98,23 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 	st.addRepoMap([]string{goal}, func(err error) {
 		sink.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()})
 	})
-	a, err := agent.New(agent.Options{
-		Client: f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {
-			sink.Emit(events.Event{Type: events.Log, Text: cmdutil.RetryText(attempt, cfg.Retries, wait, err)})
-		}),
-		Tools:          st.tools,
-		Workspace:      ws,
-		Model:          cfg.Model,
-		SummaryModel:   cfg.SummaryModel,
-		ContextWindow:  cfg.ContextWindow,
-		ReservedOutput: cfg.ReservedOutput,
-		Threshold:      cfg.CompactionThreshold,
-		KeepMessages:   cfg.KeepMessages,
-		MaxIterations:  cfg.MaxIterations,
-		SystemContext:  systemContext,
-		RepoMap:        st.repoMap,
-		MemoryPath:     layout.Memory(),
-		SessionPath:    filepath.Join(layout.Sessions(), id+".jsonl"),
-		Events:         sink,
-		Stream:         true,
+	// Whole lines on stderr: the text sink would cut the stderr tail.
+	warnMCP := func(line string) { fmt.Fprintln(f.IO.Err, line) }
+	if opts.json {
+		warnMCP = func(line string) { sink.Emit(events.Event{Type: events.Log, Text: line}) }
+	}
+	if err := st.addMCP(cmd.Context(), warnMCP); err != nil {
+		return err
+	}
+	ao := agent.Configured(&cfg)
+	ao.Client = f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {
+		sink.Emit(events.Event{Type: events.Log, Text: cmdutil.RetryText(attempt, cfg.Retries, wait, err)})
 	})
+	ao.Tools, ao.Workspace = st.tools, ws
+	ao.SystemContext, ao.RepoMap, ao.MemoryPath = systemContext, st.repoMap, layout.Memory()
+	ao.SessionPath = filepath.Join(layout.Sessions(), id+".jsonl")
+	ao.Events, ao.Stream = sink, true
+	a, err := agent.New(ao)
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}

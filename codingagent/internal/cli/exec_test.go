@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -21,8 +20,8 @@ func execEnv(srv *llmtest.Server) map[string]string {
 }
 
 // memoryAware answers the memory distillation request and passes the rest to f.
-func memoryAware(f func(openai.ChatCompletionRequest) llmtest.Reply) func(openai.ChatCompletionRequest) llmtest.Reply {
-	return func(req openai.ChatCompletionRequest) llmtest.Reply {
+func memoryAware(f func(llmtest.Request) llmtest.Reply) func(llmtest.Request) llmtest.Reply {
+	return func(req llmtest.Request) llmtest.Reply {
 		if strings.HasPrefix(req.Messages[0].Content, "You maintain the long-term memory") {
 			return llmtest.Text("- hello.txt holds the greeting.")
 		}
@@ -32,8 +31,8 @@ func memoryAware(f func(openai.ChatCompletionRequest) llmtest.Reply) func(openai
 
 func TestExecJSON(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Handle(memoryAware(func(req openai.ChatCompletionRequest) llmtest.Reply {
-		if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
+	srv.Handle(memoryAware(func(req llmtest.Request) llmtest.Reply {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 			return llmtest.Text("Created hello.txt.")
 		}
 		return llmtest.Calls(llmtest.Call("write_file", map[string]any{"path": "hello.txt", "content": "hi\n"}))
@@ -87,7 +86,7 @@ func TestExecJSON(t *testing.T) {
 
 func TestExecTextReportWithFileReference(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Handle(memoryAware(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	srv.Handle(memoryAware(func(req llmtest.Request) llmtest.Reply {
 		if !strings.Contains(req.Messages[0].Content, "Always run the tests before you finish") {
 			return llmtest.Text("the context file is not in the system prompt")
 		}
@@ -122,7 +121,7 @@ func TestExecTextReportWithFileReference(t *testing.T) {
 
 func TestExecExitCodes(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Handle(func(openai.ChatCompletionRequest) llmtest.Reply { return llmtest.Reply{Status: 400} })
+	srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Status: 400} })
 	ctxFile := filepath.Join(t.TempDir(), "ctx.md")
 	if err := os.WriteFile(ctxFile, []byte("# Project\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -146,7 +145,7 @@ func TestExecExitCodes(t *testing.T) {
 		{name: "empty goal", env: execEnv(srv), args: []string{"exec", "  "},
 			want: cmdutil.ExitUsage, inStderr: "GOAL is empty"},
 		{name: "no goal", env: execEnv(srv), args: []string{"exec"},
-			want: cmdutil.ExitUsage, inStderr: "accepts 1 arg"},
+			want: cmdutil.ExitUsage, inStderr: "missing GOAL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,7 +163,7 @@ func TestExecExitCodes(t *testing.T) {
 // with what to check); a server that refuses one request is a failed task.
 func TestExecModelServerUnusable(t *testing.T) {
 	strict := llmtest.New(t, llmtest.WithKey(execKey))
-	strict.Handle(func(openai.ChatCompletionRequest) llmtest.Reply { return llmtest.Text("never the right key") })
+	strict.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("never the right key") })
 	down := llmtest.New(t)
 	downURL := down.URL
 	down.Close()
@@ -205,7 +204,7 @@ func TestExecModelServerUnusable(t *testing.T) {
 func TestExecReportsRetries(t *testing.T) {
 	srv := llmtest.New(t)
 	srv.Enqueue(llmtest.Reply{Status: 429, RetryAfter: "0.05"})
-	srv.Handle(memoryAware(func(openai.ChatCompletionRequest) llmtest.Reply { return llmtest.Text("Done after a retry.") }))
+	srv.Handle(memoryAware(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Done after a retry.") }))
 	env := execEnv(srv)
 	env["CODEAGENT_RETRIES"] = "2"
 	code, stdout, stderr := run(t, env, "exec", "do it", "--volumes", t.TempDir())

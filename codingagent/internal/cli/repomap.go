@@ -20,6 +20,7 @@ type repomapOptions struct {
 	json    bool
 	boost   []string
 	noCache bool
+	tests   bool
 }
 
 // NewCmdRepomap builds `codingagent repomap`.
@@ -32,7 +33,8 @@ func NewCmdRepomap(f *cmdutil.Factory) *cobra.Command {
 the rest of the code refers to them, each with the signatures of its most
 important symbols, within a token budget (≈ characters/4). Languages: Go,
 Python, JavaScript/TypeScript, Java, Rust, C/C++; files ignored by .gitignore,
-vendored and generated files are left out.
+vendored and generated files, and directories starting with _ or . are left
+out, and so are tests and testdata/ unless --tests asks for them.
 
 Parsed files are cached in <volumes>/context/.repomap-cache when that
 context dir exists, so a second map of an unchanged tree is fast.
@@ -51,6 +53,7 @@ doc, lines, rank) and resolved imports, plus the rendered text.`,
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the map as JSON")
 	cmd.Flags().StringArrayVar(&opts.boost, "boost", nil, "rank the files and identifiers this text names higher, e.g. a goal (repeatable)")
 	cmd.Flags().BoolVar(&opts.noCache, "no-cache", false, "neither read nor write the cache")
+	cmd.Flags().BoolVar(&opts.tests, "tests", false, "map test files and testdata/ too")
 	return cmd
 }
 
@@ -86,7 +89,8 @@ func runRepomap(cmd *cobra.Command, f *cmdutil.Factory, opts *repomapOptions) er
 	if fi, err := os.Stat(layout.Context()); !opts.noCache && err == nil && fi.IsDir() {
 		cacheDir = filepath.Join(layout.Context(), ".repomap-cache")
 	}
-	m, err := repomap.Build(cmd.Context(), repomap.Options{Root: root, CacheDir: cacheDir, Tokens: tokens, Boost: opts.boost})
+	m, err := repomap.Build(cmd.Context(), repomap.Options{Root: root, CacheDir: cacheDir, Tokens: tokens, Boost: opts.boost,
+		IncludeTests: opts.tests})
 	if err != nil {
 		if cmd.Context().Err() != nil || errors.Is(err, cmd.Context().Err()) {
 			return err

@@ -28,6 +28,7 @@ func TestRepomapCommand(t *testing.T) {
 	writeFile(t, filepath.Join(project, "go.mod"), "module example.com/p\n")
 	writeFile(t, filepath.Join(project, "lib", "lib.go"), "package lib\n\n// Parse parses.\nfunc Parse(s string) (int, error) { return 0, nil }\n")
 	writeFile(t, filepath.Join(project, "main.go"), "package main\n\nimport \"example.com/p/lib\"\n\nfunc main() { lib.Parse(\"1\") }\n")
+	writeFile(t, filepath.Join(project, "lib", "lib_test.go"), "package lib\n\nfunc TestParseLib() { Parse(\"2\") }\n")
 	volumes := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(volumes, "context"), 0o755); err != nil {
 		t.Fatal(err)
@@ -44,10 +45,14 @@ func TestRepomapCommand(t *testing.T) {
 			[]string{"lib/lib.go:\n  func Parse(s string) (int, error)\n", "main.go:\n  func main()\n"}, ""},
 		{"workspace from flags", []string{"--volumes", volumes, "--workspace", project}, 0, []string{"func Parse"}, ""},
 		{"boost", []string{project, "--boost", "fix main.go"}, 0, []string{"main.go:\n  func main()\nlib/lib.go"}, ""},
+		{"tests asked for", []string{project, "--tests"}, 0, []string{"lib/lib_test.go:\n  func TestParseLib()\n"}, ""},
 		{"not a directory", []string{filepath.Join(project, "main.go")}, cmdutil.ExitUsage, nil, "is not a directory"},
 		{"missing", []string{filepath.Join(project, "nope")}, cmdutil.ExitUsage, nil, "is not a directory"},
 		{"bad tokens", []string{project, "--tokens", "0"}, cmdutil.ExitUsage, nil, "positive token budget"},
 		{"two paths", []string{project, project}, cmdutil.ExitUsage, nil, "accepts at most 1 arg"},
+	}
+	if _, out, _ := runRepomapCmd(t, project); strings.Contains(out, "lib_test.go") {
+		t.Errorf("test files mapped without --tests:\n%s", out)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,8 @@
 package cli
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
@@ -9,7 +11,8 @@ import (
 
 // Main runs codingagent with args and returns the exit code.
 func Main(args []string) int {
-	hardenProcess()
+	cmdutil.Harden()
+	cmdutil.LimitMemory(os.Getenv)
 	f := cmdutil.NewFactory()
 	return cmdutil.Main(f, NewCmdRoot(f), args)
 }
@@ -20,12 +23,14 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		Use:   "codingagent",
 		Short: "Carry out coding tasks with an LLM tool-calling loop over a workspace",
 		Long: `codingagent runs an LLM tool-calling loop (read_file, write_file, edit_file,
-list_dir, glob, grep, shell_exec, task) confined to a workspace. It carries out
+list_dir, glob, grep, shell_exec, task) confined to a workspace, plus the
+tools of the MCP servers in mcp_servers (codingagent mcp list). It carries out
 one goal (exec), every command file planagent drops into the volumes (watch),
 or works with a person (chat).
 
 Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted.`,
 	}
+	cmdutil.SetupRoot(root)
 	cmdutil.AddConfigFlags(root)
 	root.AddCommand(
 		NewCmdExec(f),
@@ -33,7 +38,9 @@ Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted
 		NewCmdContext(f),
 		NewCmdChat(f),
 		NewCmdHealth(f),
+		NewCmdProbe(f),
 		NewCmdRepomap(f),
+		NewCmdMCP(f),
 		cmdutil.NewCmdConfig(f),
 		cmdutil.NewCmdVersion(f, "codingagent"),
 	)

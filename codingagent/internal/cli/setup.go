@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/codingagent/internal/layers"
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/internal/mcp"
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -26,6 +30,7 @@ type agentSetup struct {
 	systemContext string
 	tools         *tools.Set
 	repoMap       func(focus []string) string // nil when repo_map_tokens is 0
+	mcp           *mcp.Manager
 }
 
 func newAgentSetup(f *cmdutil.Factory, cmd *cobra.Command) (*agentSetup, error) {
@@ -51,6 +56,7 @@ func newAgentSetup(f *cmdutil.Factory, cmd *cobra.Command) (*agentSetup, error) 
 	if err != nil {
 		return nil, cmdutil.UsageError(err)
 	}
+	ws.Exclude(workspaceExclude(f, layout)...)
 	if err := os.MkdirAll(layout.Sessions(), 0o755); err != nil {
 		return nil, cmdutil.UsageError(fmt.Errorf("create sessions dir %s: %w (check --volumes)", layout.Sessions(), err))
 	}
@@ -59,9 +65,63 @@ func newAgentSetup(f *cmdutil.Factory, cmd *cobra.Command) (*agentSetup, error) 
 	if err != nil {
 		return nil, cmdutil.UsageError(fmt.Errorf("combine the context layers under %s: %w", layout.Context(), err))
 	}
-	return &agentSetup{cfg: cfg, warnings: l.Warnings, layout: layout, ws: ws, systemContext: systemContext,
-		// Shell output never carries the key into the session log or the model.
-		tools: tools.Coding(ws, tools.Options{Secrets: []string{cfg.APIKey}})}, nil
+	servers := newMCPManager(f, cfg, ws.Root())
+	return &agentSetup{cfg: cfg, warnings: l.Warnings, layout: layout, ws: ws, systemContext: systemContext, mcp: servers,
+		tools: tools.Coding(ws, shellOptions(cfg, servers))}, nil
+}
+
+// shellOptions keep the key and the MCP servers' secrets from the model:
+// shell output never carries them into the session log or the model, and
+// the shell's environment has neither the servers' settings nor the
+// variables they refer to, nor the traces' exporter headers (a collector's
+// token).
+func shellOptions(cfg config.Config, servers *mcp.Manager) tools.Options {
+	hide := append([]string{config.EnvMCPServers, "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
+		config.MCPVarRefs(cfg.MCPServers)...)
+	return tools.Options{Secrets: append([]string{cfg.APIKey}, servers.Secrets()...), HideEnv: hide}
+}
+
+// newMCPManager prepares the configured MCP servers; they run on this
+// machine with the workspace as their default directory.
+func newMCPManager(f *cmdutil.Factory, cfg config.Config, dir string) *mcp.Manager {
+	return mcp.New(mcp.Options{Servers: cfg.MCPServers, ReadOnly: cfg.MCPReadOnly, Dir: dir,
+		Getenv: f.Getenv, Secrets: []string{cfg.APIKey}})
+}
+
+// addMCP starts the MCP servers and offers their tools. A server that does
+// not start is one line to warn; tool names that collide are a
+// configuration error.
+func (s *agentSetup) addMCP(ctx context.Context, warn func(string)) error {
+	if s.mcp.Empty() {
+		return nil
+	}
+	st := s.mcp.Start(ctx)
+	for _, line := range append(st.Failures(), st.Warnings...) {
+		warn(line)
+	}
+	if st.Err != nil {
+		return cmdutil.UsageError(st.Err)
+	}
+	s.tools = s.tools.With(st.Tools...)
+	return nil
+}
+
+// close stops the MCP servers.
+func (s *agentSetup) close() { _ = s.mcp.Close() }
+
+// workspaceExclude is what the agent's tools leave out of the workspace:
+// the volumes dir when it lies inside it, and what planagent names.
+func workspaceExclude(f *cmdutil.Factory, layout volume.Layout) []string {
+	var dirs []string
+	if rel, ok := layout.VolumesInWorkspace(); ok {
+		dirs = append(dirs, rel)
+	}
+	for _, d := range strings.Split(f.Getenv(config.EnvWorkspaceExclude), ",") {
+		if d = strings.TrimSpace(d); d != "" && filepath.IsLocal(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 // addRepoMap offers the repo_map tool and puts the map, boosted by boost and
@@ -72,6 +132,6 @@ func (s *agentSetup) addRepoMap(boost []string, onErr func(error)) {
 		return
 	}
 	s.tools = s.tools.With(tools.NewRepoMap(s.ws, s.layout.RepoMapCache()))
-	s.repoMap = repomap.Prompter(repomap.Options{Root: s.ws.Root(), CacheDir: s.layout.RepoMapCache(),
+	s.repoMap = repomap.Prompter(repomap.Options{Root: s.ws.Root(), Exclude: s.ws.ExcludePatterns(), CacheDir: s.layout.RepoMapCache(),
 		Tokens: s.cfg.RepoMapTokens, Boost: boost}, onErr)
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -39,7 +37,7 @@ func TestWatchProcess(t *testing.T) {
 func TestWatchSIGTERM(t *testing.T) {
 	srv := llmtest.New(t)
 	asked := make(chan struct{}, 1)
-	srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		if strings.HasPrefix(req.Messages[0].Content, "You maintain the long-term memory") {
 			return llmtest.Text("- none")
 		}

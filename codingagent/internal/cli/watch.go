@@ -12,15 +12,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/codingagent/internal/watch"
 	"github.com/codeagent/codeagent/internal/cmdutil"
-	"github.com/codeagent/codeagent/internal/tools"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 )
 
 type watchOptions struct {
 	concurrency int
 	poll        time.Duration
+	task        string
 }
 
 // NewCmdWatch builds `codingagent watch`.
@@ -35,12 +37,18 @@ write <volumes>/reports/<task-id>.md. A heartbeat under
 <volumes>/reports/.watchers/ tells planagent the watcher is alive.
 
 On SIGTERM or Ctrl-C it stops claiming, gives running tasks 10s to finish,
-then interrupts them (their reports say "interrupted") and exits 0.`,
+then interrupts them (their reports say "interrupted") and exits 0.
+
+With --task ID it carries out only the command of task ID (waiting briefly
+for it), in the workspace the command names, and exits once its report is
+written: 0 whatever the task's status, 1 when no report could be written.
+The docker runtime runs it so in a container per attempt.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWatch(cmd, f, opts) },
 	}
 	cmd.Flags().IntVar(&opts.concurrency, "concurrency", 1, "tasks run at once (default: the parallel setting, CODEAGENT_PARALLEL)")
 	cmd.Flags().DurationVar(&opts.poll, "poll", 0, "poll the commands dir at this interval instead of fsnotify (auto when events are not delivered)")
+	cmd.Flags().StringVar(&opts.task, "task", "", "carry out only the command of this task id, then exit")
 	return cmd
 }
 
@@ -73,27 +81,34 @@ func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error 
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
-	if err := layout.Ensure(); err != nil {
+	if opts.task != "" {
+		// A container per attempt mounts only some of the volumes, under
+		// a root it cannot write: what the task needs is there.
+		if err := protocol.ValidateID(opts.task); err != nil {
+			return cmdutil.UsageError(fmt.Errorf("--task: %w", err))
+		}
+	} else if err := layout.Ensure(); err != nil {
 		return cmdutil.UsageError(fmt.Errorf("%w: check --volumes %s", err, layout.Root))
 	}
 	logger := newLogger(f.IO.Err)
 	for _, w := range l.Warnings {
 		logger.Warn(w)
 	}
+	// In the docker runtime this is the task's container: the stdio servers
+	// run here, next to the workspace.
+	servers := newMCPManager(f, cfg, layout.Workspace())
+	defer func() { _ = servers.Close() }()
 	runner, err := watch.NewAgentRunner(watch.AgentConfig{
 		Client: f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {
 			logger.Warn(cmdutil.RetryText(attempt, cfg.Retries, wait, err))
 		}),
-		Layout:         layout,
-		Model:          cfg.Model,
-		SummaryModel:   cfg.SummaryModel,
-		ContextWindow:  cfg.ContextWindow,
-		ReservedOutput: cfg.ReservedOutput,
-		Threshold:      cfg.CompactionThreshold,
-		KeepMessages:   cfg.KeepMessages,
-		MaxIterations:  cfg.MaxIterations,
-		RepoMapTokens:  cfg.RepoMapTokens,
-		Tools:          tools.Options{Secrets: []string{cfg.APIKey}},
+		Layout:        layout,
+		Agent:         agent.Configured(&cfg),
+		RepoMapTokens: cfg.RepoMapTokens,
+		Tools:         shellOptions(cfg, servers),
+		MCP:           servers,
+		Warn:          func(line string) { logger.Warn(line) },
+		Exclude:       workspaceExclude(f, layout),
 	})
 	if err != nil {
 		return cmdutil.UsageError(err)
@@ -105,6 +120,7 @@ func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error 
 		Runner:      runner,
 		Logger:      logger,
 		TaskTimeout: cfg.TaskTimeout,
+		Task:        opts.task,
 	})
 	if err != nil {
 		return cmdutil.Failed(err)
@@ -123,9 +139,5 @@ func newLogger(w io.Writer) *slog.Logger {
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && cmdutil.IsTerminal(f)
 }

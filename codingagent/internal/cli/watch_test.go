@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -81,11 +80,11 @@ func TestWatchUsageErrors(t *testing.T) {
 // command against the model server and stops cleanly when cancelled.
 func TestWatchCommand(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		if strings.HasPrefix(req.Messages[0].Content, "You maintain the long-term memory") {
 			return llmtest.Text("- none")
 		}
-		if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 			return llmtest.Text("Created hello.txt.")
 		}
 		return llmtest.Calls(llmtest.Call("write_file", map[string]any{"path": "hello.txt", "content": "hi\n"}))

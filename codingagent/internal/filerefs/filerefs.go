@@ -1,5 +1,5 @@
-// Package filerefs expands @file:KEYWORD references in a user's input
-// (seed 002): the files they name are read and appended to the input as a
+// Package filerefs expands @file:KEYWORD references in a user's input: the
+// files they name are read and appended to the input as a
 // <Context> block, so the model starts with them instead of searching.
 package filerefs
 

@@ -1,5 +1,5 @@
 // Package layers combines the context the coding model works under from three
-// layers (seed 004's combine_context.py):
+// layers:
 //
 //   - global: every *.md in the templates' global/ (standing instructions
 //     baked into the image);
@@ -21,7 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/codeagent/codeagent/docker"
+	"github.com/codeagent/codeagent/docker/templates"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
@@ -33,7 +33,7 @@ type Options struct {
 }
 
 // Embedded returns the templates built into the binary.
-func Embedded() fs.FS { return docker.ContextTemplates() }
+func Embedded() fs.FS { return templates.FS() }
 
 // The layers, in output order.
 const (
@@ -131,6 +131,11 @@ func readLayer(layer string, src source) ([]section, error) {
 		// Temp names are files planagent is still writing.
 		if e.IsDir() || protocol.IsTempName(name) || !strings.HasSuffix(name, ".md") {
 			continue
+		}
+		// A FIFO would block the watcher for good and a symbolic link could
+		// lead out of the volumes: only regular files are context.
+		if !e.Type().IsRegular() {
+			return nil, fmt.Errorf("context file %s in %s: %w (remove it)", name, src.where, protocol.ErrNotRegular)
 		}
 		data, err := fs.ReadFile(src.fsys, path.Join(src.dir, name))
 		if err != nil {

@@ -11,8 +11,8 @@ import (
 
 const disabled = "---\nenabled: false\n---\nplaceholder structure\n"
 
-// templates is a small template tree like the shipped one.
-func templates() fstest.MapFS {
+// testTemplates is a small template tree like the shipped one.
+func testTemplates() fstest.MapFS {
 	return fstest.MapFS{
 		"global/b-tools.md":     {Data: []byte("---\ntitle: Tools\n---\nUse the tools.\n")},
 		"global/a-standards.md": {Data: []byte("Write good code.\n")},
@@ -44,7 +44,7 @@ var headingRE = regexp.MustCompile(`(?m)^## \[.*$`)
 func TestCombine(t *testing.T) {
 	tests := []struct {
 		name      string
-		templates fstest.MapFS      // nil = templates()
+		templates fstest.MapFS      // nil = testTemplates()
 		runtime   map[string]string // files of the runtime dir; nil = no runtime dir at all
 		taskID    string
 		want      []string // headings in order
@@ -208,7 +208,7 @@ func TestCombine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := Options{TaskID: tt.taskID, Templates: templates()}
+			opts := Options{TaskID: tt.taskID, Templates: testTemplates()}
 			if tt.templates != nil {
 				opts.Templates = tt.templates
 			}
@@ -295,7 +295,7 @@ func TestShippedTemplates(t *testing.T) {
 	if strings.Contains(embedded, "enabled:") || strings.Contains(embedded, "description:") {
 		t.Errorf("front matter leaked into the output:\n%s", embedded)
 	}
-	fromDisk, err := Combine(Options{Templates: os.DirFS(filepath.Join("..", "..", "..", "docker", "context"))})
+	fromDisk, err := Combine(Options{Templates: os.DirFS(filepath.Join("..", "..", "..", "docker", "templates"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestShippedTemplates(t *testing.T) {
 		t.Errorf("os.DirFS templates give a different result than the embedded ones")
 	}
 	for _, p := range []string{"project/project-overview.md", "task/task-context.md"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "..", "docker", "context", filepath.FromSlash(p)))
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "docker", "templates", filepath.FromSlash(p)))
 		if err != nil {
 			t.Fatal(err)
 		}

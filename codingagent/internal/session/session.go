@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 // Kind names what a record holds.
@@ -60,7 +61,7 @@ func Open(path string) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create session dir for %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := protocol.OpenRegular(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", path, err)
 	}
@@ -141,7 +142,7 @@ func (l *Log) Load() ([]Record, error) {
 // Read loads the records of the log file at path without opening it for
 // writing; a missing file has no records.
 func Read(path string) ([]Record, error) {
-	data, err := os.ReadFile(path)
+	data, err := protocol.ReadRegular(path, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strings"
-
-	openai "github.com/sashabaranov/go-openai"
+	"sync"
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/mcp"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/repomap"
+	"github.com/codeagent/codeagent/internal/telemetry"
 	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/internal/volume"
 )
@@ -21,25 +23,32 @@ import (
 // AgentConfig is what AgentRunner needs to build an agent per command.
 // Zero values take the agent's defaults.
 type AgentConfig struct {
-	Client         agent.ChatClient // the llm client (*llm.Client)
-	Layout         volume.Layout    // workspace, sessions dir and memory file
-	Model          string
-	SummaryModel   string
-	ContextWindow  int
-	ReservedOutput int
-	Threshold      float64
-	KeepMessages   int
-	MaxIterations  int
-	Tools          tools.Options
-	Stream         bool // token events in the events file
-	RepoMapTokens  int  // repo map budget in the system prompt; 0 = no map and no repo_map tool
+	Client agent.ChatClient // the llm client (*llm.Client)
+	Layout volume.Layout    // workspace, sessions dir and memory file
+	// Agent are the configured agent settings (agent.Configured); the
+	// runner adds the client, tools, workspace and session of each task.
+	Agent         agent.Options
+	Tools         tools.Options
+	Stream        bool // token events in the events file
+	RepoMapTokens int  // repo map budget in the system prompt; 0 = no map and no repo_map tool
+	// MCP are the MCP servers, started at the first task and shared by all
+	// of this process's tasks; nil or empty means none.
+	MCP *mcp.Manager
+	// Warn gets, once per process, each line about an MCP server that did
+	// not start, for the watcher's log (planagent shows its warnings);
+	// every task's events get them too.
+	Warn func(line string)
+	// Exclude names dirs of the workspace (relative to it) that are not
+	// part of it: planagent's volumes when they lie inside the workspace.
+	Exclude []string
 }
 
 // AgentRunner is the real TaskRunner: one coding agent per command over the
-// layout's workspace, its conversation kept in a session file per run and
+// command's workspace (its attempt's copy, else the layout's workspace), its conversation kept in a session file per run and
 // task so that a later attempt continues it.
 type AgentRunner struct {
-	cfg AgentConfig
+	cfg      AgentConfig
+	warnOnce sync.Once
 }
 
 // NewAgentRunner returns a runner; it fails when no LLM client is given.
@@ -51,7 +60,16 @@ func NewAgentRunner(cfg AgentConfig) (*AgentRunner, error) {
 }
 
 // SessionPath is where the conversation of cmd's task in cmd's run is kept.
+// An attempt that works in its own copy of the workspace has its own: a
+// later attempt starts from a fresh copy, so continuing a conversation
+// about files that are gone would mislead the model (what went wrong
+// reaches it through the command's hints and the task context instead);
+// a watcher retaking the command of a dead one works in the same copy and
+// resumes it.
 func SessionPath(l volume.Layout, cmd *protocol.Command) string {
+	if cmd.Workspace != "" {
+		return filepath.Join(l.Sessions(), cmd.RunID+"--"+path.Base(cmd.Workspace)+".jsonl")
+	}
 	return filepath.Join(l.Sessions(), cmd.RunID+"--"+cmd.ID+".jsonl")
 }
 
@@ -62,37 +80,53 @@ func SessionPath(l volume.Layout, cmd *protocol.Command) string {
 // continues that conversation instead, so the agent knows what it already
 // did rather than redoing it blindly or replaying the old answer.
 func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemContext string, ev events.Sink) (*protocol.Report, error) {
-	ws, err := tools.NewWorkspace(r.cfg.Layout.Workspace())
+	// The task's LLM and tool spans join the run's trace under planagent's
+	// span of this attempt, each with the task id.
+	ctx = telemetry.WithTask(telemetry.WithTraceParent(ctx, cmd.TraceParent), cmd.ID)
+	root, err := ResolveWorkspace(r.cfg.Layout, cmd.Workspace)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", r.cfg.Layout.Workspace(), err)
+		return nil, err
 	}
+	ws, err := tools.NewWorkspace(root)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", root, err)
+	}
+	ws.Exclude(r.cfg.Exclude...)
 	set := tools.Coding(ws, r.cfg.Tools)
 	var repoMap func([]string) string
 	if r.cfg.RepoMapTokens > 0 {
 		cache := r.cfg.Layout.RepoMapCache()
 		set = set.With(tools.NewRepoMap(ws, cache))
 		boost := append([]string{cmd.Title, cmd.Body}, cmd.Resources...)
-		repoMap = repomap.Prompter(repomap.Options{Root: ws.Root(), CacheDir: cache, Tokens: r.cfg.RepoMapTokens, Boost: boost},
+		repoMap = repomap.Prompter(repomap.Options{Root: ws.Root(), Exclude: ws.ExcludePatterns(), CacheDir: cache, Tokens: r.cfg.RepoMapTokens, Boost: boost},
 			func(err error) { ev.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()}) })
 	}
-	a, err := agent.New(agent.Options{
-		Client:         r.cfg.Client,
-		Tools:          set,
-		Workspace:      ws,
-		Model:          r.cfg.Model,
-		SummaryModel:   r.cfg.SummaryModel,
-		ContextWindow:  r.cfg.ContextWindow,
-		ReservedOutput: r.cfg.ReservedOutput,
-		Threshold:      r.cfg.Threshold,
-		KeepMessages:   r.cfg.KeepMessages,
-		MaxIterations:  r.cfg.MaxIterations,
-		SystemContext:  systemContext,
-		RepoMap:        repoMap,
-		MemoryPath:     r.cfg.Layout.Memory(),
-		SessionPath:    SessionPath(r.cfg.Layout, cmd),
-		Events:         ev,
-		Stream:         r.cfg.Stream,
-	})
+	if !r.cfg.MCP.Empty() {
+		// A task's cancellation must not leave the servers of the later
+		// tasks half-started; the manager's own timeout bounds the start.
+		st := r.cfg.MCP.Start(context.WithoutCancel(ctx))
+		lines := append(st.Failures(), st.Warnings...)
+		for _, line := range lines {
+			ev.Emit(events.Event{Type: events.Log, Text: line})
+		}
+		if r.cfg.Warn != nil {
+			r.warnOnce.Do(func() {
+				for _, line := range lines {
+					r.cfg.Warn(line)
+				}
+			})
+		}
+		if st.Err != nil {
+			return nil, st.Err
+		}
+		set = set.With(st.Tools...)
+	}
+	ao := r.cfg.Agent
+	ao.Client, ao.Tools, ao.Workspace = r.cfg.Client, set, ws
+	ao.SystemContext, ao.RepoMap, ao.MemoryPath = systemContext, repoMap, r.cfg.Layout.Memory()
+	ao.SessionPath, ao.Events, ao.Stream = SessionPath(r.cfg.Layout, cmd), ev, r.cfg.Stream
+	ao.BudgetTokens = cmd.BudgetTokens
+	a, err := agent.New(ao)
 	if err != nil {
 		return nil, fmt.Errorf("start the agent for task %s: %w", cmd.ID, err)
 	}
@@ -108,6 +142,7 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 		Status:       protocol.Status(res.Status),
 		Body:         res.Answer,
 		Error:        res.Error,
+		Reason:       res.Reason,
 		FilesChanged: res.FilesChanged,
 		Tokens:       protocol.Tokens{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion},
 	}
@@ -154,5 +189,5 @@ func endsWithAnswer(msgs []llm.Message) bool {
 		return false
 	}
 	m := msgs[len(msgs)-1]
-	return m.Role == openai.ChatMessageRoleAssistant && len(m.ToolCalls) == 0
+	return m.Role == llm.RoleAssistant && len(m.ToolCalls) == 0
 }

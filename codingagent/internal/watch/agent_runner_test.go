@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
@@ -34,9 +33,9 @@ func TestAgentRunnerLaterAttempt(t *testing.T) {
 			var mu sync.Mutex
 			hang := tt.interruptMid
 			afterTool := make(chan struct{}, 1)
-			var attempt2 []openai.ChatCompletionRequest
+			var attempt2 []llmtest.Request
 			recording := false
-			srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+			srv.Handle(func(req llmtest.Request) llmtest.Reply {
 				mu.Lock()
 				defer mu.Unlock()
 				if isMemoryRequest(req) {
@@ -47,10 +46,10 @@ func TestAgentRunnerLaterAttempt(t *testing.T) {
 				}
 				last := req.Messages[len(req.Messages)-1]
 				switch {
-				case last.Role == openai.ChatMessageRoleTool && hang:
+				case last.Role == llm.RoleTool && hang:
 					afterTool <- struct{}{}
 					return llmtest.Reply{Content: "late", Delay: time.Minute}
-				case last.Role == openai.ChatMessageRoleTool:
+				case last.Role == llm.RoleTool:
 					return llmtest.Text("Wrote t1.txt.")
 				case strings.HasPrefix(last.Content, "This is attempt"):
 					return llmtest.Text("Checked: already done.")

@@ -68,7 +68,7 @@ func (w *watcher) writeOwner(id string) error {
 }
 
 func readOwner(path string) (Owner, error) {
-	data, err := os.ReadFile(path)
+	data, err := protocol.ReadRegular(path, protocol.MaxFileSize)
 	if err != nil {
 		return Owner{}, err
 	}

@@ -47,7 +47,7 @@ func writeHeartbeat(dir string, h Heartbeat) error {
 // ReadHeartbeat reads the heartbeat of watcher id from dir. A missing file
 // is fs.ErrNotExist.
 func ReadHeartbeat(dir, id string) (Heartbeat, error) {
-	data, err := os.ReadFile(heartbeatFile(dir, id))
+	data, err := protocol.ReadRegular(heartbeatFile(dir, id), protocol.MaxFileSize)
 	if err != nil {
 		return Heartbeat{}, err
 	}

@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
@@ -143,7 +142,7 @@ func agentRunner(t testing.TB, l volume.Layout, srv *llmtest.Server) *AgentRunne
 	t.Helper()
 	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model",
 		MaxRetries: 1, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
-	r, err := NewAgentRunner(AgentConfig{Client: client, Layout: l, Model: "test-model", MaxIterations: 10})
+	r, err := NewAgentRunner(AgentConfig{Client: client, Layout: l, Agent: agent.Options{Model: "test-model", MaxIterations: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,9 +151,9 @@ func agentRunner(t testing.TB, l volume.Layout, srv *llmtest.Server) *AgentRunne
 
 // taskOfRequest finds the task a request works on from the "# Task <id>:"
 // heading of its first user message; "" for requests of no task.
-func taskOfRequest(req openai.ChatCompletionRequest) string {
+func taskOfRequest(req llmtest.Request) string {
 	for _, m := range req.Messages {
-		if m.Role != openai.ChatMessageRoleUser {
+		if m.Role != llm.RoleUser {
 			continue
 		}
 		rest, ok := strings.CutPrefix(m.Content, "# Task ")
@@ -167,8 +166,8 @@ func taskOfRequest(req openai.ChatCompletionRequest) string {
 	return ""
 }
 
-func isMemoryRequest(req openai.ChatCompletionRequest) bool {
-	return len(req.Messages) > 0 && req.Messages[0].Role == openai.ChatMessageRoleSystem &&
+func isMemoryRequest(req llmtest.Request) bool {
+	return len(req.Messages) > 0 && req.Messages[0].Role == llm.RoleSystem &&
 		strings.HasPrefix(req.Messages[0].Content, "You maintain the long-term memory")
 }
 
@@ -184,13 +183,13 @@ type scriptedModel struct {
 
 func newScriptedModel() *scriptedModel { return &scriptedModel{started: make(map[string]int)} }
 
-func (m *scriptedModel) handle(req openai.ChatCompletionRequest) llmtest.Reply {
+func (m *scriptedModel) handle(req llmtest.Request) llmtest.Reply {
 	if isMemoryRequest(req) {
 		return llmtest.Text("- none")
 	}
 	id := taskOfRequest(req)
 	last := req.Messages[len(req.Messages)-1]
-	if last.Role == openai.ChatMessageRoleTool {
+	if last.Role == llm.RoleTool {
 		return llmtest.Text("Wrote " + id + ".txt.\n\nNothing else to do.")
 	}
 	m.mu.Lock()

@@ -3,8 +3,6 @@ package watch
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 
 	"gopkg.in/yaml.v3"
 
@@ -19,12 +17,9 @@ const unknownRun = "unknown"
 // commands/<id>.md the user or planagent wrote), so errors point there.
 // The raw bytes come back too, for failedReport.
 func readCommand(path, name string) (*protocol.Command, []byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read command %s: %w", name, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, protocol.MaxFileSize+1))
+	// A FIFO or a symbolic link put in commands/ is refused without blocking
+	// or following it: the command then gets a failed report.
+	data, err := protocol.ReadRegular(path, protocol.MaxFileSize+1)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read command %s: %w", name, err)
 	}

@@ -125,7 +125,7 @@ func (w *watcher) dispatch(taskCtx context.Context, g *errgroup.Group) {
 		g.Go(func() error {
 			defer func() { w.done <- id }()
 			defer w.setRunning(id, false)
-			w.process(taskCtx, id)
+			_ = w.process(taskCtx, id) // a report not written is logged; the claim stays for a retake
 			return nil
 		})
 	}

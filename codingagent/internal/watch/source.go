@@ -72,7 +72,9 @@ func isArrival(op fsnotify.Op) bool {
 func probeEvents(ctx context.Context, fsw *fsnotify.Watcher, dir, watcherID string, timeout time.Duration) (bool, error) {
 	name := ".probe-" + watcherID
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(watcherID+"\n"), 0o644); err != nil {
+	// Atomic (a rename): a symbolic link the agent left under this name is
+	// replaced, not followed to a file outside the volumes.
+	if err := protocol.WriteFileAtomic(path, []byte(watcherID+"\n"), 0o644); err != nil {
 		return false, fmt.Errorf("write fsnotify probe %s: %w", path, err)
 	}
 	defer os.Remove(path)

@@ -20,7 +20,8 @@ const summaryLimit = 300
 
 // process carries out the claimed command id and writes its report. It
 // never returns an error: every failure ends up in the report or the log.
-func (w *watcher) process(ctx context.Context, id string) {
+// The returned error is only that the report could not be written.
+func (w *watcher) process(ctx context.Context, id string) error {
 	log := w.log.With("task", id)
 	if err := w.writeOwner(id); err != nil {
 		log.Error("claim owner", "err", err)
@@ -28,24 +29,24 @@ func (w *watcher) process(ctx context.Context, id string) {
 	cmd, data, err := readCommand(w.claimedFile(id), w.opts.Layout.CommandFile(id))
 	if err != nil {
 		log.Error("invalid command: reporting it as failed", "err", err)
-		w.finish(id, failedReport(id, data, err))
-		return
+		return w.finish(id, failedReport(id, data, err))
 	}
 	log = log.With("run", cmd.RunID, "attempt", cmd.Attempt)
-	log.Info("task claimed", "title", cmd.Title)
+	log.Info("task claimed", "title", cmd.Title, "workspace", cmd.Workspace)
 	rep := w.run(ctx, cmd, log)
 	log.Info("task done", "status", rep.Status, "duration", rep.Duration.String(), "error", rep.Error)
-	w.finish(id, rep)
+	return w.finish(id, rep)
 }
 
 // finish writes the report, then releases the claim. When the report cannot
 // be written the claim stays, so a reconcile retakes the command.
-func (w *watcher) finish(id string, rep *protocol.Report) {
+func (w *watcher) finish(id string, rep *protocol.Report) error {
 	if err := w.writeReport(rep); err != nil {
 		w.log.Error("report not written: the claim stays and will be retried", "task", id, "err", err)
-		return
+		return err
 	}
 	w.release(id)
+	return nil
 }
 
 func (w *watcher) writeReport(rep *protocol.Report) error {
@@ -62,7 +63,7 @@ func (w *watcher) run(ctx context.Context, cmd *protocol.Command, log *slog.Logg
 	start := time.Now()
 	rep := w.runTask(ctx, cmd, log)
 	rep.ID, rep.RunID, rep.Attempt = cmd.ID, cmd.RunID, cmd.Attempt
-	rep.Duration = protocol.Duration(time.Since(start))
+	rep.Duration = protocol.Duration(protocol.RoundDuration(time.Since(start)))
 	if !rep.Status.Valid() {
 		if rep.Error == "" {
 			rep.Error = fmt.Sprintf("the task runner returned no valid status (%q)", rep.Status)
@@ -84,7 +85,7 @@ func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.
 		return &protocol.Report{Status: protocol.StatusFailed, Error: fmt.Sprintf("combine context layers: %v", err)}
 	}
 	evPath := w.opts.Layout.EventsFile(cmd.ID)
-	f, err := os.OpenFile(evPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := protocol.OpenRegular(evPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return &protocol.Report{Status: protocol.StatusFailed, Error: fmt.Sprintf("open events file %s: %v", evPath, err)}
 	}

@@ -45,7 +45,12 @@ type Options struct {
 	Reconcile   time.Duration // periodic scan and recovery even with fsnotify (default 5s)
 	Probe       time.Duration // how long to wait for the fsnotify probe event (default 2s)
 	TaskTimeout time.Duration // limit of a command that sets no timeout; 0 = none
-	Now         func() time.Time
+	// Task, when set, makes Run carry out the command of that one task and
+	// return once its report is written (a container per attempt runs
+	// `codingagent watch --task ID`): no recovery of other watchers'
+	// claims, no watching for more commands.
+	Task string
+	Now  func() time.Time
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -72,6 +77,11 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if err := protocol.ValidateID(o.WatcherID); err != nil {
 		return o, fmt.Errorf("watch: watcher id: %w", err)
+	}
+	if o.Task != "" {
+		if err := protocol.ValidateID(o.Task); err != nil {
+			return o, fmt.Errorf("watch: task id: %w", err)
+		}
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 2 * time.Second
@@ -166,6 +176,9 @@ func Run(ctx context.Context, opts Options) error {
 			w.log.Warn("remove heartbeat", "err", err)
 		}
 	}()
+	if opts.Task != "" {
+		return w.once(ctx, opts.Task)
+	}
 
 	fsw, poll, err := w.openEvents(ctx)
 	if err != nil {

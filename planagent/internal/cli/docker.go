@@ -12,9 +12,9 @@ import (
 // Files in the workspace stay the operator's: the container runs as their uid:gid.
 func newDockerRuntime(ctx context.Context, s *session, runID string, env map[string]string, log io.Writer) (runtime.Runtime, error) {
 	return runtime.NewDocker(ctx, runtime.DockerOptions{
-		Volumes: s.layout, Image: s.cfg.Image, RunID: runID,
+		Volumes: s.layout, Image: s.cfg.Image, RunID: runID, Executable: s.f.Executable,
 		Memory: s.cfg.ContainerMemory, CPUs: s.cfg.ContainerCPUs, Pids: int64(s.cfg.ContainerPids),
 		Network: s.cfg.Network, Env: env, UID: os.Getuid(), GID: os.Getgid(),
-		Logger: s.logger, Log: log, Verbose: s.verbose,
+		Logger: s.logger, Log: log, Verbose: s.verbose, Preflight: true,
 	})
 }

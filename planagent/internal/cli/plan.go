@@ -22,7 +22,7 @@ func NewCmdPlan(f *cmdutil.Factory, runF func(*cobra.Command, *PlanOptions) erro
 tools (read_file, list_dir, glob, grep) and must call create_plan. The plan is
 validated (unique ids, known dependencies, no cycles); problems are sent back
 to the model to fix, a bounded number of times.`,
-		Args: cobra.ExactArgs(1),
+		Args: cmdutil.GoalArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Goal = args[0]
 			if runF != nil {

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/planagent/internal/webui"
 )
 
 // NewCmdResume builds `planagent resume`.
@@ -30,10 +31,15 @@ and --max-retries override them.`,
 	}
 	fl := cmd.Flags()
 	fl.Bool("json", false, "one JSON event per line on stdout")
+	addBudgetFlags(cmd)
+	fl.Bool("ui", false, "serve the live web view of the run (see planagent ui) while it runs")
+	fl.String("ui-addr", webui.DefaultAddr, "host:port of the web view of --ui")
 	// Without these flags the run keeps what it was started with (saved in
 	// its state), including --workspace; given, they override it.
 	fl.String("runtime", "", "where the coding agent runs: docker or local (default: as the run was started)")
+	fl.String("image", "", "image of the task containers: any local image with /bin/sh (default: config image)")
 	fl.Int("parallel", 0, "dispatch up to N ready tasks at once (default: as the run was started)")
 	fl.Int("max-retries", 0, "retries of a failed task (default: as the run was started)")
+	cmdutil.CompleteValues(cmd, "runtime", "docker", "local")
 	return cmd
 }

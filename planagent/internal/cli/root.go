@@ -2,6 +2,8 @@
 package cli
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
@@ -9,6 +11,8 @@ import (
 
 // Main runs planagent with args and returns the exit code.
 func Main(args []string) int {
+	cmdutil.Harden()
+	cmdutil.LimitMemory(os.Getenv)
 	f := cmdutil.NewFactory()
 	return cmdutil.Main(f, NewCmdRoot(f), args)
 }
@@ -22,9 +26,11 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 its context into the shared volumes tree, runs a codingagent (in a Docker
 container or as a local process) over them and reports the outcome.
 
-Exit codes: 0 every task completed; 1 a task failed or was skipped;
-2 bad usage or configuration; 130 interrupted.`,
+Exit codes: 0 every task completed; 1 a task failed or was skipped, or
+another failure; 2 bad usage or configuration; 3 paused at a budget (resume continues);
+130 interrupted.`,
 	}
+	cmdutil.SetupRoot(root)
 	cmdutil.AddConfigFlags(root)
 	root.PersistentFlags().BoolP("verbose", "v", false, "log more: planagent's info lines and every log line of the coding agent")
 	root.AddCommand(
@@ -32,6 +38,11 @@ Exit codes: 0 every task completed; 1 a task failed or was skipped;
 		NewCmdPlan(f, nil),
 		NewCmdStatus(f, nil),
 		NewCmdResume(f, nil),
+		NewCmdRuns(f, nil),
+		NewCmdGraph(f, nil),
+		NewCmdDiff(f, nil),
+		NewCmdRollback(f, nil),
+		NewCmdUI(f, nil),
 		cmdutil.NewCmdConfig(f),
 		cmdutil.NewCmdVersion(f, "planagent"),
 	)

@@ -18,7 +18,7 @@ func testFactory(env map[string]string) (*cmdutil.Factory, *bytes.Buffer, *bytes
 }
 
 func TestHelpNeedsNoKey(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"plan", "--help"}, {"status", "--help"}, {"resume", "--help"}, {"config", "--help"}, {"version", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"plan", "--help"}, {"status", "--help"}, {"resume", "--help"}, {"runs", "--help"}, {"graph", "--help"}, {"config", "--help"}, {"version", "--help"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			f, out, errb := testFactory(nil)
 			if code := cmdutil.Main(f, NewCmdRoot(f), args); code != 0 {
@@ -50,7 +50,7 @@ func TestConfigMasksKey(t *testing.T) {
 
 func TestUsageErrorsExit2(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"run"}, {"run", "  "}, {"plan", ""}, {"run", "goal", "--runtime", "vm"}, {"status", "no-such-run"}, {"resume"}, {"bogus"}} {
+	for _, args := range [][]string{{"run"}, {"run", "  "}, {"plan", ""}, {"run", "goal", "--runtime", "vm"}, {"status", "no-such-run"}, {"graph", "no-such-run"}, {"graph", "--format", "svg"}, {"resume"}, {"bogus"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			f, _, errb := testFactory(nil)
 			if code := cmdutil.Main(f, NewCmdRoot(f), args); code != cmdutil.ExitUsage {

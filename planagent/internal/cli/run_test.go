@@ -32,10 +32,11 @@ func TestRunAsksOnATerminal(t *testing.T) {
 	f.IO.IsTerminal = func() bool { return true }
 	f.IO.In = strings.NewReader("n\n")
 
-	if code := cmdutil.Main(f, NewCmdRoot(f), []string{"run", "greet people"}); code != cmdutil.ExitOK {
+	if code := cmdutil.Main(f, NewCmdRoot(f), []string{"run", "greet people", "--budget-tokens", "20000", "--budget-time", "10m"}); code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errb)
 	}
-	for _, want := range []string{"Plan: Greeter", "1. lib: Write greet.go", "Proceed? [Y/n]", "Not run."} {
+	for _, want := range []string{"Plan: Greeter", "1. lib: Write greet.go", "Proceed? [Y/n]", "Not run.",
+		"Budgets: 20000 tokens, 10m0s of running time (reached: no new task starts, the run pauses; exit 3)"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb)
 		}

@@ -6,18 +6,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/mcp"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/repomap"
+	"github.com/codeagent/codeagent/internal/telemetry"
 	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -27,19 +34,42 @@ func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, 
 	if err != nil {
 		return nil, llm.Usage{}, cmdutil.UsageError(fmt.Errorf("workspace: %w", err))
 	}
+	if rel := s.volumesInWorkspace(); rel != "" {
+		ws.Exclude(rel)
+	}
 	set := tools.ReadOnly(ws)
 	var repoMap string
 	if s.cfg.RepoMapTokens > 0 {
 		set = set.With(tools.NewRepoMap(ws, s.layout.RepoMapCache()))
 		var err error
-		repoMap, err = repomap.Section(ctx, repomap.Options{Root: ws.Root(), CacheDir: s.layout.RepoMapCache(),
+		repoMap, err = repomap.Section(ctx, repomap.Options{Root: ws.Root(), Exclude: ws.ExcludePatterns(), CacheDir: s.layout.RepoMapCache(),
 			Tokens: s.cfg.RepoMapTokens, Boost: []string{goal}})
 		if err != nil {
 			s.logger.Warn("repo map unavailable", "err", err)
 		}
 	}
+	if len(s.cfg.MCPServers) > 0 {
+		// The planner looks, never changes: only the MCP tools the server
+		// marks readOnlyHint (or mcp_read_only names). It runs here, so
+		// the servers run on this machine whatever the runtime.
+		servers := mcp.New(mcp.Options{Servers: s.cfg.MCPServers, ReadOnly: s.cfg.MCPReadOnly, Dir: ws.Root(),
+			Getenv: s.f.Getenv, Secrets: []string{s.cfg.APIKey}})
+		defer func() { _ = servers.Close() }()
+		st := servers.Start(ctx)
+		for _, line := range append(st.Failures(), st.Warnings...) {
+			s.logger.Warn(line)
+		}
+		if st.Err != nil {
+			return nil, llm.Usage{}, cmdutil.UsageError(st.Err)
+		}
+		for _, t := range st.Tools {
+			if t.ReadOnly() {
+				set = set.With(t)
+			}
+		}
+	}
 	planner := plan.NewPlanner(client, set, plan.Options{
-		Events: sink, WorkspaceView: workspaceView(ws.Root()), RepoMap: repoMap,
+		Events: sink, WorkspaceView: workspaceView(ctx, ws.Files()), RepoMap: repoMap,
 	})
 	p, usage, err := planner.Plan(ctx, goal)
 	if err != nil {
@@ -78,6 +108,21 @@ func renderPlan(p *plan.Plan) string {
 
 func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	ctx := cmd.Context()
+	var filePlan *plan.Plan
+	if opts.PlanFile != "" {
+		// Read first: a bad file costs neither a runtime check nor a model call.
+		p, err := plan.ReadFile(opts.PlanFile)
+		if err != nil {
+			return cmdutil.UsageError(err)
+		}
+		filePlan = p
+		if strings.TrimSpace(opts.Goal) == "" {
+			opts.Goal = p.Title
+			if strings.TrimSpace(opts.Goal) == "" {
+				opts.Goal = "plan " + opts.PlanFile
+			}
+		}
+	}
 	if strings.TrimSpace(opts.Goal) == "" {
 		return cmdutil.UsageError(errors.New("the goal is empty: say what to do, e.g. planagent run \"add a health check endpoint\""))
 	}
@@ -85,28 +130,56 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	// A USD budget without prices is refused before anything costs money.
+	if s.runBudget, err = s.budget(s.cfg.Model); err != nil {
+		return err
+	}
 	sink := s.sink(opts.JSON)
 	runID := orchestrator.NewRunID(time.Now())
+	ctx, span := traceRun(ctx, runID)
+	defer span.End()
+	// The web view's address is taken before planning, so a busy port costs
+	// no LLM call; it serves once the run's state exists.
+	var ui net.Listener
+	if opts.UI {
+		if ui, err = s.listenUI(opts.UIAddr); err != nil {
+			return err
+		}
+		defer ui.Close()
+	}
 	// The runtime is checked before planning so a missing engine or binary
 	// costs no LLM call.
-	rt, err := s.runtime(ctx, runID, f.IO.Err)
+	rt, err := s.runtime(ctx, runID, s.logs)
 	if err != nil {
 		return err
 	}
+	// First after the checks that can refuse the run in one line.
+	s.announce(f.IO.Err)
+	// Uncommitted work is refused before planning costs anything.
+	repo, checkpoints, err := s.startCheckpoints(ctx, f.IO.Err)
+	if err != nil {
+		return err
+	}
+	s.repo = repo
 	client := s.llm()
 	// The run announces the accepted plan itself, with its run id and the
 	// plan; the planner's own plan_created would be a second one.
 	plannerSink := events.Func(func(e events.Event) {
 		if e.Type != events.PlanCreated {
+			if e.RunID == "" {
+				e.RunID = runID // planning belongs to the run too (--json consumers group by it)
+			}
 			sink.Emit(e)
 		}
 	})
-	p, usage, err := makePlan(ctx, s, client, opts.Goal, plannerSink)
-	if err != nil {
-		return err
+	p, usage := filePlan, llm.Usage{}
+	if p == nil {
+		if p, usage, err = makePlan(ctx, s, client, opts.Goal, plannerSink); err != nil {
+			return err
+		}
 	}
 	if !opts.JSON {
-		fmt.Fprint(f.IO.Err, renderPlan(p))
+		fmt.Fprint(f.IO.Err, renderPlan(p)+s.budgetLine())
 	}
 	if !opts.Yes && f.IO.IsTerminal != nil && f.IO.IsTerminal() {
 		fmt.Fprint(f.IO.Err, "\nProceed? [Y/n] ")
@@ -121,11 +194,18 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		return cmdutil.UsageError(err)
 	}
 	st.Settings = s.settings()
+	st.Checkpoints = checkpoints
+	lock, err := runlock.Acquire(s.layout.Run(runID))
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	defer lock.Release()
 	if err := st.Save(s.layout, time.Now()); err != nil {
 		return err
 	}
 	sink.Emit(events.Event{Type: events.PlanCreated, RunID: runID, Text: p.Title,
 		Data: map[string]any{"tasks": len(p.Tasks), "plan": p}})
+	defer s.startUI(ctx, ui, runID)()
 	return drive(ctx, s, st, rt, client, sink, opts.JSON)
 }
 
@@ -135,22 +215,42 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 		Layout: s.layout, Runtime: rt, Events: sink, Logger: s.logger,
 		Decider:  &orchestrator.LLMDecider{Client: client, Model: s.cfg.Model},
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
+		Budget: s.runBudget, Repo: repoOption(s.repo), Failpoint: failpoint(),
 	})
+	defer s.logs.Flush()
+	// Ctrl-C is answered at once: stopping takes seconds (the watcher gets
+	// time to report its running tasks as interrupted) before the summary.
+	driving, answered := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(answered)
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(s.f.IO.Err, "stopping… (the running tasks are reported interrupted, then the summary)")
+		case <-driving:
+		}
+	}()
 	err := o.Drive(ctx, st)
+	close(driving)
+	<-answered
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
-	if werr := orchestrator.WriteSummary(s.layout, st); werr != nil {
+	view := runview.Build(st, s.viewOptions())
+	if werr := protocol.WriteFileAtomic(s.layout.Summary(), []byte(runview.Markdown(view)), 0o644); werr != nil {
 		s.logger.Warn("write summary", "err", werr)
 	}
-	sink.Emit(runEnd(st, s.layout.Summary()))
+	sink.Emit(runEnd(st, view, s.layout.Summary()))
 	if !jsonOut {
-		fmt.Fprint(s.f.IO.Out, "\n"+orchestrator.Summary(st))
+		fmt.Fprint(s.f.IO.Out, "\n"+runview.Summary(view))
 	}
 	switch {
 	case err != nil || st.Status == orchestrator.RunInterrupted:
 		fmt.Fprintf(s.f.IO.Err, "interrupted: continue with `planagent resume %s`\n", st.RunID)
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case st.Status == orchestrator.RunPaused:
+		fmt.Fprintf(s.f.IO.Err, "paused: %s. Continue with a larger budget: `planagent resume %s --budget-tokens N` (or --budget-time, --budget-usd)\n",
+			st.Paused, st.RunID)
+		return cmdutil.Silent(cmdutil.ExitPaused)
 	case st.Status == orchestrator.RunCompleted:
 		return nil
 	default:
@@ -173,28 +273,11 @@ func runPlan(cmd *cobra.Command, f *cmdutil.Factory, opts *PlanOptions) error {
 	if opts.JSON {
 		enc := json.NewEncoder(f.IO.Out)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // "a > b" as written, not \u003e
 		return enc.Encode(p)
 	}
 	_, err = fmt.Fprint(f.IO.Out, renderPlan(p))
 	return err
-}
-
-func runStatus(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
-	s, err := newSession(f, cmd)
-	if err != nil {
-		return err
-	}
-	st, err := orchestrator.LoadState(s.layout, runID, false)
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	g, err := taskgraph.New(st.Tasks)
-	if err != nil {
-		return cmdutil.UsageError(fmt.Errorf("run %s: %w", st.RunID, err))
-	}
-	fmt.Fprintf(f.IO.Out, "Run %s (%s), updated %s\nGoal: %s\n\n%s", st.RunID, st.Status,
-		st.Updated.Local().Format(time.DateTime), st.Goal, g.Summary())
-	return nil
 }
 
 func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
@@ -207,25 +290,76 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
+	lock, err := runlock.Acquire(s.layout.Run(st.RunID))
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("run %s: %w", st.RunID, err))
+	}
+	defer lock.Release()
+	// Read again under the lock: a holder that just ended has moved it on.
+	if st, err = orchestrator.LoadState(s.layout, st.RunID, false); err != nil {
+		return cmdutil.UsageError(err)
+	}
 	if st.Status.Finished() {
 		return cmdutil.UsageError(fmt.Errorf("run %s is already %s; nothing to resume", st.RunID, st.Status))
 	}
 	if err := s.resumeWith(cmd, st.Settings); err != nil {
 		return err
 	}
+	model := s.cfg.Model
+	if st.Settings != nil && st.Settings.Model != "" {
+		model = st.Settings.Model
+	}
+	if s.runBudget, err = s.budget(model); err != nil {
+		return err
+	}
 	jsonOut, _ := cmd.Flags().GetBool("json")
-	rt, err := s.runtime(ctx, st.RunID, f.IO.Err)
+	if withUI, _ := cmd.Flags().GetBool("ui"); withUI {
+		addr, _ := cmd.Flags().GetString("ui-addr")
+		ui, err := s.listenUI(addr)
+		if err != nil {
+			return err
+		}
+		defer s.startUI(ctx, ui, st.RunID)()
+	}
+	rt, err := s.runtime(ctx, st.RunID, s.logs)
 	if err != nil {
 		return err
 	}
+	s.announce(f.IO.Err)
+	if s.repo, err = s.resumeCheckpoints(ctx, st, f.IO.Err); err != nil {
+		return err
+	}
 	sink := s.sink(jsonOut)
+	ctx, span := traceRun(ctx, st.RunID)
+	defer span.End()
 	sink.Emit(events.Event{Type: events.Log, RunID: st.RunID, Text: "resuming run " + st.RunID})
 	return drive(ctx, s, st, rt, s.llm(), sink, jsonOut)
 }
 
+// startUI serves the web view of the run on ln in the background (nothing
+// when ln is nil); the returned function stops it and waits.
+func (s *session) startUI(ctx context.Context, ln net.Listener, runID string) (stop func()) {
+	if ln == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := s.serveUI(ctx, ln); err != nil {
+			s.logger.Warn("web view", "err", err)
+		}
+	}()
+	fmt.Fprintf(s.f.IO.Err, "web view: http://%s/#%s\n", ln.Addr(), runID)
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // runEnd is the run_end event: the outcome and the totals of the summary.
 // Its usage is every token of the run (agents, planner and decisions).
-func runEnd(st *orchestrator.State, summaryFile string) events.Event {
+func runEnd(st *orchestrator.State, view *runview.Run, summaryFile string) events.Event {
 	counts := map[taskgraph.Status]int{}
 	var agent events.Usage
 	var agentTime time.Duration
@@ -246,5 +380,27 @@ func runEnd(st *orchestrator.State, summaryFile string) events.Event {
 			"planner_tokens": events.Usage{Prompt: st.Usage.Prompt, Completion: st.Usage.Completion},
 			"agent_ms":       agentTime.Milliseconds(),
 			"wall_ms":        st.Updated.Sub(st.Created).Milliseconds(),
-			"summary_file":   summaryFile}}
+			"summary_file":   summaryFile,
+			"elapsed_ms":     st.Elapsed.Milliseconds(),
+			"paused":         st.Paused,
+			"cost_usd":       view.CostUSD, // null without a price for the model
+			"per_task":       perTask(view)}}
+}
+
+// perTask is run_end's line per task: status, attempts, tokens, cost, time.
+func perTask(view *runview.Run) []map[string]any {
+	out := make([]map[string]any, 0, len(view.Tasks))
+	for _, t := range view.Tasks {
+		out = append(out, map[string]any{"id": t.ID, "status": t.Status, "attempts": t.Attempts,
+			"tokens": t.Tokens, "cost_usd": t.CostUSD, "duration_ms": t.DurationMS})
+	}
+	return out
+}
+
+// traceRun starts the run's invoke_agent span: planning, decisions and
+// every task attempt are under it (resume starts a new one in the same
+// way; traces are per process).
+func traceRun(ctx context.Context, runID string) (context.Context, trace.Span) {
+	return telemetry.Start(ctx, "invoke_agent planagent", telemetry.OperationName.String("invoke_agent"),
+		telemetry.AgentName.String("planagent"), telemetry.RunID.String(runID))
 }

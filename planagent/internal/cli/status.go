@@ -6,23 +6,37 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 )
 
+// StatusOptions are the flags of `planagent status`.
+type StatusOptions struct {
+	Run  string
+	JSON bool
+}
+
 // NewCmdStatus builds `planagent status`.
-func NewCmdStatus(f *cmdutil.Factory, runF func(*cobra.Command, string) error) *cobra.Command {
-	return &cobra.Command{
+func NewCmdStatus(f *cmdutil.Factory, runF func(*cobra.Command, *StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{}
+	cmd := &cobra.Command{
 		Use:   "status [RUN]",
 		Short: "Print the plan summary of a run (default: the latest)",
 		Long: `Print the task graph of RUN in the plan-summary format:
-[X] done (with its result), [>] in progress, [ ] pending, [!] failed, [-] skipped.`,
+[X] done (with its result), [>] in progress, [ ] pending, [!] failed, [-] skipped.
+
+--json prints the run as one JSON object instead: its status, totals (tokens,
+cost when the config has prices, time) and every task with its status,
+attempts, tokens, cost, times, dependencies and timeline of attempts.`,
+		Example: `  planagent status
+  planagent status run-20261121-084500-1a2b --json | jq '.tasks[] | {id, status}'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			run := ""
 			if len(args) == 1 {
-				run = args[0]
+				opts.Run = args[0]
 			}
 			if runF != nil {
-				return runF(cmd, run)
+				return runF(cmd, opts)
 			}
-			return runStatus(cmd, f, run)
+			return runStatus(cmd, f, opts)
 		},
 	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the run as JSON")
+	return cmd
 }

@@ -3,13 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/codeagent/codeagent/internal/llm"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +17,10 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/filetree"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
@@ -30,7 +32,12 @@ type session struct {
 	file    string
 	layout  volume.Layout
 	logger  *slog.Logger
-	verbose bool // the watcher's INFO log lines and planagent's own
+	logs    *logView // planagent's and the coding agent's log lines, one format
+	verbose bool     // the watcher's INFO log lines and planagent's own
+	// runBudget is the budget of the run being driven (run and resume set it).
+	runBudget orchestrator.Budget
+	// repo holds the checkpoints of the run being driven (run and resume set it).
+	repo *checkpoint.Repo
 }
 
 func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
@@ -42,6 +49,9 @@ func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
 	if err != nil {
 		return nil, cmdutil.UsageError(err)
 	}
+	if err := layout.CheckWorkspace(); err != nil {
+		return nil, cmdutil.UsageError(err)
+	}
 	if err := layout.Ensure(); err != nil {
 		return nil, cmdutil.UsageError(fmt.Errorf("%w (check --volumes)", err))
 	}
@@ -50,14 +60,17 @@ func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
 	if verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(slog.NewTextHandler(f.IO.Err, &slog.HandlerOptions{Level: level}))
-	return &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger, verbose: verbose}, nil
+	logs := newLogView(f.IO.Err)
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
+	return &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger, logs: logs, verbose: verbose}, nil
 }
 
 // settings are the options of a new run that resume must keep.
 func (s *session) settings() *orchestrator.Settings {
-	return &orchestrator.Settings{Runtime: s.cfg.Runtime, Workspace: s.layout.Workspace(),
-		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout}
+	return &orchestrator.Settings{Runtime: s.cfg.Runtime, Workspace: s.layout.Workspace(), Image: s.cfg.Image,
+		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
+		Model: s.cfg.Model, BudgetTokens: s.cfg.BudgetTokens, BudgetTime: s.cfg.BudgetTime, BudgetUSD: s.cfg.BudgetUSD,
+		TaskBudgetTokens: s.cfg.TaskBudgetTokens}
 }
 
 // resumeWith makes the session continue a run with the settings it was
@@ -70,6 +83,9 @@ func (s *session) resumeWith(cmd *cobra.Command, saved *orchestrator.Settings) e
 	if saved.Runtime != "" && !set("runtime") {
 		s.cfg.Runtime = saved.Runtime
 	}
+	if saved.Image != "" && !set("image") {
+		s.cfg.Image = saved.Image
+	}
 	if saved.Parallel > 0 && !set("parallel") {
 		s.cfg.Parallel = saved.Parallel
 	}
@@ -79,6 +95,22 @@ func (s *session) resumeWith(cmd *cobra.Command, saved *orchestrator.Settings) e
 	if saved.TaskTimeout > 0 {
 		s.cfg.TaskTimeout = saved.TaskTimeout
 	}
+	// A budget flag given to resume is the run's new budget (a total, not
+	// an addition); without one the run keeps the budget it had.
+	if !set("budget-tokens") {
+		s.cfg.BudgetTokens = saved.BudgetTokens
+	}
+	if !set("budget-time") {
+		s.cfg.BudgetTime = saved.BudgetTime
+	}
+	if !set("budget-usd") {
+		s.cfg.BudgetUSD = saved.BudgetUSD
+	}
+	if saved.TaskBudgetTokens > 0 && s.cfg.TaskBudgetTokens == 0 {
+		s.cfg.TaskBudgetTokens = saved.TaskBudgetTokens
+	}
+	saved.BudgetTokens, saved.BudgetTime, saved.BudgetUSD = s.cfg.BudgetTokens, s.cfg.BudgetTime, s.cfg.BudgetUSD
+	saved.TaskBudgetTokens = s.cfg.TaskBudgetTokens
 	if saved.Workspace != "" && !set("workspace") {
 		layout, err := volume.New(s.layout.Root, saved.Workspace)
 		if err != nil {
@@ -101,24 +133,56 @@ func (s *session) sink(jsonOut bool) events.Sink {
 }
 
 // agentEnv carries the effective LLM and agent settings to the watcher, in
-// its process environment only (never a file).
+// its process environment only (never a file): config.AgentEnv, plus the
+// workspace exclusion and the MCP servers.
 func (s *session) agentEnv() map[string]string {
-	c := s.cfg
-	return map[string]string{
-		"OPENAI_API_KEY":                 c.APIKey,
-		"OPENAI_BASE_URL":                c.BaseURL,
-		"OPENAI_MODEL":                   c.Model,
-		"CODEAGENT_SUMMARY_MODEL":        c.SummaryModel,
-		"CODEAGENT_CONTEXT_WINDOW":       strconv.Itoa(c.ContextWindow),
-		"CODEAGENT_RESERVED_OUTPUT":      strconv.Itoa(c.ReservedOutput),
-		"CODEAGENT_MAX_ITERATIONS":       strconv.Itoa(c.MaxIterations),
-		"CODEAGENT_RETRIES":              strconv.Itoa(c.Retries),
-		"CODEAGENT_REQUEST_TIMEOUT":      c.RequestTimeout.String(),
-		"CODEAGENT_COMPACTION_THRESHOLD": strconv.FormatFloat(c.CompactionThreshold, 'f', -1, 64),
-		"CODEAGENT_KEEP_MESSAGES":        strconv.Itoa(c.KeepMessages),
-		"CODEAGENT_PARALLEL":             strconv.Itoa(c.Parallel),
-		"CODEAGENT_REPO_MAP_TOKENS":      strconv.Itoa(c.RepoMapTokens),
-		"CODEAGENT_TASK_TIMEOUT":         c.TaskTimeout.String(),
+	env := config.AgentEnv(&s.cfg)
+	// In a container the agent cannot tell that part of its workspace is
+	// our volumes dir.
+	env[config.EnvWorkspaceExclude] = s.volumesInWorkspace()
+	s.addMCPEnv(env)
+	// The agent exports its spans where planagent does (the runtime makes
+	// a loopback endpoint reachable from a container).
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") && v != "" {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// volumesInWorkspace is the volumes dir relative to the workspace when it
+// lies inside it (`--workspace .` in the project), else "".
+func (s *session) volumesInWorkspace() string {
+	rel, _ := s.layout.VolumesInWorkspace()
+	return filepath.ToSlash(rel)
+}
+
+// announce prints where the run works, first, and warns when the volumes
+// dir lies inside the workspace.
+func (s *session) announce(w io.Writer) {
+	fmt.Fprintf(w, "workspace: %s\n", s.layout.Workspace())
+	if rel := s.volumesInWorkspace(); rel != "" {
+		fmt.Fprintf(w, "warning: the volumes dir %s is inside the workspace: the agent's tools leave %s/ out; add /%s/ to the workspace's .gitignore so it is never committed\n",
+			s.layout.Root, rel, rel)
+	}
+}
+
+// addMCPEnv gives the watcher mcp_servers (as JSON, ${VAR} references
+// unexpanded), mcp_read_only, and the variables the references name, so
+// the servers start where the agent runs (in the docker runtime, inside
+// the task's container) with the operator's values.
+func (s *session) addMCPEnv(env map[string]string) {
+	servers, err := config.EncodeMCPServers(s.cfg.MCPServers)
+	if err != nil || servers == "" {
+		return // plain strings always encode; none configured means nothing to pass
+	}
+	env[config.EnvMCPServers] = servers
+	env[config.EnvMCPReadOnly] = strings.Join(s.cfg.MCPReadOnly, ",")
+	for _, name := range config.MCPVarRefs(s.cfg.MCPServers) {
+		if v := s.f.Getenv(name); v != "" {
+			env[name] = v
+		}
 	}
 }
 
@@ -129,13 +193,13 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 	case "local":
 		var kv []string
 		for k, v := range env {
-			if v != "" {
+			if v != "" && k != "OPENAI_API_KEY" {
 				kv = append(kv, k+"="+v)
 			}
 		}
 		sort.Strings(kv)
 		rt, err := runtime.NewLocal(runtime.LocalOptions{Volumes: s.layout, Executable: s.f.Executable,
-			Env: kv, Log: log, Logger: s.logger, Verbose: s.verbose})
+			Env: kv, APIKey: env["OPENAI_API_KEY"], Log: log, Logger: s.logger, Verbose: s.verbose})
 		if err != nil {
 			return nil, cmdutil.UsageError(err)
 		}
@@ -150,40 +214,32 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 	return nil, cmdutil.UsageError(fmt.Errorf("unknown runtime %q: use docker or local", s.cfg.Runtime))
 }
 
-// workspaceView is the shallow listing the planner starts from.
-func workspaceView(root string) string {
+// workspaceView is the shallow listing the planner starts from: the
+// root's entries and those one level down, as the coding tools see them.
+func workspaceView(ctx context.Context, files *filetree.Tree) string {
+	const maxEntries = 200
 	var b strings.Builder
 	n := 0
-	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || p == root {
-			return nil
+	_ = files.Walk(ctx, "", func(rel string, d fs.DirEntry) error {
+		depth := strings.Count(rel, "/")
+		if n++; n > maxEntries {
+			return fs.SkipAll
 		}
-		rel, _ := filepath.Rel(root, p)
-		depth := strings.Count(rel, string(filepath.Separator))
 		name := d.Name()
-		if d.IsDir() && (name == ".git" || name == "node_modules" || name == "vendor" || name == ".venv") {
-			return filepath.SkipDir
-		}
-		if depth > 1 {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if n++; n > 200 {
-			return filepath.SkipAll
-		}
 		if d.IsDir() {
 			name += "/"
 		}
 		fmt.Fprintf(&b, "%s%s\n", strings.Repeat("  ", depth), name)
+		if d.IsDir() && depth == 1 {
+			return fs.SkipDir
+		}
 		return nil
 	})
 	if b.Len() == 0 {
 		return "(the workspace is empty)"
 	}
-	if n > 200 {
-		b.WriteString("… (listing cut at 200 entries)\n")
+	if n > maxEntries {
+		fmt.Fprintf(&b, "… (listing cut at %d entries)\n", maxEntries)
 	}
 	return b.String()
 }
@@ -194,4 +250,47 @@ func (s *session) llm() *llm.Client {
 	return s.f.LLMWithRetries(s.cfg, func(attempt int, wait time.Duration, err error) {
 		s.logger.Warn(cmdutil.RetryText(attempt, s.cfg.Retries, wait, err))
 	})
+}
+
+// budget is the run's budget from the effective settings. A USD budget
+// needs the price of the run's model: without one it is a usage error
+// naming the missing price.
+func (s *session) budget(model string) (orchestrator.Budget, error) {
+	c := s.cfg
+	b := orchestrator.Budget{Tokens: c.BudgetTokens, Time: c.BudgetTime, USD: c.BudgetUSD, TaskTokens: c.TaskBudgetTokens}
+	if c.BudgetUSD <= 0 {
+		return b, nil
+	}
+	p, ok := c.PriceOf(model)
+	if !ok {
+		return b, cmdutil.UsageError(fmt.Errorf("a budget in USD (%g) needs the price of the model %q, and the config has none: "+
+			"add it to the config file, e.g.\n  prices:\n    %s: {input: 0.15, output: 0.60}   # USD per 1M prompt / completion tokens",
+			c.BudgetUSD, model, model))
+	}
+	b.Cost = func(prompt, completion int) float64 {
+		return (float64(prompt)*p.Input + float64(completion)*p.Output) / 1e6
+	}
+	return b, nil
+}
+
+// budgetLine says the run's budgets for the plan confirmation; "" without any.
+func (s *session) budgetLine() string {
+	c := s.cfg
+	var parts []string
+	if c.BudgetTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", c.BudgetTokens))
+	}
+	if c.BudgetTime > 0 {
+		parts = append(parts, c.BudgetTime.String()+" of running time")
+	}
+	if c.BudgetUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.2f", c.BudgetUSD))
+	}
+	if c.TaskBudgetTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens per task", c.TaskBudgetTokens))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Budgets: " + strings.Join(parts, ", ") + " (reached: no new task starts, the run pauses; exit 3)\n"
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
@@ -35,7 +33,7 @@ type decideArgs struct {
 	Tasks  []plan.Task `json:"tasks"`
 }
 
-func decideTool() openai.Tool {
+func decideTool() llm.Tool {
 	schema := json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -52,8 +50,7 @@ func decideTool() openai.Tool {
   },
   "required": ["action", "reason"]
 }`)
-	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: "decide", Description: "Decide what to do about the failed task.", Parameters: schema}}
+	return llm.Tool{Name: "decide", Description: "Decide what to do about the failed task.", Parameters: schema}
 }
 
 // Decide asks the model; an unusable answer (or an LLM error) becomes
@@ -68,34 +65,40 @@ func (d *LLMDecider) Decide(ctx context.Context, f Failure) Verdict {
 	resp, err := d.Client.Chat(ctx, llm.Request{
 		Model: d.Model,
 		Messages: []llm.Message{
-			{Role: openai.ChatMessageRoleSystem, Content: DeciderMarker + " Call the decide tool exactly once. Prefer retry with specific hints when the error looks fixable, continue when the task is not essential, replan when the plan itself was wrong, abort only when nothing useful can be done."},
-			{Role: openai.ChatMessageRoleUser, Content: b.String()},
+			{Role: llm.RoleSystem, Content: DeciderMarker + " Call the decide tool exactly once. Prefer retry with specific hints when the error looks fixable, continue when the task is not essential, replan when the plan itself was wrong, abort only when nothing useful can be done."},
+			{Role: llm.RoleUser, Content: b.String()},
 		},
-		Tools: []openai.Tool{decideTool()},
+		Tools: []llm.Tool{decideTool()},
 	}, nil)
 	if err != nil {
-		return Verdict{Action: "continue", Reason: "decision unavailable", Invalid: err.Error()}
+		return Verdict{Action: "continue", Reason: "no decision: the model request failed (" + oneLine(err.Error(), 200) + "); going on with the rest", Invalid: err.Error()}
 	}
 	v := Verdict{Usage: resp.Usage}
 	for _, tc := range resp.Message.ToolCalls {
-		if tc.Function.Name != "decide" {
+		if tc.Name != "decide" {
 			continue
 		}
 		var a decideArgs
-		if err := json.Unmarshal([]byte(tc.Function.Arguments), &a); err != nil {
+		if err := json.Unmarshal([]byte(tc.Arguments), &a); err != nil {
 			v.Action, v.Invalid = "continue", "decide arguments are not valid JSON: "+err.Error()
+			v.Reason = "no decision: " + v.Invalid + "; going on with the rest"
 			return v
 		}
 		switch a.Action {
 		case "retry", "replan", "continue", "abort":
 		default:
 			v.Action, v.Invalid = "continue", fmt.Sprintf("unknown action %q", a.Action)
+			v.Reason = "no decision: the model chose " + v.Invalid + "; going on with the rest"
 			return v
 		}
-		v.Action, v.Reason, v.Hints, v.Replan = a.Action, a.Reason, a.Hints, a.Tasks
+		v.Action, v.Reason, v.Hints, v.Replan = a.Action, strings.TrimSpace(a.Reason), a.Hints, a.Tasks
+		if v.Reason == "" || strings.EqualFold(v.Reason, "n/a") {
+			v.Reason = "(the model gave no reason for " + a.Action + ")"
+		}
 		return v
 	}
 	v.Action, v.Invalid = "continue", "the model did not call decide"
+	v.Reason = "no decision: the model did not call decide; going on with the rest"
 	return v
 }
 
@@ -114,7 +117,7 @@ func replanTasks(g *taskgraph.Graph, tasks []plan.Task) ([]taskgraph.Task, error
 		if t.Status == taskgraph.Completed || t.Status == taskgraph.InProgress {
 			kept[t.ID] = t.Status
 			whole.Tasks = append(whole.Tasks, plan.Task{ID: t.ID, Title: t.Title, Description: t.Description,
-				Dependencies: t.Dependencies, Acceptance: t.Acceptance})
+				Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens})
 		}
 	}
 	out := make([]taskgraph.Task, 0, len(tasks))
@@ -124,7 +127,7 @@ func replanTasks(g *taskgraph.Graph, tasks []plan.Task) ([]taskgraph.Task, error
 		}
 		whole.Tasks = append(whole.Tasks, t)
 		out = append(out, taskgraph.Task{ID: t.ID, Title: t.Title, Description: t.Description,
-			Dependencies: t.Dependencies, Acceptance: t.Acceptance})
+			Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens})
 	}
 	if err := plan.Validate(&whole, plan.Limits{}); err != nil {
 		return nil, err

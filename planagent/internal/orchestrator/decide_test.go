@@ -5,8 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
@@ -19,7 +17,7 @@ import (
 func deciderOn(t *testing.T, reply llmtest.Reply) (*LLMDecider, *llmtest.Server) {
 	t.Helper()
 	srv := llmtest.New(t)
-	srv.Handle(func(req openai.ChatCompletionRequest) llmtest.Reply {
+	srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		if !strings.HasPrefix(req.Messages[0].Content, DeciderMarker) {
 			return llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"not a decider request"}}`}
 		}
@@ -56,6 +54,7 @@ func TestLLMDecider(t *testing.T) {
 		{name: "arguments not JSON", reply: decide(`{"action":`), wantAction: "continue", wantInvalid: "not valid JSON"},
 		{name: "text instead of a call", reply: llmtest.Text("I would retry."), wantAction: "continue", wantInvalid: "did not call decide"},
 		{name: "model unreachable", reply: llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"bad model"}}`}, wantAction: "continue", wantInvalid: "bad model"},
+		{name: "reason n/a", reply: decide(`{"action":"continue","reason":"n/a"}`), wantAction: "continue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +66,10 @@ func TestLLMDecider(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, v)
+			}
+			// Every verdict says why, in words a person reads in the summary.
+			if r := strings.TrimSpace(v.Reason); r == "" || strings.EqualFold(r, "n/a") {
+				t.Errorf("verdict without a reason: %+v", v)
 			}
 			if r := srv.Rejections(); tt.reply.Status == 0 && len(r) > 0 {
 				t.Errorf("the server rejected the decider's request: %v", r)

@@ -1,12 +1,9 @@
 package orchestrator
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,23 +11,13 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
-// dispatchReady sends ready tasks until Parallel are in flight.
-func (r *run) dispatchReady() error {
-	for _, id := range r.g.Ready() {
-		if len(r.inflight) >= r.o.opts.Parallel {
-			return nil
-		}
-		if err := r.dispatch(id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (r *run) dispatch(id string) error {
+// dispatch starts the next attempt of task id: the state first, then the
+// attempt's copy of the workspace, the task context and the command file.
+func (r *run) dispatch(ctx context.Context, id string) error {
 	if err := r.g.Start(id); err != nil {
 		return err
 	}
@@ -38,9 +25,22 @@ func (r *run) dispatch(id string) error {
 	info := r.info(id)
 	info.Attempt = t.Attempts
 	info.DispatchedAt = r.o.opts.Now()
+	info.openSpan(info.Attempt, info.DispatchedAt)
+	r.traceAttempt(ctx, id, info.Attempt)
+	if r.isolated() {
+		info.Base = r.st.Checkpoints.Head
+	}
 	// Persist before acting: a crash after this line re-sends the command on resume.
-	if err := r.save(); err != nil {
+	if err := r.record(id); err != nil {
 		return err
+	}
+	if err := r.st.Sync(); err != nil {
+		return err
+	}
+	if r.isolated() {
+		if err := r.prepareCopy(ctx, id, info); err != nil {
+			return err
+		}
 	}
 	var deps []taskgraph.Task
 	for _, d := range t.Dependencies {
@@ -54,6 +54,9 @@ func (r *run) dispatch(id string) error {
 		return err
 	}
 	r.inflight[id] = &flight{attempt: info.Attempt, deadline: r.o.opts.Now().Add(r.o.opts.TaskTimeout)}
+	if err := r.launch(ctx, id, info); err != nil {
+		return err
+	}
 	r.o.opts.Events.Emit(events.Event{Type: events.TaskStart, RunID: r.st.RunID, TaskID: id,
 		Text: fmt.Sprintf("%s %s (attempt %d)", r.position(id), titleOf(t), info.Attempt),
 		Data: map[string]any{"attempt": info.Attempt, "title": titleOf(t)}})
@@ -88,10 +91,30 @@ func (r *run) writeCommand(t taskgraph.Task, info *TaskInfo) error {
 	cmd := &protocol.Command{
 		ID: t.ID, RunID: r.st.RunID, Attempt: info.Attempt, Title: titleOf(t),
 		Dependencies: deps, Hints: hints, Acceptance: t.Acceptance,
-		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description,
+		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description, TraceParent: r.traceparents[t.ID],
+	}
+	if r.isolated() {
+		cmd.Workspace = l.AttemptRel(r.st.RunID, t.ID, info.Attempt)
+	}
+	cmd.BudgetTokens = t.BudgetTokens
+	if cmd.BudgetTokens == 0 {
+		cmd.BudgetTokens = r.o.opts.Budget.TaskTokens
 	}
 	if err := protocol.WriteCommand(l.CommandFile(t.ID), cmd); err != nil {
 		return fmt.Errorf("send task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// launch asks the runtime to carry out the attempt whose command is written.
+func (r *run) launch(ctx context.Context, id string, info *TaskInfo) error {
+	l := r.o.opts.Layout
+	a := runtime.Attempt{RunID: r.st.RunID, TaskID: id, Attempt: info.Attempt, Dir: l.Workspace()}
+	if r.isolated() {
+		a.Dir, a.Rel = l.Attempt(r.st.RunID, id, info.Attempt), l.AttemptRel(r.st.RunID, id, info.Attempt)
+	}
+	if err := r.o.opts.Runtime.Launch(ctx, a); err != nil {
+		return fmt.Errorf("start task %s: %w", id, err)
 	}
 	return nil
 }
@@ -115,165 +138,6 @@ func (r *run) archiveOf(id string, previous int) (string, int) {
 	return own, rep.Attempt
 }
 
-// collect handles every report that has arrived for an in-flight task. It
-// scans rather than trusting single events, so nothing is missed after an
-// overflow or while planagent was down.
-func (r *run) collect(ctx context.Context) error {
-	l := r.o.opts.Layout
-	for id, f := range r.inflight {
-		p := l.ReportFile(id)
-		if !exists(p) {
-			continue
-		}
-		rep, err := protocol.ReadReport(p)
-		if err != nil {
-			delete(r.inflight, id)
-			if err := r.failed(ctx, id, fmt.Sprintf("unreadable report: %v", err)); err != nil {
-				return err
-			}
-			continue
-		}
-		// A watcher that retakes the command of a dead one bumps the attempt,
-		// so a later attempt of this run is the answer; an earlier one is stale.
-		if rep.RunID != r.st.RunID || rep.Attempt < f.attempt {
-			if !f.warned {
-				r.o.opts.Logger.Warn("ignoring a stale report", "file", p, "run", rep.RunID, "attempt", rep.Attempt, "want_attempt", f.attempt)
-				f.warned = true
-			}
-			continue
-		}
-		r.info(id).Attempt = rep.Attempt
-		delete(r.inflight, id)
-		if err := r.handleReport(ctx, id, rep); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (r *run) handleReport(ctx context.Context, id string, rep *protocol.Report) error {
-	info := r.info(id)
-	info.Summary = rep.Summary
-	info.FilesChanged = rep.FilesChanged
-	info.Tokens.Prompt += rep.Tokens.Prompt
-	info.Tokens.Completion += rep.Tokens.Completion
-	info.Duration += time.Duration(rep.Duration)
-	switch rep.Status {
-	case protocol.StatusCompleted:
-		if msg := r.accept(ctx, id); msg != "" {
-			return r.failed(ctx, id, msg)
-		}
-		info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", rep.Attempt, oneLine(rep.Summary, 300)))
-		if err := r.g.Complete(id, oneLine(rep.Summary, 500)); err != nil {
-			return err
-		}
-		r.end(id, "completed")
-		if err := r.save(); err != nil {
-			return err
-		}
-		return r.afterReport(id)
-	case protocol.StatusInterrupted:
-		// The watcher was stopped mid-task: nothing is wrong with the task, so
-		// it goes again without asking the model (bounded by the attempt cap).
-		info.History = append(info.History, fmt.Sprintf("attempt %d: interrupted", rep.Attempt))
-		t, _ := r.g.Get(id)
-		if t.Attempts <= r.o.opts.MaxRetries+3 {
-			if err := r.g.Fail(id, "interrupted"); err != nil {
-				return err
-			}
-			if err := r.g.Retry(id); err != nil {
-				return err
-			}
-			return r.save()
-		}
-		return r.failed(ctx, id, "interrupted too many times")
-	default:
-		msg := rep.Error
-		if msg == "" {
-			msg = rep.Summary
-		}
-		return r.failed(ctx, id, "the agent reported failure: "+msg)
-	}
-}
-
-// accept runs the task's acceptance commands in the runtime; "" means all passed.
-func (r *run) accept(ctx context.Context, id string) string {
-	t, _ := r.g.Get(id)
-	for _, c := range t.Acceptance {
-		res, err := r.o.opts.Runtime.Exec(ctx, c, r.o.opts.AcceptTime)
-		if err != nil {
-			return fmt.Sprintf("acceptance command %q could not run: %v", c, err)
-		}
-		if res.ExitCode != 0 {
-			return fmt.Sprintf("acceptance command %q exited %d: %s", c, res.ExitCode, tail(res.Output, 1500))
-		}
-	}
-	return ""
-}
-
-// failed records a failure and applies the decision about it.
-func (r *run) failed(ctx context.Context, id, reason string) error {
-	info := r.info(id)
-	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(reason, 300)))
-	if err := r.g.Fail(id, reason); err != nil {
-		return err
-	}
-	r.issues = append(r.issues, fmt.Sprintf("%s failed: %s", id, oneLine(reason, 200)))
-	r.end(id, "failed")
-	if err := r.save(); err != nil {
-		return err
-	}
-	t, _ := r.g.Get(id)
-	left := r.o.opts.MaxRetries + 1 - t.Attempts
-	v := r.decide(ctx, Failure{Task: t, Error: reason, PlanSummary: r.g.Summary(), AttemptsLeft: left})
-	r.st.Usage.Add(v.Usage)
-	switch v.Action {
-	case "retry":
-		if left <= 0 {
-			v.Action, v.Reason = "continue", "retries exhausted (--max-retries); "+v.Reason
-			break
-		}
-		if err := r.g.Retry(id); err != nil {
-			return err
-		}
-		info.Hints = v.Hints
-	case "replan":
-		tasks, err := replanTasks(r.g, v.Replan)
-		if err == nil {
-			err = r.g.Replace(tasks)
-		}
-		if err != nil {
-			v.Action, v.Reason = "continue", fmt.Sprintf("replan rejected (%v); continuing without %s", err, id)
-			break
-		}
-		for _, nt := range r.g.Tasks() {
-			r.info(nt.ID)
-		}
-	case "abort":
-		r.aborted = true
-	default:
-		v.Action = "continue"
-	}
-	d := Decision{Time: r.o.opts.Now(), Task: id, Action: v.Action, Reason: v.Reason, Hints: v.Hints}
-	r.st.Decisions = append(r.st.Decisions, d)
-	r.o.opts.Events.Emit(events.Event{Type: events.Decision, RunID: r.st.RunID, TaskID: id, Status: v.Action,
-		Text: v.Reason, Data: map[string]any{"hints": v.Hints, "invalid": v.Invalid}})
-	if err := r.save(); err != nil {
-		return err
-	}
-	return r.afterReport(id)
-}
-
-func (r *run) decide(ctx context.Context, f Failure) Verdict {
-	if r.o.opts.Decider == nil {
-		if f.AttemptsLeft > 0 {
-			return Verdict{Action: "retry", Reason: "attempts left"}
-		}
-		return Verdict{Action: "continue", Reason: "retries exhausted"}
-	}
-	return r.o.opts.Decider.Decide(ctx, f)
-}
-
 // afterReport updates the project context and archives a finished task's context.
 func (r *run) afterReport(id string) error {
 	if err := r.ctxm.UpdateProject(r.g, r.issues); err != nil {
@@ -288,8 +152,11 @@ func (r *run) afterReport(id string) error {
 func (r *run) end(id, status string) {
 	t, _ := r.g.Get(id)
 	info := r.info(id)
-	elapsed := r.o.opts.Now().Sub(info.DispatchedAt).Round(100 * time.Millisecond)
-	text := fmt.Sprintf("%s %s … %s, %s", r.position(id), titleOf(t), status, elapsed)
+	info.closeSpan(status, r.o.opts.Now())
+	r.endTrace(id, status)
+	elapsed := r.o.opts.Now().Sub(info.DispatchedAt).Round(time.Millisecond) // elapsed_ms and the text agree
+	// " — ", not " … ": a title cut with "…" must not run into the status.
+	text := fmt.Sprintf("%s %s — %s in %s", r.position(id), titleOf(t), status, protocol.FormatDuration(elapsed))
 	if status != "completed" && t.Error != "" {
 		text += ": " + oneLine(t.Error, 200)
 	}
@@ -300,47 +167,10 @@ func (r *run) end(id, status string) {
 
 // position is "[i/N]" of id in the topological order.
 func (r *run) position(id string) string {
-	order := r.g.Order()
-	for i, o := range order {
-		if o == id {
-			return fmt.Sprintf("[%d/%d]", i+1, len(order))
-		}
+	if i, n := r.g.Position(id); i > 0 {
+		return fmt.Sprintf("[%d/%d]", i, n)
 	}
 	return "[?]"
-}
-
-// progress shows what a running task is doing, from its events file.
-func (r *run) progress(name string) {
-	base := filepath.Base(name)
-	id, ok := strings.CutSuffix(base, ".events.jsonl")
-	if !ok {
-		return
-	}
-	f, ok := r.inflight[id]
-	if !ok {
-		return
-	}
-	file, err := os.Open(name)
-	if err != nil {
-		return
-	}
-	defer file.Close()
-	if _, err := file.Seek(f.offset, io.SeekStart); err != nil {
-		return
-	}
-	rd := bufio.NewReader(file)
-	for {
-		line, err := rd.ReadBytes('\n')
-		if err != nil {
-			return // a partial line is read again next time
-		}
-		f.offset += int64(len(line))
-		var ev events.Event
-		if json.Unmarshal(line, &ev) != nil || ev.Type != events.ToolCall {
-			continue
-		}
-		r.o.opts.Events.Emit(events.Event{Type: events.ToolCall, RunID: r.st.RunID, TaskID: id, Tool: ev.Tool, Args: ev.Args})
-	}
 }
 
 func titleOf(t taskgraph.Task) string {
@@ -359,3 +189,17 @@ func tail(s string, n int) string {
 }
 
 var errNoReplan = errors.New("the replan has no tasks")
+
+func (r *run) info(id string) *TaskInfo {
+	in := r.st.Info[id]
+	if in == nil {
+		in = &TaskInfo{}
+		r.st.Info[id] = in
+	}
+	return in
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return events.Shorten(s, n)
+}

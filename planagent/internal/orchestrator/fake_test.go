@@ -31,12 +31,12 @@ type fakeRuntime struct {
 	seen     map[string]int // commands received per task id
 	cancel   context.CancelFunc
 	done     chan struct{}
-	exited   chan error
+	exited   chan runtime.Exit
 	commands []string
 }
 
 func newFakeRuntime(l volume.Layout, answer func(c *protocol.Command) *protocol.Report) *fakeRuntime {
-	return &fakeRuntime{layout: l, answer: answer, seen: map[string]int{}, exited: make(chan error, 1)}
+	return &fakeRuntime{layout: l, answer: answer, seen: map[string]int{}, exited: make(chan runtime.Exit, 1)}
 }
 
 func completed(c *protocol.Command) *protocol.Report {
@@ -110,13 +110,15 @@ func (f *fakeRuntime) scan() {
 	}
 }
 
-func (f *fakeRuntime) Exited() <-chan error { return f.exited }
+func (f *fakeRuntime) Exited() <-chan runtime.Exit { return f.exited }
 
-func (f *fakeRuntime) Exec(ctx context.Context, command string, timeout time.Duration) (runtime.ExecResult, error) {
+func (f *fakeRuntime) Launch(context.Context, runtime.Attempt) error { return nil }
+
+func (f *fakeRuntime) Exec(ctx context.Context, dir, command string, timeout time.Duration) (runtime.ExecResult, error) {
 	if f.exec != nil {
 		return f.exec(command), nil
 	}
-	return runtime.ShellExec(ctx, f.layout.Workspace(), command, timeout)
+	return runtime.ShellExec(ctx, dir, command, timeout)
 }
 
 func (f *fakeRuntime) Stop(ctx context.Context) error {

@@ -1,12 +1,15 @@
-// Package orchestrator drives a planned run to completion (seed 004's
-// orchestrator): for each ready task it writes the task context and the
-// command file, waits for the report (fsnotify on reports/), checks the
-// acceptance commands, updates the graph and the project context, decides
-// what to do after a failure, and ends with a summary. The state is persisted
-// after every transition so `planagent resume` can continue after a crash.
+// Package orchestrator drives a planned run to completion: for each ready
+// task it writes the task context and the command file, waits for the
+// report (fsnotify on reports/), checks the acceptance commands, updates the
+// graph and the project context, decides what to do after a failure, and
+// ends with a summary. The state is persisted after every transition so
+// `planagent resume` can continue after a crash.
 //
-// The loop runs in one goroutine that owns the graph and the state; the only
-// concurrency is the runtime's (the watcher runs tasks in parallel).
+// The loop is event → next → actions: next (next.go) is a pure function
+// that decides, the executor (execute.go) carries the actions out, and the
+// observer (observe.go) turns files, ticks and the runtime into events. One
+// goroutine owns the graph and the state; acceptance commands and decider
+// calls run beside it and report back as events.
 package orchestrator
 
 import (
@@ -14,12 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
@@ -32,9 +33,16 @@ import (
 
 // Runtime is what the orchestrator needs of a runtime backend.
 type Runtime interface {
+	// Start checks the runtime can work and starts a shared watcher where
+	// the runtime has one.
 	Start(ctx context.Context) error
-	Exited() <-chan error
-	Exec(ctx context.Context, command string, timeout time.Duration) (runtime.ExecResult, error)
+	// Launch starts what carries out an attempt whose command is written
+	// (its own container, in the docker runtime); a shared watcher needs nothing.
+	Launch(ctx context.Context, a runtime.Attempt) error
+	// Exited reports an attempt's agent, or the shared watcher, dying.
+	Exited() <-chan runtime.Exit
+	// Exec runs an acceptance command with dir as its working directory.
+	Exec(ctx context.Context, dir, command string, timeout time.Duration) (runtime.ExecResult, error)
 	Stop(ctx context.Context) error
 }
 
@@ -63,9 +71,16 @@ type Decider interface {
 
 // Options configure a run.
 type Options struct {
-	Layout      volume.Layout
-	Runtime     Runtime
-	Decider     Decider // nil: retry while attempts are left, then continue
+	Layout  volume.Layout
+	Runtime Runtime
+	Decider Decider // nil: retry while attempts are left, then continue
+	// Failpoint, when set, is called at named points where a crash must be
+	// survivable ("advance": a merge's target saved, the branch not moved;
+	// "advanced": moved, not yet recorded), so tests can kill -9 there.
+	Failpoint func(name string)
+	// Repo holds the run's checkpoints; with it (and State.Checkpoints set)
+	// every attempt works in its own copy and is merged when it completes.
+	Repo        Repo
 	Events      events.Sink
 	Logger      *slog.Logger
 	Parallel    int           // default 1
@@ -75,7 +90,9 @@ type Options struct {
 	// HeartbeatTimeout: with tasks in flight and no watcher heartbeat this
 	// fresh, the watcher is taken for dead (default 30s; watchers beat every 2s).
 	HeartbeatTimeout time.Duration
-	Now              func() time.Time
+	// Budget pauses the run when reached and bounds each task's tokens.
+	Budget Budget
+	Now    func() time.Time
 }
 
 // Orchestrator drives runs.
@@ -120,15 +137,33 @@ type flight struct {
 	warned   bool  // a stale report was logged once
 }
 
-// run is the state of one Drive call.
+// run is the state of one Drive call. Only Drive's goroutine touches it;
+// off-loop work reports back through results.
 type run struct {
-	o        *Orchestrator
-	st       *State
-	g        *taskgraph.Graph
-	ctxm     *projectctx.Manager
-	inflight map[string]*flight
-	issues   []string
-	aborted  bool
+	o         *Orchestrator
+	st        *State
+	g         *taskgraph.Graph
+	ctxm      *projectctx.Manager
+	inflight  map[string]*flight
+	accepting int // acceptance runs and merges queued or under way
+	deciding  int // decider calls under way
+	queue     []mergeJob
+	merging   bool // a merge is under way
+	issues    []string
+	aborted   bool
+	done      bool
+	results   chan event
+	stopped   chan struct{} // closed when Drive returns
+	// started and elapsed: this Drive's start and the run's running time
+	// before it, so State.Elapsed counts only time spent running.
+	started     time.Time
+	elapsed     time.Duration
+	budgetNoted bool // the reached budget was announced
+	// agentPrompt and agentCompletion are the agents' tokens so far.
+	agentPrompt, agentCompletion int
+	// traces: each attempt's invoke_agent span, and its traceparent for the command.
+	traces       map[string]trace.Span
+	traceparents map[string]string
 }
 
 // Drive runs st until every task is finished, the model aborts, or ctx is
@@ -147,8 +182,15 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 	if st.Plan != nil {
 		title, overview = st.Plan.Title, st.Plan.Overview
 	}
-	r := &run{o: o, st: st, g: g, ctxm: projectctx.New(l, st.RunID, st.Goal, title, overview), inflight: map[string]*flight{}}
-	st.Status = RunRunning
+	r := &run{o: o, st: st, g: g, ctxm: projectctx.New(l, st.RunID, st.Goal, title, overview),
+		inflight: map[string]*flight{}, results: make(chan event), stopped: make(chan struct{}),
+		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
+	defer close(r.stopped)
+	defer r.endTraces()
+	defer st.Close()
+	r.started, r.elapsed = o.opts.Now(), st.Elapsed
+	r.agentPrompt, r.agentCompletion = st.agentTokens()
+	st.Status, st.Paused = RunRunning, ""
 	if err := r.save(); err != nil {
 		return err
 	}
@@ -174,73 +216,105 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 		}
 	}()
 
-	// Tasks in progress in the saved state (resume): keep waiting for them,
-	// re-sending their command when it was lost.
-	if err := r.adoptInProgress(); err != nil {
+	// Tasks in progress in the saved state (resume): finish an interrupted
+	// merge, then keep waiting for the others, re-sending a lost command.
+	if err := r.recoverMerges(ctx); err != nil {
+		return err
+	}
+	if err := r.adoptInProgress(ctx); err != nil {
 		return err
 	}
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for {
-		if err := r.collect(ctx); err != nil {
-			return err
-		}
-		if !r.aborted {
-			if err := r.dispatchReady(); err != nil {
+	evs := r.collect() // reports that arrived while planagent was down
+	for !r.done {
+		for _, ev := range append(evs, evSettle{}) {
+			if err := r.apply(ctx, next(r.view(), ev)); err != nil {
 				return err
 			}
 		}
-		if len(r.inflight) == 0 {
+		r.pumpMerges(ctx)
+		if r.done {
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return r.interrupted(ctx.Err())
-		case ev, ok := <-w.Events:
-			if !ok {
-				return errors.New("reports watcher closed")
-			}
-			r.progress(ev.Name)
-		case werr, ok := <-w.Errors:
-			if !ok {
-				return errors.New("reports watcher closed")
-			}
-			// Overflow and friends: the collect at the top of the loop rescans.
-			o.opts.Logger.Warn("reports watcher", "err", werr)
-		case derr := <-o.opts.Runtime.Exited():
-			if err := r.runtimeDied(ctx, derr); err != nil {
-				return err
-			}
-		case <-tick.C:
-			if err := r.checkTimeouts(); err != nil {
-				return err
-			}
-			if err := r.checkHeartbeat(ctx); err != nil {
-				return err
-			}
+		if evs, err = r.wait(ctx, w, tick.C); err != nil {
+			return err
 		}
-	}
-	if ctx.Err() != nil {
-		return r.interrupted(ctx.Err())
-	}
-	switch {
-	case r.aborted:
-		st.Status = RunAborted
-	case g.Counts()[taskgraph.Completed] == len(g.Tasks()):
-		st.Status = RunCompleted
-	default:
-		st.Status = RunFailed
-	}
-	if err := r.save(); err != nil {
-		return err
 	}
 	return nil
 }
 
+// view is the snapshot next decides on.
+func (r *run) view() view {
+	return view{g: r.g, running: len(r.inflight), accepting: r.accepting, deciding: r.deciding, aborted: r.aborted,
+		parallel: r.o.opts.Parallel, maxRetries: r.o.opts.MaxRetries, decider: r.o.opts.Decider != nil,
+		isolated: r.isolated(), budget: r.budgetReached()}
+}
+
+// wait blocks until something happens and returns it as events.
+func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Time) ([]event, error) {
+	select {
+	case <-ctx.Done():
+		return nil, r.interrupted(ctx.Err())
+	case ev := <-r.results:
+		if ctx.Err() != nil {
+			// Cut short by Ctrl-C: not an answer to act on.
+			return nil, r.interrupted(ctx.Err())
+		}
+		switch ev := ev.(type) {
+		case evDecided:
+			r.deciding--
+			r.st.Usage.Add(ev.Verdict.Usage)
+		case evAccepted:
+			r.accepting--
+		case evMerged:
+			r.accepting--
+			r.merging = false
+		}
+		return []event{ev}, nil
+	case fe, ok := <-w.Events:
+		if !ok {
+			return nil, errors.New("reports watcher closed")
+		}
+		r.progress(fe.Name)
+		return r.collect(), nil
+	case werr, ok := <-w.Errors:
+		if !ok {
+			return nil, errors.New("reports watcher closed")
+		}
+		// Overflow and friends: scan everything again.
+		r.o.opts.Logger.Warn("reports watcher", "err", werr)
+		return r.collect(), nil
+	case ex := <-r.o.opts.Runtime.Exited():
+		return r.agentDied(ex), nil
+	case <-tick:
+		evs := append(r.collect(), r.timeouts()...)
+		return append(evs, r.checkHeartbeat(ctx)...), nil
+	}
+}
+
+// save writes a snapshot of the whole run: for transitions that touch many
+// tasks (a failure skips its dependents, a replan) and the run's start and end.
 func (r *run) save() error {
 	r.st.Tasks = r.g.Tasks()
+	r.st.Elapsed = r.elapsed + r.o.opts.Now().Sub(r.started)
 	return r.st.Save(r.o.opts.Layout, r.o.opts.Now())
+}
+
+// record journals a transition of the tasks ids (none: only run-level
+// fields such as a decision or the usage changed): O(1) in the run's size.
+func (r *run) record(ids ...string) error {
+	tasks := make([]taskgraph.Task, 0, len(ids))
+	for _, id := range ids {
+		t, ok := r.g.Get(id)
+		if !ok {
+			return r.save()
+		}
+		tasks = append(tasks, t)
+	}
+	r.st.Elapsed = r.elapsed + r.o.opts.Now().Sub(r.started)
+	return r.st.Record(r.o.opts.Layout, r.o.opts.Now(), tasks...)
 }
 
 func (r *run) interrupted(cause error) error {
@@ -249,117 +323,4 @@ func (r *run) interrupted(cause error) error {
 		return errors.Join(cause, err)
 	}
 	return cause
-}
-
-// adoptInProgress makes in-progress tasks of a resumed run in-flight again.
-func (r *run) adoptInProgress() error {
-	l := r.o.opts.Layout
-	for _, t := range r.g.Tasks() {
-		if t.Status != taskgraph.InProgress {
-			continue
-		}
-		info := r.info(t.ID)
-		r.inflight[t.ID] = &flight{attempt: info.Attempt, deadline: r.o.opts.Now().Add(r.o.opts.TaskTimeout)}
-		if exists(l.ReportFile(t.ID)) || exists(l.CommandFile(t.ID)) || exists(filepath.Join(l.Claimed(), t.ID+".md")) {
-			continue // its report is waiting, or a watcher has it or will take it
-		}
-		// Crashed between saving the state and writing the command.
-		if err := r.writeCommand(t, info); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (r *run) info(id string) *TaskInfo {
-	in := r.st.Info[id]
-	if in == nil {
-		in = &TaskInfo{}
-		r.st.Info[id] = in
-	}
-	return in
-}
-
-func (r *run) checkTimeouts() error {
-	now := r.o.opts.Now()
-	for id, f := range r.inflight {
-		if now.After(f.deadline) {
-			delete(r.inflight, id)
-			if err := r.failed(context.Background(), id, fmt.Sprintf("no report within %s (task timeout)", r.o.opts.TaskTimeout)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// checkHeartbeat takes a watcher whose heartbeat went stale while tasks are
-// in flight for dead. Exited does not cover that: a compose watcher that
-// planagent did not start, or a frozen process, never reports there. What the
-// runtime started is stopped first, so a frozen watcher cannot come back and
-// run the re-dispatched tasks a second time.
-func (r *run) checkHeartbeat(ctx context.Context) error {
-	if len(r.inflight) == 0 {
-		return nil
-	}
-	dir, maxAge := r.o.opts.Layout.Watchers(), r.o.opts.HeartbeatTimeout
-	if runtime.Alive(dir, maxAge) {
-		return nil
-	}
-	if err := r.o.opts.Runtime.Stop(context.WithoutCancel(ctx)); err != nil {
-		r.o.opts.Logger.Warn("stop the silent coding agent", "err", err)
-	}
-	return r.runtimeDied(ctx, fmt.Errorf("no watcher heartbeat in %s for %s", dir, maxAge))
-}
-
-// runtimeDied re-dispatches the in-flight tasks on a fresh watcher.
-func (r *run) runtimeDied(ctx context.Context, cause error) error {
-	r.o.opts.Logger.Warn("the coding agent died; retrying its tasks on a fresh one", "err", cause)
-	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, Text: fmt.Sprintf("coding agent died: %v", cause)})
-	l := r.o.opts.Layout
-	for id := range r.inflight {
-		for _, p := range []string{filepath.Join(l.Claimed(), id+".md"), filepath.Join(l.Claimed(), id+".owner.json")} {
-			_ = os.Remove(p)
-		}
-		if exists(l.ReportFile(id)) {
-			continue // it finished before dying
-		}
-		delete(r.inflight, id)
-		// A task that kills every agent it runs on (it fills the memory, say)
-		// must not retry forever: past the bound it fails like any other.
-		if t, _ := r.g.Get(id); t.Attempts > r.o.opts.MaxRetries+maxDeaths {
-			if err := r.failed(ctx, id, fmt.Sprintf("the coding agent died %d times while running it; last: %v", t.Attempts, cause)); err != nil {
-				return err
-			}
-			continue
-		}
-		info := r.info(id)
-		info.History = append(info.History, fmt.Sprintf("attempt %d: interrupted: the coding agent died (%v)", info.Attempt, cause))
-		if err := r.g.Fail(id, "coding agent died"); err != nil {
-			return err
-		}
-		if err := r.g.Retry(id); err != nil {
-			return err
-		}
-	}
-	if err := r.save(); err != nil {
-		return err
-	}
-	if err := r.o.opts.Runtime.Start(ctx); err != nil {
-		return fmt.Errorf("restart the coding agent: %w", err)
-	}
-	return nil
-}
-
-// maxDeaths is how many deaths of its agent a task survives beyond its retries.
-const maxDeaths = 2
-
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	return events.Shorten(s, n)
 }

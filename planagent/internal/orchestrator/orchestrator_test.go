@@ -2,14 +2,17 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -42,14 +45,15 @@ func TestDriveChainCompletes(t *testing.T) {
 	if got := strings.Join(rt.commands, ","); got != "t000,t001,t002" {
 		t.Errorf("dispatch order %s", got)
 	}
-	// Persisted, and the summary names every task.
+	// Persisted, with each task's one attempt on the timeline.
 	loaded, err := LoadState(l, st.RunID, false)
 	if err != nil || loaded.Status != RunCompleted {
 		t.Fatalf("load: %v %v", loaded, err)
 	}
-	sum := Summary(loaded)
-	if !strings.Contains(sum, "3 completed") || !strings.Contains(sum, "did t001") {
-		t.Errorf("summary:\n%s", sum)
+	for id, in := range loaded.Info {
+		if len(in.Spans) != 1 || in.Spans[0].Attempt != 1 || in.Spans[0].Status != "completed" || in.Spans[0].End.Before(in.Spans[0].Start) {
+			t.Errorf("%s: spans %+v", id, in.Spans)
+		}
 	}
 	// The dependency's result reached the next command.
 	b, err := os.ReadFile(l.Run(st.RunID) + "/tasks/t001/task-context.md")
@@ -175,14 +179,7 @@ func TestDriveResumeReadsReportThatArrivedWhileDown(t *testing.T) {
 	l := newLayout(t)
 	st := newTestState(t, chain(2)...)
 	// The state of a planagent killed after dispatching t000 ...
-	g, _ := taskgraph.New(st.Tasks)
-	_ = g.Start("t000")
-	st.Tasks = g.Tasks()
-	st.Info["t000"].Attempt = 1
-	st.Info["t000"].DispatchedAt = time.Now()
-	if err := st.Save(l, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	killedAfterDispatch(t, l, st, "t000")
 	// ... whose report arrived while it was down.
 	_ = protocol.WriteReport(l.ReportFile("t000"), completed(&protocol.Command{ID: "t000", RunID: st.RunID, Attempt: 1}))
 
@@ -221,7 +218,7 @@ func TestDriveRuntimeDeathRetriesOnFreshRuntime(t *testing.T) {
 	var rt *fakeRuntime
 	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.Attempt == 1 {
-			rt.exited <- errBoom // the container died mid-task
+			rt.exited <- runtime.Exit{Err: errBoom} // the container died mid-task
 			return nil
 		}
 		return completed(c)
@@ -303,7 +300,7 @@ func TestDriveTaskThatKillsEveryAgentFails(t *testing.T) {
 	var rt *fakeRuntime
 	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.ID == "killer" {
-			rt.exited <- errBoom // every attempt takes the agent down
+			rt.exited <- runtime.Exit{Err: errBoom} // every attempt takes the agent down
 			return nil
 		}
 		return completed(c)
@@ -316,13 +313,92 @@ func TestDriveTaskThatKillsEveryAgentFails(t *testing.T) {
 	if got["killer"] != taskgraph.Failed || got["fine"] != taskgraph.Completed || st.Status != RunFailed {
 		t.Fatalf("statuses %v, run %s", got, st.Status)
 	}
-	// One first run, MaxRetries+maxDeaths more after deaths, and no more.
-	if n := rt.count("killer"); n != 1+1+maxDeaths {
-		t.Errorf("killer dispatched %d times, want %d", n, 1+1+maxDeaths)
+	// One first run, MaxRetries+spareAttempts more after deaths, and no more.
+	if n := rt.count("killer"); n != 1+1+spareAttempts {
+		t.Errorf("killer dispatched %d times, want %d", n, 1+1+spareAttempts)
 	}
 	for _, tk := range st.Tasks {
 		if tk.ID == "killer" && !strings.Contains(tk.Error, "died") {
 			t.Errorf("error %q does not say the agent died", tk.Error)
 		}
+	}
+}
+
+// Acceptance runs beside the loop: a slow acceptance command does not hold
+// up the other task's report (with a blocking loop this run never ends).
+func TestDriveAcceptanceDoesNotBlockTheLoop(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, completed)
+	otherDone := make(chan struct{})
+	rt.exec = func(command string) runtime.ExecResult {
+		if command == "wait-for-other" {
+			select {
+			case <-otherDone:
+			case <-time.After(10 * time.Second):
+				return runtime.ExecResult{ExitCode: 1, Output: "the other task was never handled"}
+			}
+		}
+		return runtime.ExecResult{}
+	}
+	events := &recordSink{onEnd: func(id string) {
+		if id == "other" {
+			close(otherDone)
+		}
+	}}
+	st := newTestState(t,
+		plan.Task{ID: "slow", Description: "slow acceptance", Acceptance: []string{"wait-for-other"}},
+		plan.Task{ID: "other", Description: "independent"},
+	)
+	if err := New(Options{Layout: l, Runtime: rt, Parallel: 2, Events: events}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(st); got["slow"] != taskgraph.Completed || got["other"] != taskgraph.Completed {
+		t.Fatalf("statuses %v", got)
+	}
+}
+
+// Ctrl-C reaches a decider that is still thinking: Drive returns at once
+// with the run saved as interrupted.
+func TestDriveInterruptStopsTheDecider(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		r := completed(c)
+		r.Status, r.Error = protocol.StatusFailed, "broken"
+		return r
+	})
+	asked := make(chan struct{})
+	d := deciderFunc(func(ctx context.Context, f Failure) Verdict {
+		close(asked)
+		<-ctx.Done()
+		return Verdict{Action: "continue", Invalid: ctx.Err().Error()}
+	})
+	st := newTestState(t, plan.Task{ID: "bad", Description: "fails"})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-asked; cancel() }()
+	errc := make(chan error, 1)
+	go func() { errc <- New(Options{Layout: l, Runtime: rt, Decider: d}).Drive(ctx, st) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Drive = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Drive did not return after Ctrl-C while the decider was asked")
+	}
+	if loaded, err := LoadState(l, st.RunID, false); err != nil || loaded.Status != RunInterrupted {
+		t.Fatalf("saved state: %v %v", loaded, err)
+	}
+}
+
+type deciderFunc func(ctx context.Context, f Failure) Verdict
+
+func (d deciderFunc) Decide(ctx context.Context, f Failure) Verdict { return d(ctx, f) }
+
+// recordSink calls onEnd with the task id of every task_end event.
+type recordSink struct{ onEnd func(id string) }
+
+func (s *recordSink) Emit(e events.Event) {
+	if e.Type == events.TaskEnd {
+		s.onEnd(e.TaskID)
 	}
 }

@@ -25,6 +25,10 @@ const (
 	RunFailed      RunStatus = "failed"    // finished with a failed or skipped task
 	RunAborted     RunStatus = "aborted"   // the model decided to abort after a failure
 	RunInterrupted RunStatus = "interrupted"
+	// RunPaused: a budget of the run was reached; no task was started after
+	// it and the ones in flight finished. `planagent resume` with a larger
+	// budget continues.
+	RunPaused RunStatus = "paused"
 )
 
 // Finished reports whether a run needs no resume.
@@ -42,6 +46,60 @@ type TaskInfo struct {
 	Tokens       protocol.Tokens `json:"tokens"`
 	Duration     time.Duration   `json:"duration"`
 	History      []string        `json:"history,omitempty"` // one line per finished attempt
+	// Commit is the checkpoint of the completed task: its one commit on the
+	// integration branch (see Checkpoints).
+	Commit string `json:"commit,omitempty"`
+	// Checkpoint is the integration state right after the task completed
+	// (its own commit, or the state it found when it changed nothing), and
+	// Merge its place in the order of completions: what rollback goes back to.
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Merge      int    `json:"merge,omitempty"`
+	// Base is the integration state the current attempt's copy was made from.
+	Base string `json:"base,omitempty"`
+	// Merging is the merged state the integration branch is being moved to:
+	// set before the move, cleared after, so resume can finish a move a
+	// crash cut short.
+	Merging string `json:"merging,omitempty"`
+	// Spans are the task's attempts on the wall clock, oldest first: the
+	// timeline of the summary and the web view.
+	Spans []Span `json:"spans,omitempty"`
+}
+
+// Span is one attempt of a task from dispatch to its outcome.
+type Span struct {
+	Attempt int       `json:"attempt"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end,omitzero"`     // zero while the attempt runs
+	Status  string    `json:"status,omitempty"` // completed | failed | interrupted; "" while running
+}
+
+// openSpan records the start of an attempt; one still open (its end was
+// not recorded, e.g. a crash) ends here as interrupted.
+func (in *TaskInfo) openSpan(attempt int, now time.Time) {
+	if n := len(in.Spans); n > 0 && in.Spans[n-1].End.IsZero() {
+		in.Spans[n-1].End, in.Spans[n-1].Status = now, "interrupted"
+	}
+	in.Spans = append(in.Spans, Span{Attempt: attempt, Start: now})
+}
+
+// closeSpan ends the running attempt, if any, with its outcome.
+func (in *TaskInfo) closeSpan(status string, now time.Time) {
+	if n := len(in.Spans); n > 0 && in.Spans[n-1].End.IsZero() {
+		in.Spans[n-1].End, in.Spans[n-1].Status, in.Spans[n-1].Attempt = now, status, in.Attempt
+	}
+}
+
+// Checkpoints is where a run's checkpoints live: the user's git repository
+// (mode "git": each completed task is one commit on Branch on top of Start)
+// or a shadow repository under the volumes for a workspace that is not one
+// (mode "shadow": GitDir, with the workspace as its work tree).
+type Checkpoints struct {
+	Mode   string `json:"mode"`              // git | shadow
+	GitDir string `json:"git_dir,omitempty"` // absolute; the shadow repository's
+	Branch string `json:"branch,omitempty"`  // the branch the run commits to ("" = detached HEAD)
+	Start  string `json:"start"`             // the commit the run started from
+	Head   string `json:"head"`              // the integration state: the last merged checkpoint
+	Merges int    `json:"merges,omitempty"`  // completions so far (TaskInfo.Merge)
 }
 
 // Decision is what was decided after a failure.
@@ -63,9 +121,20 @@ type Settings struct {
 	Parallel    int           `json:"parallel,omitempty"`
 	MaxRetries  int           `json:"max_retries"`
 	TaskTimeout time.Duration `json:"task_timeout,omitempty"`
+	// Image is the docker runtime's image: the project's toolchain, so a
+	// resumed run's tasks and acceptance commands run where the first ones did.
+	Image string `json:"image,omitempty"`
+	// Model prices the run's tokens (status, runs, the summary, budgets).
+	Model string `json:"model,omitempty"`
+	// The run's budgets (0: none) and each task's default token budget.
+	BudgetTokens     int           `json:"budget_tokens,omitempty"`
+	BudgetTime       time.Duration `json:"budget_time,omitempty"`
+	BudgetUSD        float64       `json:"budget_usd,omitempty"`
+	TaskBudgetTokens int           `json:"task_budget_tokens,omitempty"`
 }
 
-// State is a run's durable state, rewritten atomically after every transition.
+// State is a run's durable state: a snapshot (state.json) plus a journal
+// of the transitions since (journal.jsonl); see journal.go.
 type State struct {
 	RunID     string               `json:"run_id"`
 	Goal      string               `json:"goal"`
@@ -78,6 +147,18 @@ type State struct {
 	Info      map[string]*TaskInfo `json:"info"`
 	Decisions []Decision           `json:"decisions,omitempty"`
 	Usage     llm.Usage            `json:"usage"` // planning and decisions
+	// Elapsed is how long the run has been running, over every planagent
+	// process that drove it (the time budget counts this, not the wall
+	// clock, so a paused run does not use its time while it waits).
+	Elapsed time.Duration `json:"elapsed,omitempty"`
+	// Paused says which budget paused the run (status paused).
+	Paused string `json:"paused,omitempty"`
+	// Checkpoints is nil for runs started before checkpoints existed.
+	Checkpoints *Checkpoints `json:"checkpoints,omitempty"`
+	// JournalSeq is the last journal record this snapshot includes.
+	JournalSeq int64 `json:"journal_seq,omitempty"`
+
+	j *journal // the journal's bookkeeping; nil until first recorded or loaded
 }
 
 // NewState starts the state of a planned run.
@@ -103,9 +184,12 @@ func statePath(l volume.Layout, runID string) string {
 	return filepath.Join(l.Run(runID), "state.json")
 }
 
-// Save writes the state atomically.
+// Save writes a snapshot of the whole state atomically and empties the
+// journal it now includes. Transitions of single tasks go through Record.
 func (s *State) Save(l volume.Layout, now time.Time) error {
 	s.Updated = now
+	s.indexTasks()
+	s.JournalSeq = s.j.seq
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode run state: %w", err)
@@ -116,7 +200,8 @@ func (s *State) Save(l volume.Layout, now time.Time) error {
 	if err := protocol.WriteFileAtomic(statePath(l, s.RunID), b, 0o644); err != nil {
 		return fmt.Errorf("save run state: %w", err)
 	}
-	return nil
+	s.j.decisions = len(s.Decisions)
+	return s.j.restart(l, s.RunID)
 }
 
 // ErrNoRun means there is no run to show or resume.
@@ -135,7 +220,7 @@ func LoadState(l volume.Layout, runID string, unfinished bool) (*State, error) {
 	if err := protocol.ValidateID(runID); err != nil {
 		return nil, fmt.Errorf("run id: %w", err)
 	}
-	b, err := os.ReadFile(statePath(l, runID))
+	b, err := protocol.ReadRegular(statePath(l, runID), 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s has no run %q (see %s)", ErrNoRun, l.Runs(), runID, l.Runs())
 	}
@@ -148,6 +233,9 @@ func LoadState(l volume.Layout, runID string, unfinished bool) (*State, error) {
 	}
 	if st.Info == nil {
 		st.Info = map[string]*TaskInfo{}
+	}
+	if err := st.replayJournal(l); err != nil {
+		return nil, err
 	}
 	for _, t := range st.Tasks {
 		if st.Info[t.ID] == nil {
@@ -164,15 +252,19 @@ func latest(l volume.Layout, unfinished bool) (string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() && protocol.ValidateID(e.Name()) == nil {
 			ids = append(ids, e.Name())
 		}
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
 	for _, id := range ids {
 		st, err := LoadState(l, id, false)
+		if errors.Is(err, ErrNoRun) {
+			continue // a directory without a state: not a run
+		}
 		if err != nil {
-			continue
+			// Skipping it would show or resume an older run without a word.
+			return "", fmt.Errorf("%w (name the run to use another: see %s)", err, l.Runs())
 		}
 		if unfinished && st.Status.Finished() {
 			continue

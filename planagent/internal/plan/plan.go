@@ -22,7 +22,8 @@ type (
 	ValidationError = planspec.ValidationError
 )
 
-// CreatePlanToolName is the planner tool's name (a DESIGN.md contract).
+// CreatePlanToolName is the planner tool's name: the codingagent chat offers
+// the same tool, and the plan-file format is its arguments.
 const CreatePlanToolName = planspec.CreatePlanToolName
 
 var (
@@ -55,7 +56,7 @@ func Graph(p *Plan) (*taskgraph.Graph, error) {
 	for i, t := range p.Tasks {
 		tasks[i] = taskgraph.Task{
 			ID: t.ID, Title: t.Title, Description: t.Description,
-			Dependencies: t.Dependencies, Acceptance: t.Acceptance,
+			Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens,
 		}
 	}
 	g, err := taskgraph.New(tasks)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/planspec"
@@ -65,8 +63,8 @@ func (p *Planner) Plan(ctx context.Context, goal string) (*Plan, llm.Usage, erro
 		return nil, usage, errors.New("planning: the goal is empty: say what should be built or changed")
 	}
 	c := &conversation{planner: p, msgs: []llm.Message{
-		{Role: openai.ChatMessageRoleSystem, Content: systemPrompt},
-		{Role: openai.ChatMessageRoleUser, Content: p.firstMessage(goal)},
+		{Role: llm.RoleSystem, Content: systemPrompt},
+		{Role: llm.RoleUser, Content: p.firstMessage(goal)},
 	}}
 	// planagent runs each task's acceptance commands, so the model may give them.
 	defs := append(p.tools.Definitions(), planspec.CreatePlanTool(planspec.ToolOptions{Acceptance: true}))
@@ -122,7 +120,7 @@ func (c *conversation) handle(ctx context.Context, msg llm.Message) (*Plan, erro
 		if strings.TrimSpace(msg.Content) != "" {
 			c.msgs = append(c.msgs, msg)
 		}
-		c.msgs = append(c.msgs, llm.Message{Role: openai.ChatMessageRoleUser,
+		c.msgs = append(c.msgs, llm.Message{Role: llm.RoleUser,
 			Content: "Do not answer with text: call create_plan with the complete plan now."})
 		return nil, nil
 	}
@@ -134,7 +132,7 @@ func (c *conversation) handle(ctx context.Context, msg llm.Message) (*Plan, erro
 	// Every call is answered, even after a plan is accepted, so the history
 	// stays valid for the API (no tool call without its answer).
 	for _, call := range msg.ToolCalls {
-		name, args := call.Function.Name, call.Function.Arguments
+		name, args := call.Name, call.Arguments
 		c.emit(events.Event{Type: events.ToolCall, Tool: name, CallID: call.ID, Args: args})
 		var res tools.Result
 		switch {
@@ -206,11 +204,11 @@ func (c *conversation) run(ctx context.Context, name, args string) (tools.Result
 func (c *conversation) answer(call llm.ToolCall, res tools.Result) {
 	content := res.Content
 	if content == "" {
-		// go-openai drops an empty content field, which servers reject.
+		// The request omits empty content, and a tool message without content is refused.
 		content = "(no output)"
 	}
-	c.emit(events.Event{Type: events.ToolResult, Tool: call.Function.Name, CallID: call.ID, Text: content, IsError: res.IsError})
-	c.msgs = append(c.msgs, llm.Message{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: content})
+	c.emit(events.Event{Type: events.ToolResult, Tool: call.Name, CallID: call.ID, Text: content, IsError: res.IsError})
+	c.msgs = append(c.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Content: content})
 }
 
 func (c *conversation) emit(e events.Event) { c.planner.opts.Events.Emit(e) }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
@@ -85,7 +83,7 @@ func newFixture(t *testing.T, opts Options, replies ...llmtest.Reply) *fixture {
 }
 
 // lastMessage is the last message of request n (0-based).
-func (f *fixture) lastMessage(t *testing.T, n int) openai.ChatCompletionMessage {
+func (f *fixture) lastMessage(t *testing.T, n int) llmtest.Message {
 	t.Helper()
 	reqs := f.srv.Requests()
 	if len(reqs) <= n {
@@ -129,7 +127,7 @@ func TestPlanner(t *testing.T) {
 			check: func(t *testing.T, f *fixture, p *Plan) {
 				m := f.lastMessage(t, 1)
 				want := "plan rejected: dependency cycle: a -> b -> a: remove one of these dependencies. Call create_plan again with a fixed plan."
-				if m.Role != openai.ChatMessageRoleTool || m.Content != want {
+				if m.Role != llm.RoleTool || m.Content != want {
 					t.Errorf("second request ends with %s %q, want the tool result %q", m.Role, m.Content, want)
 				}
 				if len(p.Tasks) != 2 {
@@ -227,7 +225,7 @@ func TestPlanner(t *testing.T) {
 			},
 			requests: 2,
 			check: func(t *testing.T, f *fixture, _ *Plan) {
-				if m := f.lastMessage(t, 1); m.Role != openai.ChatMessageRoleUser || !strings.Contains(m.Content, "call create_plan") {
+				if m := f.lastMessage(t, 1); m.Role != llm.RoleUser || !strings.Contains(m.Content, "call create_plan") {
 					t.Errorf("second request ends with %s %q, want the nudge", m.Role, m.Content)
 				}
 			},
@@ -312,7 +310,7 @@ func TestPlannerOffersOnlyReadOnlyTools(t *testing.T) {
 	if want := []string{"create_plan", "glob", "grep", "list_dir", "read_file"}; !slices.Equal(names, want) {
 		t.Errorf("offered tools = %v, want %v", names, want)
 	}
-	if req.Messages[0].Role != openai.ChatMessageRoleSystem || !strings.Contains(req.Messages[0].Content, "call create_plan exactly once") {
+	if req.Messages[0].Role != llm.RoleSystem || !strings.Contains(req.Messages[0].Content, "call create_plan exactly once") {
 		t.Errorf("system prompt = %q", req.Messages[0].Content)
 	}
 	user := req.Messages[1].Content

@@ -1,4 +1,4 @@
-// Package projectctx is planagent's ContextManager (seed 004): it writes the
+// Package projectctx is planagent's side of the context layers: it writes the
 // project and task layers of the runtime context that codingagent combines
 // with its templates. Every fact in these files (goal, plan, statuses,
 // results) is written by code from the run state, so a flaky model can never
@@ -55,12 +55,14 @@ func (m *Manager) writeOverview(g *taskgraph.Graph, issues []string) error {
 	if m.title != "" || m.brief != "" {
 		fmt.Fprintf(&b, "## Plan: %s\n\n%s\n\n", m.title, strings.TrimSpace(m.brief))
 	}
-	fmt.Fprintf(&b, "## Progress\n\n```\n%s\n```\n\n", strings.TrimRight(g.Summary(), "\n"))
+	fmt.Fprintf(&b, "## Progress\n\n```\n%s\n```\n\n", strings.TrimRight(g.BriefSummary(overviewTasks), "\n"))
 	var remaining []string
-	for _, t := range g.Tasks() {
-		if t.Status == taskgraph.Pending || t.Status == taskgraph.InProgress {
-			remaining = append(remaining, fmt.Sprintf("- %s: %s", t.ID, oneLine(titleOf(t))))
-		}
+	unfinished, total := g.Unfinished(overviewTasks / 2)
+	for _, t := range unfinished {
+		remaining = append(remaining, fmt.Sprintf("- %s: %s", t.ID, oneLine(titleOf(t))))
+	}
+	if more := total - len(unfinished); more > 0 {
+		remaining = append(remaining, fmt.Sprintf("- … and %d more", more))
 	}
 	if len(remaining) > 0 {
 		fmt.Fprintf(&b, "## Remaining tasks\n\n%s\n\n", strings.Join(remaining, "\n"))
@@ -77,7 +79,37 @@ func (m *Manager) writeOverview(g *taskgraph.Graph, issues []string) error {
 	if err := os.MkdirAll(m.layout.ProjectContext(), 0o755); err != nil {
 		return fmt.Errorf("project context: %w", err)
 	}
-	return protocol.WriteFileAtomic(m.overviewPath(), []byte(b.String()), 0o644)
+	return writeDerived(m.overviewPath(), []byte(b.String()))
+}
+
+// overviewTasks bounds the tasks project-overview.md lists: every agent
+// reads it, so it must not grow with a 10 000-task plan.
+const overviewTasks = 60
+
+// writeDerived replaces path atomically but without fsync: the overview is
+// derived from the run state and rewritten when a run starts or resumes,
+// so a crash may lose the latest copy without losing anything, and the
+// fsyncs (two per write) were a large share of a task's orchestration cost.
+func writeDerived(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := f.Write(data)
+	if err := f.Chmod(0o644); werr == nil {
+		werr = err
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
 }
 
 // WriteTaskContext writes context/task/<id>/task-context.md before the task

@@ -7,12 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
-	"sync/atomic"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/go-units"
 	"github.com/moby/moby/client"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/codeagent/codeagent/internal/volume"
 )
@@ -20,13 +21,14 @@ import (
 var (
 	// ErrEngineUnreachable: no Docker engine answers at DOCKER_HOST (or the default socket).
 	ErrEngineUnreachable = errors.New("docker engine not reachable")
-	// ErrImageMissing: the codingagent image is not in the engine's local store.
-	ErrImageMissing = errors.New("codingagent image missing")
+	// ErrImageMissing: the image the agents run in is not in the engine's local store.
+	ErrImageMissing = errors.New("image missing")
 	// ErrWorkspaceMismatch: a compose watcher serves the volumes but mounts another workspace.
 	ErrWorkspaceMismatch = errors.New("compose watcher works in another workspace")
 )
 
-// DefaultImage is what `make image` (scripts/image.sh) tags.
+// DefaultImage is what `make image` (scripts/image.sh) tags. Any image with
+// /bin/sh does: planagent brings the codingagent binary into it.
 const DefaultImage = "codeagent/codingagent:latest"
 
 // Labels on every container this backend creates, so a later run can find
@@ -35,18 +37,30 @@ const (
 	LabelManaged = "codeagent.managed"
 	LabelRun     = "codeagent.run"
 	LabelVolumes = "codeagent.volumes"
+	LabelTask    = "codeagent.task"
+	LabelAttempt = "codeagent.attempt"
 )
 
 // DockerOptions configures the Docker backend. Zero values mean "no limit"
 // for Memory, CPUs and Pids, and the engine's default network for Network.
 type DockerOptions struct {
 	Volumes volume.Layout
-	Image   string
-	RunID   string
-	Memory  string // e.g. "2g"; swap is disabled (MemorySwap = Memory)
-	CPUs    float64
-	Pids    int64
-	Network string
+	// Image is what each attempt's container and each acceptance command
+	// runs in: any image with /bin/sh (default DefaultImage).
+	Image string
+	RunID string
+	// Binary is the static codingagent bind-mounted into every container;
+	// "" finds it next to Executable or on PATH.
+	Binary     string
+	Executable string
+	// CABundle is the host's CA certificates, mounted read-only for an
+	// https model URL in an image without any; "" looks in the usual
+	// places, "-" mounts none.
+	CABundle string
+	Memory   string // e.g. "2g"; swap is disabled (MemorySwap = Memory)
+	CPUs     float64
+	Pids     int64
+	Network  string
 	// Env holds the OPENAI_* settings. Values go into the container's
 	// environment only: never into labels, logs or errors.
 	Env map[string]string
@@ -56,6 +70,9 @@ type DockerOptions struct {
 	Logger   *slog.Logger
 	Log      io.Writer // container logs (stdout and stderr), line by line
 	Verbose  bool      // stream INFO log lines too, not only warnings and errors
+	// Preflight checks, before the run, that the model server answers from
+	// inside a container like the agent's.
+	Preflight bool
 }
 
 // containerAPI is the part of *client.Client this backend uses.
@@ -70,6 +87,7 @@ type containerAPI interface {
 	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
 	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	// The exec calls serve the model preflight in a compose watcher only.
 	ExecCreate(ctx context.Context, id string, options client.ExecCreateOptions) (client.ExecCreateResult, error)
 	ExecAttach(ctx context.Context, execID string, options client.ExecAttachOptions) (client.ExecAttachResult, error)
 	ExecInspect(ctx context.Context, execID string, options client.ExecInspectOptions) (client.ExecInspectResult, error)
@@ -79,38 +97,74 @@ type containerAPI interface {
 
 var _ containerAPI = (*client.Client)(nil)
 
-// Docker runs the codingagent watcher in a container, or reuses a watcher
-// that `docker compose up` already runs on the same volumes.
+// Docker runs each task attempt in a container of its own, from any image,
+// with the codingagent binary bind-mounted into it: the container sees the
+// attempt's copy of the workspace and the volumes it needs, runs
+// `codingagent watch --task ID` and is removed when the attempt ends. A
+// watcher that `docker compose up` runs on the same volumes is reused
+// instead (Launch does nothing then).
 type Docker struct {
 	api    containerAPI
 	opts   DockerOptions
+	engine string // where the engine address came from, for messages
 	memory int64
 	log    *slog.Logger
+	ca     string    // host CA bundle mounted into containers, or ""
+	exited chan Exit // attempts that died without a report
 
-	mu     sync.Mutex
-	target string            // container Exec runs in: ours or compose's
-	run    *watcherContainer // nil when reusing a watcher we did not start
-}
-
-// watcherContainer is one container this backend created and watches.
-type watcherContainer struct {
-	id       string
-	exited   chan error    // buffered: the unexpected exit, for Exited()
-	done     chan struct{} // closed once the container has exited
-	exitErr  error         // set before done is closed
-	logsDone chan struct{} // closed when the log stream ends
-	tail     *lineTail
-	stopping atomic.Bool
-	cancel   context.CancelFunc // ends the wait and log streams
-	wg       sync.WaitGroup
+	mu       sync.Mutex
+	started  bool
+	compose  string                     // the reused compose watcher, or ""
+	attempts map[string]*agentContainer // by task id
 }
 
 var _ Runtime = (*Docker)(nil)
 
 // NewDocker connects to the engine named by the environment (DOCKER_HOST,
-// DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY) and checks that
-// the image is present. It creates nothing; Start does.
+// DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY) or the Docker
+// CLI's current context (dockercontext.go), finds the
+// codingagent binary and checks that the image is present. It creates
+// nothing but the short-lived preflight container.
 func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
+	d, err := newDocker(opts)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := resolveEngine(os.Getenv) // dockercontext.go: DOCKER_HOST or the CLI's context
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEngineUnreachable, err)
+	}
+	// The client would trace every engine API call once traces are on; the
+	// run's trace holds the agents' work only (cleanup calls would even
+	// start traces of their own).
+	cli, err := client.New(append(eng.opts, client.WithTraceProvider(noop.NewTracerProvider()))...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: docker client settings (%s): %w", ErrEngineUnreachable, eng.describe, err)
+	}
+	d.api, d.engine = cli, eng.describe
+	if err := d.connect(ctx); err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	if err := d.findBinary(); err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	// Checked here too, not only in Start: a watcher in the wrong workspace
+	// is a configuration error, reported before the run plans anything.
+	compose, err := d.composeWatcher(ctx)
+	if err == nil && opts.Preflight {
+		err = d.preflight(ctx, compose) // preflight.go
+	}
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// newDocker checks the options; the engine and the binary come later.
+func newDocker(opts DockerOptions) (*Docker, error) {
 	if opts.RunID == "" {
 		return nil, errors.New("docker runtime: empty run id: the orchestrator must pass the run's id")
 	}
@@ -132,29 +186,11 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	cli, err := client.New(client.FromEnv)
-	if err != nil {
-		return nil, fmt.Errorf("%w: docker client settings (DOCKER_HOST=%s): %w", ErrEngineUnreachable, envHost(), err)
+	if opts.Log != nil {
+		opts.Log = &lockedWriter{w: opts.Log} // one log, many containers
 	}
-	d := &Docker{api: cli, opts: opts, memory: memory, log: logger.With("runtime", "docker")}
-	if err := d.connect(ctx); err != nil {
-		_ = cli.Close()
-		return nil, err
-	}
-	// Checked here too, not only in Start: a watcher in the wrong workspace
-	// is a configuration error, reported before the run plans anything.
-	if _, err := d.composeWatcher(ctx); err != nil {
-		_ = cli.Close()
-		return nil, err
-	}
-	return d, nil
-}
-
-func envHost() string {
-	if h := os.Getenv(client.EnvOverrideHost); h != "" {
-		return h
-	}
-	return "unset"
+	return &Docker{opts: opts, memory: memory, log: logger.With("runtime", "docker"), ca: caBundle(opts.CABundle),
+		exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer)}, nil
 }
 
 // connect pings with version negotiation first, so an unreachable or too old
@@ -165,31 +201,52 @@ func (d *Docker) connect(ctx context.Context) error {
 			return fmt.Errorf("docker engine at %s is too old for this client (needs API %s or newer, Docker 19.03+): %w",
 				d.api.DaemonHost(), client.MinAPIVersion, err)
 		}
-		return fmt.Errorf("%w at %s: is it running? (DOCKER_HOST=%s; Docker CLI contexts are not read) — or use --runtime local: %w",
-			ErrEngineUnreachable, d.api.DaemonHost(), envHost(), err)
+		return fmt.Errorf("%w at %s: is it running? (%s) — or use --runtime local: %w",
+			ErrEngineUnreachable, d.api.DaemonHost(), d.engine, err)
 	}
 	if _, err := d.api.ImageInspect(ctx, d.opts.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("%w: image %s not found: run `make image` to build it (no registry is used)", ErrImageMissing, d.opts.Image)
+			return d.imageMissing()
 		}
 		return fmt.Errorf("inspect image %s: %w", d.opts.Image, err)
 	}
 	return nil
 }
 
+// findBinary finds the codingagent to bind-mount and checks it is static.
+func (d *Docker) findBinary() error {
+	if d.opts.Binary == "" {
+		b, err := FindCodingAgent(d.opts.Executable)
+		if err != nil {
+			return err
+		}
+		d.opts.Binary = b
+	}
+	// The engine bind-mounts the file itself, not a link to it.
+	if real, err := filepath.EvalSymlinks(d.opts.Binary); err == nil {
+		d.opts.Binary = real
+	}
+	if abs, err := filepath.Abs(d.opts.Binary); err == nil {
+		d.opts.Binary = abs
+	}
+	return checkStatic(d.opts.Binary)
+}
+
+func (d *Docker) imageMissing() error {
+	if d.opts.Image == DefaultImage {
+		return fmt.Errorf("%w: image %s not found: run `make image` to build it, or pass --image with any local image that has /bin/sh (no registry is used)", ErrImageMissing, d.opts.Image)
+	}
+	return fmt.Errorf("%w: image %s not found in the engine's local store: `docker pull` or build it first (planagent never pulls)", ErrImageMissing, d.opts.Image)
+}
+
 func (d *Docker) Name() string { return "docker" }
 
-// Start removes leftovers of earlier runs, then reuses a compose watcher on
-// the same volumes or starts a container and waits for its first heartbeat.
+// Start is the preflight of a run: it removes the containers crashed runs
+// left on these volumes, then reuses a compose watcher on the same volumes
+// when one is up. Containers come with Launch.
 func (d *Docker) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.forgetDeadContainer(ctx); err != nil {
-		return err
-	}
-	if d.target != "" {
-		return errors.New("docker runtime already started: Stop it before starting again")
-	}
 	if err := d.removeLeftovers(ctx); err != nil {
 		return err
 	}
@@ -197,67 +254,59 @@ func (d *Docker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if id != "" {
-		d.log.Info("reusing the compose codingagent watcher", "container", shortID(id))
-		d.target = id
-		return nil
+	if id != "" && d.compose != id && d.opts.Log != nil {
+		// Said without -v: tasks go to a container this run did not start.
+		fmt.Fprintf(d.opts.Log, "using the compose codingagent watcher %s (docker compose up) on %s\n", shortID(id), d.opts.Volumes.Root)
 	}
-	run, err := d.startContainer(ctx)
-	if err != nil {
-		return err
-	}
-	d.run, d.target = run, run.id
+	d.compose, d.started = id, true
 	return nil
 }
 
-// forgetDeadContainer removes the container of an earlier Start that has
-// exited, so that Start after Exited() (the orchestrator's restart of a dead
-// watcher) creates a fresh one instead of refusing as "already started".
-func (d *Docker) forgetDeadContainer(ctx context.Context) error {
-	run := d.run
-	if run == nil {
-		return nil
-	}
-	select {
-	case <-run.done:
-	default:
-		return nil
-	}
-	run.stopping.Store(true)
-	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
-	defer cancel()
-	if err := d.removeContainer(rmCtx, run); err != nil {
-		return err
-	}
-	d.log.Info("removed the exited codingagent container", "container", shortID(run.id))
-	d.run, d.target = nil, ""
-	return nil
-}
-
-// Exited is nil before Start and when a compose watcher is reused.
-func (d *Docker) Exited() <-chan error {
+// Exited delivers attempts whose container ended without their report; nil
+// when a compose watcher is reused (its death shows as a stale heartbeat).
+func (d *Docker) Exited() <-chan Exit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.run == nil {
+	if d.compose != "" {
 		return nil
 	}
-	return d.run.exited
+	return d.exited
 }
 
-// Stop stops (15s grace, so the watcher can report interrupted tasks) and
-// removes the container Start created. It never touches a compose watcher.
+// Stop stops (15s grace, so each agent can report its task interrupted)
+// and removes every attempt's container, all at once. It never touches a
+// compose watcher.
 func (d *Docker) Stop(ctx context.Context) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	run := d.run
-	d.run, d.target = nil, ""
-	if run == nil {
-		return nil
+	running := make([]*agentContainer, 0, len(d.attempts))
+	for _, c := range d.attempts {
+		running = append(running, c)
 	}
+	clear(d.attempts)
+	d.compose, d.started = "", false
+	d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
 	defer cancel()
-	return d.stopContainer(ctx, run)
+	errs := make([]error, len(running))
+	var wg sync.WaitGroup
+	for i, c := range running {
+		wg.Go(func() { errs[i] = d.stopContainer(ctx, c) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Close releases the engine connection; call it after Stop.
 func (d *Docker) Close() error { return d.api.Close() }
+
+// lockedWriter serialises the log lines of concurrent containers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

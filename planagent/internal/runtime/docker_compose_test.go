@@ -16,10 +16,11 @@ import (
 )
 
 // TestDockerReusesComposeWatcher starts a container the way `docker compose
-// up` does (service label, the volumes bind-mounted) and checks that Start
-// reuses it instead of creating one, and that Stop leaves it running.
+// up` does (service label, the volumes bind-mounted) and checks that the
+// runtime serves through it: Launch starts no container of its own, and
+// Stop leaves it running.
 func TestDockerReusesComposeWatcher(t *testing.T) {
-	cli := engine(t)
+	cli := e2eEngine(t)
 	image := testWatcherImage(t, cli)
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
@@ -33,12 +34,11 @@ func TestDockerReusesComposeWatcher(t *testing.T) {
 	if ids := containersOfRun(t, cli, "reuse-"+runID); len(ids) != 0 {
 		t.Errorf("Start created containers %v although compose serves the volumes", ids)
 	}
-	res, err := d.Exec(t.Context(), "hostname", time.Minute)
-	if err != nil {
+	if err := d.Launch(t.Context(), Attempt{RunID: "reuse-" + runID, TaskID: "t1", Attempt: 1, Dir: l.Workspace()}); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(res.Output); got != shortID(composeID) {
-		t.Errorf("Exec ran in %q, want the compose container %s", got, shortID(composeID))
+	if ids := containersOfRun(t, cli, "reuse-"+runID); len(ids) != 0 {
+		t.Errorf("Launch created containers %v although compose serves the volumes", ids)
 	}
 	if err := d.Stop(t.Context()); err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func startComposeLike(t *testing.T, cli *client.Client, image string, l volume.L
 	t.Helper()
 	var mounts []mount.Mount
 	for _, name := range []string{"context", "commands", "reports", "workspace"} {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: l.Root + "/" + name, Target: containerVolumes + "/" + name})
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: l.Root + "/" + name, Target: composeVolumes + "/" + name})
 	}
 	compose, err := cli.ContainerCreate(t.Context(), client.ContainerCreateOptions{
 		Image: image,
@@ -105,7 +105,7 @@ func startComposeLike(t *testing.T, cli *client.Client, image string, l volume.L
 // a clear error before creating anything, since the compose watcher would
 // claim the commands and work in the wrong tree.
 func TestDockerComposeWatcherOtherWorkspace(t *testing.T) {
-	cli := engine(t)
+	cli := e2eEngine(t)
 	image := testWatcherImage(t, cli)
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)

@@ -3,12 +3,16 @@ package runtime
 import (
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -19,13 +23,23 @@ import (
 )
 
 const (
-	containerVolumes   = "/app/volumes"
+	// composeVolumes is where the compose watcher (docker-compose.yml)
+	// mounts the volumes.
+	composeVolumes   = "/app/volumes"
+	composeWorkspace = composeVolumes + "/workspace"
+	composeService   = "com.docker.compose.service"
+	// agentDir holds what planagent brings into any image, at a path no
+	// image uses: the binary, the CA bundle and the volumes.
+	agentDir         = "/codeagent"
+	agentBinary      = agentDir + "/bin/codingagent"
+	agentCABundle    = agentDir + "/ca-certificates.crt"
+	containerVolumes = agentDir + "/volumes"
+	// containerWorkspace is the default workspace, for a run without
+	// per-attempt copies.
 	containerWorkspace = containerVolumes + "/workspace"
-	composeService     = "com.docker.compose.service"
 	// heartbeatMaxAge matches the watcher's HEALTHCHECK: a heartbeat older
 	// than this belongs to a dead watcher.
 	heartbeatMaxAge = 15 * time.Second
-	startDeadline   = 30 * time.Second
 	// startedWithin bounds how long a live run leaves its container in
 	// "created": create and start are two consecutive API calls.
 	startedWithin = time.Minute
@@ -34,6 +48,8 @@ const (
 	stopGrace    = 15 // seconds
 	stopDeadline = stopGrace*time.Second + 20*time.Second
 	logsDrain    = 2 * time.Second
+	// startTimeout bounds create and start of one container.
+	startTimeout = time.Minute
 )
 
 // removeLeftovers removes containers of crashed runs: every managed container
@@ -102,9 +118,9 @@ func (d *Docker) composeWatcher(ctx context.Context) (string, error) {
 		serves, theirs := false, ""
 		for _, m := range c.Mounts {
 			switch m.Destination {
-			case containerVolumes + "/reports":
+			case composeVolumes + "/reports":
 				serves = sameDir(m.Source, reports)
-			case containerWorkspace:
+			case composeWorkspace:
 				theirs = m.Source
 			}
 		}
@@ -137,109 +153,59 @@ func sameDir(a, b string) bool {
 	return ra == rb
 }
 
-// startContainer follows create → wait(next-exit) → start → logs, so neither
-// a fast exit nor its last log lines are missed, then waits for the first
-// heartbeat. On any failure the container is removed.
-func (d *Docker) startContainer(ctx context.Context) (_ *watcherContainer, err error) {
-	if err := d.ensureMountSources(); err != nil {
-		return nil, err
-	}
-	// Taken before create: no heartbeat of this container can be older, and
-	// a heartbeat of a container removed above is.
-	since := time.Now()
-	created, err := d.api.ContainerCreate(ctx, d.createOptions())
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: image %s not found: run `make image` to build it", ErrImageMissing, d.opts.Image)
-		}
-		return nil, fmt.Errorf("create codingagent container from %s: %w", d.opts.Image, err)
-	}
-	for _, w := range created.Warnings {
-		d.log.Warn("docker create", "warning", w)
-	}
-	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	run := &watcherContainer{
-		id:       created.ID,
-		exited:   make(chan error, 1),
-		done:     make(chan struct{}),
-		logsDone: make(chan struct{}),
-		tail:     d.newLogTail(),
-		cancel:   cancel,
-	}
-	defer func() {
-		if err != nil {
-			run.stopping.Store(true)
-			rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
-			defer rmCancel()
-			if rmErr := d.removeContainer(rmCtx, run); rmErr != nil {
-				d.log.Warn("remove failed codingagent container", "container", shortID(run.id), "err", rmErr)
-			}
-		}
-	}()
-
-	wait := d.api.ContainerWait(bg, run.id, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
-	run.wg.Add(1)
-	go d.watchExit(bg, run, wait)
-
-	if _, err := d.api.ContainerStart(ctx, run.id, client.ContainerStartOptions{}); err != nil {
-		close(run.logsDone)
-		return nil, fmt.Errorf("start codingagent container %s: %w", shortID(run.id), err)
-	}
-	logs, err := d.api.ContainerLogs(bg, run.id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
-	if err != nil {
-		close(run.logsDone)
-		return nil, fmt.Errorf("follow logs of codingagent container %s: %w", shortID(run.id), err)
-	}
-	run.wg.Add(1)
-	go func() {
-		defer run.wg.Done()
-		defer close(run.logsDone)
-		defer logs.Close()
-		// The stream ends with the container or with bg: both are normal.
-		_, _ = stdcopy.StdCopy(run.tail, run.tail, logs)
-		run.tail.Flush()
-	}()
-
-	d.log.Info("started codingagent container", "container", shortID(run.id), "image", d.opts.Image, "run", d.opts.RunID)
-	if err := d.awaitHeartbeat(ctx, run, since); err != nil {
-		return nil, err
-	}
-	d.log.Info("codingagent watcher is up", "container", shortID(run.id), "after", time.Since(since).Round(time.Millisecond))
-	return run, nil
+// agentContainer is one container this backend created and follows.
+type agentContainer struct {
+	id       string
+	task     string // "" for an acceptance command's container
+	attempt  int
+	exitErr  error         // set before done is closed
+	code     int           // exit code, set before done is closed
+	done     chan struct{} // closed once the container has exited
+	logsDone chan struct{} // closed when the log stream ends
+	tail     *lineTail
+	stopping atomic.Bool
+	bg       context.Context    // ends when the container is removed
+	cancel   context.CancelFunc // ends the wait and log streams
+	wg       sync.WaitGroup
 }
 
-// ensureMountSources creates the bind-mount sources: the engine refuses a
-// bind mount whose source does not exist.
-func (d *Docker) ensureMountSources() error {
-	for _, dir := range append(d.mountSources(), d.opts.Volumes.Watchers()) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("create volumes dir for the container: %w", err)
-		}
-	}
-	return nil
+// spec is what differs between the containers this backend creates.
+type spec struct {
+	name       string
+	role       string // attempt, exec, preflight
+	task       string
+	attempt    int
+	entrypoint []string
+	cmd        []string
+	workdir    string
+	mounts     []mount.Mount
+	env        []string
 }
 
-func (d *Docker) mountSources() []string {
-	v := d.opts.Volumes
-	return []string{v.Context(), v.Commands(), v.Reports(), v.Workspace()}
-}
-
-func (d *Docker) createOptions() client.ContainerCreateOptions {
-	v := d.opts.Volumes
-	mounts := make([]mount.Mount, 0, 4)
-	for _, m := range []struct{ src, name string }{
-		{v.Context(), "context"}, {v.Commands(), "commands"}, {v.Reports(), "reports"}, {v.Workspace(), "workspace"},
-	} {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.src, Target: containerVolumes + "/" + m.name})
+// createOptions makes a container of the configured image that runs as
+// the operator, without capabilities, with the limits and network of the
+// config, HOME on a tmpfs (the uid may have no home in the image) and the
+// codingagent binary and CA bundle mounted read-only.
+func (d *Docker) createOptions(s spec) client.ContainerCreateOptions {
+	mounts := append([]mount.Mount{{Type: mount.TypeBind, Source: d.opts.Binary, Target: agentBinary, ReadOnly: true}}, s.mounts...)
+	env := append([]string{"HOME=/tmp"}, s.env...)
+	if d.ca != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: d.ca, Target: agentCABundle, ReadOnly: true})
+		env = append(env, "SSL_CERT_FILE="+agentCABundle)
 	}
+	// git refuses a repository owned by another uid ("dubious ownership");
+	// the copies belong to the operator, whose uid the container may not
+	// map to a user. The setting goes by environment: no config file is written.
+	env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*")
 	hc := &containertypes.HostConfig{
 		Mounts:      mounts,
 		NetworkMode: containertypes.NetworkMode(d.opts.Network),
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"},
-		// The watcher writes only to the mounts and /tmp (HOME=/tmp in the image).
-		ReadonlyRootfs: true,
-		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,size=512m"},
+		// The root filesystem stays writable: images keep caches there
+		// (GOPATH, pip) and the container is thrown away after the attempt.
+		// exec: `go test` and friends run what they build in /tmp.
+		Tmpfs: map[string]string{"/tmp": "rw,exec,nosuid,nodev,size=512m,mode=1777"},
 		Resources: containertypes.Resources{
 			Memory:     d.memory,
 			MemorySwap: d.memory,
@@ -252,99 +218,188 @@ func (d *Docker) createOptions() client.ContainerCreateOptions {
 	if d.opts.Network != "host" {
 		hc.ExtraHosts = []string{dockerHostAlias + ":host-gateway"}
 	}
+	labels := map[string]string{
+		LabelManaged: "true",
+		LabelRun:     d.opts.RunID,
+		LabelVolumes: d.opts.Volumes.Root,
+		LabelRole:    s.role,
+	}
+	if s.task != "" {
+		labels[LabelTask], labels[LabelAttempt] = s.task, strconv.Itoa(s.attempt)
+	}
 	return client.ContainerCreateOptions{
-		Name:  d.containerName(),
+		Name:  s.name,
 		Image: d.opts.Image,
 		Config: &containertypes.Config{
-			User: fmt.Sprintf("%d:%d", d.opts.UID, d.opts.GID),
-			Env:  d.containerEnv(),
-			Labels: map[string]string{
-				LabelManaged: "true",
-				LabelRun:     d.opts.RunID,
-				LabelVolumes: d.opts.Volumes.Root,
-			},
+			User:        fmt.Sprintf("%d:%d", d.opts.UID, d.opts.GID),
+			Env:         env,
+			Entrypoint:  s.entrypoint,
+			Cmd:         s.cmd,
+			WorkingDir:  s.workdir,
+			Labels:      labels,
+			Healthcheck: &containertypes.HealthConfig{Test: []string{"NONE"}},
 		},
 		HostConfig: hc,
 	}
 }
 
-var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
-
-// containerName is stable per run and volumes, so `docker logs` is easy to
-// type, and unique across volumes trees that happen to share a run id.
-func (d *Docker) containerName() string {
-	sum := sha256.Sum256([]byte(d.opts.Volumes.Root))
-	run := nameUnsafe.ReplaceAllString(d.opts.RunID, "-")
-	if len(run) > 40 {
-		run = run[:40]
+// runContainer follows create → wait(next-exit) → start → logs, so neither
+// a fast exit nor its last log lines are missed. onExit runs once the
+// container has exited (c.exitErr and c.code set), unless it is being
+// stopped. On any failure the container is removed.
+//
+// Create and start are not cut short by ctx: a Ctrl-C during the start
+// (the container may already run the task) would otherwise leave a
+// container the caller never hears of, killed without its grace; the
+// caller stops what it got instead.
+func (d *Docker) runContainer(ctx context.Context, s spec, onExit func(c *agentContainer)) (_ *agentContainer, err error) {
+	ctx, cancelStart := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancelStart()
+	created, err := d.api.ContainerCreate(ctx, d.createOptions(s))
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, d.imageMissing()
+		}
+		return nil, fmt.Errorf("create a container from %s: %w", d.opts.Image, err)
 	}
-	return "codeagent-" + run + "-" + hex.EncodeToString(sum[:4])
+	for _, w := range created.Warnings {
+		d.log.Warn("docker create", "warning", w)
+	}
+	tail := d.newLogTail()
+	if s.role != "attempt" {
+		tail = newLineTail(nil, 20, d.opts.Env["OPENAI_API_KEY"]) // kept for errors, not logged
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c := &agentContainer{
+		id: created.ID, task: s.task, attempt: s.attempt,
+		done:     make(chan struct{}),
+		logsDone: make(chan struct{}),
+		tail:     tail,
+		bg:       bg,
+		cancel:   cancel,
+	}
+	defer func() {
+		if err != nil {
+			c.stopping.Store(true)
+			rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+			defer rmCancel()
+			if rmErr := d.removeContainer(rmCtx, c); rmErr != nil {
+				d.log.Warn("remove the failed container", "container", shortID(c.id), "err", rmErr)
+			}
+		}
+	}()
+
+	wait := d.api.ContainerWait(bg, c.id, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
+	c.wg.Add(1)
+	go d.watchExit(bg, c, wait, onExit)
+
+	if _, err := d.api.ContainerStart(ctx, c.id, client.ContainerStartOptions{}); err != nil {
+		close(c.logsDone)
+		return nil, fmt.Errorf("start container %s from %s: %w", shortID(c.id), d.opts.Image, err)
+	}
+	logs, err := d.api.ContainerLogs(bg, c.id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	if err != nil {
+		close(c.logsDone)
+		return nil, fmt.Errorf("follow logs of container %s: %w", shortID(c.id), err)
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(c.logsDone)
+		defer logs.Close()
+		// The stream ends with the container or with bg: both are normal.
+		_, _ = stdcopy.StdCopy(c.tail, c.tail, logs)
+		c.tail.Flush()
+	}()
+	return c, nil
 }
 
-// watchExit turns the container's exit into run.exitErr and, unless Stop
-// asked for it, into an error on Exited().
-func (d *Docker) watchExit(bg context.Context, run *watcherContainer, wait client.ContainerWaitResult) {
-	defer run.wg.Done()
+// watchExit turns the container's exit into c.exitErr and c.code, then
+// calls onExit unless Stop asked for the exit.
+func (d *Docker) watchExit(bg context.Context, c *agentContainer, wait client.ContainerWaitResult, onExit func(*agentContainer)) {
+	defer c.wg.Done()
 	var err error
+	code := -1
 	select {
 	case res := <-wait.Result:
-		err = d.exitError(context.WithoutCancel(bg), run, res)
+		code, err = d.exitError(context.WithoutCancel(bg), c, res)
 	case werr := <-wait.Error:
 		if bg.Err() != nil {
-			err = errors.New("codingagent container stopped")
+			err = errors.New("container stopped")
 		} else {
-			err = fmt.Errorf("lost track of codingagent container %s: %w", shortID(run.id), werr)
+			err = fmt.Errorf("lost track of container %s (is the engine still running?): %w", shortID(c.id), werr)
 		}
 	}
-	run.exitErr = err
-	close(run.done)
-	if run.stopping.Load() || bg.Err() != nil {
+	c.exitErr, c.code = err, code
+	close(c.done)
+	if c.stopping.Load() || bg.Err() != nil || onExit == nil {
 		return
 	}
-	d.log.Error("codingagent container exited unexpectedly", "container", shortID(run.id), "err", err)
-	run.exited <- err
+	onExit(c)
 }
 
-func (d *Docker) exitError(ctx context.Context, run *watcherContainer, res containertypes.WaitResponse) error {
+// exitError returns the container's exit code and, for a non-zero one or
+// an OOM kill, what happened.
+func (d *Docker) exitError(ctx context.Context, c *agentContainer, res containertypes.WaitResponse) (int, error) {
 	code := int(res.StatusCode)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if in, err := d.api.ContainerInspect(ctx, run.id, client.ContainerInspectOptions{}); err == nil && in.Container.State != nil {
+	if in, err := d.api.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{}); err == nil && in.Container.State != nil {
 		code = in.Container.State.ExitCode
 		if in.Container.State.OOMKilled {
-			return fmt.Errorf("codingagent container %s was killed for running out of memory (limit %s, exit code %d): raise container_memory in the config file or CODEAGENT_CONTAINER_MEMORY",
-				shortID(run.id), d.opts.Memory, code)
+			return code, fmt.Errorf("container %s was killed for running out of memory (limit %s, exit code %d): raise container_memory in the config file or CODEAGENT_CONTAINER_MEMORY",
+				shortID(c.id), d.opts.Memory, code)
 		}
 	}
 	if res.Error != nil && res.Error.Message != "" {
-		return fmt.Errorf("codingagent container %s exited with code %d: %s", shortID(run.id), code, res.Error.Message)
+		return code, fmt.Errorf("container %s exited with code %d: %s", shortID(c.id), code, res.Error.Message)
 	}
-	return fmt.Errorf("codingagent container %s exited with code %d", shortID(run.id), code)
+	if code != 0 {
+		return code, fmt.Errorf("container %s exited with code %d", shortID(c.id), code)
+	}
+	return 0, nil
 }
 
-func (d *Docker) stopContainer(ctx context.Context, run *watcherContainer) error {
-	run.stopping.Store(true)
+func (d *Docker) stopContainer(ctx context.Context, c *agentContainer) error {
+	c.stopping.Store(true)
 	grace := stopGrace
-	if _, err := d.api.ContainerStop(ctx, run.id, client.ContainerStopOptions{Timeout: &grace}); err != nil && !cerrdefs.IsNotFound(err) {
-		d.log.Warn("stop codingagent container; removing it by force", "container", shortID(run.id), "err", err)
+	if _, err := d.api.ContainerStop(ctx, c.id, client.ContainerStopOptions{Timeout: &grace}); err != nil && !cerrdefs.IsNotFound(err) {
+		d.log.Warn("stop container; removing it by force", "container", shortID(c.id), "err", err)
 	}
-	err := d.removeContainer(ctx, run)
+	err := d.removeContainer(ctx, c)
 	if err == nil {
-		d.log.Info("removed codingagent container", "container", shortID(run.id))
+		d.log.Info("removed container", "container", shortID(c.id), "task", c.task, "attempt", c.attempt)
 	}
 	return err
 }
 
 // removeContainer force-removes the container and ends the goroutines that
-// follow it.
-func (d *Docker) removeContainer(ctx context.Context, run *watcherContainer) error {
-	_, err := d.api.ContainerRemove(ctx, run.id, client.ContainerRemoveOptions{Force: true})
-	run.cancel()
-	run.wg.Wait()
+// follow it. Not to be called from onExit (it waits for them).
+func (d *Docker) removeContainer(ctx context.Context, c *agentContainer) error {
+	_, err := d.api.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true})
+	c.cancel()
+	c.wg.Wait()
 	if err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("remove codingagent container %s: %w (remove it with `docker rm -f %s`)", shortID(run.id), err, shortID(run.id))
+		return fmt.Errorf("remove container %s: %w (remove it with `docker rm -f %s`)", shortID(c.id), err, shortID(c.id))
 	}
 	return nil
+}
+
+var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// containerName is stable per run, volumes and parts, so `docker logs` is
+// easy to type, and unique across volumes trees that share a run id.
+func (d *Docker) containerName(parts ...string) string {
+	sum := sha256.Sum256([]byte(d.opts.Volumes.Root))
+	run := nameUnsafe.ReplaceAllString(d.opts.RunID, "-")
+	if len(run) > 40 {
+		run = run[:40]
+	}
+	name := "codeagent-" + run
+	for _, p := range parts {
+		name += "-" + nameUnsafe.ReplaceAllString(p, "-")
+	}
+	return name + "-" + hex.EncodeToString(sum[:4])
 }
 
 func shortID(id string) string {
@@ -354,7 +409,7 @@ func shortID(id string) string {
 	return id
 }
 
-// newLogTail streams the container's log into planagent's log: warnings and
+// newLogTail streams a container's log into planagent's log: warnings and
 // errors only unless Verbose, since task progress comes from the events files.
 func (d *Docker) newLogTail() *lineTail {
 	t := newLineTail(d.opts.Log, 20, d.opts.Env["OPENAI_API_KEY"])
@@ -362,4 +417,37 @@ func (d *Docker) newLogTail() *lineTail {
 		t.keep = WarningsOnly
 	}
 	return t
+}
+
+// checkStatic refuses a dynamically linked codingagent: the images it is
+// brought into need not have its C library.
+func checkStatic(binary string) error {
+	f, err := elf.Open(binary)
+	if err != nil {
+		return fmt.Errorf("%w: %s is not a Linux executable (%v): run `make build`", ErrNoCodingAgent, binary, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked: the docker runtime bind-mounts it into images without its C library; build it static with `make build` (CGO_ENABLED=0)", binary)
+		}
+	}
+	return nil
+}
+
+// caBundle finds the host's CA certificates to lend to images without any.
+func caBundle(configured string) string {
+	switch configured {
+	case "-":
+		return ""
+	case "":
+	default:
+		return configured
+	}
+	for _, p := range []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
 }

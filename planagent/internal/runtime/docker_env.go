@@ -1,10 +1,9 @@
 package runtime
 
 import (
-	"net"
-	"net/url"
 	"slices"
-	"strings"
+
+	"github.com/codeagent/codeagent/internal/config"
 )
 
 // dockerHostAlias resolves to the host inside the container through
@@ -22,10 +21,14 @@ func (d *Docker) containerEnv() []string {
 	env := make([]string, 0, len(keys))
 	for _, k := range keys {
 		v := d.opts.Env[k]
+		if (k == "OTEL_EXPORTER_OTLP_ENDPOINT" || k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") && d.opts.Network != "host" {
+			v, _ = rewriteBaseURL(v) // the traces' collector on this host, as the container reaches it
+		}
 		if k == "OPENAI_BASE_URL" && d.opts.Network != "host" {
 			if rewritten, ok := rewriteBaseURL(v); ok {
-				// Only the host is logged: the URL may carry credentials.
-				d.log.Warn("OPENAI_BASE_URL points at this host's loopback; the container reaches it as "+dockerHostAlias+
+				// Only the host is logged: the URL may carry credentials. Info,
+				// not a warning: the preflight checks that it answers there.
+				d.log.Info("OPENAI_BASE_URL points at this host's loopback; the container reaches it as "+dockerHostAlias+
 					", so the server must listen on the docker bridge too (e.g. 0.0.0.0), not only on 127.0.0.1",
 					"host", dockerHostAlias)
 				v = rewritten
@@ -40,22 +43,5 @@ func (d *Docker) containerEnv() []string {
 // raw with host.docker.internal, keeping scheme, port, path and query. ok is
 // false when raw is not such a URL and is returned unchanged.
 func rewriteBaseURL(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return raw, false
-	}
-	host := u.Hostname()
-	loopback := strings.EqualFold(strings.TrimSuffix(host, "."), "localhost")
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		loopback = true
-	}
-	if !loopback {
-		return raw, false
-	}
-	if port := u.Port(); port != "" {
-		u.Host = net.JoinHostPort(dockerHostAlias, port)
-	} else {
-		u.Host = dockerHostAlias
-	}
-	return u.String(), true
+	return config.RewriteLoopback(raw, dockerHostAlias)
 }

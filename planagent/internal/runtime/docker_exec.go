@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
@@ -19,25 +22,98 @@ const (
 	// timeoutExitCode is what Exec reports for a command it had to kill,
 	// the same as GNU timeout(1).
 	timeoutExitCode = 124
-	// execKillAfter is how long a timed-out command gets after SIGTERM.
+	// execDefaultTimeout bounds a command given no timeout.
+	execDefaultTimeout = 10 * time.Minute
+	// execKillAfter is how long a timed-out command in the compose
+	// watcher gets after SIGTERM.
 	execKillAfter = 5
 )
 
-// Exec runs command with sh -c in the workspace of the watcher's container,
-// as the container's user, and returns its combined output and exit code.
-// The API key is blanked in its environment: acceptance commands don't need
-// it and their output is shown to people and to the LLM.
-func (d *Docker) Exec(ctx context.Context, command string, timeout time.Duration) (ExecResult, error) {
+// Exec runs command with /bin/sh -c in a fresh container of the agents'
+// image, with dir mounted where the agent sees it (the default workspace
+// or a copy under attempts/) as working directory, as the operator's uid,
+// and returns its combined output and exit code. The container has none
+// of the model settings: acceptance commands don't need them and their
+// output is shown to people and to the LLM. It is removed afterwards.
+//
+// With a compose watcher serving the volumes the command runs in it
+// instead (docker exec), as the compose user set it up.
+func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
 	d.mu.Lock()
-	target := d.target
+	compose := d.compose
 	d.mu.Unlock()
-	if target == "" {
-		return ExecResult{}, errors.New("docker runtime: Exec before Start: start the runtime first")
+	if compose != "" {
+		return d.execInCompose(ctx, compose, dir, command, timeout)
 	}
+	workdir, err := d.containerPath(dir)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	if timeout <= 0 {
+		timeout = execDefaultTimeout
+	}
+	s := spec{
+		role:       "exec",
+		entrypoint: []string{"/bin/sh", "-c", command},
+		cmd:        []string{},
+		workdir:    workdir,
+		mounts:     []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: workdir}},
+	}
+	c, err := d.runContainer(ctx, s, nil)
+	if err != nil {
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
+	}
+	defer func() {
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		defer cancel()
+		c.stopping.Store(true)
+		if err := d.removeContainer(rmCtx, c); err != nil {
+			d.log.Warn("remove the acceptance command's container", "container", shortID(c.id), "err", err)
+		}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	timedOut := false
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q in container %s: %w", command, shortID(c.id), ctx.Err())
+	case <-timer.C:
+		timedOut = true
+		grace := 0
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		_, err := d.api.ContainerStop(stopCtx, c.id, client.ContainerStopOptions{Timeout: &grace})
+		cancel()
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			return ExecResult{ExitCode: -1}, fmt.Errorf("kill the timed-out acceptance command %q: %w", command, err)
+		}
+		<-c.done
+	}
+	output, err := d.containerOutput(ctx, c)
+	if err != nil {
+		return ExecResult{Output: output, ExitCode: -1}, err
+	}
+	if timedOut {
+		return ExecResult{Output: output + fmt.Sprintf("\n[command timed out after %s]", timeout), ExitCode: timeoutExitCode}, nil
+	}
+	if c.code < 0 {
+		return ExecResult{Output: output, ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, c.exitErr)
+	}
+	return ExecResult{Output: output, ExitCode: c.code}, nil
+}
+
+// execInCompose runs command with sh -c in the compose watcher, in dir as
+// that container sees it, as its user. The API key is blanked in its
+// environment. The engine cannot kill an exec'd process, so timeout(1) in
+// the container does.
+func (d *Docker) execInCompose(ctx context.Context, id, dir, command string, timeout time.Duration) (ExecResult, error) {
+	workdir, err := d.containerPath(dir)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	workdir = composeVolumes + strings.TrimPrefix(workdir, containerVolumes)
 	cmd := []string{"sh", "-c", command}
 	if timeout > 0 {
-		// The engine has no way to kill an exec'd process, so timeout(1) in
-		// the container does it; the ctx deadline only frees this side.
 		secs := strconv.Itoa(int(math.Ceil(timeout.Seconds())))
 		cmd = append([]string{"timeout", "-k", strconv.Itoa(execKillAfter), secs}, cmd...)
 		var cancel context.CancelFunc
@@ -45,19 +121,15 @@ func (d *Docker) Exec(ctx context.Context, command string, timeout time.Duration
 		defer cancel()
 	}
 	started := time.Now()
-	created, err := d.api.ExecCreate(ctx, target, client.ExecCreateOptions{
-		AttachStdout: true,
-		AttachStderr: true,
-		WorkingDir:   containerWorkspace,
-		Env:          []string{"OPENAI_API_KEY="},
-		Cmd:          cmd,
+	created, err := d.api.ExecCreate(ctx, id, client.ExecCreateOptions{
+		AttachStdout: true, AttachStderr: true, WorkingDir: workdir, Env: []string{"OPENAI_API_KEY="}, Cmd: cmd,
 	})
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("create exec in codingagent container %s: %w", shortID(target), err)
+		return ExecResult{}, fmt.Errorf("create exec in the compose watcher %s: %w", shortID(id), err)
 	}
 	attached, err := d.api.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("attach to exec in codingagent container %s: %w", shortID(target), err)
+		return ExecResult{}, fmt.Errorf("attach to exec in the compose watcher %s: %w", shortID(id), err)
 	}
 	// Closing the connection is the only way to unblock the read on cancel.
 	stop := context.AfterFunc(ctx, attached.Close)
@@ -67,7 +139,7 @@ func (d *Docker) Exec(ctx context.Context, command string, timeout time.Duration
 	attached.Close()
 	output := redact(out.String(), d.opts.Env["OPENAI_API_KEY"])
 	if ctx.Err() != nil {
-		return ExecResult{Output: output, ExitCode: -1}, fmt.Errorf("acceptance command in container %s: %w", shortID(target), ctx.Err())
+		return ExecResult{Output: output, ExitCode: -1}, fmt.Errorf("acceptance command in the compose watcher %s: %w", shortID(id), ctx.Err())
 	}
 	if copyErr != nil {
 		return ExecResult{Output: output}, fmt.Errorf("read output of acceptance command: %w", copyErr)
@@ -83,6 +155,21 @@ func (d *Docker) Exec(ctx context.Context, command string, timeout time.Duration
 		output += fmt.Sprintf("\n[command timed out after %s]", timeout)
 	}
 	return ExecResult{Output: output, ExitCode: code}, nil
+}
+
+// containerOutput reads an exited container's whole log (stdout and
+// stderr interleaved as written), keeping the end, with the key masked.
+func (d *Docker) containerOutput(ctx context.Context, c *agentContainer) (string, error) {
+	logs, err := d.api.ContainerLogs(ctx, c.id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return "", fmt.Errorf("read the output of container %s: %w", shortID(c.id), err)
+	}
+	defer logs.Close()
+	out := &tailBuffer{limit: execOutputCap}
+	if _, err := stdcopy.StdCopy(out, out, logs); err != nil && !errors.Is(err, context.Canceled) {
+		return redact(out.String(), d.opts.Env["OPENAI_API_KEY"]), fmt.Errorf("read the output of container %s: %w", shortID(c.id), err)
+	}
+	return redact(out.String(), d.opts.Env["OPENAI_API_KEY"]), nil
 }
 
 // tailBuffer keeps the last limit bytes written to it and counts the rest.

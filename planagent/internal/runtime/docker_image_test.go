@@ -35,7 +35,7 @@ esac
 // `make image` built; otherwise it builds docker/Dockerfile around a
 // stand-in codingagent.
 func TestDockerComposeImage(t *testing.T) {
-	cli := engine(t)
+	cli := e2eEngine(t)
 	compose := composeCommand(t)
 	image := composeTestImage(t, cli)
 
@@ -97,12 +97,16 @@ func TestDockerComposeImage(t *testing.T) {
 
 	runID := testRunID(t, cli)
 	d := startDocker(t, testOptions(t, image, runID, l, os.Getuid(), os.Getgid(), nil))
+	if err := d.Launch(t.Context(), Attempt{RunID: runID, TaskID: "t1", Attempt: 1, Dir: l.Workspace()}); err != nil {
+		t.Fatal(err)
+	}
 	if d.Exited() != nil || len(containersOfRun(t, cli, runID)) != 0 {
 		t.Fatal("the runtime started its own container although the compose watcher serves the volumes")
 	}
-	res, err := d.Exec(t.Context(), "touch /tmp/ok && ! touch /not-writable 2>/dev/null && pwd", time.Minute)
-	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Output) != containerWorkspace {
-		t.Errorf("Exec in the compose watcher = %+v, %v; want /tmp writable, / read-only, cwd %s", res, err, containerWorkspace)
+	// Acceptance commands run in the compose watcher too.
+	res, err := d.Exec(t.Context(), l.Workspace(), "touch /tmp/ok && ! touch /not-writable 2>/dev/null && pwd", time.Minute)
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Output) != composeWorkspace {
+		t.Errorf("Exec in the compose watcher = %+v, %v; want /tmp writable, / read-only, cwd %s", res, err, composeWorkspace)
 	}
 }
 
@@ -198,16 +202,16 @@ func waitHealthy(t *testing.T, cli *client.Client, project string) string {
 	}
 }
 
-// TestDockerStartsDockerfileImage starts the image built from
-// docker/Dockerfile (the real one with CODEAGENT_E2E=1) through the runtime:
-// the watcher must come up under the runtime's hardening (read-only root,
-// operator uid, no capabilities) and git must work in the workspace.
+// TestDockerStartsDockerfileImage runs an acceptance command in the image
+// built from docker/Dockerfile (the real one with CODEAGENT_E2E=1): under
+// the runtime's hardening (operator uid, no capabilities) git works in the
+// workspace and what it writes reaches the host.
 func TestDockerStartsDockerfileImage(t *testing.T) {
-	cli := engine(t)
+	cli := e2eEngine(t)
 	image := composeTestImage(t, cli)
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	d := startDocker(t, testOptions(t, image, testRunID(t, cli), l, os.Getuid(), os.Getgid(), nil))
-	res, err := d.Exec(t.Context(), "git init -q . && git status --short && id -u", time.Minute)
+	res, err := d.Exec(t.Context(), l.Workspace(), "git init -q . && git status --short && id -u", time.Minute)
 	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Output) != strconv.Itoa(os.Getuid()) {
 		t.Fatalf("git and id in the workspace = %+v, %v", res, err)
 	}

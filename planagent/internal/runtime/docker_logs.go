@@ -2,73 +2,15 @@ package runtime
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
-
-// awaitHeartbeat returns once a heartbeat file written after since appears in
-// the watchers dir. fsnotify gives the event at once; a 1s rescan covers bind
-// mounts that do not deliver events. A container exit, ctx or the 30s
-// deadline end the wait with the container's last log lines.
-func (d *Docker) awaitHeartbeat(ctx context.Context, run *watcherContainer, since time.Time) error {
-	dir := d.opts.Volumes.Watchers()
-	var events chan fsnotify.Event
-	var errs chan error
-	if w, err := fsnotify.NewWatcher(); err != nil {
-		d.log.Warn("fsnotify unavailable: polling the watchers dir", "err", err)
-	} else {
-		defer w.Close()
-		if err := w.Add(dir); err != nil {
-			d.log.Warn("cannot watch the watchers dir: polling it", "dir", dir, "err", err)
-		} else {
-			events, errs = w.Events, w.Errors
-		}
-	}
-	fresh := func() bool { _, ok := freshHeartbeat(dir, since); return ok }
-	if fresh() {
-		return nil
-	}
-	rescan := time.NewTicker(time.Second)
-	defer rescan.Stop()
-	deadline := time.NewTimer(startDeadline)
-	defer deadline.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the codingagent watcher's first heartbeat: %w", ctx.Err())
-		case <-run.done:
-			return fmt.Errorf("%w before its first heartbeat%s", run.exitErr, d.logsTail(run))
-		case <-deadline.C:
-			return fmt.Errorf("codingagent container %s wrote no heartbeat to %s within %s: is %s's entrypoint `codingagent watch --volumes %s`?%s",
-				shortID(run.id), dir, startDeadline, d.opts.Image, containerVolumes, d.logsTail(run))
-		case _, ok := <-events:
-			if !ok {
-				events = nil
-			}
-		case err, ok := <-errs:
-			if !ok {
-				errs = nil
-			} else if !errors.Is(err, fsnotify.ErrEventOverflow) {
-				d.log.Warn("watching the watchers dir", "err", err)
-			}
-		case <-rescan.C:
-		}
-		if fresh() {
-			return nil
-		}
-	}
-}
 
 // logsTail waits briefly for the log stream to drain (it ends with the
 // container) and formats its last lines for an error message.
-func (d *Docker) logsTail(run *watcherContainer) string {
+func (d *Docker) logsTail(run *agentContainer) string {
 	select {
 	case <-run.logsDone:
 	case <-time.After(logsDrain):

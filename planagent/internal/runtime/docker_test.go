@@ -5,10 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +17,15 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+)
+
+const (
+	busyboxImage = "codeagent/busybox:local" // scripts/test-images.sh: busybox only
+	goImage      = "codeagent/go:local"      // busybox and the host's Go toolchain
 )
 
 func testOptions(t testing.TB, image, runID string, l volume.Layout, uid, gid int, logs *syncBuffer) DockerOptions {
@@ -24,7 +33,7 @@ func testOptions(t testing.TB, image, runID string, l volume.Layout, uid, gid in
 		logs = &syncBuffer{}
 	}
 	return DockerOptions{
-		Volumes: l, Image: image, RunID: runID,
+		Volumes: l, Image: image, RunID: runID, Binary: staticCodingAgent(t),
 		Memory: "256m", CPUs: 1, Pids: 128,
 		Env: map[string]string{"OPENAI_API_KEY": testKey, "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_MODEL": "m"},
 		UID: uid, GID: gid,
@@ -55,6 +64,480 @@ func startDocker(t *testing.T, opts DockerOptions) *Docker {
 	return d
 }
 
+// e2eEngine is engine for the tests behind `make e2e`: they start real
+// containers and are skipped unless CODEAGENT_E2E=1.
+func e2eEngine(t testing.TB) *client.Client {
+	t.Helper()
+	if os.Getenv("CODEAGENT_E2E") != "1" {
+		t.Skip("container test: set CODEAGENT_E2E=1 (make e2e) to run it")
+	}
+	return engine(t)
+}
+
+var (
+	buildOnce   sync.Once
+	builtBinary string
+	buildErr    error
+)
+
+// staticCodingAgent builds codingagent once per test binary, static as
+// `make build` does, for the runtime to bind-mount into any image.
+func staticCodingAgent(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "codeagent-runtime-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBinary = filepath.Join(dir, "codingagent")
+		cmd := exec.Command("go", "build", "-o", builtBinary, "github.com/codeagent/codeagent/codingagent")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = errors.New("go build codingagent: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBinary
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBinary != "" {
+		_ = os.RemoveAll(filepath.Dir(builtBinary))
+	}
+	os.Exit(code)
+}
+
+// testImages builds the busybox-only and Go images when missing.
+func testImages(t testing.TB, cli *client.Client) {
+	t.Helper()
+	for _, img := range []string{busyboxImage, goImage} {
+		if _, err := cli.ImageInspect(t.Context(), img); err == nil {
+			continue
+		}
+		script, _ := filepath.Abs(filepath.Join("..", "..", "..", "scripts", "test-images.sh"))
+		if out, err := exec.Command(script).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		return
+	}
+}
+
+// agentEnv points the agent at srv, which must listen on every interface:
+// the runtime rewrites the loopback URL to the host's docker alias.
+func agentEnv(srv *llmtest.Server) map[string]string {
+	return map[string]string{"OPENAI_API_KEY": testKey, "OPENAI_BASE_URL": srv.URL, "OPENAI_MODEL": "test-model"}
+}
+
+// shellModel has the agent run each of the task's shell commands (named in
+// its title after "run:"), one per turn, then answer with what they printed.
+func shellModel(commands ...string) func(llmtest.Request) llmtest.Reply {
+	return func(req llmtest.Request) llmtest.Reply {
+		var outputs []string
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleTool {
+				outputs = append(outputs, m.Content)
+			}
+		}
+		if len(outputs) < len(commands) {
+			return llmtest.Calls(llmtest.Call("shell_exec", map[string]any{"command": commands[len(outputs)]}))
+		}
+		if len(req.Tools) == 0 {
+			return llmtest.Text("- nothing to remember") // the memory update
+		}
+		return llmtest.Text("Ran it:\n" + strings.Join(outputs, "\n"))
+	}
+}
+
+// newAttempt writes task id's command working in a fresh copy (a plain
+// directory here) and returns the attempt as the orchestrator hands it over.
+func newAttempt(t *testing.T, l volume.Layout, runID, id string, n int) Attempt {
+	t.Helper()
+	a := Attempt{RunID: runID, TaskID: id, Attempt: n, Dir: l.Attempt(runID, id, n), Rel: l.AttemptRel(runID, id, n)}
+	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestCommand(t, l, a)
+	return a
+}
+
+// writeTestCommand writes the command of attempt a, working in its copy.
+func writeTestCommand(t testing.TB, l volume.Layout, a Attempt) {
+	t.Helper()
+	cmd := &protocol.Command{ID: a.TaskID, RunID: a.RunID, Attempt: a.Attempt, Title: "task " + a.TaskID,
+		Body: "Do task " + a.TaskID + ".", Workspace: a.Rel}
+	if err := protocol.WriteCommand(l.CommandFile(a.TaskID), cmd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReport waits for the report of id's attempt n.
+func waitReport(t *testing.T, l volume.Layout, id string, n int, within time.Duration) *protocol.Report {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if rep, err := protocol.ReadReport(l.ReportFile(id)); err == nil && rep.Attempt == n {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no report of %s attempt %d within %s", id, n, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitGone waits until no container of runID is left.
+func waitGone(t *testing.T, cli *client.Client, runID string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ids := containersOfRun(t, cli, runID)
+		if len(ids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containers of run %s still there: %v", runID, ids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDockerAttemptInBusyboxImage runs an attempt in an image that has
+// nothing but busybox: the agent is the bind-mounted binary, works in the
+// attempt's copy as the operator with HOME set, reaches the model, reports,
+// and its container is gone afterwards.
+func TestDockerAttemptInBusyboxImage(t *testing.T) {
+	cli := e2eEngine(t)
+	testImages(t, cli)
+	srv := llmtest.New(t, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey))
+	srv.Handle(shellModel(`echo "uid=$(id -u) home=$HOME pwd=$(pwd)" && echo made > made.txt && ls /codeagent/volumes`))
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	runID := testRunID(t, cli)
+	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts.Env = agentEnv(srv)
+	d := startDocker(t, opts)
+	a := newAttempt(t, l, runID, "t1", 1)
+	if err := d.Launch(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	rep := waitReport(t, l, "t1", 1, time.Minute)
+	if rep.Status != protocol.StatusCompleted {
+		t.Fatalf("report: %s %s", rep.Status, rep.Error)
+	}
+	want := "uid=" + strconv.Itoa(os.Getuid()) + " home=/tmp pwd=" + containerVolumes + "/attempts/" + runID + "/t1.1"
+	if !strings.Contains(rep.Body, want) {
+		t.Errorf("the agent's shell said %q, want %q", rep.Body, want)
+	}
+	// The container sees its copy and the volumes it needs, not the rest.
+	if strings.Contains(rep.Body, "workspace") || strings.Contains(rep.Body, "runs") {
+		t.Errorf("the container sees more of the volumes than it needs: %q", rep.Body)
+	}
+	if got, err := os.ReadFile(filepath.Join(a.Dir, "made.txt")); err != nil || string(got) != "made\n" {
+		t.Errorf("the agent's file is not in the copy on the host: %q, %v", got, err)
+	}
+	waitGone(t, cli, runID)
+	select {
+	case ex := <-d.Exited():
+		t.Errorf("an attempt that reported was said to have died: %+v", ex)
+	default:
+	}
+	if r := srv.Rejections(); len(r) > 0 {
+		t.Errorf("the model server rejected requests: %v", r)
+	}
+}
+
+// TestDockerParallelAttempts launches two attempts: each gets its own
+// container, both run at once, labelled with the run, task and attempt.
+func TestDockerParallelAttempts(t *testing.T) {
+	cli := e2eEngine(t)
+	testImages(t, cli)
+	srv := llmtest.New(t, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey))
+	release := make(chan struct{})
+	var once sync.Once
+	srv.Handle(func(req llmtest.Request) llmtest.Reply {
+		<-release // hold both agents until the test has seen their containers
+		return shellModel("hostname")(req)
+	})
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	runID := testRunID(t, cli)
+	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts.Env = agentEnv(srv)
+	d := startDocker(t, opts)
+	for _, id := range []string{"t1", "t2"} {
+		if err := d.Launch(t.Context(), newAttempt(t, l, runID, id, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{
+		Filters: make(client.Filters).Add("label", LabelRun+"="+runID).Add("label", LabelRole+"=attempt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := map[string]string{}
+	for _, c := range list.Items {
+		if c.State != container.StateRunning || c.Labels[LabelAttempt] != "1" || c.Labels[LabelVolumes] != l.Root || c.Labels[LabelManaged] != "true" {
+			t.Errorf("container %s: state %s labels %v", shortID(c.ID), c.State, c.Labels)
+		}
+		tasks[c.Labels[LabelTask]] = c.ID
+	}
+	if len(tasks) != 2 || tasks["t1"] == "" || tasks["t2"] == "" || tasks["t1"] == tasks["t2"] {
+		t.Fatalf("running attempt containers by task: %v, want one each for t1 and t2", tasks)
+	}
+	once.Do(func() { close(release) })
+	for _, id := range []string{"t1", "t2"} {
+		rep := waitReport(t, l, id, 1, time.Minute)
+		if rep.Status != protocol.StatusCompleted || !strings.Contains(rep.Body, shortID(tasks[id])) {
+			t.Errorf("%s: %s %q, want completed in its own container %s", id, rep.Status, rep.Body, shortID(tasks[id]))
+		}
+	}
+	waitGone(t, cli, runID)
+}
+
+// TestDockerExecGoToolchain runs acceptance commands in a fresh container
+// of an image with a Go toolchain and no codingagent: `go test` in the
+// given dir passes and fails with its exit code, a timeout is 124, and
+// no container stays.
+func TestDockerExecGoToolchain(t *testing.T) {
+	cli := e2eEngine(t)
+	testImages(t, cli)
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	runID := testRunID(t, cli)
+	opts := testOptions(t, goImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts.Memory, opts.CPUs = "", 0 // the compiler needs more than an agent
+	d := startDocker(t, opts)
+	dir := l.Attempt(runID, "t1", 1) + ".accept"
+	files := map[string]string{
+		"go.mod":      "module example.com/sum\n\ngo 1.22\n",
+		"sum.go":      "package sum\n\nfunc Sum(a, b int) int { return a + b }\n",
+		"sum_test.go": "package sum\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(2, 3) != 5 {\n\t\tt.Fatal(\"wrong sum\")\n\t}\n}\n",
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := d.Exec(t.Context(), dir, "go test ./...", 3*time.Minute)
+	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Output, "ok") || !strings.Contains(res.Output, "example.com/sum") {
+		t.Fatalf("go test = %+v, %v; want it to pass", res, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sum.go"), []byte("package sum\n\nfunc Sum(a, b int) int { return a - b }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = d.Exec(t.Context(), dir, "go test ./...", 3*time.Minute)
+	if err != nil || res.ExitCode != 1 || !strings.Contains(res.Output, "wrong sum") {
+		t.Fatalf("failing go test = %+v, %v; want exit code 1 naming the failure", res, err)
+	}
+	res, err = d.Exec(t.Context(), dir, "sleep 30", time.Second)
+	if err != nil || res.ExitCode != timeoutExitCode || !strings.Contains(res.Output, "timed out after 1s") {
+		t.Fatalf("timed-out command = %+v, %v", res, err)
+	}
+	waitGone(t, cli, runID)
+}
+
+// TestDockerGitInAttemptContainer: in the default image (it has git) the
+// agent's `git status` and `git diff` work in its copy, a self-contained
+// clone owned by the operator.
+func TestDockerGitInAttemptContainer(t *testing.T) {
+	cli := e2eEngine(t)
+	if _, err := cli.ImageInspect(t.Context(), DefaultImage); err != nil {
+		t.Fatalf("this test needs %s (make image): %v", DefaultImage, err)
+	}
+	srv := llmtest.New(t, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey))
+	srv.Handle(shellModel("echo changed >> a.txt && git status --short && git diff --stat"))
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	runID := testRunID(t, cli)
+	opts := testOptions(t, DefaultImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts.Env = agentEnv(srv)
+	d := startDocker(t, opts)
+	a := newAttempt(t, l, runID, "t1", 1)
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = a.Dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	if err := os.WriteFile(filepath.Join(a.Dir, "a.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "a.txt")
+	git("commit", "-qm", "one")
+	if err := d.Launch(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	rep := waitReport(t, l, "t1", 1, time.Minute)
+	if rep.Status != protocol.StatusCompleted || !strings.Contains(rep.Body, " M a.txt") || !strings.Contains(rep.Body, "1 file changed") {
+		t.Fatalf("git in the attempt's container: %s %q", rep.Status, rep.Body)
+	}
+	waitGone(t, cli, runID)
+}
+
+// TestDockerAttemptDies: an attempt's container killed from outside, or
+// OOM-killed, is an Exit for that task naming the cause, and is removed.
+func TestDockerAttemptDies(t *testing.T) {
+	cli := e2eEngine(t)
+	testImages(t, cli)
+	for _, tc := range []struct {
+		name   string
+		memory string
+		kill   bool
+		want   []string
+	}{
+		{name: "killed", kill: true, want: []string{"exited with code 137"}},
+		// The model answers 96 MiB: the agent holding it passes the limit.
+		{name: "out of memory", memory: "48m", want: []string{"out of memory", "limit 48m", "CODEAGENT_CONTAINER_MEMORY"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.New(t, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey), llmtest.WithChunkSize(1<<20))
+			huge := strings.Repeat("x", 96<<20)
+			srv.Handle(func(llmtest.Request) llmtest.Reply {
+				if tc.kill {
+					return llmtest.Reply{Content: "late", Delay: time.Minute}
+				}
+				return llmtest.Text(huge)
+			})
+			l := testLayout(t, os.Getuid(), os.Getgid())
+			runID := testRunID(t, cli)
+			opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+			opts.Env = agentEnv(srv)
+			if tc.memory != "" {
+				opts.Memory = tc.memory
+			}
+			d := startDocker(t, opts)
+			if err := d.Launch(t.Context(), newAttempt(t, l, runID, "t1", 1)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.kill {
+				waitFor(t, "the agent's heartbeat", func() bool { return Alive(l.Watchers(), time.Minute) })
+				for _, id := range containersOfRun(t, cli, runID) {
+					if _, err := cli.ContainerKill(t.Context(), id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			select {
+			case ex := <-d.Exited():
+				if ex.TaskID != "t1" {
+					t.Errorf("Exit for task %q, want t1", ex.TaskID)
+				}
+				for _, want := range tc.want {
+					if ex.Err == nil || !strings.Contains(ex.Err.Error(), want) {
+						t.Errorf("Exit error %v does not mention %q", ex.Err, want)
+					}
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("no Exit within 30s")
+			}
+			waitGone(t, cli, runID)
+		})
+	}
+}
+
+// TestDockerStopOnCancel is Ctrl-C: Stop with a cancelled context stops
+// the running attempt (its agent reports it interrupted) and removes its
+// container.
+func TestDockerStopOnCancel(t *testing.T) {
+	cli := e2eEngine(t)
+	testImages(t, cli)
+	srv := llmtest.New(t, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey))
+	srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "late", Delay: time.Minute} })
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	runID := testRunID(t, cli)
+	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts.Env = agentEnv(srv)
+	d := startDocker(t, opts)
+	if err := d.Launch(t.Context(), newAttempt(t, l, runID, "t1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent's first model call", func() bool { return len(srv.Requests()) > 0 })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := d.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if ids := containersOfRun(t, cli, runID); len(ids) != 0 {
+		t.Errorf("containers left after Stop: %v", ids)
+	}
+	if rep, err := protocol.ReadReport(l.ReportFile("t1")); err != nil || rep.Status != protocol.StatusInterrupted {
+		t.Errorf("report after Stop: %+v, %v; want interrupted", rep, err)
+	}
+	select {
+	case ex := <-d.Exited():
+		t.Errorf("Stop reported the attempt as died: %+v", ex)
+	default:
+	}
+}
+
+// TestDockerRemovesLeftovers: the containers of a run that crashed (never
+// stopped) on these volumes are removed by the next run's Start; another
+// run's live container on other volumes stays.
+func TestDockerRemovesLeftovers(t *testing.T) {
+	cli := e2eEngine(t)
+	testImages(t, cli)
+	srv := llmtest.New(t, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey))
+	srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "late", Delay: time.Minute} })
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	crashed := testRunID(t, cli)
+	opts := testOptions(t, busyboxImage, crashed, l, os.Getuid(), os.Getgid(), nil)
+	opts.Env = agentEnv(srv)
+	d, err := NewDocker(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Launch(t.Context(), newAttempt(t, l, crashed, "t1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Close() // the crash: no Stop
+	left := containersOfRun(t, cli, crashed)
+	if len(left) != 1 {
+		t.Fatalf("the crashed run has %d containers, want 1", len(left))
+	}
+	other := testLayout(t, os.Getuid(), os.Getgid())
+	live := testRunID(t, cli)
+	res, err := cli.ContainerCreate(t.Context(), client.ContainerCreateOptions{
+		Image: busyboxImage,
+		Config: &container.Config{Cmd: []string{"sleep", "60"},
+			Labels: map[string]string{LabelManaged: "true", LabelRun: live, LabelVolumes: other.Root}},
+		HostConfig: &container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: other.Reports(), Target: "/reports"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.ContainerStart(t.Context(), res.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	startDocker(t, testOptions(t, busyboxImage, testRunID(t, cli), l, os.Getuid(), os.Getgid(), nil))
+	if _, err := cli.ContainerInspect(t.Context(), left[0], client.ContainerInspectOptions{}); err == nil {
+		t.Error("the crashed run's attempt container is still there after the next Start")
+	}
+	if _, err := cli.ContainerInspect(t.Context(), res.ID, client.ContainerInspectOptions{}); err != nil {
+		t.Errorf("another run's live container was removed: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestDockerEngineUnreachable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
 	l := testLayout(t, os.Getuid(), os.Getgid())
@@ -62,7 +545,7 @@ func TestDockerEngineUnreachable(t *testing.T) {
 	if !errors.Is(err, ErrEngineUnreachable) {
 		t.Fatalf("err = %v, want ErrEngineUnreachable", err)
 	}
-	for _, want := range []string{"tcp://127.0.0.1:1", "DOCKER_HOST=tcp://127.0.0.1:1", "--runtime local", "contexts are not read"} {
+	for _, want := range []string{"tcp://127.0.0.1:1", "DOCKER_HOST=tcp://127.0.0.1:1", "--runtime local"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -73,303 +556,15 @@ func TestDockerEngineUnreachable(t *testing.T) {
 }
 
 func TestDockerImageMissing(t *testing.T) {
-	engine(t)
+	e2eEngine(t)
 	l := testLayout(t, os.Getuid(), os.Getgid())
-	_, err := NewDocker(t.Context(), DockerOptions{Volumes: l, RunID: "r1", Image: "codeagent/no-such-image:never"})
-	if !errors.Is(err, ErrImageMissing) {
-		t.Fatalf("err = %v, want ErrImageMissing", err)
-	}
-	for _, want := range []string{"codeagent/no-such-image:never", "make image"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %q", err, want)
-		}
-	}
-}
-
-func TestDockerStartExecStop(t *testing.T) {
-	cli := engine(t)
-	image := testWatcherImage(t, cli)
-	users := []struct {
-		name     string
-		uid, gid int
-	}{{"invoking user", os.Getuid(), os.Getgid()}}
-	if os.Getuid() == 0 {
-		// Only root can hand the volumes to another uid.
-		users = append(users, struct {
-			name     string
-			uid, gid int
-		}{"agent uid 10001", 10001, 10001})
-	}
-	for _, u := range users {
-		t.Run(u.name, func(t *testing.T) {
-			l := testLayout(t, u.uid, u.gid)
-			runID := testRunID(t, cli)
-			logs := &syncBuffer{}
-			d := startDocker(t, testOptions(t, image, runID, l, u.uid, u.gid, logs))
-			if d.Exited() == nil {
-				t.Fatal("Exited() is nil for a container the runtime started")
-			}
-
-			execTests := []struct {
-				name, command string
-				timeout       time.Duration
-				wantOut       string
-				wantCode      int
-			}{
-				{"uid", "id -u", time.Minute, strconv.Itoa(u.uid), 0},
-				{"workspace is the working dir", "pwd", time.Minute, containerWorkspace, 0},
-				{"exit code", "echo failing >&2; exit 3", time.Minute, "failing", 3},
-				{"key not in exec env", `echo "key=[$OPENAI_API_KEY]"`, time.Minute, "key=[]", 0},
-				{"timeout", "echo started; sleep 30", time.Second, "timed out after 1s", timeoutExitCode},
-			}
-			for _, tc := range execTests {
-				t.Run(tc.name, func(t *testing.T) {
-					res, err := d.Exec(t.Context(), tc.command, tc.timeout)
-					if err != nil {
-						t.Fatalf("Exec(%q): %v", tc.command, err)
-					}
-					if res.ExitCode != tc.wantCode || !strings.Contains(res.Output, tc.wantOut) {
-						t.Fatalf("Exec(%q) = code %d output %q, want code %d output containing %q",
-							tc.command, res.ExitCode, res.Output, tc.wantCode, tc.wantOut)
-					}
-				})
-			}
-
-			if res, err := d.Exec(t.Context(), "echo hello > owned.txt", time.Minute); err != nil || res.ExitCode != 0 {
-				t.Fatalf("write a file via Exec: %v %+v", err, res)
-			}
-			info, err := os.Stat(filepath.Join(l.Workspace(), "owned.txt"))
-			if err != nil {
-				t.Fatalf("file written in the container is not in the host workspace: %v", err)
-			}
-			if st := info.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid || int(st.Gid) != u.gid {
-				t.Errorf("owned.txt belongs to %d:%d on the host, want %d:%d", st.Uid, st.Gid, u.uid, u.gid)
-			}
-
-			ids := containersOfRun(t, cli, runID)
-			if len(ids) != 1 {
-				t.Fatalf("containers of the run = %d, want 1", len(ids))
-			}
-			assertContainerSpec(t, cli, ids[0], u.uid, u.gid)
-			if out := logs.String(); strings.Contains(out, testKey) || !strings.Contains(out, "key=[redacted]") {
-				t.Errorf("container logs must show the key masked, got:\n%s", out)
-			}
-
-			if err := d.Stop(t.Context()); err != nil {
-				t.Fatalf("Stop: %v", err)
-			}
-			if ids := containersOfRun(t, cli, runID); len(ids) != 0 {
-				t.Errorf("containers left after Stop: %v", ids)
-			}
-			if err := d.Stop(t.Context()); err != nil {
-				t.Errorf("second Stop: %v", err)
-			}
-			select {
-			case err := <-d.Exited():
-				t.Errorf("Exited() delivered %v after a requested Stop", err)
-			default:
-			}
-		})
-	}
-}
-
-// assertContainerSpec checks the isolation settings and that the key is in
-// the env only, never in a label.
-func assertContainerSpec(t *testing.T, cli *client.Client, id string, uid, gid int) {
-	t.Helper()
-	in, err := cli.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := in.Container
-	for k, v := range c.Config.Labels {
-		if strings.Contains(k+v, testKey) {
-			t.Errorf("label %s=%s holds the API key", k, v)
-		}
-	}
-	env := strings.Join(c.Config.Env, "\n")
-	if !strings.Contains(env, "OPENAI_API_KEY="+testKey) {
-		t.Error("OPENAI_API_KEY is not in the container env")
-	}
-	if !strings.Contains(env, "OPENAI_BASE_URL=http://host.docker.internal:8080/v1") {
-		t.Errorf("base URL not rewritten for the container: %s", env)
-	}
-	hc := c.HostConfig
-	checks := []struct {
-		name string
-		ok   bool
-	}{
-		{"user uid:gid", c.Config.User == strconv.Itoa(uid)+":"+strconv.Itoa(gid)},
-		{"cap drop ALL", len(hc.CapDrop) == 1 && hc.CapDrop[0] == "ALL"},
-		{"no-new-privileges", len(hc.SecurityOpt) == 1 && hc.SecurityOpt[0] == "no-new-privileges"},
-		{"not privileged", !hc.Privileged},
-		{"memory 256m, no swap", hc.Memory == 256<<20 && hc.MemorySwap == 256<<20},
-		{"1 cpu", hc.NanoCPUs == 1e9},
-		{"pids 128", hc.PidsLimit != nil && *hc.PidsLimit == 128},
-		{"read-only rootfs", hc.ReadonlyRootfs},
-		{"host gateway alias", len(hc.ExtraHosts) == 1 && hc.ExtraHosts[0] == "host.docker.internal:host-gateway"},
-		{"four bind mounts", len(hc.Mounts) == 4 && hc.Mounts[0].Type == mount.TypeBind},
-		{"labels", c.Config.Labels[LabelManaged] == "true"},
-	}
-	for _, ch := range checks {
-		if !ch.ok {
-			t.Errorf("container spec: %s does not hold (%+v)", ch.name, hc.Resources)
-		}
-	}
-}
-
-func TestDockerRemovesLeftovers(t *testing.T) {
-	cli := engine(t)
-	image := testWatcherImage(t, cli)
-	l := testLayout(t, os.Getuid(), os.Getgid())
-	otherVolumes := testLayout(t, os.Getuid(), os.Getgid())
-	crashed := testRunID(t, cli)
-	live := testRunID(t, cli)
-	create := func(runID string, vols volume.Layout, start bool) string {
-		res, err := cli.ContainerCreate(t.Context(), client.ContainerCreateOptions{
-			Image:  image,
-			Config: &container.Config{Labels: map[string]string{LabelManaged: "true", LabelRun: runID, LabelVolumes: vols.Root}},
-			HostConfig: &container.HostConfig{Mounts: []mount.Mount{
-				{Type: mount.TypeBind, Source: vols.Reports(), Target: containerVolumes + "/reports"},
-			}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if start {
-			if _, err := cli.ContainerStart(t.Context(), res.ID, client.ContainerStartOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return res.ID
-	}
-	stoppedSame := create(crashed, l, false)
-	runningSame := create(crashed, l, true)
-	runningOther := create(live, otherVolumes, true)
-	createdOther := create(live, otherVolumes, false)
-	goneVolumes := testLayout(t, os.Getuid(), os.Getgid())
-	runningGone := create(live, goneVolumes, true)
-	if err := os.RemoveAll(goneVolumes.Root); err != nil {
-		t.Fatal(err)
-	}
-
-	startDocker(t, testOptions(t, image, testRunID(t, cli), l, os.Getuid(), os.Getgid(), nil))
-
-	for _, tc := range []struct {
-		name string
-		id   string
-		kept bool
-	}{
-		{"stopped container of a crashed run", stoppedSame, false},
-		{"running container of a crashed run on the same volumes", runningSame, false},
-		{"running container of another run on other volumes", runningOther, true},
-		{"just created container of another run on other volumes", createdOther, true},
-		{"running container of a run whose volumes dir is gone", runningGone, false},
+	for image, want := range map[string]string{
+		"codeagent/no-such-image:never": "planagent never pulls",
+		DefaultImage + "-missing":       "not found",
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := cli.ContainerInspect(t.Context(), tc.id, client.ContainerInspectOptions{})
-			if kept := err == nil; kept != tc.kept {
-				t.Errorf("kept = %v, want %v (inspect: %v)", kept, tc.kept, err)
-			}
-		})
-	}
-}
-
-// TestDockerExitedOnKill kills the watcher, expects Exited() to say so, and
-// starts the runtime again as the orchestrator does after a death.
-func TestDockerExitedOnKill(t *testing.T) {
-	cli := engine(t)
-	image := testWatcherImage(t, cli)
-	l := testLayout(t, os.Getuid(), os.Getgid())
-	runID := testRunID(t, cli)
-	d := startDocker(t, testOptions(t, image, runID, l, os.Getuid(), os.Getgid(), nil))
-
-	ids := containersOfRun(t, cli, runID)
-	if len(ids) != 1 {
-		t.Fatalf("containers of the run = %d, want 1", len(ids))
-	}
-	if _, err := cli.ContainerKill(t.Context(), ids[0], client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-d.Exited():
-		if err == nil || !strings.Contains(err.Error(), "exited with code 137") {
-			t.Fatalf("Exited() = %v, want an exit with code 137", err)
+		_, err := NewDocker(t.Context(), DockerOptions{Volumes: l, RunID: "r1", Binary: staticCodingAgent(t), Image: image})
+		if !errors.Is(err, ErrImageMissing) || !strings.Contains(err.Error(), image) || !strings.Contains(err.Error(), want) {
+			t.Errorf("image %s: err = %v, want ErrImageMissing naming it and %q", image, err, want)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Exited() delivered nothing within 20s of killing the container")
-	}
-
-	// The orchestrator answers Exited() with Start: a fresh container, the dead one gone.
-	if err := d.Start(t.Context()); err != nil {
-		t.Fatalf("Start after the watcher died: %v", err)
-	}
-	after := containersOfRun(t, cli, runID)
-	if len(after) != 1 || after[0] == ids[0] {
-		t.Fatalf("containers of the run after the restart = %v, want one that is not the killed %s", after, shortID(ids[0]))
-	}
-	if d.Exited() == nil {
-		t.Fatal("Exited() is nil after the restart")
-	}
-	if err := d.Stop(t.Context()); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if left := containersOfRun(t, cli, runID); len(left) != 0 {
-		t.Errorf("containers left after Stop: %v", left)
-	}
-}
-
-func TestDockerStartFailsWhenWatcherExits(t *testing.T) {
-	cli := engine(t)
-	image := testWatcherImage(t, cli)
-	l := testLayout(t, os.Getuid(), os.Getgid())
-	runID := testRunID(t, cli)
-	opts := testOptions(t, image, runID, l, os.Getuid(), os.Getgid(), nil)
-	opts.Env["TEST_EXIT_CODE"] = "3"
-	d, err := NewDocker(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	err = d.Start(t.Context())
-	if err == nil {
-		_ = d.Stop(context.Background())
-		t.Fatal("Start succeeded although the watcher exited")
-	}
-	for _, want := range []string{"exited with code 3", "before its first heartbeat", "failing on purpose with 3", "key=[redacted]"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Start error does not mention %q:\n%v", want, err)
-		}
-	}
-	if strings.Contains(err.Error(), testKey) {
-		t.Errorf("Start error leaks the API key:\n%v", err)
-	}
-	if ids := containersOfRun(t, cli, runID); len(ids) != 0 {
-		t.Errorf("failed Start left containers: %v", ids)
-	}
-}
-
-// TestDockerExitedOnOOM fills the container's memory past its limit: Exited()
-// must name the out-of-memory kill and the limit, not only an exit code.
-func TestDockerExitedOnOOM(t *testing.T) {
-	cli := engine(t)
-	image := testWatcherImage(t, cli)
-	l := testLayout(t, os.Getuid(), os.Getgid())
-	opts := testOptions(t, image, testRunID(t, cli), l, os.Getuid(), os.Getgid(), nil)
-	opts.Memory = "32m"
-	d := startDocker(t, opts)
-
-	if err := os.WriteFile(filepath.Join(l.Workspace(), "oom"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-d.Exited():
-		for _, want := range []string{"out of memory", "limit 32m", "CODEAGENT_CONTAINER_MEMORY"} {
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("Exited() = %v, want it to mention %q", err, want)
-			}
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Exited() delivered nothing within 30s of filling the memory")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +31,9 @@ type LocalOptions struct {
 	Executable string
 	// Env is added to the watcher's environment (the LLM settings).
 	Env []string
+	// APIKey reaches the watcher on a pipe (KeyFDEnv), never in its
+	// environment; OPENAI_API_KEY is removed from what it inherits.
+	APIKey string
 	// Args are extra arguments after `watch` (for example --config FILE).
 	Args         []string
 	Log          io.Writer // the watcher's output, each line prefixed
@@ -43,11 +47,18 @@ type LocalOptions struct {
 // isolation, for development and machines without Docker.
 type Local struct {
 	opts   LocalOptions
+	exited chan Exit
 	mu     sync.Mutex
-	cmd    *exec.Cmd
-	done   chan struct{} // closed when cmd has exited
-	exited chan error
-	stop   bool
+	proc   *localProc // the watcher Start launched last
+}
+
+// localProc is one watcher process. Its stop flag is its own: a process
+// stopped before a restart must not have its exit reported against the
+// new one.
+type localProc struct {
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when cmd has exited
+	stopped atomic.Bool   // Stop asked for the exit
 }
 
 // FindCodingAgent looks next to executable, then on PATH.
@@ -86,7 +97,7 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Local{opts: opts, exited: make(chan error, 1)}, nil
+	return &Local{opts: opts, exited: make(chan Exit, 1)}, nil
 }
 
 // Name is "local".
@@ -111,7 +122,16 @@ func (l *Local) Start(ctx context.Context) error {
 	since := time.Now().Add(-time.Second)
 	args := append([]string{"watch", "--volumes", l.opts.Volumes.Root, "--workspace", l.opts.Volumes.Workspace()}, l.opts.Args...)
 	cmd := exec.Command(l.opts.Binary, args...)
-	cmd.Env = append(os.Environ(), l.opts.Env...)
+	cmd.Env = withoutKey(append(os.Environ(), l.opts.Env...))
+	keyPipe, err := keyPipe(l.opts.APIKey)
+	if err != nil {
+		return err
+	}
+	if keyPipe != nil {
+		defer keyPipe.Close()
+		cmd.ExtraFiles = []*os.File{keyPipe} // fd 3
+		cmd.Env = append(cmd.Env, KeyFDEnv+"=3")
+	}
 	out := NewPrefixWriter(l.opts.Log, "[codingagent] ")
 	if !l.opts.Verbose {
 		out.Keep = WarningsOnly
@@ -123,21 +143,22 @@ func (l *Local) Start(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", l.opts.Binary, err)
 	}
-	done := make(chan struct{})
+	p := &localProc{cmd: cmd, done: make(chan struct{})}
+	done := p.done
 	l.mu.Lock()
-	l.cmd, l.done, l.stop = cmd, done, false
+	l.proc = p
 	l.mu.Unlock()
 	var waitErr error
 	go func() {
 		waitErr = cmd.Wait()
 		out.Flush()
+		// Read before done is closed: Stop returns once done is, and a
+		// restart may follow at once.
+		stopped := p.stopped.Load()
 		close(done)
-		l.mu.Lock()
-		stopping := l.stop
-		l.mu.Unlock()
-		if !stopping {
+		if !stopped {
 			select {
-			case l.exited <- fmt.Errorf("codingagent watch (pid %d) exited: %v", cmd.Process.Pid, waitErr):
+			case l.exited <- Exit{Err: fmt.Errorf("codingagent watch (pid %d) exited: %v", cmd.Process.Pid, waitErr)}:
 			default:
 			}
 		}
@@ -165,11 +186,15 @@ func (l *Local) Start(ctx context.Context) error {
 }
 
 // Exited delivers the watcher's unexpected exit.
-func (l *Local) Exited() <-chan error { return l.exited }
+func (l *Local) Exited() <-chan Exit { return l.exited }
 
-// Exec runs command with sh -c in the workspace.
-func (l *Local) Exec(ctx context.Context, command string, timeout time.Duration) (ExecResult, error) {
-	return ShellExec(ctx, l.opts.Volumes.Workspace(), command, timeout)
+// Launch does nothing: the one watcher process takes every command and
+// works in the copy it names.
+func (l *Local) Launch(context.Context, Attempt) error { return nil }
+
+// Exec runs command with sh -c in dir.
+func (l *Local) Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
+	return ShellExec(ctx, dir, command, timeout)
 }
 
 // ShellExec runs command with /bin/sh -c in dir, killing its whole process
@@ -182,6 +207,7 @@ func ShellExec(ctx context.Context, dir, command string, timeout time.Duration) 
 	defer cancel()
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = dir
+	cmd.Env = withoutKey(os.Environ())
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -222,12 +248,13 @@ func capOutput(s string) string {
 // grace) and SIGKILL after StopGrace.
 func (l *Local) Stop(ctx context.Context) error {
 	l.mu.Lock()
-	cmd, done := l.cmd, l.done
-	l.stop = true
+	p := l.proc
 	l.mu.Unlock()
-	if cmd == nil {
+	if p == nil {
 		return nil
 	}
+	p.stopped.Store(true)
+	cmd, done := p.cmd, p.done
 	select {
 	case <-done:
 		return nil

@@ -1,6 +1,8 @@
-// Package runtime starts and stops the codingagent watcher that serves a
-// volumes tree: in a container through the Docker engine (docker*.go) or as a
-// local subprocess, and runs acceptance commands where the agent works.
+// Package runtime runs the codingagent that carries out each task attempt
+// in the attempt's own workspace copy: a container of its own per attempt
+// through the Docker engine (docker*.go), or a shared watcher (a local
+// subprocess, or a compose watcher found alive) that serves each command in
+// the copy it names; and it runs acceptance commands where the agent works.
 package runtime
 
 import (
@@ -14,11 +16,17 @@ type Runtime interface {
 	Name() string
 	// Start makes sure a codingagent watcher serves the volumes and returns once its heartbeat is seen.
 	Start(ctx context.Context) error
-	// Exited delivers an error when the watcher this runtime started dies unexpectedly
-	// (exit code, OOM); nil channel when it serves through a watcher it did not start.
-	Exited() <-chan error
-	// Exec runs an acceptance command (sh -c) in the workspace as the agent sees it.
-	Exec(ctx context.Context, command string, timeout time.Duration) (ExecResult, error)
+	// Launch starts what carries out an attempt whose command file is
+	// written; where a shared watcher serves every task it does nothing.
+	Launch(ctx context.Context, a Attempt) error
+	// Exited delivers the unexpected death (exit code, OOM) of an attempt's
+	// agent or of the watcher this runtime started; nil channel when it
+	// serves through a watcher it did not start.
+	Exited() <-chan Exit
+	// Exec runs an acceptance command (sh -c) with dir, a host path (the
+	// workspace or a directory under the volumes), as working directory, as
+	// the agent would see it.
+	Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error)
 	// Stop stops and removes what Start created; idempotent; must work with a cancelled ctx.
 	Stop(ctx context.Context) error
 }

@@ -1,5 +1,5 @@
-// Package taskgraph is the plan's task DAG and its state machine (seed 000's
-// TaskManager): validation, topological order, the ready set, status
+// Package taskgraph is the plan's task DAG and its state machine:
+// validation, topological order, the ready set, status
 // transitions with skip propagation and retry, replanning and the summary
 // given to the LLM. It does no I/O.
 //
@@ -51,6 +51,8 @@ type Task struct {
 	// SkippedBy is the failed task that caused the skip, so Retry can restore
 	// exactly the tasks it skipped and the summary can name the cause.
 	SkippedBy string `json:"skipped_by,omitempty"`
+	// BudgetTokens is the task's own token budget (0: the run's).
+	BudgetTokens int `json:"budget_tokens,omitempty"`
 }
 
 func (t Task) clone() Task {
@@ -64,6 +66,8 @@ type Graph struct {
 	tasks []Task         // plan order
 	index map[string]int // id -> position in tasks
 	order []int          // topological, stable by plan order
+	pos   []int          // task -> its place in order
+	deps  [][]int        // task -> its dependencies' positions in tasks
 }
 
 // New validates tasks (non-empty unique ids, known dependencies, no
@@ -104,7 +108,25 @@ func New(tasks []Task) (*Graph, error) {
 		return nil, err
 	}
 	g.order = order
+	g.derive()
 	return g, nil
+}
+
+// derive computes what is kept beside the tasks so that the per-task
+// questions (is it ready, where is it in the order) cost O(its
+// dependencies), not a map lookup per dependency or a scan of the plan.
+func (g *Graph) derive() {
+	g.pos = make([]int, len(g.tasks))
+	for k, i := range g.order {
+		g.pos[i] = k
+	}
+	g.deps = make([][]int, len(g.tasks))
+	for i, t := range g.tasks {
+		g.deps[i] = make([]int, len(t.Dependencies))
+		for k, d := range t.Dependencies {
+			g.deps[i][k] = g.index[d]
+		}
+	}
 }
 
 // topoOrder is planspec's order (stable by plan order), shared with plan
@@ -124,6 +146,16 @@ func (g *Graph) Tasks() []Task {
 		out[i] = t.clone()
 	}
 	return out
+}
+
+// Clone returns an independent copy, e.g. to try a change before making it.
+func (g *Graph) Clone() *Graph {
+	c := &Graph{tasks: g.Tasks(), index: make(map[string]int, len(g.index)), order: slices.Clone(g.order),
+		pos: g.pos, deps: g.deps} // pos and deps are never modified in place
+	for id, i := range g.index {
+		c.index[id] = i
+	}
+	return c
 }
 
 // Get returns a copy of the task with id.
@@ -150,9 +182,17 @@ func (g *Graph) Order() []string {
 
 // Ready returns the pending tasks whose dependencies are all completed, in
 // topological order: the tasks that may be dispatched now.
-func (g *Graph) Ready() []string {
+func (g *Graph) Ready() []string { return g.ReadyN(len(g.tasks)) }
+
+// ReadyN is Ready stopped after n tasks: a dispatcher with n free slots
+// needs no more, and a 10 000-task fan-out would otherwise list thousands
+// of ready tasks for every one it starts.
+func (g *Graph) ReadyN(n int) []string {
 	var ids []string
 	for _, i := range g.order {
+		if len(ids) >= n {
+			break
+		}
 		if g.ready(i) {
 			ids = append(ids, g.tasks[i].ID)
 		}
@@ -160,13 +200,22 @@ func (g *Graph) Ready() []string {
 	return ids
 }
 
+// Position returns id's place (1-based) in the topological order and the
+// number of tasks; 0 for an unknown id.
+func (g *Graph) Position(id string) (int, int) {
+	i, ok := g.index[id]
+	if !ok {
+		return 0, len(g.tasks)
+	}
+	return g.pos[i] + 1, len(g.tasks)
+}
+
 func (g *Graph) ready(i int) bool {
-	t := g.tasks[i]
-	if t.Status != Pending {
+	if g.tasks[i].Status != Pending {
 		return false
 	}
-	for _, d := range t.Dependencies {
-		if g.tasks[g.index[d]].Status != Completed {
+	for _, d := range g.deps[i] {
+		if g.tasks[d].Status != Completed {
 			return false
 		}
 	}

@@ -39,7 +39,7 @@ func (g *Graph) Start(id string) error {
 func (g *Graph) unfinishedDeps(i int) []string {
 	var ids []string
 	for _, d := range g.tasks[i].Dependencies {
-		if g.tasks[g.index[d]].Status != Completed {
+		if g.tasks[g.index[d]].Status != Completed { // only for the error text
 			ids = append(ids, d)
 		}
 	}
@@ -131,7 +131,7 @@ func (g *Graph) downstream(i int) []int {
 		if j == i {
 			continue
 		}
-		if slices.ContainsFunc(g.tasks[j].Dependencies, func(d string) bool { return affected[g.index[d]] }) {
+		if slices.ContainsFunc(g.deps[j], func(d int) bool { return affected[d] }) {
 			affected[j] = true
 			out = append(out, j)
 		}

@@ -1,0 +1,53 @@
+package cmdutil
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// Bad usage exits 2, whether cobra or a command says so; any other failure
+// of a command exits 1.
+func TestMainExitCodes(t *testing.T) {
+	newRoot := func() *cobra.Command {
+		root := &cobra.Command{Use: "prog"}
+		SetupRoot(root)
+		root.PersistentFlags().Int("parallel", 1, "")
+		root.AddCommand(
+			&cobra.Command{Use: "fail", Args: cobra.NoArgs,
+				RunE: func(*cobra.Command, []string) error { return errors.New("write the report: disk full") }},
+			&cobra.Command{Use: "badconfig",
+				RunE: func(*cobra.Command, []string) error { return UsageError(errors.New("parallel must be > 0")) }},
+			&cobra.Command{Use: "ok", Run: func(*cobra.Command, []string) {}},
+		)
+		return root
+	}
+	tests := []struct {
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{[]string{"ok"}, ExitOK, ""},
+		{[]string{"fail"}, ExitFailed, "prog: write the report: disk full"},
+		{[]string{"badconfig"}, ExitUsage, "parallel must be > 0"},
+		{[]string{"fail", "extra"}, ExitUsage, `unknown command "extra"`},
+		{[]string{"ok", "--nope"}, ExitUsage, "unknown flag: --nope (see prog ok --help)"},
+		{[]string{"ok", "--paralel", "2"}, ExitUsage, "unknown flag: --paralel: did you mean --parallel?"},
+		{[]string{"nosuch"}, ExitUsage, `unknown command "nosuch"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			f := &Factory{IO: IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb}}
+			if got := Main(f, newRoot(), tt.args); got != tt.want {
+				t.Errorf("exit %d, want %d; stderr %q", got, tt.want, errb.String())
+			}
+			if !strings.Contains(errb.String(), tt.wantErr) {
+				t.Errorf("stderr %q, want it to contain %q", errb.String(), tt.wantErr)
+			}
+		})
+	}
+}

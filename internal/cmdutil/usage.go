@@ -1,0 +1,68 @@
+package cmdutil
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/codeagent/codeagent/internal/config"
+)
+
+// SetupRoot gives a program's root command what a new user tries first:
+// `--version`, and a suggestion for a mistyped flag.
+func SetupRoot(root *cobra.Command) {
+	root.Version = Version()
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.SetFlagErrorFunc(suggestFlag)
+}
+
+// GoalArg accepts exactly one GOAL argument. An unquoted goal arrives as
+// several words; the error says to quote it rather than count arguments.
+func GoalArg(cmd *cobra.Command, args []string) error { return GoalArgOr("")(cmd, args) }
+
+// GoalArgOr is GoalArg whose missing-GOAL message names another way
+// (e.g. "--plan FILE").
+func GoalArgOr(alternative string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 && alternative != "" {
+			return fmt.Errorf("missing GOAL: say what to do, e.g. %s \"add a /healthz endpoint\", or use %s", cmd.CommandPath(), alternative)
+		}
+		return goalArg(cmd, args)
+	}
+}
+
+func goalArg(cmd *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 1:
+		return nil
+	case len(args) == 0:
+		return fmt.Errorf("missing GOAL: say what to do, e.g. %s \"add a /healthz endpoint\"", cmd.CommandPath())
+	default:
+		return fmt.Errorf("GOAL must be one argument: quote it, e.g. %s %q", cmd.CommandPath(), strings.Join(args, " "))
+	}
+}
+
+// CompleteValues makes flag complete to values in shells (`completion`).
+func CompleteValues(cmd *cobra.Command, flag string, values ...string) {
+	_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// suggestFlag adds "did you mean --x?" to an unknown flag error.
+func suggestFlag(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "unknown flag: --")
+	if !ok {
+		return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
+	}
+	var names []string
+	visit := func(f *pflag.Flag) { names = append(names, f.Name) }
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	best := config.Nearest(name, names)
+	if best == "" {
+		return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
+	}
+	return fmt.Errorf("%w: did you mean --%s?", err, best)
+}

@@ -1,0 +1,111 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Price is what a model costs, in USD per million tokens.
+type Price struct {
+	Input  float64 // prompt tokens
+	Output float64 // completion tokens
+}
+
+const keyPrices = "prices"
+
+// PriceOf is the price of model, and false when the config has none.
+func (c Config) PriceOf(model string) (Price, bool) {
+	p, ok := c.Prices[model]
+	return p, ok
+}
+
+// applyPricesNode parses the prices mapping of a file:
+//
+//	prices:
+//	  gpt-4o-mini: {input: 0.15, output: 0.60}
+func (st *state) applyPricesNode(k, v *yaml.Node, o origin) {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return
+	}
+	before := len(st.errs)
+	fail := func(line int, format string, args ...any) {
+		at := o
+		at.line = line
+		st.errs = append(st.errs, &Error{Where: at.where(), Key: keyPrices, Msg: fmt.Sprintf(format, args...)})
+	}
+	const shape = "a mapping of model name to {input: USD per 1M prompt tokens, output: USD per 1M completion tokens}"
+	if v.Kind != yaml.MappingNode {
+		fail(v.Line, "want %s, got %s", shape, describe(v))
+		return
+	}
+	prices := map[string]Price{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		mk, mv := v.Content[i], resolve(v.Content[i+1])
+		model := mk.Value
+		if mk.Kind != yaml.ScalarNode || strings.TrimSpace(model) == "" {
+			fail(mk.Line, "model names must be plain strings")
+			continue
+		}
+		if _, dup := prices[model]; dup {
+			fail(mk.Line, "model %q is priced twice: keep one", model)
+			continue
+		}
+		if mv.Kind != yaml.MappingNode {
+			fail(mk.Line, "model %q: want {input: X, output: Y} in USD per 1M tokens, got %s", model, describe(mv))
+			continue
+		}
+		var p Price
+		have := map[string]bool{}
+		for j := 0; j+1 < len(mv.Content); j += 2 {
+			fk, fv := mv.Content[j], resolve(mv.Content[j+1])
+			var dst *float64
+			switch fk.Value {
+			case "input":
+				dst = &p.Input
+			case "output":
+				dst = &p.Output
+			default:
+				fail(fk.Line, "model %q: unknown field %q (known: input, output)", model, fk.Value)
+				continue
+			}
+			have[fk.Value] = true
+			x, err := strconv.ParseFloat(strings.TrimSpace(fv.Value), 64)
+			if fv.Kind != yaml.ScalarNode || err != nil || x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+				fail(fv.Line, "model %q: %s must be 0 or more USD per 1M tokens, e.g. 0.15", model, fk.Value)
+				continue
+			}
+			*dst = x
+		}
+		for _, f := range []string{"input", "output"} {
+			if !have[f] {
+				fail(mk.Line, "model %q: %s is missing (USD per 1M tokens)", model, f)
+			}
+		}
+		prices[model] = p
+	}
+	if len(st.errs) == before {
+		st.cfg.Prices = prices
+		st.origins[keyPrices] = o
+	}
+}
+
+func formatPrices(p map[string]Price) string {
+	if len(p) == 0 {
+		return "(none)"
+	}
+	models := make([]string, 0, len(p))
+	for m := range p {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	var parts []string
+	for _, m := range models {
+		parts = append(parts, fmt.Sprintf("%s: in $%g/M, out $%g/M", m, p[m].Input, p[m].Output))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
+)
+
+// Four independent tasks at --parallel 4 in an image that holds only
+// busybox: four attempt containers running at once, each in its own copy,
+// four commits on the user's branch.
+func TestE2EDockerParallelCheckpoints(t *testing.T) {
+	cli := dockerE2E(t)
+	ensureTestImages(t, cli)
+	var tasks []string
+	var scripts []scriptTask
+	for i := 1; i <= 4; i++ {
+		id := fmt.Sprintf("p%d", i)
+		tasks = append(tasks, fmt.Sprintf(`{"id":%q,"title":"Part %d","description":"TOKEN-P%d: write %s.txt","dependencies":[]}`, id, i, i, id))
+		scripts = append(scripts, scriptTask{token: fmt.Sprintf("TOKEN-P%d", i), delay: 3 * time.Second, steps: []llmtest.ToolCall{
+			llmtest.Call("shell_exec", map[string]any{"command": "hostname > " + id + ".txt; ls > seen-by-" + id + ".txt"})}})
+	}
+	plan := `{"title":"Parts","overview":"Four parts.","tasks":[` + strings.Join(tasks, ",") + `]}`
+	f := &fakeModel{plan: plan, tasks: scripts, started: make(chan string, 8)}
+	e := newDockerRunEnv(t, f)
+	ws := gitWorkspace(t, e)
+	volumes := runtime.LabelVolumes + "=" + e.volumes
+	attempts := watchContainers(t, cli, volumes, runtime.LabelRole+"=attempt")
+
+	starts := map[string]time.Time{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for len(starts) < 4 {
+			select {
+			case tok := <-f.started:
+				starts[tok] = time.Now()
+			case <-time.After(2 * time.Minute):
+				return
+			}
+		}
+	}()
+	out, stderr, code := e.run("run", "--runtime", "docker", "--image", busyboxImage, "--parallel", "4", "--workspace", ws, "--yes", "four parts")
+	<-done
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	// Each task's model call waits 3 s; all four began within that window,
+	// so the four agents ran at the same time.
+	var first, last time.Time
+	for _, at := range starts {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	if len(starts) != 4 || last.Sub(first) >= 3*time.Second {
+		t.Errorf("the four tasks did not run at once: starts %v", starts)
+	}
+	if n := len(attempts.settled(t)); n != 4 {
+		t.Errorf("%d attempt containers, want 4", n)
+	}
+	hosts := map[string]bool{}
+	for i := 1; i <= 4; i++ {
+		id := fmt.Sprintf("p%d", i)
+		hosts[strings.TrimSpace(readFile(t, ws, id+".txt"))] = true
+		// Each copy held the user's files and none of the other tasks'.
+		seen := readFile(t, ws, "seen-by-"+id+".txt")
+		if !strings.Contains(seen, "notes.txt") {
+			t.Errorf("%s's copy lacks the user's files:\n%s", id, seen)
+		}
+		for j := 1; j <= 4; j++ {
+			if other := fmt.Sprintf("p%d.txt", j); j != i && strings.Contains(seen, other) {
+				t.Errorf("%s's copy held %s of another task:\n%s", id, other, seen)
+			}
+		}
+	}
+	if len(hosts) != 4 {
+		t.Errorf("the tasks ran in %d containers, want 4: %v", len(hosts), hosts)
+	}
+	log := gitIn(t, ws, "log", "--format=%s", "-4")
+	for i := 1; i <= 4; i++ {
+		if !strings.Contains(log, fmt.Sprintf("p%d: Part %d", i, i)) {
+			t.Errorf("history lacks p%d's commit:\n%s", i, log)
+		}
+	}
+	if n := gitIn(t, ws, "rev-list", "--count", "HEAD"); n != "5" {
+		t.Errorf("%s commits, want the user's and four", n)
+	}
+	runID, _ := e.runState()
+	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
+}

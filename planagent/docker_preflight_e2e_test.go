@@ -1,0 +1,61 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The model server answers on the host's 127.0.0.1 only (Ollama's default
+// bind): planagent must find out from inside a container before planning,
+// and say in one line which URL the container used and what to do.
+func TestE2EDockerPreflightModelOnLoopbackOnly(t *testing.T) {
+	dockerE2E(t)
+	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	e := newRunEnv(t, f) // listens on 127.0.0.1
+	start := time.Now()
+	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "write greeting files")
+	took := time.Since(start)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	want := "http://host.docker.internal:" + strconv.Itoa(e.srv.Port()) + "/v1"
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	if len(lines) != 1 {
+		t.Errorf("not one line:\n%s", stderr)
+	}
+	for _, w := range []string{"does not answer from inside the container", want, "connect", "0.0.0.0", "OPENAI_BASE_URL"} {
+		if !strings.Contains(last, w) {
+			t.Errorf("the error line lacks %q:\n%s", w, stderr)
+		}
+	}
+	if n := len(e.srv.Requests()); n != 0 {
+		t.Errorf("%d model requests before the preflight failed (the planner ran)", n)
+	}
+	t.Logf("refused in %s; stderr:\n%s", took.Round(time.Millisecond), stderr)
+}
+
+// The same with the compose watcher serving the volumes: the probe runs
+// inside it, with the environment compose gave it.
+func TestE2EDockerComposePreflightModelOnLoopbackOnly(t *testing.T) {
+	dockerE2E(t)
+	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	e := newRunEnv(t, f) // listens on 127.0.0.1 only
+	composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1")
+	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "write greeting files")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	for _, w := range []string{"does not answer from inside the container", "in the compose watcher", "http://host.docker.internal:" + strconv.Itoa(e.srv.Port()) + "/v1", "0.0.0.0"} {
+		if !strings.Contains(last, w) {
+			t.Errorf("the error line lacks %q:\n%s", w, stderr)
+		}
+	}
+	if n := len(e.srv.Requests()); n != 0 {
+		t.Errorf("%d model requests before the preflight failed", n)
+	}
+}

@@ -1,0 +1,287 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// entry is a file of a commit's tree.
+type entry struct {
+	mode, blob string
+}
+
+// Advance moves HEAD (the branch, or a detached HEAD) from old to new and
+// the workspace's files with it. Only the files that differ between the two
+// commits are written or removed, and only when each is still as old has
+// it (or already as new has it: a move cut short by a crash is finished by
+// running it again); any other content is someone's work, so nothing is
+// changed and the error names those files. old and new need not be related:
+// rollback moves back the same way.
+func (r *Repo) Advance(ctx context.Context, old, new string) error {
+	head, err := r.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head != old && head != new {
+		return fmt.Errorf("%w: HEAD is at %s, not at %s where the run left it", ErrMoved, short(head), short(old))
+	}
+	out, err := r.g.run(ctx, "diff", "--name-only", "-z", "--no-renames", old, new)
+	if err != nil {
+		return err
+	}
+	paths := splitZ(out)
+	if len(paths) > 0 {
+		if err := r.moveFiles(ctx, old, new, paths); err != nil {
+			return err
+		}
+	}
+	if head != new {
+		ref := r.branch
+		args := []string{"update-ref", "-m", "codeagent: checkpoint"}
+		if ref == "" {
+			args = append(args, "--no-deref", "HEAD")
+		} else {
+			args = append(args, ref)
+		}
+		if _, err := r.g.run(ctx, append(args, new, old)...); err != nil {
+			return fmt.Errorf("move %s to %s: %w", r.Branch(), short(new), err)
+		}
+	}
+	// The index follows HEAD; the files already do.
+	if _, err := r.g.run(ctx, "read-tree", new); err != nil {
+		return err
+	}
+	_, _ = r.g.run(ctx, "update-index", "-q", "--refresh")
+	return nil
+}
+
+func (r *Repo) moveFiles(ctx context.Context, old, new string, paths []string) error {
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	from, err := r.tree(ctx, old, want)
+	if err != nil {
+		return err
+	}
+	to, err := r.tree(ctx, new, want)
+	if err != nil {
+		return err
+	}
+	cur, err := r.current(ctx, paths)
+	if err != nil {
+		return err
+	}
+	var changed []string
+	for _, p := range paths {
+		c := cur[p]
+		if c == from[p].blob || c == to[p].blob {
+			continue
+		}
+		changed = append(changed, p)
+	}
+	if len(changed) > 0 {
+		return &ChangedError{Files: changed}
+	}
+	var blobs []string
+	for _, p := range paths {
+		if e := to[p]; e.blob != "" && cur[p] != e.blob && e.mode != "160000" {
+			blobs = append(blobs, e.blob)
+		}
+	}
+	contents, err := r.blobs(ctx, blobs)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		e := to[p]
+		full := filepath.Join(r.workTree, filepath.FromSlash(p))
+		switch {
+		case e.mode == "160000" || cur[p] == e.blob:
+			continue
+		case e.blob == "":
+			if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("remove %s: %w", p, err)
+			}
+		default:
+			if err := writeEntry(full, e.mode, contents[e.blob]); err != nil {
+				return fmt.Errorf("write %s: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ChangedError names workspace files changed by someone else since the
+// run's last checkpoint.
+type ChangedError struct{ Files []string }
+
+func (e *ChangedError) Error() string {
+	return "files changed in the workspace since the run's last checkpoint: " + strings.Join(e.Files, ", ") +
+		" (commit or revert them first)"
+}
+
+// tree lists the entries of commit's tree among paths.
+func (r *Repo) tree(ctx context.Context, commit string, paths map[string]bool) (map[string]entry, error) {
+	out, err := r.g.run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]entry{}
+	for _, line := range splitZ(out) {
+		meta, path, ok := strings.Cut(line, "\t")
+		if !ok || !paths[path] {
+			continue
+		}
+		f := strings.Fields(meta)
+		if len(f) == 3 {
+			m[path] = entry{mode: f[0], blob: f[2]}
+		}
+	}
+	return m, nil
+}
+
+// current hashes the workspace's files at paths as git would; a missing
+// file is "".
+func (r *Repo) current(ctx context.Context, paths []string) (map[string]string, error) {
+	m := map[string]string{}
+	var regular []string
+	for _, p := range paths {
+		full := filepath.Join(r.workTree, filepath.FromSlash(p))
+		fi, err := os.Lstat(full)
+		switch {
+		case err != nil:
+			m[p] = ""
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(full)
+			if err != nil {
+				return nil, err
+			}
+			h, err := r.g.runIn(ctx, []byte(target), "hash-object", "--stdin")
+			if err != nil {
+				return nil, err
+			}
+			m[p] = strings.TrimSpace(h)
+		case fi.Mode().IsRegular():
+			regular = append(regular, p)
+		default:
+			m[p] = "not a file"
+		}
+	}
+	if len(regular) == 0 {
+		return m, nil
+	}
+	out, err := r.g.runIn(ctx, []byte(strings.Join(regular, "\n")+"\n"), "hash-object", "--stdin-paths")
+	if err != nil {
+		return nil, err
+	}
+	hashes := strings.Fields(out)
+	if len(hashes) != len(regular) {
+		return nil, fmt.Errorf("git hash-object: %d hashes for %d files", len(hashes), len(regular))
+	}
+	for i, p := range regular {
+		m[p] = hashes[i]
+	}
+	return m, nil
+}
+
+// blobs reads the contents of blobs in one git process.
+func (r *Repo) blobs(ctx context.Context, ids []string) (map[string][]byte, error) {
+	m := map[string][]byte{}
+	if len(ids) == 0 {
+		return m, nil
+	}
+	out, err := r.g.runIn(ctx, []byte(strings.Join(ids, "\n")+"\n"), "cat-file", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	rd := bufio.NewReader(strings.NewReader(out))
+	for range ids {
+		header, err := rd.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("git cat-file: %w", err)
+		}
+		f := strings.Fields(header)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("git cat-file: unexpected %q", strings.TrimSpace(header))
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return nil, fmt.Errorf("git cat-file: size %q", f[2])
+		}
+		buf := make([]byte, n+1) // the content and its newline
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return nil, fmt.Errorf("git cat-file: %w", err)
+		}
+		m[f[0]] = buf[:n]
+	}
+	return m, nil
+}
+
+// writeEntry writes one file of a tree: atomically (temp file and rename),
+// with the tree's executable bit, or as a symlink.
+func writeEntry(full, mode string, content []byte) error {
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	if mode == "120000" {
+		_ = os.Remove(full)
+		return os.Symlink(string(bytes.TrimRight(content, "\x00")), full)
+	}
+	perm := os.FileMode(0o644)
+	if mode == "100755" {
+		perm = 0o755
+	}
+	// The temp file's name is fixed per target, so a move killed between
+	// writing it and renaming it leaves nothing behind once redone: the
+	// redo writes the same target through the same temp file.
+	base := filepath.Base(full)
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	tmp, err := os.OpenFile(filepath.Join(filepath.Dir(full), "."+base+".codeagent-write"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), full)
+}
+
+// Rollback moves the workspace and HEAD back to the checkpoint to. It
+// refuses, naming the files, when the workspace differs from HEAD; the
+// commits it leaves behind stay reachable under refs/codeagent/rollback/.
+func (r *Repo) Rollback(ctx context.Context, to string) error {
+	dirty, err := r.Dirty(ctx)
+	if err != nil {
+		return err
+	}
+	if len(dirty) > 0 {
+		return &ChangedError{Files: dirty}
+	}
+	head, err := r.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := r.g.run(ctx, "update-ref", "refs/codeagent/rollback/"+head, head); err != nil {
+		return err
+	}
+	return r.Advance(ctx, head, to)
+}

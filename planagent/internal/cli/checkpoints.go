@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+)
+
+// openCheckpoints opens the checkpoint repository of the workspace: the
+// user's git repository when the workspace is the top of one, otherwise a
+// shadow repository under the volumes.
+func (s *session) openCheckpoints(ctx context.Context) (*checkpoint.Repo, error) {
+	ws := s.layout.Workspace()
+	repo, err := checkpoint.Open(ctx, ws, checkpoint.ShadowDir(filepath.Join(s.layout.Root, "checkpoints"), ws), []string{s.layout.Root})
+	if err != nil {
+		return nil, cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
+	}
+	// Copies thrown away are kept for the next attempts (one per parallel
+	// task and one for acceptance), so a copy costs the files that changed.
+	repo.SetPool(checkpoint.ShadowDir(filepath.Join(s.layout.Attempts(), ".pool"), repo.GitDir()), max(1, s.cfg.Parallel)+1)
+	return repo, nil
+}
+
+// refuseDirty refuses a workspace with uncommitted work: a run commits each
+// task on top of HEAD and moves the workspace's files with it, so the
+// user's own changes are never mixed in or overwritten.
+func refuseDirty(ctx context.Context, repo *checkpoint.Repo) error {
+	dirty, err := repo.Dirty(ctx)
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
+	}
+	if len(dirty) == 0 {
+		return nil
+	}
+	shown := dirty
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("and %d more", len(dirty)-10))
+	}
+	return cmdutil.UsageError(fmt.Errorf("the workspace %s has uncommitted changes: %s. A run commits each task on top of HEAD and never touches your own work: commit them or `git stash -u` them first (or run on a clean checkout)",
+		repo.WorkTree(), strings.Join(shown, ", ")))
+}
+
+// startCheckpoints prepares the checkpoints of a new run and says in one
+// line where they go.
+func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoint.Repo, *orchestrator.Checkpoints, error) {
+	repo, err := s.openCheckpoints(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := repo.Snapshot(ctx); err != nil {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
+	}
+	if err := refuseDirty(ctx, repo); err != nil {
+		return nil, nil, err
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
+	}
+	if repo.Mode() == "git" {
+		branch := repo.Branch()
+		if branch == "" {
+			branch = "detached HEAD"
+		}
+		fmt.Fprintf(w, "checkpoints: each task becomes one commit on %s (git repository %s)\n", branch, repo.WorkTree())
+	} else {
+		fmt.Fprintf(w, "checkpoints: each task becomes one commit in the shadow repository %s (the workspace is not a git repository and gets no .git)\n", repo.GitDir())
+	}
+	return repo, &orchestrator.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}, nil
+}
+
+// resumeCheckpoints reopens a run's checkpoints. Commits the user added on
+// top of the run's last checkpoint are kept (the run goes on from them);
+// a branch that went elsewhere, or uncommitted work, is refused.
+func (s *session) resumeCheckpoints(ctx context.Context, st *orchestrator.State, w io.Writer) (*checkpoint.Repo, error) {
+	cp := st.Checkpoints
+	if cp == nil {
+		return nil, nil // a run from before checkpoints: one shared workspace
+	}
+	repo, err := s.openCheckpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if repo.Mode() != cp.Mode || repo.Branch() != cp.Branch {
+		return nil, cmdutil.UsageError(fmt.Errorf("run %s commits to %s %q, but the workspace is now on %s %q: switch back (git switch %s) to resume",
+			st.RunID, cp.Mode, cp.Branch, repo.Mode(), repo.Branch(), cp.Branch))
+	}
+	for _, in := range st.Info {
+		if in.Merging != "" {
+			return repo, nil // a move cut short: the orchestrator finishes it, file by file
+		}
+	}
+	if err := refuseDirty(ctx, repo); err != nil {
+		return nil, err
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return nil, cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
+	}
+	if head != cp.Head {
+		if !repo.IsAncestor(ctx, cp.Head, head) {
+			return nil, cmdutil.UsageError(fmt.Errorf("run %s: HEAD %s is not on top of the run's last checkpoint %s: the branch was reset or rewritten; `planagent rollback %s --start` or start a new run",
+				st.RunID, short(head), short(cp.Head), st.RunID))
+		}
+		fmt.Fprintf(w, "checkpoints: going on from your commits on top of the run's (%s)\n", short(head))
+		cp.Head = head
+	}
+	return repo, nil
+}
+
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// repoOption is the orchestrator's Repo, nil (not a nil pointer in an
+// interface) for a run without checkpoints.
+func repoOption(repo *checkpoint.Repo) orchestrator.Repo {
+	if repo == nil {
+		return nil
+	}
+	return repo
+}
+
+// failpoint kills planagent with SIGKILL at the point named by
+// CODEAGENT_FAILPOINT: how the end-to-end tests prove that a crash in the
+// middle of a merge is repaired by resume. Unset, it does nothing.
+func failpoint() func(string) {
+	at := os.Getenv("CODEAGENT_FAILPOINT")
+	if at == "" {
+		return nil
+	}
+	return func(name string) {
+		if name == at {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+// DiffOptions are the arguments of `planagent diff`.
+type DiffOptions struct {
+	Run, Task string
+}
+
+// NewCmdDiff builds `planagent diff`.
+func NewCmdDiff(f *cmdutil.Factory, runF func(*cobra.Command, *DiffOptions) error) *cobra.Command {
+	opts := &DiffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff [RUN] [TASK]",
+		Short: "Print what a run, or one of its tasks, changed (a git patch)",
+		Long: `Print the patch of TASK's checkpoint (its one commit), or with no TASK the
+whole run's: from the commit it started from to its last checkpoint. RUN
+defaults to the latest run; a single argument that is not a run id is a task
+of the latest run.`,
+		Example: `  planagent diff
+  planagent diff add-tests
+  planagent diff run-20261121-084500-1a2b add-tests | git apply --stat`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch len(args) {
+			case 2:
+				opts.Run, opts.Task = args[0], args[1]
+			case 1:
+				if strings.HasPrefix(args[0], "run-") {
+					opts.Run = args[0]
+				} else {
+					opts.Task = args[0]
+				}
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runDiff(cmd, f, opts)
+		},
+	}
+	return cmd
+}
+
+func runDiff(cmd *cobra.Command, f *cmdutil.Factory, opts *DiffOptions) error {
+	ctx := cmd.Context()
+	s, err := newSession(f, cmd)
+	if err != nil {
+		return err
+	}
+	st, repo, err := s.runCheckpoints(ctx, opts.Run)
+	if err != nil {
+		return err
+	}
+	from, to := st.Checkpoints.Start, st.Checkpoints.Head
+	if opts.Task != "" {
+		in, ok := st.Info[opts.Task]
+		t, known := taskOf(st, opts.Task)
+		if !ok || !known {
+			return cmdutil.UsageError(fmt.Errorf("run %s has no task %q (see `planagent status %s`)", st.RunID, opts.Task, st.RunID))
+		}
+		if t.Status != taskgraph.Completed {
+			return cmdutil.UsageError(fmt.Errorf("task %s is %s: only a completed task has a checkpoint", opts.Task, t.Status))
+		}
+		if in.Commit == "" {
+			fmt.Fprintf(f.IO.Err, "task %s completed without changing any file\n", opts.Task)
+			return nil
+		}
+		from, to = in.Commit+"^", in.Commit
+	}
+	patch, err := repo.Diff(ctx, from, to)
+	if err != nil {
+		return fmt.Errorf("diff: %w", err)
+	}
+	fmt.Fprint(f.IO.Out, patch)
+	return nil
+}
+
+// RollbackOptions are the arguments of `planagent rollback`.
+type RollbackOptions struct {
+	Run   string
+	To    string
+	Start bool
+}
+
+// NewCmdRollback builds `planagent rollback`.
+func NewCmdRollback(f *cmdutil.Factory, runF func(*cobra.Command, *RollbackOptions) error) *cobra.Command {
+	opts := &RollbackOptions{}
+	cmd := &cobra.Command{
+		Use:   "rollback [RUN] (--to TASK | --start)",
+		Short: "Put the workspace back to a task's checkpoint, or to where the run began",
+		Long: `Move the workspace (and the branch the run commits to) back to the checkpoint
+right after TASK completed, or with --start to the commit the run started
+from. The tasks completed after that point become pending again, and
+` + "`planagent resume`" + ` redoes them.
+
+It refuses, exit 2, when the workspace has changes that are not committed,
+or when commits were added on top of the run's: they would be lost. The
+commits it takes off the branch stay in the repository under
+refs/codeagent/rollback/.`,
+		Example: `  planagent rollback --to add-parser
+  planagent rollback run-20261121-084500-1a2b --start`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Run = args[0]
+			}
+			if (opts.To == "") == !opts.Start {
+				return cmdutil.UsageError(errors.New("say where to go back to: --to TASK or --start"))
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runRollback(cmd, f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.To, "to", "", "the task whose checkpoint to go back to")
+	cmd.Flags().BoolVar(&opts.Start, "start", false, "go back to where the run began")
+	return cmd
+}
+
+func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) error {
+	ctx := cmd.Context()
+	s, err := newSession(f, cmd)
+	if err != nil {
+		return err
+	}
+	st, err := orchestrator.LoadState(s.layout, opts.Run, false)
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	lock, err := runlock.Acquire(s.layout.Run(st.RunID))
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("run %s: %w", st.RunID, err))
+	}
+	defer lock.Release()
+	st, repo, err := s.runCheckpoints(ctx, st.RunID)
+	if err != nil {
+		return err
+	}
+	cp := st.Checkpoints
+	target, keep, what := cp.Start, 0, "where the run began"
+	if opts.To != "" {
+		t, ok := taskOf(st, opts.To)
+		in := st.Info[opts.To]
+		if !ok || in == nil {
+			return cmdutil.UsageError(fmt.Errorf("run %s has no task %q (see `planagent status %s`)", st.RunID, opts.To, st.RunID))
+		}
+		if t.Status != taskgraph.Completed || in.Checkpoint == "" {
+			return cmdutil.UsageError(fmt.Errorf("task %s is %s: only a completed task has a checkpoint to go back to", opts.To, t.Status))
+		}
+		target, keep, what = in.Checkpoint, in.Merge, "the checkpoint after "+opts.To
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head != cp.Head {
+		return cmdutil.UsageError(fmt.Errorf("HEAD %s is not the run's last checkpoint %s: commits made since would be taken off the branch; move them elsewhere first", short(head), short(cp.Head)))
+	}
+	if err := repo.Rollback(ctx, target); err != nil {
+		var changed *checkpoint.ChangedError
+		if errors.As(err, &changed) {
+			return cmdutil.UsageError(fmt.Errorf("the workspace has changes since the run's last checkpoint: %s; commit or revert them first (nothing was rolled back)", strings.Join(changed.Files, ", ")))
+		}
+		return fmt.Errorf("rollback: %w", err)
+	}
+	reset := resetAfter(st, keep)
+	cp.Head = target
+	if cp.Merges > keep {
+		cp.Merges = keep
+	}
+	if len(reset) > 0 && st.Status.Finished() {
+		st.Status = orchestrator.RunInterrupted // resumable
+	}
+	if err := st.Save(s.layout, time.Now()); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.Out, "rolled back to %s (%s)\n", what, short(target))
+	if len(reset) > 0 {
+		fmt.Fprintf(f.IO.Out, "pending again: %s\nredo them with `planagent resume %s`\n", strings.Join(reset, ", "), st.RunID)
+	}
+	return nil
+}
+
+// resetAfter makes every task that is not completed at or before the
+// checkpoint numbered keep pending again and returns those that had been
+// completed or tried.
+func resetAfter(st *orchestrator.State, keep int) []string {
+	var reset []string
+	for i := range st.Tasks {
+		t := &st.Tasks[i]
+		in := st.Info[t.ID]
+		if in == nil {
+			in = &orchestrator.TaskInfo{}
+			st.Info[t.ID] = in
+		}
+		if t.Status == taskgraph.Completed && in.Merge > 0 && in.Merge <= keep {
+			continue
+		}
+		if t.Status != taskgraph.Pending || t.Attempts > 0 {
+			reset = append(reset, t.ID)
+		}
+		// Attempts count on, so the redone attempt gets a copy, a session and
+		// an archived report of its own.
+		t.Status, t.Result, t.Error, t.SkippedBy = taskgraph.Pending, "", "", ""
+		in.Commit, in.Checkpoint, in.Merge, in.Base, in.Merging, in.Hints = "", "", 0, "", "", nil
+		in.History = append(in.History, "rolled back")
+	}
+	return reset
+}
+
+// runCheckpoints loads a run and its checkpoint repository.
+func (s *session) runCheckpoints(ctx context.Context, runID string) (*orchestrator.State, *checkpoint.Repo, error) {
+	st, err := orchestrator.LoadState(s.layout, runID, false)
+	if err != nil {
+		return nil, nil, cmdutil.UsageError(err)
+	}
+	if st.Checkpoints == nil {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("run %s has no checkpoints (it was started by a planagent without them)", st.RunID))
+	}
+	if st.Settings != nil && st.Settings.Workspace != "" {
+		// The run's own workspace, whatever --workspace says now.
+		if s.layout, err = volume.New(s.layout.Root, st.Settings.Workspace); err != nil {
+			return nil, nil, cmdutil.UsageError(err)
+		}
+	}
+	repo, err := s.openCheckpoints(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if repo.Mode() != st.Checkpoints.Mode {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("run %s keeps its checkpoints in a %s repository, but the workspace %s now has a %s one: run from the run's workspace (--workspace)",
+			st.RunID, st.Checkpoints.Mode, s.layout.Workspace(), repo.Mode()))
+	}
+	return st, repo, nil
+}
+
+func taskOf(st *orchestrator.State, id string) (taskgraph.Task, bool) {
+	for _, t := range st.Tasks {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return taskgraph.Task{}, false
+}

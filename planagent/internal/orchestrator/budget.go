@@ -1,0 +1,66 @@
+package orchestrator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/events"
+)
+
+// Budget bounds a run. When one of Tokens, Time or USD is reached no new
+// task starts; the tasks in flight finish and the run ends paused. Zero
+// values are no limit.
+type Budget struct {
+	Tokens int           // every token of the run: agents, planner, decisions
+	Time   time.Duration // the run's running time (State.Elapsed)
+	USD    float64       // the cost of those tokens, priced by Cost
+	// Cost prices tokens in USD; the caller makes sure it exists when USD
+	// is set (a USD budget without prices is a usage error).
+	Cost func(prompt, completion int) float64
+	// TaskTokens is each task's token budget unless the plan gives the
+	// task its own: past it the agent stops and the task fails ("budget").
+	TaskTokens int
+}
+
+// agentTokens is every token the run's agents have reported so far.
+func (st *State) agentTokens() (prompt, completion int) {
+	for _, in := range st.Info {
+		prompt += in.Tokens.Prompt
+		completion += in.Tokens.Completion
+	}
+	return prompt, completion
+}
+
+// exceeded names the budget that used has reached, "" when none has.
+func (b Budget) exceeded(prompt, completion int, elapsed time.Duration) string {
+	if total := prompt + completion; b.Tokens > 0 && total >= b.Tokens {
+		return fmt.Sprintf("token budget reached: %d of %d tokens used", total, b.Tokens)
+	}
+	if b.Time > 0 && elapsed >= b.Time {
+		return fmt.Sprintf("time budget reached: ran %s of %s", elapsed.Round(time.Second), b.Time)
+	}
+	if b.USD > 0 && b.Cost != nil {
+		if c := b.Cost(prompt, completion); c >= b.USD {
+			return fmt.Sprintf("cost budget reached: $%.4f of $%.2f", c, b.USD)
+		}
+	}
+	return ""
+}
+
+// budgetReached is the reached budget of the run ("" when none), announced
+// once as a log event when it is first seen.
+func (r *run) budgetReached() string {
+	// Every token of the run: the agents' (kept as a running total: the
+	// run is checked on every step, and summing every task's tokens each
+	// time made a 10 000-task run quadratic) and the planner's and the
+	// decider's.
+	p, c := r.agentPrompt+r.st.Usage.Prompt, r.agentCompletion+r.st.Usage.Completion
+	reason := r.o.opts.Budget.exceeded(p, c, r.elapsed+r.o.opts.Now().Sub(r.started))
+	if reason != "" && !r.budgetNoted {
+		r.budgetNoted = true
+		r.o.opts.Logger.Info("budget reached: no new task starts", "why", reason)
+		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+			Text: reason + ": no new task starts; the run pauses once the tasks in flight finish"})
+	}
+	return reason
+}

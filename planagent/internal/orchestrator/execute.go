@@ -1,0 +1,184 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+// apply carries out next's actions in order. Each state change is recorded
+// before the side effect that depends on it, so a crash between the two is
+// repaired by resume.
+func (r *run) apply(ctx context.Context, acts []action) error {
+	for _, a := range acts {
+		if err := r.do(ctx, a); err != nil {
+			return err
+		}
+	}
+	// One fsync for the batch's journal records (a dispatch syncs before
+	// its command is written).
+	return r.st.Sync()
+}
+
+func (r *run) do(ctx context.Context, a action) error {
+	switch a := a.(type) {
+	case actDispatch:
+		return r.dispatch(ctx, a.ID)
+	case actRecord:
+		info := r.info(a.ID)
+		rep := a.Report
+		info.Attempt = rep.Attempt
+		info.Summary = rep.Summary
+		info.FilesChanged = rep.FilesChanged
+		info.Tokens.Prompt += rep.Tokens.Prompt
+		info.Tokens.Completion += rep.Tokens.Completion
+		r.agentPrompt += rep.Tokens.Prompt
+		r.agentCompletion += rep.Tokens.Completion
+		info.Duration += time.Duration(rep.Duration)
+		return nil
+	case actAccept:
+		r.startAcceptance(ctx, a.ID)
+		return nil
+	case actMerge:
+		r.enqueueMerge(a.ID)
+		return nil
+	case actComplete:
+		if a.Commit != "" {
+			if err := r.integrate(ctx, a.ID, a.Commit); err != nil {
+				// Not the task's fault, but its result cannot reach the
+				// workspace: the decision step hears why.
+				return r.apply(ctx, next(r.view(), evMerged{ID: a.ID, Failure: fmt.Sprintf("update the workspace with the merged result: %v", err)}))
+			}
+		}
+		r.dropCopy(a.ID)
+		info := r.info(a.ID)
+		r.checkpointed(info)
+		info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(a.Summary, 300)))
+		if err := r.g.Complete(a.ID, oneLine(a.Summary, 500)); err != nil {
+			return err
+		}
+		r.end(a.ID, "completed")
+		if err := r.record(a.ID); err != nil {
+			return err
+		}
+		return r.afterReport(a.ID)
+	case actFail:
+		r.dropCopy(a.ID)
+		info := r.info(a.ID)
+		info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
+		if err := r.g.Fail(a.ID, a.Reason); err != nil {
+			return err
+		}
+		r.issues = append(r.issues, fmt.Sprintf("%s failed: %s", a.ID, oneLine(a.Reason, 200)))
+		r.end(a.ID, "failed")
+		if err := r.save(); err != nil {
+			return err
+		}
+		return r.afterReport(a.ID)
+	case actAsk:
+		r.startDecision(ctx, a.Failure)
+		return nil
+	case actDecide:
+		r.st.Decisions = append(r.st.Decisions, Decision{Time: r.o.opts.Now(), Task: a.ID, Action: a.Action, Reason: a.Reason, Hints: a.Hints})
+		r.o.opts.Events.Emit(events.Event{Type: events.Decision, RunID: r.st.RunID, TaskID: a.ID, Status: a.Action,
+			Text: a.Reason, Data: map[string]any{"hints": a.Hints, "invalid": a.Invalid}})
+		return r.record()
+	case actRetry:
+		if err := r.g.Retry(a.ID); err != nil {
+			return err
+		}
+		r.info(a.ID).Hints = a.Hints
+		return r.save()
+	case actRequeue:
+		r.dropCopy(a.ID)
+		info := r.info(a.ID)
+		info.History = append(info.History, fmt.Sprintf("attempt %d: %s", info.Attempt, a.Note))
+		info.closeSpan("interrupted", r.o.opts.Now())
+		r.endTrace(a.ID, "interrupted")
+		if err := r.g.Fail(a.ID, a.Note); err != nil {
+			return err
+		}
+		if err := r.g.Retry(a.ID); err != nil {
+			return err
+		}
+		return r.save()
+	case actReplan:
+		if err := r.g.Replace(a.Tasks); err != nil {
+			return fmt.Errorf("replan: %w", err) // next validated it on a clone
+		}
+		for _, t := range r.g.Tasks() {
+			r.info(t.ID)
+		}
+		return r.save()
+	case actAbort:
+		r.aborted = true
+		return nil
+	case actRestart:
+		r.o.opts.Logger.Warn("the coding agent died; retrying its tasks on a fresh one", "err", a.Cause)
+		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, Text: fmt.Sprintf("coding agent died: %v", a.Cause)})
+		if err := r.o.opts.Runtime.Start(ctx); err != nil {
+			return fmt.Errorf("restart the coding agent: %w", err)
+		}
+		return nil
+	case actFinish:
+		r.st.Status, r.st.Paused = a.Status, a.Paused
+		r.done = true
+		r.clearAttempts(ctx)
+		return r.save()
+	}
+	return fmt.Errorf("orchestrator: unknown action %T", a)
+}
+
+// startAcceptance runs the task's acceptance commands off the loop, so the
+// other tasks' reports are handled meanwhile; the result comes back as
+// evAccepted. ctx cancels it (Ctrl-C).
+func (r *run) startAcceptance(ctx context.Context, id string) {
+	t, _ := r.g.Get(id)
+	summary := r.info(id).Summary
+	r.accepting++
+	go func() {
+		r.send(evAccepted{ID: id, Failure: r.accept(ctx, t), Summary: summary})
+	}()
+}
+
+// accept runs the acceptance commands in the shared workspace (a run
+// without checkpoints); "" means all passed.
+func (r *run) accept(ctx context.Context, t taskgraph.Task) string {
+	return r.runAcceptance(ctx, r.o.opts.Layout.Workspace(), t.Acceptance)
+}
+
+// runAcceptance runs commands in dir through the runtime; "" means all passed.
+func (r *run) runAcceptance(ctx context.Context, dir string, commands []string) string {
+	for _, c := range commands {
+		res, err := r.o.opts.Runtime.Exec(ctx, dir, c, r.o.opts.AcceptTime)
+		if err != nil {
+			return fmt.Sprintf("acceptance command %q could not run: %v", c, err)
+		}
+		if res.ExitCode != 0 {
+			return fmt.Sprintf("acceptance command %q exited %d: %s", c, res.ExitCode, tail(res.Output, 1500))
+		}
+	}
+	return ""
+}
+
+// startDecision asks the decider off the loop; the answer comes back as
+// evDecided. ctx cancels the call (Ctrl-C).
+func (r *run) startDecision(ctx context.Context, f Failure) {
+	r.deciding++
+	go func() {
+		v := r.o.opts.Decider.Decide(ctx, f)
+		r.send(evDecided{ID: f.Task.ID, Verdict: v})
+	}()
+}
+
+// send hands an off-loop result to the loop, or drops it once Drive has
+// returned (the run was interrupted; resume redoes the work).
+func (r *run) send(ev event) {
+	select {
+	case r.results <- ev:
+	case <-r.stopped:
+	}
+}

@@ -1,0 +1,251 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+)
+
+// Each attempt works in its own copy of the workspace, made from the
+// integration state (State.Checkpoints.Head) when it is dispatched. A
+// completed attempt's changes become one commit, re-applied onto the
+// integration state in completion order (the merge queue, one at a time);
+// the task's acceptance commands run on a copy of that merged tree, and
+// only then does the integration state — the user's branch and files —
+// move. A failed attempt's copy is thrown away, shell-made files and all.
+
+// Repo is what the orchestrator needs of the checkpoint repository.
+type Repo interface {
+	// NewCopy makes a self-contained copy of the tree at commit in dir.
+	NewCopy(ctx context.Context, dir, commit string) error
+	// Squash commits everything in the copy at dir (agent commits included)
+	// as one commit on top of base with the message given, and returns it;
+	// base itself when nothing changed.
+	Squash(ctx context.Context, dir, base, subject, body string) (string, error)
+	// Apply re-applies commit (one commit on top of base) onto onto without
+	// touching any working tree; a conflict is a *checkpoint.ConflictError.
+	Apply(ctx context.Context, dir, base, commit, onto string) (string, error)
+	// Advance moves the integration branch and the workspace files from old
+	// to new, refusing to overwrite a file changed since.
+	Advance(ctx context.Context, old, new string) error
+	// Head is the commit the integration branch is at.
+	Head(ctx context.Context) (string, error)
+	// RemoveCopy throws a copy away.
+	RemoveCopy(dir string) error
+	// DropKeeps forgets what kept the run's unmerged commits alive.
+	DropKeeps(ctx context.Context) error
+}
+
+// mergeJob is a completed attempt waiting in the merge queue.
+type mergeJob struct {
+	id, subject, body string
+	dir, base         string
+	acceptance        []string
+	attempt           int
+}
+
+// isolated reports whether attempts work in copies (a run with checkpoints).
+func (r *run) isolated() bool {
+	return r.o.opts.Repo != nil && r.st.Checkpoints != nil
+}
+
+// prepareCopy makes the attempt's copy of the integration state, replacing
+// whatever a crashed earlier try left at that path.
+func (r *run) prepareCopy(ctx context.Context, id string, info *TaskInfo) error {
+	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt)
+	if err := r.o.opts.Repo.RemoveCopy(dir); err != nil {
+		return fmt.Errorf("task %s: clear the attempt's copy: %w", id, err)
+	}
+	if err := r.o.opts.Repo.NewCopy(ctx, dir, info.Base); err != nil {
+		return fmt.Errorf("task %s: copy the workspace for attempt %d: %w", id, info.Attempt, err)
+	}
+	return nil
+}
+
+// dropCopy throws the copy of the attempt that just ended away.
+func (r *run) dropCopy(id string) {
+	if !r.isolated() {
+		return
+	}
+	info := r.info(id)
+	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt)
+	if err := r.o.opts.Repo.RemoveCopy(dir); err != nil {
+		r.o.opts.Logger.Warn("remove the attempt's copy", "task", id, "dir", dir, "err", err)
+	}
+}
+
+// enqueueMerge puts a completed attempt in the merge queue.
+func (r *run) enqueueMerge(id string) {
+	t, _ := r.g.Get(id)
+	info := r.info(id)
+	r.queue = append(r.queue, mergeJob{
+		id: id, subject: id + ": " + titleOf(t), body: info.Summary,
+		dir: r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt), base: info.Base,
+		acceptance: t.Acceptance, attempt: info.Attempt,
+	})
+	r.accepting++
+}
+
+// pumpMerges starts the next merge when none is running. Merges go one at a
+// time, each onto the state the previous one left.
+func (r *run) pumpMerges(ctx context.Context) {
+	if r.merging || len(r.queue) == 0 {
+		return
+	}
+	job := r.queue[0]
+	r.queue = r.queue[1:]
+	r.merging = true
+	onto := r.st.Checkpoints.Head
+	go func() {
+		r.send(r.merge(ctx, job, onto))
+	}()
+}
+
+// merge commits the attempt, applies it onto the integration state and runs
+// the acceptance commands on the result. It moves nothing: the loop
+// advances the integration state when the verdict is in.
+func (r *run) merge(ctx context.Context, job mergeJob, onto string) evMerged {
+	repo := r.o.opts.Repo
+	out := evMerged{ID: job.id, Summary: job.body}
+	commit, err := repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
+	if err != nil {
+		out.Failure = fmt.Sprintf("commit the attempt's changes: %v", err)
+		return out
+	}
+	out.Candidate = onto
+	if commit != job.base {
+		out.Candidate, err = repo.Apply(ctx, job.dir, job.base, commit, onto)
+		var conflict *checkpoint.ConflictError
+		if errors.As(err, &conflict) {
+			out.Conflict = conflict.Files
+			return out
+		}
+		if err != nil {
+			out.Failure = fmt.Sprintf("merge the attempt's changes: %v", err)
+			return out
+		}
+		out.Changed = true
+	}
+	if len(job.acceptance) == 0 {
+		return out
+	}
+	// The acceptance commands see the merged tree, not the attempt's copy:
+	// what passes is what the user gets.
+	dir := job.dir + ".accept"
+	defer func() {
+		if err := repo.RemoveCopy(dir); err != nil {
+			r.o.opts.Logger.Warn("remove the acceptance copy", "dir", dir, "err", err)
+		}
+	}()
+	if err := repo.RemoveCopy(dir); err != nil {
+		out.Failure = fmt.Sprintf("clear the acceptance copy: %v", err)
+		return out
+	}
+	if err := repo.NewCopy(ctx, dir, out.Candidate); err != nil {
+		out.Failure = fmt.Sprintf("copy the merged tree for the acceptance commands: %v", err)
+		return out
+	}
+	out.Failure = r.runAcceptance(ctx, dir, job.acceptance)
+	return out
+}
+
+// integrate moves the integration state to a merged attempt's commit. The
+// target is saved first, so a crash in between is finished by resume.
+func (r *run) integrate(ctx context.Context, id, candidate string) error {
+	cp := r.st.Checkpoints
+	info := r.info(id)
+	if candidate == cp.Head {
+		return nil // nothing changed
+	}
+	info.Merging = candidate
+	if err := r.record(id); err != nil {
+		return err
+	}
+	if err := r.st.Sync(); err != nil { // before the branch moves
+		return err
+	}
+	r.failpoint("advance")
+	if err := r.o.opts.Repo.Advance(ctx, cp.Head, candidate); err != nil {
+		info.Merging = ""
+		return err
+	}
+	r.failpoint("advanced")
+	cp.Head, info.Commit, info.Merging = candidate, candidate, ""
+	return nil
+}
+
+// recoverMerges finishes what a crash interrupted between saving a merge's
+// target and recording it: the branch is at the target (done) or still at
+// the old head (advance again). Anything else means the branch was moved by
+// someone else; that task's merge is redone from its report.
+func (r *run) recoverMerges(ctx context.Context) error {
+	if !r.isolated() {
+		return nil
+	}
+	cp := r.st.Checkpoints
+	for id, info := range r.st.Info {
+		if info.Merging == "" {
+			continue
+		}
+		head, err := r.o.opts.Repo.Head(ctx)
+		if err != nil {
+			return fmt.Errorf("recover the merge of %s: %w", id, err)
+		}
+		switch head {
+		case info.Merging:
+		case cp.Head:
+			if err := r.o.opts.Repo.Advance(ctx, cp.Head, info.Merging); err != nil {
+				return fmt.Errorf("recover the merge of %s: %w", id, err)
+			}
+		default:
+			r.o.opts.Logger.Warn("the branch moved during an interrupted merge; merging the task again", "task", id, "head", head)
+			info.Merging = ""
+			continue
+		}
+		if err := r.g.Complete(id, oneLine(info.Summary, 500)); err != nil {
+			return err
+		}
+		cp.Head, info.Commit, info.Merging = info.Merging, info.Merging, ""
+		r.checkpointed(info)
+		info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(info.Summary, 300)))
+		if err := r.save(); err != nil {
+			return err
+		}
+		r.dropCopy(id)
+	}
+	return nil
+}
+
+func (r *run) failpoint(name string) {
+	if r.o.opts.Failpoint != nil {
+		r.o.opts.Failpoint(name)
+	}
+}
+
+// checkpointed records where a task that just completed left the
+// integration state, for rollback.
+func (r *run) checkpointed(info *TaskInfo) {
+	if !r.isolated() {
+		return
+	}
+	cp := r.st.Checkpoints
+	cp.Merges++
+	info.Merge, info.Checkpoint = cp.Merges, cp.Head
+}
+
+// clearAttempts removes what is left of the run's copies once it ends.
+func (r *run) clearAttempts(ctx context.Context) {
+	if !r.isolated() {
+		return
+	}
+	if err := r.o.opts.Repo.DropKeeps(context.WithoutCancel(ctx)); err != nil {
+		r.o.opts.Logger.Warn("drop the run's keep refs", "err", err)
+	}
+	dir := r.o.opts.Layout.Attempts() + "/" + r.st.RunID
+	if err := os.RemoveAll(dir); err != nil {
+		r.o.opts.Logger.Warn("remove the run's attempt copies", "dir", dir, "err", err)
+	}
+}

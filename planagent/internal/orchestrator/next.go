@@ -1,0 +1,362 @@
+package orchestrator
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+// The run is a loop of event → next → actions. next is the one place that
+// decides what happens; it reads the graph and the run's bookkeeping and
+// does no I/O, so every rule (retry budget, acceptance, decisions, when the
+// run ends) is table-tested in next_test.go. The executor (execute.go)
+// carries the actions out; slow work (acceptance commands, asking the
+// decider) runs off the loop and comes back as events.
+
+// event is something that happened to the run.
+type event interface{ isEvent() }
+
+// evSettle follows every other event: start what can start, or end the run.
+type evSettle struct{}
+
+// evReport: the report of the attempt in flight arrived.
+type evReport struct {
+	ID     string
+	Report *protocol.Report
+}
+
+// evBadReport: the report of the attempt in flight cannot be read.
+type evBadReport struct {
+	ID  string
+	Err error
+}
+
+// evAccepted: the acceptance commands finished; Failure is "" when all
+// passed. Summary is the agent's, from its report.
+type evAccepted struct {
+	ID, Failure, Summary string
+}
+
+// evDecided: the decider answered about a failed task.
+type evDecided struct {
+	ID      string
+	Verdict Verdict
+}
+
+// evMerged: the merge queue is done with a completed attempt. Candidate is
+// the integration state with the attempt applied (Changed says whether it
+// differs); Conflict names the files that clashed with work merged since
+// the attempt's copy was made; Failure is a failed commit, merge or
+// acceptance command.
+type evMerged struct {
+	ID, Candidate, Failure, Summary string
+	Changed                         bool
+	Conflict                        []string
+}
+
+// evTimedOut: no report within the task timeout.
+type evTimedOut struct{ ID string }
+
+// evAgentDied: the agent running these tasks died before reporting. Shared
+// means the one watcher serving every task died, so it must be restarted.
+type evAgentDied struct {
+	IDs    []string
+	Cause  error
+	Shared bool
+}
+
+func (evSettle) isEvent()    {}
+func (evReport) isEvent()    {}
+func (evBadReport) isEvent() {}
+func (evAccepted) isEvent()  {}
+func (evDecided) isEvent()   {}
+func (evTimedOut) isEvent()  {}
+func (evMerged) isEvent()    {}
+func (evAgentDied) isEvent() {}
+
+// action is one thing the executor does.
+type action interface{ isAction() }
+
+// actDispatch starts a pending task's next attempt.
+type actDispatch struct{ ID string }
+
+// actRecord books a report's summary, files, tokens and time on the task.
+type actRecord struct {
+	ID     string
+	Report *protocol.Report
+}
+
+// actAccept runs the task's acceptance commands (off the loop) → evAccepted.
+type actAccept struct{ ID string }
+
+// actMerge queues a completed attempt for the merge (off the loop) → evMerged.
+type actMerge struct{ ID string }
+
+// actComplete marks the task completed; with checkpoints, Commit is the
+// merged state the integration branch moves to first.
+type actComplete struct{ ID, Summary, Commit string }
+
+// actFail marks the task failed (its dependants are skipped) and notes why.
+type actFail struct{ ID, Reason string }
+
+// actAsk asks the decider (off the loop) about a failure → evDecided.
+type actAsk struct{ Failure Failure }
+
+// actRetry sends a failed task again; Hints reach the next attempt.
+type actRetry struct {
+	ID    string
+	Hints []string
+}
+
+// actRequeue sends a task again whose attempt ended through no fault of its
+// own (the agent was interrupted or died), without asking anyone.
+type actRequeue struct{ ID, Note string }
+
+// actReplan replaces every unfinished task with Tasks (validated by next).
+type actReplan struct{ Tasks []taskgraph.Task }
+
+// actAbort stops dispatching: the run ends once nothing is in flight.
+type actAbort struct{}
+
+// actDecide records a decision about a failed task and tells the operator.
+type actDecide struct {
+	ID, Action, Reason, Invalid string
+	Hints                       []string
+}
+
+// actRestart starts a fresh shared watcher after the old one died.
+type actRestart struct{ Cause error }
+
+// actFinish ends the run with Status; Paused says which budget paused it.
+type actFinish struct {
+	Status RunStatus
+	Paused string
+}
+
+func (actDispatch) isAction() {}
+func (actRecord) isAction()   {}
+func (actAccept) isAction()   {}
+func (actMerge) isAction()    {}
+func (actComplete) isAction() {}
+func (actFail) isAction()     {}
+func (actAsk) isAction()      {}
+func (actRetry) isAction()    {}
+func (actRequeue) isAction()  {}
+func (actReplan) isAction()   {}
+func (actAbort) isAction()    {}
+func (actDecide) isAction()   {}
+func (actRestart) isAction()  {}
+func (actFinish) isAction()   {}
+
+// view is what next reads: the graph and what is under way. next never
+// changes it.
+type view struct {
+	g          *taskgraph.Graph
+	running    int  // attempts waiting for their report
+	accepting  int  // acceptance runs under way
+	deciding   int  // decider calls under way
+	isolated   bool // attempts work in copies and are merged (a run with checkpoints)
+	aborted    bool
+	parallel   int
+	maxRetries int
+	decider    bool // a decider is configured; without one the rules below decide
+	// budget names the run budget that is reached ("" while none is): no
+	// new task starts, and once nothing is under way the run pauses.
+	budget string
+}
+
+// spareAttempts is how many attempts beyond --max-retries a task gets for
+// interruptions and agent deaths, which are not its fault; a task that kills
+// every agent it runs on still ends.
+const spareAttempts = 2
+
+// attemptsLeft is the one retry budget: how many more attempts a task may
+// have after its last one ended, for a failure of its own (spare false) or
+// through no fault of its own (spare true).
+func attemptsLeft(t taskgraph.Task, maxRetries int, spare bool) int {
+	limit := maxRetries + 1
+	if spare {
+		limit += spareAttempts
+	}
+	return limit - t.Attempts
+}
+
+// next decides what to do about ev.
+func next(v view, ev event) []action {
+	switch ev := ev.(type) {
+	case evSettle:
+		return settle(v)
+	case evReport:
+		return onReport(v, ev)
+	case evBadReport:
+		return failure(v, ev.ID, fmt.Sprintf("unreadable report: %v", ev.Err))
+	case evAccepted:
+		if ev.Failure != "" {
+			return failure(v, ev.ID, ev.Failure)
+		}
+		return []action{actComplete{ID: ev.ID, Summary: ev.Summary}}
+	case evMerged:
+		return onMerged(v, ev)
+	case evTimedOut:
+		return failure(v, ev.ID, "no report within the task timeout")
+	case evAgentDied:
+		return onDeath(v, ev)
+	case evDecided:
+		return onVerdict(v, ev.ID, ev.Verdict)
+	}
+	panic(fmt.Sprintf("orchestrator: unknown event %T", ev))
+}
+
+// settle dispatches ready tasks up to the parallel limit; with nothing left
+// to wait for, it ends the run. Nothing starts while the decider is asked:
+// its answer may replace the unfinished tasks or stop the run.
+func settle(v view) []action {
+	var out []action
+	if !v.aborted && v.deciding == 0 && v.budget == "" {
+		for _, id := range v.g.ReadyN(v.parallel - v.running) {
+			out = append(out, actDispatch{ID: id})
+		}
+	}
+	if len(out) > 0 || v.running > 0 || v.accepting > 0 || v.deciding > 0 {
+		return out
+	}
+	status := RunFailed
+	switch {
+	case v.aborted:
+		status = RunAborted
+	case v.budget != "" && !v.g.Done():
+		return []action{actFinish{Status: RunPaused, Paused: v.budget}}
+	case v.g.Counts()[taskgraph.Completed] == len(v.g.Tasks()):
+		status = RunCompleted
+	}
+	return []action{actFinish{Status: status}}
+}
+
+func onReport(v view, ev evReport) []action {
+	rec := actRecord{ID: ev.ID, Report: ev.Report}
+	t, _ := v.g.Get(ev.ID)
+	switch ev.Report.Status {
+	case protocol.StatusCompleted:
+		if v.isolated {
+			return []action{rec, actMerge{ID: ev.ID}}
+		}
+		if len(t.Acceptance) > 0 {
+			return []action{rec, actAccept{ID: ev.ID}}
+		}
+		return []action{rec, actComplete{ID: ev.ID, Summary: ev.Report.Summary}}
+	case protocol.StatusInterrupted:
+		// The watcher was stopped mid-task: nothing is wrong with the task.
+		if attemptsLeft(t, v.maxRetries, true) > 0 {
+			return []action{rec, actRequeue{ID: ev.ID, Note: "interrupted"}}
+		}
+		return append([]action{rec}, failure(v, ev.ID, "interrupted too many times")...)
+	default:
+		msg := ev.Report.Error
+		if msg == "" {
+			msg = ev.Report.Summary
+		}
+		if ev.Report.Reason == protocol.ReasonBudget {
+			// The decider hears it was the budget, not the work, that ended it.
+			return append([]action{rec}, failure(v, ev.ID, "budget: the agent passed the task's token budget: "+msg)...)
+		}
+		return append([]action{rec}, failure(v, ev.ID, "the agent reported failure: "+msg)...)
+	}
+}
+
+// onMerged completes a merged attempt; a conflict sends the task again on
+// the new base (an attempt of its budget), naming the files.
+func onMerged(v view, ev evMerged) []action {
+	switch {
+	case len(ev.Conflict) > 0:
+		t, _ := v.g.Get(ev.ID)
+		files := strings.Join(ev.Conflict, ", ")
+		reason := "merge conflict in " + files + " with work merged since the attempt started"
+		if attemptsLeft(t, v.maxRetries, false) <= 0 {
+			return failure(v, ev.ID, reason)
+		}
+		hint := "Your previous attempt conflicted with changes merged meanwhile in " + files +
+			": this attempt starts from the current state; read those files again and make your change on top of them."
+		return []action{actFail{ID: ev.ID, Reason: reason},
+			actDecide{ID: ev.ID, Action: "retry", Reason: reason + "; redone on the new base", Hints: []string{hint}},
+			actRetry{ID: ev.ID, Hints: []string{hint}}}
+	case ev.Failure != "":
+		return failure(v, ev.ID, ev.Failure)
+	}
+	a := actComplete{ID: ev.ID, Summary: ev.Summary}
+	if ev.Changed {
+		a.Commit = ev.Candidate
+	}
+	return []action{a}
+}
+
+func onDeath(v view, ev evAgentDied) []action {
+	var out []action
+	for _, id := range ev.IDs {
+		t, _ := v.g.Get(id)
+		if attemptsLeft(t, v.maxRetries, true) > 0 {
+			out = append(out, actRequeue{ID: id, Note: fmt.Sprintf("the coding agent died (%v)", ev.Cause)})
+			continue
+		}
+		out = append(out, failure(v, id, fmt.Sprintf("the coding agent died %d times while running it; last: %v", t.Attempts, ev.Cause))...)
+	}
+	if ev.Shared {
+		out = append(out, actRestart{Cause: ev.Cause})
+	}
+	return out
+}
+
+// failure fails the task, then asks the decider, or without one retries
+// while attempts are left.
+func failure(v view, id, reason string) []action {
+	t, _ := v.g.Get(id)
+	left := attemptsLeft(t, v.maxRetries, false)
+	out := []action{actFail{ID: id, Reason: reason}}
+	if v.decider {
+		// The graph's copy of the task does not carry the new error yet.
+		t.Status, t.Error = taskgraph.Failed, reason
+		return append(out, actAsk{Failure: Failure{Task: t, Error: reason, PlanSummary: v.g.Summary(), AttemptsLeft: left}})
+	}
+	if left > 0 {
+		return append(out, actDecide{ID: id, Action: "retry", Reason: "attempts left"}, actRetry{ID: id})
+	}
+	return append(out, actDecide{ID: id, Action: "continue", Reason: "retries exhausted (--max-retries)"})
+}
+
+// onVerdict turns the decider's answer into actions, holding it to the
+// rules: no retry past the budget, a replan that validates like a plan.
+func onVerdict(v view, id string, vd Verdict) []action {
+	t, _ := v.g.Get(id)
+	if t.Status != taskgraph.Failed {
+		return nil // a replan or abort already dealt with it
+	}
+	reason := vd.Reason
+	if reason == "" && vd.Invalid != "" {
+		reason = "the decision was unusable: " + vd.Invalid
+	}
+	d := actDecide{ID: id, Action: vd.Action, Reason: reason, Hints: vd.Hints, Invalid: vd.Invalid}
+	switch vd.Action {
+	case "retry":
+		if attemptsLeft(t, v.maxRetries, false) <= 0 {
+			d.Action, d.Reason = "continue", "retries exhausted (--max-retries); "+reason
+			return []action{d}
+		}
+		return []action{d, actRetry{ID: id, Hints: vd.Hints}}
+	case "replan":
+		tasks, err := replanTasks(v.g, vd.Replan)
+		if err == nil {
+			err = v.g.Clone().Replace(tasks)
+		}
+		if err != nil {
+			d.Action, d.Reason = "continue", fmt.Sprintf("replan rejected (%v); continuing without %s", err, id)
+			return []action{d}
+		}
+		return []action{d, actReplan{Tasks: tasks}}
+	case "abort":
+		return []action{d, actAbort{}}
+	default:
+		d.Action = "continue"
+		return []action{d}
+	}
+}

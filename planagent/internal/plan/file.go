@@ -1,0 +1,168 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxFileTasks bounds a plan file: a checked-in task graph may be far
+// larger than what a planner is allowed to produce.
+const MaxFileTasks = 10000
+
+// maxFileSize bounds what ReadFile reads (10 000 tasks of a few hundred
+// bytes each fit easily).
+const maxFileSize = 64 << 20
+
+// ReadFile reads a plan file: YAML or JSON (JSON is read as YAML, so
+// `planagent plan --json` output is a valid file) in the create_plan
+// schema, validated as a planner's plan is, up to MaxFileTasks tasks.
+// Every error names the file and, where it has one, the line.
+func ReadFile(file string) (*Plan, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("plan file: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("plan file %s is not a regular file: give the path of a YAML or JSON plan", file)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read plan file %s: %w", file, err)
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("plan file %s is larger than %d MiB", file, maxFileSize>>20)
+	}
+	return ParseFile(file, data)
+}
+
+// fileDoc is a plan file's top level: the plan, with "steps" accepted for
+// "tasks" as create_plan accepts it.
+type fileDoc struct {
+	Plan  `yaml:",inline"`
+	Steps []Task `yaml:"steps"`
+}
+
+// ParseFile decodes and validates the content of a plan file called name.
+// Unlike create_plan arguments (where models add fields freely), an
+// unknown field is an error: in a file it is a typo that would silently
+// drop, say, a task's dependencies.
+func ParseFile(name string, data []byte) (*Plan, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: the plan file is empty: write {title, overview, tasks: [{id, description, dependencies}]} in YAML or JSON (see `planagent plan GOAL --json`)", name)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fileError(name, err)
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		line := 1
+		if len(root.Content) > 0 {
+			line = root.Content[0].Line
+		}
+		return nil, fmt.Errorf("%w: %s:%d: a plan file is a mapping with title, overview and tasks, not a %s", ErrInvalidPlan, name, line, nodeKind(&root))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var doc fileDoc
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fileError(name, err)
+	}
+	p := doc.Plan
+	tasksKey := "tasks"
+	if len(p.Tasks) == 0 && len(doc.Steps) > 0 {
+		p.Tasks, tasksKey = doc.Steps, "steps"
+	}
+	if err := Validate(&p, Limits{MaxTasks: MaxFileTasks}); err != nil {
+		var ve *ValidationError
+		if !errors.As(err, &ve) {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		lines := taskLines(root.Content[0], tasksKey)
+		msgs := make([]string, len(ve.Problems))
+		for i, problem := range ve.Problems {
+			line := 0
+			if i < len(ve.Tasks) && ve.Tasks[i] >= 0 && ve.Tasks[i] < len(lines) {
+				line = lines[ve.Tasks[i]]
+			}
+			if line > 0 {
+				msgs[i] = fmt.Sprintf("%s:%d: %s", name, line, problem)
+			} else {
+				msgs[i] = fmt.Sprintf("%s: %s", name, problem)
+			}
+		}
+		return nil, fmt.Errorf("%w:\n%s", ErrInvalidPlan, strings.Join(msgs, "\n"))
+	}
+	return &p, nil
+}
+
+// taskLines returns the line of each task of the plan mapping m.
+func taskLines(m *yaml.Node, key string) []int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && m.Content[i+1].Kind == yaml.SequenceNode {
+			seq := m.Content[i+1].Content
+			lines := make([]int, len(seq))
+			for k, t := range seq {
+				lines[k] = t.Line
+			}
+			return lines
+		}
+	}
+	return nil
+}
+
+func nodeKind(root *yaml.Node) string {
+	if len(root.Content) == 0 {
+		return "empty document"
+	}
+	switch root.Content[0].Kind {
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return "single value"
+	}
+	return "mapping"
+}
+
+var (
+	yamlLine     = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	unknownField = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
+)
+
+// fileError rewrites a YAML error as "file:line: problem" lines, naming the
+// known fields when a field is unknown.
+func fileError(name string, err error) error {
+	var lines []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		lines = te.Errors
+	} else {
+		lines = []string{err.Error()}
+	}
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		m := yamlLine.FindStringSubmatch(l)
+		if m == nil {
+			out = append(out, fmt.Sprintf("%s: %s", name, strings.TrimPrefix(l, "yaml: ")))
+			continue
+		}
+		problem := m[2]
+		if f := unknownField.FindStringSubmatch(problem); f != nil {
+			if strings.HasSuffix(f[2], ".Task") {
+				problem = fmt.Sprintf("unknown task field %q (a task has id, title, description, dependencies, acceptance, risks)", f[1])
+			} else {
+				problem = fmt.Sprintf("unknown plan field %q (a plan has title, overview, tasks, risks, testing_strategy)", f[1])
+			}
+		}
+		out = append(out, fmt.Sprintf("%s:%s: %s", name, m[1], problem))
+	}
+	return fmt.Errorf("%w:\n%s", ErrInvalidPlan, strings.Join(out, "\n"))
+}

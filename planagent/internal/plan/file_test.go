@@ -1,0 +1,140 @@
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const yamlPlan = `title: Add a health check
+overview: A /healthz endpoint and its test.
+testing_strategy: go test ./...
+tasks:
+  - id: handler
+    title: The handler
+    description: |
+      Add GET /healthz returning 200 "ok".
+    dependencies: []
+    acceptance: ["go build ./..."]
+  - id: test
+    description: Test the handler.
+    dependencies: [handler]
+`
+
+func writePlanFile(t *testing.T, name, content string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func TestReadFileYAMLAndJSON(t *testing.T) {
+	p, err := ReadFile(writePlanFile(t, "plan.yaml", yamlPlan))
+	if err != nil {
+		t.Fatalf("ReadFile(yaml): %v", err)
+	}
+	if p.Title != "Add a health check" || len(p.Tasks) != 2 || p.Tasks[1].Dependencies[0] != "handler" ||
+		p.Tasks[0].Acceptance[0] != "go build ./..." || p.TestingStrategy != "go test ./..." ||
+		p.Tasks[0].Description != "Add GET /healthz returning 200 \"ok\".\n" {
+		t.Errorf("yaml plan decoded as %+v", p)
+	}
+	// What `planagent plan GOAL --json` prints (an indented encoding of the
+	// plan, null dependencies included) is a valid plan file.
+	p.Tasks[0].Dependencies = nil
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ReadFile(writePlanFile(t, "plan.json", string(b)+"\n"))
+	if err != nil {
+		t.Fatalf("ReadFile(json): %v\n%s", err, b)
+	}
+	if q.Title != p.Title || len(q.Tasks) != 2 || q.Tasks[0].Description != p.Tasks[0].Description || q.Tasks[1].Dependencies[0] != "handler" {
+		t.Errorf("json plan decoded as %+v", q)
+	}
+	steps, err := ParseFile("steps.yaml", []byte("title: t\noverview: o\nsteps:\n  - id: a\n    description: do a\n"))
+	if err != nil || len(steps.Tasks) != 1 || steps.Tasks[0].ID != "a" {
+		t.Errorf("steps alias: %+v, %v", steps, err)
+	}
+}
+
+func TestReadFileTenThousandTasks(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("title: chain\noverview: a long chain\ntasks:\n")
+	for i := range MaxFileTasks {
+		fmt.Fprintf(&b, "  - id: t%05d\n    description: step %d\n", i, i)
+		if i > 0 {
+			fmt.Fprintf(&b, "    dependencies: [t%05d]\n", i-1)
+		}
+	}
+	p, err := ReadFile(writePlanFile(t, "big.yaml", b.String()))
+	if err != nil {
+		t.Fatalf("a %d-task plan: %v", MaxFileTasks, err)
+	}
+	if len(p.Tasks) != MaxFileTasks {
+		t.Fatalf("%d tasks, want %d", len(p.Tasks), MaxFileTasks)
+	}
+	b.WriteString("  - id: extra\n    description: one too many\n")
+	_, err = ReadFile(writePlanFile(t, "big.yaml", b.String()))
+	if err == nil || !strings.Contains(err.Error(), "the limit is 10000") {
+		t.Errorf("a %d-task plan: err = %v, want the limit named", MaxFileTasks+1, err)
+	}
+}
+
+func TestReadFileErrorsNameTheLine(t *testing.T) {
+	tests := []struct {
+		name, content string
+		want          []string // each must appear in the error
+	}{
+		{"syntax", "title: x\ntasks:\n  - id: a\n    description: a: b\n", []string{"plan.yaml:4: mapping values are not allowed"}},
+		{"unknown task field", yamlPlan + "  - id: c\n    description: c\n    dependecies: [test]\n",
+			[]string{`plan.yaml:16: unknown task field "dependecies"`, "dependencies, acceptance"}},
+		{"unknown plan field", "title: x\nowner: me\ntasks:\n  - id: a\n    description: a\n",
+			[]string{`plan.yaml:2: unknown plan field "owner"`}},
+		{"wrong type", "title: x\ntasks:\n  - id: a\n    description: a\n    dependencies: b\n",
+			[]string{"plan.yaml:5: cannot unmarshal"}},
+		{"unknown dependency", yamlPlan + "  - id: c\n    description: c\n    dependencies: [nope]\n",
+			[]string{`plan.yaml:14: task "c" depends on unknown task "nope"`}},
+		{"duplicate id", yamlPlan + "  - id: test\n    description: again\n",
+			[]string{`plan.yaml:14: task id "test" is used by more than one task`}},
+		{"empty description", "title: x\ntasks:\n  - id: a\n    description: a\n  - id: b\n    description: \"  \"\n",
+			[]string{`plan.yaml:5: task "b" has an empty description`}},
+		{"bad id", "title: x\ntasks:\n  - id: a\n    description: a\n  - id: ../b\n    description: b\n",
+			[]string{"plan.yaml:5: task 2:"}},
+		{"reserved id", "title: x\ntasks:\n  - id: summary\n    description: a\n", []string{`plan.yaml:3: task id "summary" is reserved`}},
+		{"cycle", "title: x\ntasks:\n  - id: a\n    description: a\n    dependencies: [b]\n  - id: b\n    description: b\n    dependencies: [a]\n",
+			[]string{"plan.yaml: dependency cycle: a -> b -> a"}},
+		{"no tasks", "title: x\noverview: y\n", []string{"plan.yaml: the plan has no tasks"}},
+		{"empty", "\n  \n", []string{"plan.yaml: the plan file is empty"}},
+		{"a list", "- id: a\n  description: a\n", []string{"plan.yaml:1: a plan file is a mapping", "not a list"}},
+		{"duplicate key", "title: x\ntitle: y\ntasks: []\n", []string{"plan.yaml:2: ", "already defined"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseFile("plan.yaml", []byte(tt.content))
+			if err == nil {
+				t.Fatalf("no error for:\n%s", tt.content)
+			}
+			if !errors.Is(err, ErrInvalidPlan) && tt.name != "empty" {
+				t.Errorf("error does not wrap ErrInvalidPlan: %v", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+	if _, err := ReadFile(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a directory as plan file: %v", err)
+	}
+	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("a missing plan file: %v", err)
+	}
+}

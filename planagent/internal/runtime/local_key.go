@@ -1,0 +1,44 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// KeyFDEnv tells codingagent which inherited descriptor holds the API key
+// (the same name as cmdutil.KeyFDEnv, which reads it).
+const KeyFDEnv = "CODEAGENT_API_KEY_FD"
+
+// keyPipe returns the read end of a pipe holding key, already closed for
+// writing, for the child to inherit; nil for an empty key. A key is far
+// below the pipe's buffer, so the write cannot block.
+func keyPipe(key string) (*os.File, error) {
+	if key == "" {
+		return nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("pipe for the API key: %w", err)
+	}
+	_, werr := w.WriteString(key)
+	cerr := w.Close()
+	if werr != nil || cerr != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("pass the API key on a pipe: %v %v", werr, cerr)
+	}
+	return r, nil
+}
+
+// withoutKey drops the API key (and a stale descriptor number) from env:
+// neither the watcher nor an acceptance command gets it in its environment.
+func withoutKey(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "OPENAI_API_KEY" && name != KeyFDEnv {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

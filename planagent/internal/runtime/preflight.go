@@ -1,0 +1,132 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// ErrModelUnreachable: the model server answers on the host but not from
+// inside the agent's container (a server bound to 127.0.0.1 only, a
+// firewall, a URL that names the host's loopback).
+var ErrModelUnreachable = errors.New("the model server does not answer from inside the container")
+
+// LabelRole says what a container is for: "attempt" (one task attempt),
+// "exec" (an acceptance command) or "preflight" (the model check). Each
+// carries the run's other labels too so a crash's leftover is found.
+const LabelRole = "codeagent.role"
+
+// preflightTimeout bounds the whole check: create, start, probe, remove.
+const preflightTimeout = 30 * time.Second
+
+// preflight runs `codingagent probe` in a short-lived container made like
+// the agent's (same image, bind-mounted binary, network, extra hosts and
+// environment, so the same loopback rewrite of OPENAI_BASE_URL) and fails with one line naming
+// the URL the container used and the fix when the model server does not
+// answer there. Without it a task fails minutes later with the cause cut
+// off ("dial tcp 172.17.0.1:…: con…").
+func (d *Docker) preflight(ctx context.Context, compose string) error {
+	if compose != "" {
+		return d.preflightCompose(ctx, compose)
+	}
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	// Only the network matters: the probe touches no volume.
+	opts := d.createOptions(spec{name: d.containerName("preflight"), role: "preflight",
+		entrypoint: []string{agentBinary}, cmd: []string{"probe", "--timeout", "10s"}, env: d.containerEnv()})
+	created, err := d.api.ContainerCreate(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("create the model preflight container from %s: %w", d.opts.Image, err)
+	}
+	defer func() {
+		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		defer rmCancel()
+		if _, err := d.api.ContainerRemove(rmCtx, created.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+			d.log.Warn("remove the model preflight container", "container", shortID(created.ID), "err", err)
+		}
+	}()
+	wait := d.api.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
+	if _, err := d.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("start the model preflight container: %w", err)
+	}
+	var code int64
+	select {
+	case res := <-wait.Result:
+		code = res.StatusCode
+	case err := <-wait.Error:
+		return fmt.Errorf("wait for the model preflight container: %w", err)
+	}
+	if code == 0 {
+		return nil
+	}
+	logs, err := d.api.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	var out bytes.Buffer
+	if err == nil {
+		_, _ = stdcopy.StdCopy(&out, &out, logs)
+		logs.Close()
+	}
+	return d.probeFailed(int(code), out.String(), "")
+}
+
+// preflightCompose runs the probe in the compose watcher (id) that will
+// take this run's tasks, with its own environment: compose, not planagent,
+// gave it OPENAI_BASE_URL.
+func (d *Docker) preflightCompose(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	created, err := d.api.ExecCreate(ctx, id, client.ExecCreateOptions{AttachStdout: true, AttachStderr: true,
+		Cmd: []string{"/app/codingagent", "probe", "--timeout", "10s"}})
+	if err != nil {
+		return fmt.Errorf("check the model server from the compose watcher %s: %w", shortID(id), err)
+	}
+	attached, err := d.api.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return fmt.Errorf("check the model server from the compose watcher %s: %w", shortID(id), err)
+	}
+	stop := context.AfterFunc(ctx, attached.Close)
+	var out bytes.Buffer
+	_, _ = stdcopy.StdCopy(&out, &out, attached.Reader)
+	stop()
+	attached.Close()
+	inspected, err := d.api.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("check the model server from the compose watcher %s: %w", shortID(id), err)
+	}
+	if inspected.ExitCode == 0 {
+		return nil
+	}
+	return d.probeFailed(inspected.ExitCode, out.String(), "the compose watcher "+shortID(id)+" (docker compose up)")
+}
+
+// probeFailed is the one-line error of a failed probe: the URL the
+// container used, the cause, the fix. where names a container other than
+// a fresh one like the agent's.
+func (d *Docker) probeFailed(code int, output, where string) error {
+	cause := strings.TrimPrefix(lastLine(output), "codingagent: ")
+	if strings.Contains(cause, `unknown command "probe"`) {
+		// An image built before the probe existed: no check rather than a
+		// false alarm (`make image` brings it).
+		d.log.Warn("the image has no `codingagent probe`: the model server was not checked from inside the container; rebuild it with `make image`", "image", d.opts.Image)
+		return nil
+	}
+	if cause == "" {
+		cause = fmt.Sprintf("the probe exited %d", code)
+	}
+	if where != "" {
+		cause = "in " + where + ": " + cause
+	}
+	return fmt.Errorf("%w: %s. Make the server listen on 0.0.0.0 or the docker bridge (Ollama: OLLAMA_HOST=0.0.0.0), or set OPENAI_BASE_URL to a URL the container can reach",
+		ErrModelUnreachable, cause)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

@@ -1,0 +1,243 @@
+package runview
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+var t0 = time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)
+
+// testState is a diamond a → (b, c) → d after a retry of b: a and b
+// completed, c failed, d skipped; b took two attempts.
+func testState(t *testing.T) *orchestrator.State {
+	t.Helper()
+	p := &plan.Plan{Title: "Diamond", Tasks: []plan.Task{
+		{ID: "a", Title: `Set up "the" <module>`, Description: "set up"},
+		{ID: "b", Title: "Write b", Description: "b", Dependencies: []string{"a"}},
+		{ID: "c.x-1", Description: "Write c\nwith details", Dependencies: []string{"a"}},
+		{ID: "d", Title: "Join", Description: "d", Dependencies: []string{"b", "c.x-1"}},
+	}}
+	st, err := orchestrator.NewState("run-20261123-010000-0001", "build a diamond", p, llm.Usage{Prompt: 1000, Completion: 200}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Settings = &orchestrator.Settings{Model: "m1"}
+	set := func(i int, s taskgraph.Status, attempts int, result, errText string) {
+		st.Tasks[i].Status, st.Tasks[i].Attempts, st.Tasks[i].Result, st.Tasks[i].Error = s, attempts, result, errText
+	}
+	set(0, taskgraph.Completed, 1, "module ready", "")
+	set(1, taskgraph.Completed, 2, "b | written", "")
+	set(2, taskgraph.Failed, 1, "", "tests failed")
+	set(3, taskgraph.Skipped, 0, "", "")
+	st.Tasks[3].SkippedBy = "c.x-1"
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	st.Info["a"] = &orchestrator.TaskInfo{Attempt: 1, Tokens: protocol.Tokens{Prompt: 100, Completion: 10}, Duration: 4 * time.Second,
+		Spans: []orchestrator.Span{{Attempt: 1, Start: at(1), End: at(5), Status: "completed"}}}
+	st.Info["b"] = &orchestrator.TaskInfo{Attempt: 2, Tokens: protocol.Tokens{Prompt: 300, Completion: 30}, Duration: 6 * time.Second,
+		FilesChanged: []string{"b.go"}, Commit: "abc123",
+		Spans: []orchestrator.Span{{Attempt: 1, Start: at(6), End: at(8), Status: "failed"}, {Attempt: 2, Start: at(9), End: at(13), Status: "completed"}}}
+	// c has only the fields of a state written before spans were kept.
+	st.Info["c.x-1"] = &orchestrator.TaskInfo{Attempt: 1, DispatchedAt: at(6), Duration: 3 * time.Second,
+		Tokens: protocol.Tokens{Prompt: 50, Completion: 5}}
+	st.Decisions = []orchestrator.Decision{{Time: at(9), Task: "c.x-1", Action: "continue", Reason: "not needed"}}
+	st.Status = orchestrator.RunFailed
+	st.Updated = at(20)
+	return st
+}
+
+func TestBuild(t *testing.T) {
+	r := Build(testState(t), Options{Prices: Prices{"m1": {Input: 2, Output: 10}}, Model: "other"})
+	var ids []string
+	for _, x := range r.Tasks {
+		ids = append(ids, x.ID)
+	}
+	if got := strings.Join(ids, ","); got != "a,b,c.x-1,d" {
+		t.Errorf("order %s", got)
+	}
+	if r.Model != "m1" {
+		t.Errorf("model %q: the state's model wins over the fallback", r.Model)
+	}
+	want := map[string]int{"pending": 0, "in_progress": 0, "completed": 2, "failed": 1, "skipped": 1}
+	for k, n := range want {
+		if r.Counts[k] != n {
+			t.Errorf("counts[%s] = %d, want %d", k, r.Counts[k], n)
+		}
+	}
+	if r.AgentTokens != (Tokens{450, 45, 495}) || r.PlannerTokens != (Tokens{1000, 200, 1200}) || r.Tokens.Total != 1695 {
+		t.Errorf("tokens %+v %+v %+v", r.AgentTokens, r.PlannerTokens, r.Tokens)
+	}
+	// 1450 prompt × $2/M + 245 completion × $10/M.
+	if r.CostUSD == nil || math.Abs(*r.CostUSD-(1450*2+245*10)/1e6) > 1e-12 {
+		t.Errorf("cost %v", r.CostUSD)
+	}
+	b := r.Tasks[1]
+	if b.CostUSD == nil || math.Abs(*b.CostUSD-(300*2+30*10)/1e6) > 1e-12 || b.Attempts != 2 || b.Level != 1 || b.Commit != "abc123" {
+		t.Errorf("b: %+v", b)
+	}
+	if len(b.Timeline) != 2 || b.Timeline[0].Status != "failed" || !b.Started.Equal(t0.Add(6*time.Second)) || !b.Ended.Equal(t0.Add(13*time.Second)) {
+		t.Errorf("b timeline %+v started %v ended %v", b.Timeline, b.Started, b.Ended)
+	}
+	c := r.Tasks[2]
+	if c.Title != "Write c" || len(c.Timeline) != 1 || c.Timeline[0].Status != "failed" || !c.Timeline[0].End.Equal(t0.Add(9*time.Second)) {
+		t.Errorf("c (old state) %+v", c)
+	}
+	if d := r.Tasks[3]; d.Level != 2 || d.Started != nil || len(d.Timeline) != 0 || d.SkippedBy != "c.x-1" {
+		t.Errorf("d %+v", d)
+	}
+	if r.WallMS != 20000 || r.AgentMS != 13000 {
+		t.Errorf("wall %d agent %d", r.WallMS, r.AgentMS)
+	}
+
+	unpriced := Build(testState(t), Options{Prices: Prices{"other": {Input: 1}}})
+	if unpriced.CostUSD != nil || unpriced.Tasks[0].CostUSD != nil {
+		t.Error("a model without a price must have no cost")
+	}
+	js, err := json.Marshal(unpriced)
+	if err != nil || strings.Contains(string(js), "cost_usd") {
+		t.Errorf("unpriced JSON has a cost: %v %s", err, js)
+	}
+}
+
+func TestList(t *testing.T) {
+	l, err := volume.New(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := List(l, Options{})
+	if err != nil || len(rows) != 0 {
+		t.Fatalf("empty volumes: %v %v", rows, err)
+	}
+	older := testState(t)
+	older.RunID = "run-20261122-000000-0001"
+	for _, st := range []*orchestrator.State{older, testState(t)} {
+		updated := st.Updated
+		if err := st.Save(l, updated); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeFile(l.Run("run-20261124-000000-0bad")+"/state.json", "{"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = List(l, Options{Prices: Prices{"m1": {Input: 1, Output: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0].Error == "" || rows[1].ID != "run-20261123-010000-0001" || rows[2].ID != older.RunID {
+		t.Fatalf("rows %+v", rows)
+	}
+	if r := rows[1]; r.Status != "failed" || r.Tasks != 4 || r.Counts["completed"] != 2 || r.Tokens.Total != 1695 || r.CostUSD == nil || r.Goal != "build a diamond" {
+		t.Errorf("row %+v", r)
+	}
+}
+
+func TestGraphFormats(t *testing.T) {
+	r := Build(testState(t), Options{})
+	g := GraphOf(r)
+	if len(g.Nodes) != 4 || len(g.Edges) != 4 || g.Nodes[3].Status != "skipped" || g.Edges[3] != (Edge{From: "c.x-1", To: "d"}) {
+		t.Errorf("graph %+v", g)
+	}
+
+	m := Mermaid(r)
+	node := regexp.MustCompile(`^  (t\d+)\["([^"]*)"\]:::(\w+)$`)
+	edge := regexp.MustCompile(`^  (t\d+) --> (t\d+)$`)
+	class := regexp.MustCompile(`^  classDef (\w+) fill:#[0-9a-f]{6},stroke:#[0-9a-f]{6},color:#000$`)
+	lines := strings.Split(strings.TrimSuffix(m, "\n"), "\n")
+	if lines[0] != "flowchart TD" {
+		t.Fatalf("first line %q", lines[0])
+	}
+	nodes, edges := map[string]string{}, 0
+	for _, ln := range lines[1:] {
+		switch {
+		case node.MatchString(ln):
+			sm := node.FindStringSubmatch(ln)
+			nodes[sm[1]] = sm[3]
+			if sm[1] == "t0" && sm[2] != "a: Set up #quot;the#quot; #lt;module#gt;<br/>completed" {
+				t.Errorf("label not escaped: %q", sm[2])
+			}
+		case edge.MatchString(ln):
+			edges++
+		case class.MatchString(ln):
+		default:
+			t.Errorf("mermaid line does not parse: %q", ln)
+		}
+	}
+	if len(nodes) != 4 || edges != 4 || nodes["t2"] != "failed" || nodes["t3"] != "skipped" {
+		t.Errorf("mermaid nodes %v edges %d\n%s", nodes, edges, m)
+	}
+
+	d := Dot(r)
+	for _, want := range []string{`"a" -> "b";`, `"c.x-1" -> "d";`, `fillcolor="#ffcdd2"`, `Set up \"the\" <module>`} {
+		if !strings.Contains(d, want) {
+			t.Errorf("dot lacks %s:\n%s", want, d)
+		}
+	}
+	if _, err := exec.LookPath("dot"); err != nil {
+		t.Log("graphviz's dot is not installed: the dot output was not rendered (.ci/run installs graphviz)")
+		return
+	}
+	cmd := exec.Command("dot", "-Tsvg")
+	cmd.Stdin = strings.NewReader(d)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("dot -Tsvg: %v: %s\n%s", err, errb.String(), d)
+	}
+	if n := strings.Count(out.String(), `class="node"`); n != 4 {
+		t.Errorf("svg has %d nodes, want 4", n)
+	}
+}
+
+func TestMarkdownSummary(t *testing.T) {
+	r := Build(testState(t), Options{Prices: Prices{"m1": {Input: 2, Output: 12}}})
+	md := Markdown(r)
+	for _, want := range []string{
+		"# Run run-20261123-010000-0001: failed",
+		"| task | status | attempts | tokens (prompt/completion) | cost | time | what was done |",
+		"| b | completed | 2 | 300/30 | $0.0010 | 6s | b \\| written |",
+		"| c.x-1 | failed | 1 | 50/5 | $0.0002 | 3s | tests failed |",
+		"Totals: 4 tasks: 2 completed, 1 failed, 1 skipped, 0 pending.",
+		"cost $0.0058 (m1)",
+		"- c.x-1: continue — not needed",
+		"```mermaid\nflowchart TD\n",
+		"| b | 1 | +6s | +8s | 2s | failed |",
+		"| b | 2 | +9s | +13s | 4s | completed |",
+		"gantt\n  dateFormat x\n",
+		"  b #2 (completed) :done, ",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+	// Attempts in the order they happened: a, then b#1 and c (same start), then b#2.
+	if strings.Index(md, "| a | 1 |") > strings.Index(md, "| b | 1 |") || strings.Index(md, "| c.x-1 | 1 |") > strings.Index(md, "| b | 2 |") {
+		t.Errorf("timeline not by start:\n%s", Timeline(r))
+	}
+	if s := Summary(Build(testState(t), Options{})); strings.Contains(s, "cost") || strings.Contains(s, "mermaid") {
+		t.Errorf("unpriced terminal summary:\n%s", s)
+	}
+}
+
+func writeFile(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(content), 0o644)
+}

@@ -1,0 +1,237 @@
+// planagent's web view: reads /api/runs, follows one run over server-sent
+// events (/api/runs/RUN/stream) and redraws it. Every text from a run goes
+// through textContent, never innerHTML: task titles and reports are the
+// model's words.
+"use strict";
+
+const SVG = "http://www.w3.org/2000/svg";
+const STATUSES = ["pending", "in_progress", "completed", "failed", "skipped"];
+const SPAN_CLASS = { running: "in_progress", completed: "completed", failed: "failed", interrupted: "failed" };
+const MAX_EVENTS = 500;
+
+let current = null; // the run id shown
+let source = null; // its EventSource
+let lastRun = null;
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children) e.append(c);
+  return e;
+}
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children) e.append(c);
+  return e;
+}
+
+function fmtMS(ms) {
+  if (ms < 1000) return ms + "ms";
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(1) + "s";
+  const m = Math.floor(s / 60);
+  return m + "m" + Math.round(s - 60 * m) + "s";
+}
+
+function fmtUSD(c) {
+  return c === undefined || c === null ? "-" : "$" + c.toFixed(4);
+}
+
+function fmtTime(t) {
+  return t ? new Date(t).toLocaleTimeString() : "";
+}
+
+function setConn(text) {
+  document.getElementById("conn").textContent = text;
+}
+
+async function getJSON(url) {
+  const r = await fetch(url, { cache: "no-store" });
+  if (!r.ok) throw new Error(url + ": " + r.status + " " + (await r.text()));
+  return r.json();
+}
+
+async function loadRuns() {
+  const rows = await getJSON("/api/runs");
+  const ul = document.getElementById("runs");
+  ul.replaceChildren();
+  for (const r of rows) {
+    const a = el("a", { href: "#" + r.id, class: "st-" + runClass(r.status) + (r.id === current ? " current" : "") },
+      r.id, el("small", {}, (r.status || "unreadable") + " · " + (r.goal || r.error || "")));
+    ul.append(el("li", {}, a));
+  }
+  return rows;
+}
+
+function runClass(status) {
+  switch (status) {
+    case "completed": return "completed";
+    case "failed": case "aborted": return "failed";
+    case "running": return "in_progress";
+    default: return "pending";
+  }
+}
+
+function select(id) {
+  if (id === current && source) return;
+  current = id;
+  lastRun = null;
+  if (source) source.close();
+  document.getElementById("events").replaceChildren();
+  document.getElementById("detail").hidden = true;
+  for (const a of document.querySelectorAll("#runs a")) a.classList.toggle("current", a.getAttribute("href") === "#" + id);
+  // The first picture comes from a plain request, the live updates from the stream.
+  getJSON("/api/runs/" + encodeURIComponent(id)).then(render).catch((e) => setConn(String(e)));
+  source = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream");
+  source.addEventListener("open", () => setConn("live"));
+  source.addEventListener("error", () => {
+    const ended = lastRun && lastRun.status !== "running";
+    setConn(ended ? "run " + lastRun.status + " (live view stopped)" : "reconnecting…");
+  });
+  source.addEventListener("run", (m) => render(JSON.parse(m.data)));
+  source.addEventListener("task_event", (m) => addEvent(JSON.parse(m.data)));
+  source.addEventListener("problem", (m) => setConn("problem: " + JSON.parse(m.data).error));
+}
+
+function render(run) {
+  if (run.id !== current) return;
+  if (lastRun && lastRun.status !== run.status) loadRuns().catch(() => {});
+  lastRun = run;
+  document.getElementById("run-title").textContent = run.id + ": " + run.status;
+  document.getElementById("run-goal").textContent = "Goal: " + run.goal + (run.paused ? " · paused: " + run.paused : "");
+  const c = run.counts;
+  document.getElementById("run-totals").textContent =
+    `${run.tasks.length} tasks: ${c.completed} completed, ${c.in_progress} running, ${c.pending} pending, ${c.failed} failed, ${c.skipped} skipped · ` +
+    `tokens ${run.tokens.total} · cost ${fmtUSD(run.cost_usd)} · agent time ${fmtMS(run.agent_ms)} · wall ${fmtMS(run.wall_ms)}` +
+    (run.budget ? ` · budget: ${budgetText(run.budget)}` : "");
+  drawGraph(run);
+  drawTable(run);
+  drawTimeline(run);
+}
+
+// drawGraph lays the tasks out in columns by level (longest path from a
+// root) and draws each dependency as a curve.
+function budgetText(b) {
+  const parts = [];
+  if (b.tokens) parts.push(b.tokens + " tokens");
+  if (b.time_ms) parts.push(fmtMS(b.time_ms));
+  if (b.usd) parts.push("$" + b.usd.toFixed(2));
+  if (b.task_tokens) parts.push(b.task_tokens + " tokens per task");
+  return parts.join(", ");
+}
+
+function drawGraph(run) {
+  const W = 190, H = 48, GX = 60, GY = 18;
+  const rows = {};
+  const pos = {};
+  for (const t of run.tasks) {
+    const r = rows[t.level] || 0;
+    rows[t.level] = r + 1;
+    pos[t.id] = { x: 10 + t.level * (W + GX), y: 10 + r * (H + GY) };
+  }
+  const width = 20 + (Math.max(0, ...Object.keys(rows).map(Number)) + 1) * (W + GX);
+  const height = 20 + Math.max(1, ...Object.values(rows)) * (H + GY);
+  const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "task graph" });
+  root.append(svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
+    svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#78909c" }))));
+  for (const t of run.tasks) {
+    for (const d of t.dependencies) {
+      if (!pos[d]) continue;
+      const a = pos[d], b = pos[t.id];
+      const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2, mx = (x1 + x2) / 2;
+      root.append(svg("path", { class: "edge", d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, "marker-end": "url(#arrow)" }));
+    }
+  }
+  for (const t of run.tasks) {
+    const p = pos[t.id];
+    const title = t.title.length > 28 ? t.title.slice(0, 27) + "…" : t.title;
+    const g = svg("g", { class: "node st-" + t.status, "data-task": t.id, "data-status": t.status, transform: `translate(${p.x},${p.y})` },
+      svg("title", {}, `${t.id}: ${t.title} (${t.status})`),
+      svg("rect", { width: W, height: H, rx: 6 }),
+      svg("text", { class: "id", x: 8, y: 18 }, t.id),
+      svg("text", { x: 8, y: 36 }, title + " · " + t.status.replace("_", " ")));
+    g.addEventListener("click", () => showTask(t.id));
+    root.append(g);
+  }
+  document.getElementById("graph").replaceChildren(root);
+}
+
+function drawTable(run) {
+  const body = document.querySelector("#tasks tbody");
+  body.replaceChildren();
+  for (const t of run.tasks) {
+    const tr = el("tr", { "data-task": t.id, "data-status": t.status },
+      el("td", {}, t.id), el("td", {}, t.title), el("td", { class: "status st-" + t.status }, t.status),
+      el("td", {}, String(t.attempts)), el("td", {}, `${t.tokens.prompt}/${t.tokens.completion}`),
+      el("td", {}, fmtUSD(t.cost_usd)), el("td", {}, fmtMS(t.duration_ms)), el("td", {}, fmtTime(t.started)));
+    tr.addEventListener("click", () => showTask(t.id));
+    body.append(tr);
+  }
+}
+
+function drawTimeline(run) {
+  const box = document.getElementById("timeline");
+  const start = Date.parse(run.created);
+  const running = run.tasks.some((t) => t.status === "in_progress");
+  const end = Math.max(running ? Date.now() : Date.parse(run.updated), start + 1);
+  const rows = [];
+  for (const t of run.tasks) {
+    if (!t.timeline.length) continue;
+    const track = el("div", { class: "track" });
+    for (const s of t.timeline) {
+      const a = Date.parse(s.start), b = s.end ? Date.parse(s.end) : end;
+      const bar = el("div", { class: "bar st-" + (SPAN_CLASS[s.status] || "pending"), "data-status": s.status,
+        title: `${t.id} attempt ${s.attempt}: ${s.status}, ${fmtMS(b - a)}` });
+      bar.style.left = (100 * (a - start) / (end - start)).toFixed(2) + "%";
+      bar.style.width = (100 * (b - a) / (end - start)).toFixed(2) + "%";
+      track.append(bar);
+    }
+    rows.push(el("div", { class: "row" }, el("span", { class: "label" }, t.id), track));
+  }
+  if (rows.length) rows.push(el("div", { class: "row axis" }, el("span", { class: "label" }, ""),
+    el("span", { class: "track" }, el("span", { class: "from" }, "0s"), el("span", { class: "to" }, fmtMS(end - start)))));
+  box.replaceChildren(...(rows.length ? rows : [el("p", {}, "No task has started.")]));
+}
+
+function addEvent(ev) {
+  const ol = document.getElementById("events");
+  ol.append(el("li", { "data-task": ev.task }, `${fmtTime(ev.time)} [${ev.task}] ${ev.line}`));
+  while (ol.children.length > MAX_EVENTS) ol.firstChild.remove();
+  ol.scrollTop = ol.scrollHeight;
+}
+
+async function showTask(id) {
+  const d = await getJSON(`/api/runs/${encodeURIComponent(current)}/tasks/${encodeURIComponent(id)}`);
+  document.getElementById("detail").hidden = false;
+  document.getElementById("detail-title").textContent = "Task " + id + (d.commit ? " · commit " + d.commit.slice(0, 12) : "");
+  document.getElementById("detail-files").textContent = "Files changed: " + ((d.files_changed || []).join(", ") || "none reported");
+  document.getElementById("detail-report").textContent = d.report || "(no report yet)";
+  document.getElementById("detail-diff").textContent = d.diff || d.diff_note || "";
+  document.getElementById("detail").scrollIntoView();
+}
+
+function legend() {
+  document.getElementById("legend").replaceChildren(...STATUSES.map((s) => el("span", { class: "st-" + s }, s.replace("_", " "))));
+}
+
+async function start() {
+  legend();
+  try {
+    const rows = await loadRuns();
+    const want = location.hash.slice(1);
+    if (want) select(want);
+    else if (rows.length) select(rows[0].id);
+    else setConn("no runs yet");
+  } catch (e) {
+    setConn(String(e));
+  }
+  window.addEventListener("hashchange", () => select(location.hash.slice(1)));
+  // A running attempt's bar grows between updates of the run.
+  setInterval(() => { if (lastRun && lastRun.status === "running") drawTimeline(lastRun); }, 1000);
+  // New runs appear in the list without a reload.
+  setInterval(() => loadRuns().catch(() => {}), 10000);
+}
+
+start();

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
+)
+
+// Ctrl-C is answered at once with "stopping…"; the summary follows once
+// the running task has been interrupted.
+func TestE2ECtrlCSaysStoppingAtOnce(t *testing.T) {
+	if os.Getenv("CODEAGENT_E2E") != "1" {
+		t.Skip("long end-to-end test (the watcher's 10 s grace): set CODEAGENT_E2E=1 (make e2e) to run it")
+	}
+	plan := `{"title":"Slow","overview":"x","tasks":[{"id":"slow","description":"TOKEN-SLOW","dependencies":[]}]}`
+	f := &fakeModel{plan: plan, started: make(chan string, 4), tasks: []scriptTask{{token: "TOKEN-SLOW", delay: time.Minute,
+		steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "slow.txt", "content": "1"})}}}}
+	e := newRunEnv(t, f)
+	cmd := e.command("run", "--yes", "--runtime", "local", "be slow")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case <-f.started:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the task never started")
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	var seen []string
+	stopping := time.Duration(0)
+	for l := range lines {
+		seen = append(seen, l)
+		if stopping == 0 && strings.HasPrefix(l, "stopping…") {
+			stopping = time.Since(sent)
+		}
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130\n%s", err, strings.Join(seen, "\n"))
+	}
+	if stopping == 0 || stopping > time.Second {
+		t.Fatalf("\"stopping…\" after %v (want within 1s of Ctrl-C):\n%s", stopping, strings.Join(seen, "\n"))
+	}
+	t.Logf("stopping… %v after Ctrl-C; exit after %v", stopping.Round(time.Millisecond), time.Since(sent).Round(time.Millisecond))
+}
