@@ -315,11 +315,26 @@ func TestE2EDockerKilledMidTask(t *testing.T) {
 	case <-deadline.C:
 		fail("the slow task did not start within 60s")
 	}
-	list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{Filters: make(client.Filters).Add("label", label)})
-	if err != nil || len(list.Items) != 1 {
-		fail("running containers labelled %s = %d (%v), want 1", label, len(list.Items), err)
+	// The agent can reach the model before the engine records its container
+	// as running (the state flips after the process is started): wait for it.
+	var victim string
+	for wait := time.Now().Add(10 * time.Second); victim == ""; time.Sleep(20 * time.Millisecond) {
+		list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true,
+			Filters: make(client.Filters).Add("label", label, runtime.LabelRole+"=attempt")})
+		if err != nil {
+			fail("list containers labelled %s: %v", label, err)
+		}
+		var states []string
+		for _, c := range list.Items {
+			states = append(states, string(c.State))
+			if c.State == "running" {
+				victim = c.ID
+			}
+		}
+		if victim == "" && time.Now().After(wait) {
+			fail("no running attempt container labelled %s within 10s of the task's first request (states %v)", label, states)
+		}
 	}
-	victim := list.Items[0].ID
 	assertKeyNotInLabels(t, cli, victim, e.srv.Port())
 	if _, err := cli.ContainerKill(t.Context(), victim, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		fail("docker kill %s: %v", victim[:12], err)
