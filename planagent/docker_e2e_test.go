@@ -81,6 +81,7 @@ func newDockerRunEnv(t *testing.T, f *fakeModel) *runEnv {
 type containerWatch struct {
 	mu        sync.Mutex
 	created   []string
+	names     map[string]string // id → container name (it names task and attempt)
 	destroyed map[string]bool
 	changed   chan struct{} // signalled after every event
 }
@@ -91,7 +92,7 @@ func watchContainers(t *testing.T, cli *client.Client, label string, more ...str
 	// Several label filters must all hold.
 	res := cli.Events(ctx, client.EventsListOptions{Filters: make(client.Filters).
 		Add("type", "container").Add("event", "create").Add("event", "destroy").Add("label", append([]string{label}, more...)...)})
-	w := &containerWatch{destroyed: map[string]bool{}, changed: make(chan struct{}, 1)}
+	w := &containerWatch{destroyed: map[string]bool{}, names: map[string]string{}, changed: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -119,6 +120,7 @@ func (w *containerWatch) record(m events.Message) {
 	switch m.Action {
 	case events.ActionCreate:
 		w.created = append(w.created, m.Actor.ID)
+		w.names[m.Actor.ID] = m.Actor.Attributes["name"]
 	case events.ActionDestroy:
 		w.destroyed[m.Actor.ID] = true
 	}
@@ -154,6 +156,17 @@ func (w *containerWatch) settled(t *testing.T) []string {
 			t.Fatalf("containers created but not removed: %v", alive)
 		}
 	}
+}
+
+// named gives the names of the containers ids, in order.
+func (w *containerWatch) named(ids []string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var names []string
+	for _, id := range ids {
+		names = append(names, w.names[id])
+	}
+	return names
 }
 
 // assertNoContainers checks that nothing labelled label is left, running or not.
@@ -263,7 +276,7 @@ func TestE2EDockerRunThreeTasks(t *testing.T) {
 	}
 	// A container per task attempt.
 	if created := watch.settled(t); len(created) != 3 {
-		t.Errorf("the run created %d attempt containers, want 3 (one per task)", len(created))
+		t.Errorf("the run created %d attempt containers, want 3 (one per task): %v\nstderr:\n%s", len(created), watch.named(created), stderr)
 	}
 	runID, _ := e.runState()
 	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)

@@ -53,7 +53,8 @@ func (r *run) dispatch(ctx context.Context, id string) error {
 	if err := r.writeCommand(t, info); err != nil {
 		return err
 	}
-	r.inflight[id] = &flight{attempt: info.Attempt, deadline: r.o.opts.Now().Add(r.o.opts.TaskTimeout)}
+	now := r.o.opts.Now()
+	r.inflight[id] = &flight{attempt: info.Attempt, launched: now, deadline: now.Add(r.o.opts.TaskTimeout)}
 	if err := r.launch(ctx, id, info); err != nil {
 		return err
 	}

@@ -27,7 +27,8 @@ func (r *run) adoptInProgress(ctx context.Context) error {
 			continue
 		}
 		info := r.info(t.ID)
-		r.inflight[t.ID] = &flight{attempt: info.Attempt, deadline: r.o.opts.Now().Add(r.o.opts.TaskTimeout)}
+		now := r.o.opts.Now()
+		r.inflight[t.ID] = &flight{attempt: info.Attempt, launched: now, deadline: now.Add(r.o.opts.TaskTimeout)}
 		if exists(l.ReportFile(t.ID)) || exists(filepath.Join(l.Claimed(), t.ID+".md")) {
 			continue // its report is waiting, or a watcher has it
 		}
@@ -100,12 +101,21 @@ func (r *run) timeouts() []event {
 // planagent did not start, or a frozen process, never reports there. What the
 // runtime started is stopped first, so a frozen watcher cannot come back and
 // run the re-dispatched tasks a second time.
+//
+// Only a task launched at least maxAge ago counts: the container of one just
+// launched (or a watcher just started) may not have beaten yet, and the
+// previous attempt's container took its heartbeat away when it exited.
 func (r *run) checkHeartbeat(ctx context.Context) []event {
-	if len(r.inflight) == 0 {
-		return nil
-	}
 	dir, maxAge := r.o.opts.Layout.Watchers(), r.o.opts.HeartbeatTimeout
-	if runtime.Alive(dir, maxAge) {
+	since := r.o.opts.Now().Add(-maxAge)
+	waited := false
+	for _, f := range r.inflight {
+		if !f.launched.After(since) {
+			waited = true
+			break
+		}
+	}
+	if !waited || runtime.Alive(dir, maxAge) {
 		return nil
 	}
 	if err := r.o.opts.Runtime.Stop(context.WithoutCancel(ctx)); err != nil {

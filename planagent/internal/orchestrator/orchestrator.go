@@ -132,6 +132,7 @@ func New(opts Options) *Orchestrator {
 // flight is a dispatched task waiting for its report.
 type flight struct {
 	attempt  int
+	launched time.Time // when its command went out: the heartbeat check waits from here
 	deadline time.Time
 	offset   int64 // bytes of the events file already shown
 	warned   bool  // a stale report was logged once

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -258,6 +259,28 @@ func TestDriveSilentWatcherIsReplaced(t *testing.T) {
 	}
 	if h := strings.Join(st.Info["t000"].History, "\n"); !strings.Contains(h, "no watcher heartbeat") {
 		t.Errorf("history does not say why the task was sent again: %q", h)
+	}
+}
+
+// A task whose agent has not beaten yet is not taken for dead: with
+// per-attempt containers the previous attempt's container took its heartbeat
+// away when it exited, and the new one may take more than a tick to start.
+func TestDriveNewAttemptGetsTheHeartbeatTimeoutToBeat(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		_ = os.Remove(filepath.Join(l.Watchers(), "fake.json"))
+		time.Sleep(1500 * time.Millisecond) // past the one-second tick
+		return completed(c)
+	})
+	st := newTestState(t, chain(1)...)
+	if err := New(Options{Layout: l, Runtime: rt, HeartbeatTimeout: 10 * time.Second}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	rt.mu.Lock()
+	starts := rt.starts
+	rt.mu.Unlock()
+	if st.Status != RunCompleted || starts != 1 || rt.count("t000") != 1 {
+		t.Fatalf("status %s, runtime starts %d, dispatched %d: a task was taken for dead before its agent could beat", st.Status, starts, rt.count("t000"))
 	}
 }
 
