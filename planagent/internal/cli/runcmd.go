@@ -392,7 +392,7 @@ func perTask(view *runview.Run) []map[string]any {
 	out := make([]map[string]any, 0, len(view.Tasks))
 	for _, t := range view.Tasks {
 		out = append(out, map[string]any{"id": t.ID, "status": t.Status, "attempts": t.Attempts,
-			"tokens": t.Tokens, "cost_usd": t.CostUSD, "duration_ms": t.DurationMS})
+			"tokens": t.Tokens, "cost_usd": t.CostUSD, "duration_ms": t.DurationMS, "elapsed_ms": t.ElapsedMS})
 	}
 	return out
 }

@@ -37,7 +37,7 @@ func Summary(r *Run) string {
 		if priced {
 			fmt.Fprintf(&b, " %s |", usd(t.CostUSD))
 		}
-		fmt.Fprintf(&b, " %s | %s |\n", ms(t.DurationMS), strings.ReplaceAll(oneLine(what, 200), "|", "\\|"))
+		fmt.Fprintf(&b, " %s | %s |\n", ms(t.ElapsedMS), strings.ReplaceAll(oneLine(what, 200), "|", "\\|"))
 	}
 	c := r.Counts
 	fmt.Fprintf(&b, "\nTotals: %d tasks: %d completed, %d failed, %d skipped, %d pending. Agent tokens %d prompt / %d completion; planner and decisions %d / %d",

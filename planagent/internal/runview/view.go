@@ -91,6 +91,9 @@ type Task struct {
 	Tokens       Tokens   `json:"tokens"`
 	CostUSD      *float64 `json:"cost_usd,omitempty"`
 	DurationMS   int64    `json:"duration_ms"` // the agent's time over all attempts
+	// ElapsedMS is dispatch to end summed over the attempts (copy, agent,
+	// acceptance and merge): what the progress line's "completed in" says.
+	ElapsedMS int64 `json:"elapsed_ms"`
 	// Started is the first attempt's dispatch, Ended the last attempt's end;
 	// nil when not (yet) there.
 	Started      *time.Time `json:"started,omitempty"`
@@ -165,6 +168,11 @@ func Build(st *orchestrator.State, opts Options) *Run {
 		if n := len(v.Timeline); n > 0 {
 			v.Started = &v.Timeline[0].Start
 			v.Ended = v.Timeline[n-1].End
+		}
+		for _, s := range v.Timeline {
+			if s.End != nil {
+				v.ElapsedMS += s.End.Sub(s.Start).Round(time.Millisecond).Milliseconds()
+			}
 		}
 		r.Counts[v.Status]++
 		r.AgentTokens = r.AgentTokens.plus(v.Tokens)

@@ -48,7 +48,7 @@ func testState(t *testing.T) *orchestrator.State {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	st.Info["a"] = &orchestrator.TaskInfo{Attempt: 1, Tokens: protocol.Tokens{Prompt: 100, Completion: 10}, Duration: 4 * time.Second,
 		Spans: []orchestrator.Span{{Attempt: 1, Start: at(1), End: at(5), Status: "completed"}}}
-	st.Info["b"] = &orchestrator.TaskInfo{Attempt: 2, Tokens: protocol.Tokens{Prompt: 300, Completion: 30}, Duration: 6 * time.Second,
+	st.Info["b"] = &orchestrator.TaskInfo{Attempt: 2, Tokens: protocol.Tokens{Prompt: 300, Completion: 30}, Duration: 5 * time.Second,
 		FilesChanged: []string{"b.go"}, Commit: "abc123",
 		Spans: []orchestrator.Span{{Attempt: 1, Start: at(6), End: at(8), Status: "failed"}, {Attempt: 2, Start: at(9), End: at(13), Status: "completed"}}}
 	// c has only the fields of a state written before spans were kept.
@@ -99,7 +99,12 @@ func TestBuild(t *testing.T) {
 	if d := r.Tasks[3]; d.Level != 2 || d.Started != nil || len(d.Timeline) != 0 || d.SkippedBy != "c.x-1" {
 		t.Errorf("d %+v", d)
 	}
-	if r.WallMS != 20000 || r.AgentMS != 13000 {
+	// The table's time is dispatch to end over the attempts (what the
+	// progress line says), not the agent's own share of it.
+	if b.ElapsedMS != 6000 || b.DurationMS != 5000 || c.ElapsedMS != 3000 {
+		t.Errorf("b elapsed %d agent %d; c elapsed %d", b.ElapsedMS, b.DurationMS, c.ElapsedMS)
+	}
+	if r.WallMS != 20000 || r.AgentMS != 12000 {
 		t.Errorf("wall %d agent %d", r.WallMS, r.AgentMS)
 	}
 

@@ -165,7 +165,7 @@ function drawTable(run) {
     const tr = el("tr", { "data-task": t.id, "data-status": t.status },
       el("td", {}, t.id), el("td", {}, t.title), el("td", { class: "status st-" + t.status }, t.status),
       el("td", {}, String(t.attempts)), el("td", {}, `${t.tokens.prompt}/${t.tokens.completion}`),
-      el("td", {}, fmtUSD(t.cost_usd)), el("td", {}, fmtMS(t.duration_ms)), el("td", {}, fmtTime(t.started)));
+      el("td", {}, fmtUSD(t.cost_usd)), el("td", {}, fmtMS(t.elapsed_ms)), el("td", {}, fmtTime(t.started)));
     tr.addEventListener("click", () => showTask(t.id));
     body.append(tr);
   }
