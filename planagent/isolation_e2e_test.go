@@ -243,19 +243,29 @@ func TestE2ECheckpointsConflictIsRedoneOnTheNewBase(t *testing.T) {
 	}
 }
 
-// kill -9 right after a merge's target is saved (and right after the branch
-// moved), then resume: no half-merge, no task done twice.
+// kill -9 right after a merge's target is saved, right after the branch
+// moved but before the index followed it, and right after the move, then
+// resume: no half-merge, no task done twice.
 func TestE2ECheckpointsKill9MidMergeThenResume(t *testing.T) {
-	for _, point := range []string{"advance", "advanced"} {
+	for _, point := range []string{"advance", "index", "advanced"} {
 		t.Run(point, func(t *testing.T) {
 			f := &fakeModel{plan: chainPlan, tasks: chainTasks()}
 			e := newRunEnv(t, f)
 			ws := gitWorkspace(t, e)
 			start := gitIn(t, ws, "rev-parse", "HEAD")
-			e.env = []string{"CODEAGENT_FAILPOINT=" + point}
+			fp := point
+			if point == "index" {
+				fp = "advanced#3" // the last merge: no later move fixes the index
+			}
+			e.env = []string{"CODEAGENT_FAILPOINT=" + fp}
 			_, stderr, code := e.run("run", "--yes", "--workspace", ws, "three steps")
 			if code != -1 && code != 137 {
 				t.Fatalf("exit %d, want killed\n%s", code, stderr)
+			}
+			if point == "index" {
+				// The window inside the move: the branch is at the merge, the
+				// index still at the commit before it.
+				gitIn(t, ws, "read-tree", "HEAD~1")
 			}
 			e.env = nil
 			out, stderr, code := e.run("resume")

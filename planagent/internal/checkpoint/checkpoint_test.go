@@ -231,6 +231,55 @@ func TestAdvanceFinishesAnInterruptedMove(t *testing.T) {
 	}
 }
 
+// A move that cannot update the index (another git command holds its
+// lock) is put back: HEAD, the index and the files stay where the caller
+// recorded them, and the same move succeeds once the lock is gone.
+func TestAdvanceWithTheIndexLockedMovesNothing(t *testing.T) {
+	ws := userRepo(t)
+	r := open(t, ws)
+	ctx := t.Context()
+	start, _ := r.Head(ctx)
+	_, a := attempt(t, r, start, "a", func(dir string) {
+		write(t, dir, "notes.txt", "new notes\n")
+		write(t, dir, "x.txt", "x\n")
+	})
+	lock := filepath.Join(ws, ".git", "index.lock")
+	write(t, ws, ".git/index.lock", "")
+	if err := r.Advance(ctx, start, a); err == nil || !strings.Contains(err.Error(), "index") {
+		t.Fatalf("advance with the index locked = %v, want an error about the index", err)
+	}
+	if head, _ := r.Head(ctx); head != start {
+		t.Errorf("HEAD moved to %s although the index could not follow", head)
+	}
+	os.Remove(lock)
+	if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "notes.txt") != "one\ntwo\nthree\n" {
+		t.Errorf("after the failed move: status %q, notes %q", st, read(t, ws, "notes.txt"))
+	}
+	if err := r.Advance(ctx, start, a); err != nil {
+		t.Fatal(err)
+	}
+	if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "x.txt") != "x\n" {
+		t.Errorf("after the move: status %q", st)
+	}
+}
+
+// Killed after the branch moved but before the index did: the redo (HEAD
+// already at the target) brings the files and the index there too.
+func TestAdvanceRedoneAfterTheBranchMoved(t *testing.T) {
+	ws := userRepo(t)
+	r := open(t, ws)
+	ctx := t.Context()
+	start, _ := r.Head(ctx)
+	_, a := attempt(t, r, start, "a", func(dir string) { write(t, dir, "x.txt", "x\n") })
+	sh(t, ws, "git update-ref refs/heads/main "+a)
+	if err := r.Advance(ctx, start, a); err != nil {
+		t.Fatal(err)
+	}
+	if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "x.txt") != "x\n" {
+		t.Errorf("after the redo: status %q", st)
+	}
+}
+
 func TestRollback(t *testing.T) {
 	ws := userRepo(t)
 	r := open(t, ws)

@@ -21,9 +21,11 @@ type entry struct {
 // the workspace's files with it. Only the files that differ between the two
 // commits are written or removed, and only when each is still as old has
 // it (or already as new has it: a move cut short by a crash is finished by
-// running it again); any other content is someone's work, so nothing is
-// changed and the error names those files. old and new need not be related:
-// rollback moves back the same way.
+// running it again, index included); any other content is someone's work,
+// so nothing is changed and the error names those files. old and new need
+// not be related: rollback moves back the same way. A move that fails half
+// way (the index locked by another git command) is put back, so HEAD, the
+// index and the files never disagree with what the caller recorded.
 func (r *Repo) Advance(ctx context.Context, old, new string) error {
 	head, err := r.Head(ctx)
 	if err != nil {
@@ -42,24 +44,57 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 			return err
 		}
 	}
-	if head != new {
-		ref := r.branch
-		args := []string{"update-ref", "-m", "codeagent: checkpoint"}
-		if ref == "" {
-			args = append(args, "--no-deref", "HEAD")
-		} else {
-			args = append(args, ref)
-		}
-		if _, err := r.g.run(ctx, append(args, new, old)...); err != nil {
-			return fmt.Errorf("move %s to %s: %w", r.Branch(), short(new), err)
-		}
+	if head == new {
+		// A redo: the branch moved before the crash; the index may not have.
+		return r.readTree(ctx, new)
 	}
-	// The index follows HEAD; the files already do.
-	if _, err := r.g.run(ctx, "read-tree", new); err != nil {
-		return err
+	if err := r.moveRef(ctx, old, new); err != nil {
+		return r.putBack(ctx, old, new, paths, err)
+	}
+	if err := r.readTree(ctx, new); err != nil {
+		// Not under ctx: a cancelled move must still be put back.
+		if uerr := r.moveRef(context.WithoutCancel(ctx), new, old); uerr != nil {
+			return fmt.Errorf("%w (and moving %s back failed: %v; run `git reset --hard %s` once nothing else uses the repository)", err, r.Branch(), uerr, short(new))
+		}
+		return r.putBack(ctx, old, new, paths, err)
+	}
+	return nil
+}
+
+// moveRef moves the branch (or a detached HEAD) from old to new, only if it
+// is still at old.
+func (r *Repo) moveRef(ctx context.Context, old, new string) error {
+	args := []string{"update-ref", "-m", "codeagent: checkpoint"}
+	if r.branch == "" {
+		args = append(args, "--no-deref", "HEAD")
+	} else {
+		args = append(args, r.branch)
+	}
+	if _, err := r.g.run(ctx, append(args, new, old)...); err != nil {
+		return fmt.Errorf("move %s to %s: %w", r.Branch(), short(new), err)
+	}
+	return nil
+}
+
+// readTree makes the index follow HEAD; the files already do.
+func (r *Repo) readTree(ctx context.Context, commit string) error {
+	if _, err := r.g.run(ctx, "read-tree", commit); err != nil {
+		return fmt.Errorf("update the index to %s: %w", short(commit), err)
 	}
 	_, _ = r.g.run(ctx, "update-index", "-q", "--refresh")
 	return nil
+}
+
+// putBack returns the files a failed move wrote to how old has them, and
+// returns cause.
+func (r *Repo) putBack(ctx context.Context, old, new string, paths []string, cause error) error {
+	if len(paths) == 0 {
+		return cause
+	}
+	if err := r.moveFiles(context.WithoutCancel(ctx), new, old, paths); err != nil {
+		return fmt.Errorf("%w (and putting the files back failed: %v)", cause, err)
+	}
+	return cause
 }
 
 func (r *Repo) moveFiles(ctx context.Context, old, new string, paths []string) error {

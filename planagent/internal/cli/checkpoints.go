@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
@@ -134,14 +136,28 @@ func repoOption(repo *checkpoint.Repo) orchestrator.Repo {
 
 // failpoint kills planagent with SIGKILL at the point named by
 // CODEAGENT_FAILPOINT: how the end-to-end tests prove that a crash in the
-// middle of a merge is repaired by resume. Unset, it does nothing.
+// middle of a merge is repaired by resume. "name#n" kills at the n-th
+// time the point is reached. Unset, it does nothing.
 func failpoint() func(string) {
 	at := os.Getenv("CODEAGENT_FAILPOINT")
 	if at == "" {
 		return nil
 	}
+	at, nth, _ := strings.Cut(at, "#")
+	n, err := strconv.Atoi(nth)
+	if err != nil || n < 1 {
+		n = 1
+	}
+	var mu sync.Mutex
 	return func(name string) {
-		if name == at {
+		if name != at {
+			return
+		}
+		mu.Lock()
+		n--
+		last := n == 0
+		mu.Unlock()
+		if last {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}

@@ -178,8 +178,8 @@ func (r *run) integrate(ctx context.Context, id, candidate string) error {
 }
 
 // recoverMerges finishes what a crash interrupted between saving a merge's
-// target and recording it: the branch is at the target (done) or still at
-// the old head (advance again). Anything else means the branch was moved by
+// target and recording it: the branch is at the target or still at the
+// old head, and advancing again finishes the move either way. Anything else means the branch was moved by
 // someone else; that task's merge is redone from its report.
 func (r *run) recoverMerges(ctx context.Context) error {
 	if !r.isolated() {
@@ -195,8 +195,9 @@ func (r *run) recoverMerges(ctx context.Context) error {
 			return fmt.Errorf("recover the merge of %s: %w", id, err)
 		}
 		switch head {
-		case info.Merging:
-		case cp.Head:
+		case info.Merging, cp.Head:
+			// Again even when the branch is there: the crash may have come
+			// before the index or the files followed it.
 			if err := r.o.opts.Repo.Advance(ctx, cp.Head, info.Merging); err != nil {
 				return fmt.Errorf("recover the merge of %s: %w", id, err)
 			}
