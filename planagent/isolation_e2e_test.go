@@ -206,6 +206,85 @@ func TestE2ECheckpointsFailedAttemptLeavesNothing(t *testing.T) {
 	}
 }
 
+// A task that fails for good leaves nothing of its attempt on the disk
+// after the run: not in the workspace, not in the volumes (its copy,
+// recycled for the next attempt while the run goes on, is deleted at the
+// end).
+func TestE2ECheckpointsFailedTaskLeavesNothingInTheVolumes(t *testing.T) {
+	plan := `{"title":"Doomed","overview":"x","tasks":[{"id":"doomed","title":"Write good.txt","description":"TOKEN-DOOMED: write good.txt","dependencies":[],"acceptance":["test -f good.txt"]}]}`
+	f := &fakeModel{plan: plan, tasks: []scriptTask{
+		{token: "TOKEN-DOOMED", steps: []llmtest.ToolCall{llmtest.Call("shell_exec", map[string]any{"command": "echo junk > junk.txt"})}},
+	}}
+	e := newRunEnv(t, f)
+	ws := gitWorkspace(t, e)
+	out, stderr, code := e.run("run", "--yes", "--workspace", ws, "--max-retries", "0", "write good.txt")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (the task failed)\n%s%s", code, out, stderr)
+	}
+	for _, root := range []string{ws, e.volumes} {
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Name() == "junk.txt" {
+				t.Errorf("the failed attempt's file is still on the disk: %s", p)
+			}
+			return nil
+		})
+	}
+}
+
+// A repository with a submodule: the run says at start that submodules
+// stay as they are, and the task's commit keeps the submodule's commit.
+func TestE2ECheckpointsSubmoduleIsNamedAndKept(t *testing.T) {
+	f := &fakeModel{plan: chainPlan, tasks: chainTasks()}
+	e := newRunEnv(t, f)
+	ws := gitWorkspace(t, e)
+	lib := filepath.Join(ws, "lib")
+	if err := os.Mkdir(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, lib, "init", "-q")
+	gitIn(t, lib, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "lib")
+	sub := gitIn(t, lib, "rev-parse", "HEAD")
+	gitIn(t, ws, "update-index", "--add", "--cacheinfo", "160000,"+sub+",lib")
+	gitIn(t, ws, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "-m", "add lib")
+	out, stderr, code := e.run("run", "--yes", "--workspace", ws, "three steps")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "submodules are not copied into the tasks' workspaces and stay as they are: lib") {
+		t.Errorf("no line naming the submodule:\n%s", stderr)
+	}
+	if got := gitIn(t, ws, "ls-tree", "HEAD", "lib"); !strings.Contains(got, "160000 commit "+sub) {
+		t.Errorf("the submodule changed: %q", got)
+	}
+}
+
+// The acceptance commands run on the merged tree, not on the attempt's
+// copy: two tasks start together from the same base, the first merges, and
+// the second's acceptance needs the first's file, which only the merged
+// tree has.
+func TestE2ECheckpointsAcceptanceRunsOnTheMergedTree(t *testing.T) {
+	plan := `{"title":"Pair","overview":"x","tasks":[
+ {"id":"first","title":"Write first","description":"TOKEN-FIRST: write first.txt","dependencies":[]},
+ {"id":"second","title":"Write second","description":"TOKEN-SECOND: write second.txt","dependencies":[],"acceptance":["test -f first.txt && test -f second.txt"]}]}`
+	f := &fakeModel{plan: plan, tasks: []scriptTask{
+		{token: "TOKEN-FIRST", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "first.txt", "content": "1\n"})}},
+		{token: "TOKEN-SECOND", delay: 1500 * time.Millisecond, steps: []llmtest.ToolCall{
+			llmtest.Call("shell_exec", map[string]any{"command": "test ! -e first.txt && echo 2 > second.txt"})}},
+	}}
+	e := newRunEnv(t, f)
+	ws := gitWorkspace(t, e)
+	out, stderr, code := e.run("run", "--yes", "--parallel", "2", "--max-retries", "0", "--workspace", ws, "write both")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if f.startCount("TOKEN-SECOND") != 1 {
+		t.Errorf("second started %d times, want 1", f.startCount("TOKEN-SECOND"))
+	}
+	if readFile(t, ws, "first.txt") != "1\n" || readFile(t, ws, "second.txt") != "2\n" {
+		t.Error("the workspace lacks a task's file")
+	}
+}
+
 // Two tasks edit the same line: the one merged second conflicts and is
 // redone on the new base, told which file clashed.
 func TestE2ECheckpointsConflictIsRedoneOnTheNewBase(t *testing.T) {

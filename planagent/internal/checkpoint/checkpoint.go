@@ -203,6 +203,22 @@ func (r *Repo) pathspecExcludes() []string {
 	return out
 }
 
+// Submodules lists the submodules (gitlinks) of commit's tree. An attempt's
+// copy holds them as empty directories: a task cannot change them.
+func (r *Repo) Submodules(ctx context.Context, commit string) ([]string, error) {
+	out, err := r.g.run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit)
+	if err != nil {
+		return nil, err
+	}
+	var subs []string
+	for _, line := range splitZ(out) {
+		if meta, path, ok := strings.Cut(line, "\t"); ok && strings.HasPrefix(meta, "160000 ") {
+			subs = append(subs, path)
+		}
+	}
+	return subs, nil
+}
+
 // NewCopy makes a self-contained copy of the tree at commit in dir: a git
 // clone of its own (through git's pack protocol: no object file is shared
 // with the repository, and a gc running there meanwhile is no hazard; nothing
@@ -253,6 +269,28 @@ func (r *Repo) SetPool(dir string, max int) {
 	r.pool, r.poolMax = dir, max
 }
 
+// DrainPool deletes the thrown-away copies kept for reuse: once a run ends,
+// nothing a failed attempt made stays on the disk.
+func (r *Repo) DrainPool() error {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	if r.pool == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(r.pool)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, removeAll(filepath.Join(r.pool, e.Name())))
+	}
+	return errors.Join(errs...)
+}
+
 func (r *Repo) takeFromPool(dir string) bool {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
@@ -277,6 +315,10 @@ func (r *Repo) RemoveCopy(dir string) error {
 	if r.putInPool(dir) {
 		return nil
 	}
+	return removeAll(dir)
+}
+
+func removeAll(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		// A tool may have left a read-only directory behind.
 		_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {

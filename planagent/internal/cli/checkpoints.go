@@ -76,6 +76,12 @@ func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoin
 	} else {
 		fmt.Fprintf(w, "checkpoints: each task becomes one commit in the shadow repository %s (the workspace is not a git repository and gets no .git)\n", repo.GitDir())
 	}
+	if subs, err := repo.Submodules(ctx, head); err == nil && len(subs) > 0 {
+		if len(subs) > 5 {
+			subs = append(subs[:5:5], fmt.Sprintf("and %d more", len(subs)-5))
+		}
+		fmt.Fprintf(w, "checkpoints: submodules are not copied into the tasks' workspaces and stay as they are: %s\n", strings.Join(subs, ", "))
+	}
 	return repo, &orchestrator.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}, nil
 }
 

@@ -37,6 +37,8 @@ type Repo interface {
 	RemoveCopy(dir string) error
 	// DropKeeps forgets what kept the run's unmerged commits alive.
 	DropKeeps(ctx context.Context) error
+	// DrainPool deletes the thrown-away copies kept for reuse.
+	DrainPool() error
 }
 
 // mergeJob is a completed attempt waiting in the merge queue.
@@ -248,5 +250,8 @@ func (r *run) clearAttempts(ctx context.Context) {
 	dir := r.o.opts.Layout.Attempts() + "/" + r.st.RunID
 	if err := os.RemoveAll(dir); err != nil {
 		r.o.opts.Logger.Warn("remove the run's attempt copies", "dir", dir, "err", err)
+	}
+	if err := r.o.opts.Repo.DrainPool(); err != nil {
+		r.o.opts.Logger.Warn("remove the thrown-away attempt copies", "err", err)
 	}
 }
