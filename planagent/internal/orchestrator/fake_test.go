@@ -26,13 +26,14 @@ type fakeRuntime struct {
 	answer func(c *protocol.Command) *protocol.Report
 	exec   func(command string) runtime.ExecResult
 
-	mu       sync.Mutex
-	starts   int
-	seen     map[string]int // commands received per task id
-	cancel   context.CancelFunc
-	done     chan struct{}
-	exited   chan runtime.Exit
-	commands []string
+	mu        sync.Mutex
+	starts    int
+	seen      map[string]int // commands received per task id
+	cancel    context.CancelFunc
+	done      chan struct{}
+	exited    chan runtime.Exit
+	commands  []string
+	abandoned []string // tasks given up on
 }
 
 func newFakeRuntime(l volume.Layout, answer func(c *protocol.Command) *protocol.Report) *fakeRuntime {
@@ -113,6 +114,13 @@ func (f *fakeRuntime) scan() {
 func (f *fakeRuntime) Exited() <-chan runtime.Exit { return f.exited }
 
 func (f *fakeRuntime) Launch(context.Context, runtime.Attempt) error { return nil }
+
+func (f *fakeRuntime) Abandon(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.abandoned = append(f.abandoned, id)
+	return nil
+}
 
 func (f *fakeRuntime) Exec(ctx context.Context, dir, command string, timeout time.Duration) (runtime.ExecResult, error) {
 	if f.exec != nil {

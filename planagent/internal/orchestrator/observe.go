@@ -83,13 +83,18 @@ func (r *run) collect() []event {
 	return out
 }
 
-// timeouts returns an event for every in-flight task past its deadline.
-func (r *run) timeouts() []event {
+// timeouts returns an event for every in-flight task past its deadline,
+// once what worked on it is stopped: it must not write into a copy that is
+// about to be thrown away (and recycled for another attempt).
+func (r *run) timeouts(ctx context.Context) []event {
 	now := r.o.opts.Now()
 	var out []event
 	for id, f := range r.inflight {
 		if now.After(f.deadline) {
 			delete(r.inflight, id)
+			if err := r.o.opts.Runtime.Abandon(ctx, id); err != nil {
+				r.o.opts.Logger.Warn("stop the timed-out attempt", "task", id, "err", err)
+			}
 			out = append(out, evTimedOut{ID: id})
 		}
 	}

@@ -39,6 +39,9 @@ type Runtime interface {
 	// Launch starts what carries out an attempt whose command is written
 	// (its own container, in the docker runtime); a shared watcher needs nothing.
 	Launch(ctx context.Context, a runtime.Attempt) error
+	// Abandon stops what still works on an attempt given up on (timed
+	// out), before its copy is thrown away.
+	Abandon(ctx context.Context, taskID string) error
 	// Exited reports an attempt's agent, or the shared watcher, dying.
 	Exited() <-chan runtime.Exit
 	// Exec runs an acceptance command with dir as its working directory.
@@ -290,7 +293,7 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 	case ex := <-r.o.opts.Runtime.Exited():
 		return r.agentDied(ex), nil
 	case <-tick:
-		evs := append(r.collect(), r.timeouts()...)
+		evs := append(r.collect(), r.timeouts(ctx)...)
 		return append(evs, r.checkHeartbeat(ctx)...), nil
 	}
 }

@@ -71,6 +71,27 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	return errors.New("docker runtime stopped while the attempt's container started")
 }
 
+// Abandon removes the container of an attempt the orchestrator gave up on
+// (timed out) at once, so it cannot write into the attempt's copy once that
+// is thrown away. With a compose watcher it does nothing.
+func (d *Docker) Abandon(ctx context.Context, taskID string) error {
+	d.mu.Lock()
+	c := d.attempts[taskID]
+	delete(d.attempts, taskID)
+	d.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	c.stopping.Store(true)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	defer cancel()
+	if err := d.removeContainer(ctx, c); err != nil {
+		return fmt.Errorf("task %s: remove the container of attempt %d: %w", taskID, c.attempt, err)
+	}
+	d.log.Info("removed the timed-out attempt's container", "task", taskID, "attempt", c.attempt, "container", shortID(c.id))
+	return nil
+}
+
 // attemptSpec mounts what the attempt needs: context/ (sessions, memory),
 // commands/ (its claim) and reports/ (report, events, heartbeat) read-write,
 // and its workspace: the copy at its relative path, or the default

@@ -427,6 +427,33 @@ func TestDockerFakeRelaunchReplaces(t *testing.T) {
 	}
 }
 
+// A timed-out attempt is abandoned: its container goes at once, is not
+// reported as died, and abandoning it again (or a task never launched) is
+// no error.
+func TestDockerFakeAbandonRemovesTheAttempt(t *testing.T) {
+	fake := newFakeEngine()
+	d, a := fakeDocker(t, fake)
+	if err := d.Launch(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Abandon(t.Context(), a.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	if n := fake.live(); n != 0 || len(fake.removed) != 1 {
+		t.Errorf("live %d removed %v, want the attempt's container removed", n, fake.removed)
+	}
+	select {
+	case ex := <-d.Exited():
+		t.Errorf("the abandoned attempt was reported as died: %+v", ex)
+	case <-time.After(100 * time.Millisecond):
+	}
+	for _, id := range []string{a.TaskID, "never-launched"} {
+		if err := d.Abandon(t.Context(), id); err != nil {
+			t.Errorf("abandon %s again: %v", id, err)
+		}
+	}
+}
+
 // Exec's error paths and results, in a fresh container each time.
 func TestDockerFakeExec(t *testing.T) {
 	tests := []struct {

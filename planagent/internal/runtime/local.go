@@ -192,6 +192,11 @@ func (l *Local) Exited() <-chan Exit { return l.exited }
 // works in the copy it names.
 func (l *Local) Launch(context.Context, Attempt) error { return nil }
 
+// Abandon does nothing: the shared watcher runs every task and cannot stop
+// one alone; a run without checkpoints has no copy to protect, and a late
+// report of an abandoned attempt is ignored as stale.
+func (l *Local) Abandon(context.Context, string) error { return nil }
+
 // Exec runs command with sh -c in dir.
 func (l *Local) Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
 	return ShellExec(ctx, dir, command, timeout)

@@ -19,6 +19,9 @@ type Runtime interface {
 	// Launch starts what carries out an attempt whose command file is
 	// written; where a shared watcher serves every task it does nothing.
 	Launch(ctx context.Context, a Attempt) error
+	// Abandon stops what still works on a task's attempt the orchestrator
+	// gave up on (timed out); nothing where one watcher serves every task.
+	Abandon(ctx context.Context, taskID string) error
 	// Exited delivers the unexpected death (exit code, OOM) of an attempt's
 	// agent or of the watcher this runtime started; nil channel when it
 	// serves through a watcher it did not start.
