@@ -383,6 +383,55 @@ func TestE2EDockerKilledMidTask(t *testing.T) {
 	}
 }
 
+// planagent killed with SIGKILL while a task's container works, then
+// resume: the orphaned container is removed and its task sent again at
+// once from a fresh copy (not after the heartbeat timeout calls it dead).
+func TestE2EDockerPlanagentKilledThenResumed(t *testing.T) {
+	cli := dockerE2E(t)
+	plan := `{"title":"Slow then quick","overview":"Two tasks.","tasks":[
+ {"id":"slow","description":"TOKEN-SLOW: write slow.txt","dependencies":[]},
+ {"id":"quick","description":"TOKEN-QUICK: write quick.txt","dependencies":["slow"]}]}`
+	f := &fakeModel{plan: plan, started: make(chan string, 8), tasks: []scriptTask{
+		{token: "TOKEN-SLOW", delay: 6 * time.Second, steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "slow.txt", "content": "slow\n"})}},
+		{token: "TOKEN-QUICK", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "quick.txt", "content": "quick\n"})}},
+	}}
+	e := newDockerRunEnv(t, f)
+	label := runtime.LabelVolumes + "=" + e.volumes
+	cmd := e.command("run", "--runtime", "docker", "--yes", "make two files")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tok := <-f.started:
+		if tok != "TOKEN-SLOW" {
+			t.Fatalf("first task started is %s, want TOKEN-SLOW", tok)
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the slow task did not start within 60s\n%s", errb.String())
+	}
+	_ = cmd.Process.Kill() // SIGKILL: the attempt's container goes on alone
+	_ = cmd.Wait()
+
+	out, stderr, code := e.run("resume", "--runtime", "docker")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
+	}
+	if strings.Contains(stderr, "no watcher heartbeat") {
+		t.Errorf("resume waited for the heartbeat timeout to call the orphaned task dead:\n%s", stderr)
+	}
+	if got := e.read("workspace/slow.txt") + e.read("workspace/quick.txt"); got != "slow\nquick\n" {
+		t.Errorf("workspace files = %q", got)
+	}
+	if n := f.startCount("TOKEN-SLOW"); n != 2 {
+		t.Errorf("the slow task started %d times, want 2 (orphaned, then sent again)", n)
+	}
+	assertNoContainers(t, cli, label)
+}
+
 // assertKeyNotInLabels inspects a live container: the key is in its env
 // (the model needs it) and nowhere in its labels, and the loopback base URL
 // was rewritten to reach the host.

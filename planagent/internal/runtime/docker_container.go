@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +23,8 @@ import (
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 const (
@@ -67,6 +72,7 @@ func (d *Docker) removeLeftovers(ctx context.Context) error {
 		return fmt.Errorf("list codeagent containers for leftovers: %w", err)
 	}
 	now := time.Now()
+	ours := map[string]bool{} // hostnames of removed containers that served our volumes
 	for _, c := range list.Items {
 		if !d.isLeftover(c, now) {
 			continue
@@ -77,8 +83,53 @@ func (d *Docker) removeLeftovers(ctx context.Context) error {
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("remove leftover container %s of run %s: %w", shortID(c.ID), c.Labels[LabelRun], err)
 		}
+		if c.Labels[LabelVolumes] == d.opts.Volumes.Root {
+			ours[shortID(c.ID)] = true
+		}
 	}
+	d.freeClaims(ours)
 	return nil
+}
+
+// freeClaims deletes the claims and heartbeats of the removed containers
+// (a container's hostname is its short id): their watchers are gone for
+// certain, so a resumed run sends their tasks again at once from a fresh
+// copy instead of waiting for the heartbeat timeout to call them dead.
+func (d *Docker) freeClaims(hosts map[string]bool) {
+	if len(hosts) == 0 {
+		return
+	}
+	host := func(file string) string {
+		f, err := protocol.OpenRegular(file, os.O_RDONLY, 0)
+		if err != nil {
+			return ""
+		}
+		defer f.Close()
+		var v struct {
+			Host string `json:"host"`
+		}
+		if json.NewDecoder(io.LimitReader(f, 1<<16)).Decode(&v) != nil {
+			return ""
+		}
+		return v.Host
+	}
+	claimed := d.opts.Volumes.Claimed()
+	owners, _ := filepath.Glob(filepath.Join(claimed, "*.owner.json"))
+	for _, o := range owners {
+		if !hosts[host(o)] {
+			continue
+		}
+		id := strings.TrimSuffix(filepath.Base(o), ".owner.json")
+		d.log.Info("freeing the claim of a removed container", "task", id)
+		_ = os.Remove(filepath.Join(claimed, id+".md"))
+		_ = os.Remove(o)
+	}
+	beats, _ := filepath.Glob(filepath.Join(d.opts.Volumes.Watchers(), "*.json"))
+	for _, b := range beats {
+		if hosts[host(b)] {
+			_ = os.Remove(b)
+		}
+	}
 }
 
 // isLeftover applies removeLeftovers' rule to one managed container.

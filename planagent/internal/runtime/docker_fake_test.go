@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -505,5 +506,48 @@ func TestDockerFakeExec(t *testing.T) {
 	d, _ := fakeDocker(t, fake)
 	if _, err := d.Exec(t.Context(), t.TempDir(), "true", time.Second); err == nil || !strings.Contains(err.Error(), "neither the workspace nor under") {
 		t.Errorf("Exec outside the volumes = %v", err)
+	}
+}
+
+// Start removes the containers a crashed planagent left serving these
+// volumes, and with them their claims and heartbeats, so a resumed run
+// sends their tasks again at once; another host's claim stays.
+func TestDockerFakeLeftoverClaimsFreed(t *testing.T) {
+	fake := newFakeEngine()
+	l, err := volume.New(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	dead := "0123456789ab" + strings.Repeat("f", 52)
+	fake.list = []containertypes.Summary{{ID: dead, State: containertypes.StateRunning,
+		Labels: map[string]string{LabelManaged: "true", LabelVolumes: l.Root, LabelRun: "r0"}}}
+	files := map[string]string{
+		filepath.Join(l.Claimed(), "t1.md"):         "the command",
+		filepath.Join(l.Claimed(), "t1.owner.json"): `{"watcher":"w1","host":"0123456789ab"}`,
+		filepath.Join(l.Claimed(), "t2.md"):         "the command",
+		filepath.Join(l.Claimed(), "t2.owner.json"): `{"watcher":"w2","host":"elsewhere"}`,
+		filepath.Join(l.Watchers(), "w1.json"):      `{"id":"w1","host":"0123456789ab"}`,
+		filepath.Join(l.Watchers(), "w2.json"):      `{"id":"w2","host":"elsewhere"}`,
+	}
+	for p, c := range files {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &Docker{api: fake, opts: DockerOptions{Volumes: l, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent", UID: 1000, GID: 1000},
+		log: slog.New(slog.DiscardHandler), exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer)}
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	for p := range files {
+		_, err := os.Stat(p)
+		gone := strings.Contains(p, "t1.") || strings.HasSuffix(p, "w1.json")
+		if gone != os.IsNotExist(err) {
+			t.Errorf("%s: gone %v, want %v", filepath.Base(p), os.IsNotExist(err), gone)
+		}
 	}
 }
