@@ -193,8 +193,9 @@ func (l *Local) Exited() <-chan Exit { return l.exited }
 func (l *Local) Launch(context.Context, Attempt) error { return nil }
 
 // Abandon does nothing: the shared watcher runs every task and cannot stop
-// one alone; a run without checkpoints has no copy to protect, and a late
-// report of an abandoned attempt is ignored as stale.
+// one alone. It needs not: the agent ends a task at the same task timeout
+// itself (its commands' process groups killed), and a late report of an
+// abandoned attempt is ignored as stale.
 func (l *Local) Abandon(context.Context, string) error { return nil }
 
 // Exec runs command with sh -c in dir.
