@@ -142,8 +142,8 @@ func TestE2ECheckpointsRollbackAndResume(t *testing.T) {
 
 	writeFile(t, ws, "c.txt", "the user's edit\n")
 	_, stderr, code = e.run("rollback", "--to", "a")
-	if code != 2 || !strings.Contains(stderr, "c.txt") {
-		t.Fatalf("rollback over an edit: exit %d\n%s", code, stderr)
+	if code != 2 || !strings.Contains(stderr, "c.txt") || !strings.Contains(stderr, "git stash -u") {
+		t.Fatalf("rollback over an edit: exit %d, want 2 naming c.txt and the fix\n%s", code, stderr)
 	}
 	if readFile(t, ws, "c.txt") != "the user's edit\n" {
 		t.Fatal("the user's edit was lost")

@@ -175,7 +175,11 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 	if err := repo.Rollback(ctx, target); err != nil {
 		var changed *checkpoint.ChangedError
 		if errors.As(err, &changed) {
-			return cmdutil.UsageError(fmt.Errorf("the workspace has changes since the run's last checkpoint: %s; commit or revert them first (nothing was rolled back)", strings.Join(changed.Files, ", ")))
+			fix := "stash them (`git stash -u`) or revert them first"
+			if repo.Mode() != "git" {
+				fix = "undo them, or move the files elsewhere, first"
+			}
+			return cmdutil.UsageError(fmt.Errorf("the workspace has changes since the run's last checkpoint: %s; %s (nothing was rolled back)", strings.Join(changed.Files, ", "), fix))
 		}
 		return fmt.Errorf("rollback: %w", err)
 	}
