@@ -597,3 +597,23 @@ func TestE2EPlanCommand(t *testing.T) {
 		}
 	})
 }
+
+// Without an API key, run and resume stop at once, exit 2, naming the
+// variable: no runtime check, no checkpoint repository, no model call.
+func TestE2ERunWithoutAPIKey(t *testing.T) {
+	f := &fakeModel{plan: chainPlan, tasks: chainTasks()}
+	e := newRunEnv(t, f)
+	e.key = ""
+	for _, args := range [][]string{{"run", "--yes", "three steps"}, {"resume"}} {
+		_, stderr, code := e.run(args...)
+		if code != 2 || !strings.Contains(stderr, "no API key: set OPENAI_API_KEY") {
+			t.Errorf("%s: exit %d, want 2 naming OPENAI_API_KEY\n%s", args[0], code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.volumes, "checkpoints")); !os.IsNotExist(err) {
+		t.Error("a run without a key made a checkpoint repository")
+	}
+	if n := len(e.srv.Requests()); n != 0 {
+		t.Errorf("the model was called %d times without a key", n)
+	}
+}

@@ -130,6 +130,9 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := s.needKey(); err != nil {
+		return err
+	}
 	// A USD budget without prices is refused before anything costs money.
 	if s.runBudget, err = s.budget(s.cfg.Model); err != nil {
 		return err
@@ -280,10 +283,22 @@ func runPlan(cmd *cobra.Command, f *cmdutil.Factory, opts *PlanOptions) error {
 	return err
 }
 
+// needKey refuses a run without an API key before anything is checked,
+// made or started: every task needs the model.
+func (s *session) needKey() error {
+	if s.cfg.APIKey == "" {
+		return cmdutil.UsageError(llm.ErrNoAPIKey)
+	}
+	return nil
+}
+
 func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	ctx := cmd.Context()
 	s, err := newSession(f, cmd)
 	if err != nil {
+		return err
+	}
+	if err := s.needKey(); err != nil {
 		return err
 	}
 	st, err := orchestrator.LoadState(s.layout, runID, true)
