@@ -610,10 +610,25 @@ func TestE2ERunWithoutAPIKey(t *testing.T) {
 			t.Errorf("%s: exit %d, want 2 naming OPENAI_API_KEY\n%s", args[0], code, stderr)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(e.volumes, "checkpoints")); !os.IsNotExist(err) {
-		t.Error("a run without a key made a checkpoint repository")
+	if _, err := os.Stat(e.volumes); !os.IsNotExist(err) {
+		t.Error("a run without a key made the volumes directory")
 	}
 	if n := len(e.srv.Requests()); n != 0 {
 		t.Errorf("the model was called %d times without a key", n)
+	}
+}
+
+// The commands that only read the volumes (status, runs, graph, diff,
+// rollback) leave no volumes directory behind where there was none.
+func TestE2EReadingCommandsMakeNoVolumes(t *testing.T) {
+	e := newRunEnv(t, &fakeModel{})
+	for _, args := range [][]string{{"status"}, {"runs"}, {"graph"}, {"diff"}, {"rollback", "--start"}} {
+		_, stderr, code := e.run(args...)
+		if (code != 2 && code != 0) || (code == 2 && !strings.Contains(stderr, "no run")) {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(e.volumes); !os.IsNotExist(err) {
+		t.Error("a reading command made the volumes directory")
 	}
 }

@@ -133,6 +133,9 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if err := s.needKey(); err != nil {
 		return err
 	}
+	if err := s.ensureVolumes(); err != nil {
+		return err
+	}
 	// A USD budget without prices is refused before anything costs money.
 	if s.runBudget, err = s.budget(s.cfg.Model); err != nil {
 		return err
@@ -269,6 +272,9 @@ func runPlan(cmd *cobra.Command, f *cmdutil.Factory, opts *PlanOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := s.ensureVolumes(); err != nil {
+		return err
+	}
 	p, _, err := makePlan(cmd.Context(), s, s.llm(), opts.Goal, s.sink(false))
 	if err != nil {
 		return err
@@ -299,6 +305,9 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 		return err
 	}
 	if err := s.needKey(); err != nil {
+		return err
+	}
+	if err := s.ensureVolumes(); err != nil {
 		return err
 	}
 	st, err := orchestrator.LoadState(s.layout, runID, true)

@@ -49,6 +49,9 @@ func runUI(cmd *cobra.Command, f *cmdutil.Factory, opts *UIOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := s.ensureVolumes(); err != nil {
+		return err
+	}
 	ln, err := s.listenUI(opts.Addr)
 	if err != nil {
 		return err

@@ -52,9 +52,6 @@ func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
 	if err := layout.CheckWorkspace(); err != nil {
 		return nil, cmdutil.UsageError(err)
 	}
-	if err := layout.Ensure(); err != nil {
-		return nil, cmdutil.UsageError(fmt.Errorf("%w (check --volumes)", err))
-	}
 	verbose, _ := cmd.Flags().GetBool("verbose")
 	level := slog.LevelWarn
 	if verbose {
@@ -63,6 +60,16 @@ func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
 	logs := newLogView(f.IO.Err)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 	return &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger, logs: logs, verbose: verbose}, nil
+}
+
+// ensureVolumes makes the volumes tree, for the commands that write to it
+// (run, resume, plan, ui): one that only reads (status, runs, graph, diff,
+// rollback) must not leave a volumes/ directory behind in the current one.
+func (s *session) ensureVolumes() error {
+	if err := s.layout.Ensure(); err != nil {
+		return cmdutil.UsageError(fmt.Errorf("%w (check --volumes)", err))
+	}
+	return nil
 }
 
 // settings are the options of a new run that resume must keep.
