@@ -6,13 +6,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/config"
 )
 
-// KeyFDEnv names the file descriptor from which a program started by
-// planagent's local runtime reads the API key. A pipe leaves no trace once
-// read: an environment variable stays in /proc/<pid>/environ for the life
-// of the process, where the model's shell could look for it.
-const KeyFDEnv = "CODEAGENT_API_KEY_FD"
+// KeyFDEnv is config.APIKeyFDEnv, named here for the readers of this file.
+const KeyFDEnv = config.APIKeyFDEnv
 
 // readKeyFD reads the key from the descriptor named by KeyFDEnv, closes it
 // and removes the variable, so children inherit neither. No variable: "".
@@ -44,7 +43,7 @@ func withKey(getenv func(string) string, key string) func(string) string {
 		return getenv
 	}
 	return func(name string) string {
-		if name == "OPENAI_API_KEY" {
+		if name == config.APIKeyEnv {
 			return key
 		}
 		return getenv(name)

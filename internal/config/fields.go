@@ -25,7 +25,7 @@ type field struct {
 // package variable, so nothing mutable is shared between Loads.
 func fields() []field {
 	fs := []field{
-		{key: "api_key", env: "OPENAI_API_KEY", ptr: func(c *Config) any { return &c.APIKey },
+		{key: "api_key", env: APIKeyEnv, ptr: func(c *Config) any { return &c.APIKey },
 			usage: "API key of the OpenAI-compatible server", agent: true},
 		{key: "base_url", env: "OPENAI_BASE_URL", ptr: func(c *Config) any { return &c.BaseURL },
 			usage: "base URL of the OpenAI-compatible API, including /v1 where the server needs it", agent: true},

@@ -30,13 +30,14 @@ func Section(ctx context.Context, opts Options) (string, error) {
 
 // Prompter returns a function that renders Section for a set of focused
 // files, boosted on top of opts.Boost; the agent calls it when its focus
-// changes. The first failure is reported through onErr (may be nil).
-func Prompter(opts Options, onErr func(error)) func(focus []string) string {
+// changes, with the context of the turn (Ctrl-C stops a cold map). The
+// first failure is reported through onErr (may be nil).
+func Prompter(opts Options, onErr func(error)) func(ctx context.Context, focus []string) string {
 	reported := false
-	return func(focus []string) string {
+	return func(ctx context.Context, focus []string) string {
 		o := opts
 		o.Boost = append(append([]string(nil), opts.Boost...), focus...)
-		s, err := Section(context.Background(), o)
+		s, err := Section(ctx, o)
 		if err != nil && !reported && onErr != nil {
 			reported = true
 			onErr(err)

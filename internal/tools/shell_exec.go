@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/config"
 )
 
 //go:embed shell_exec.md
@@ -139,7 +141,7 @@ func shellEnv(base, extra, hide []string) []string {
 	env := make([]string, 0, len(base)+len(extra)+5)
 	keep := func(kv string) {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != "OPENAI_API_KEY" && !slices.Contains(hide, name) {
+		if name != config.APIKeyEnv && !slices.Contains(hide, name) {
 			env = append(env, kv)
 		}
 	}

@@ -44,7 +44,7 @@ type Options struct {
 	// RepoMap, when set, renders the repo map section of the system prompt
 	// for the files in focus (they rank higher, as Aider boosts the files in
 	// the chat); it is called again only when the focused set changes.
-	RepoMap     func(focus []string) string
+	RepoMap     func(ctx context.Context, focus []string) string
 	MemoryPath  string // long-term memory file; "" = no memory
 	SessionPath string // JSONL conversation log; "" = in memory only
 	Events      events.Sink

@@ -22,8 +22,10 @@ type ContextInfo struct {
 	MemoryChars  int
 }
 
-// ContextInfo reports the context as the next request would use it.
-func (a *Agent) ContextInfo() ContextInfo {
+// ContextInfo reports the context as the next request would use it (the
+// repo map included, rendered now if the focus changed).
+func (a *Agent) ContextInfo(ctx context.Context) ContextInfo {
+	a.refreshRepoMap(ctx)
 	req := a.buildRequest()
 	return ContextInfo{
 		Tokens:       a.monitor.usage(req),

@@ -45,6 +45,7 @@ func (a *Agent) limit() int {
 // prepare builds the next request, first making room when the context is
 // above the threshold: mask old bulky tool results (cheap), then summarise.
 func (a *Agent) prepare(ctx context.Context) llm.Request {
+	a.refreshRepoMap(ctx)
 	req := a.buildRequest()
 	if a.monitor.usage(req) <= a.limit() {
 		return req

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -48,16 +49,22 @@ func (a *Agent) systemPrompt(files []focusedFile) string {
 	return b.String()
 }
 
-// repoMapSection is the repo map for the current focused files, rebuilt only
-// when that set changes (a warm map still walks the tree).
-func (a *Agent) repoMapSection() string {
+// refreshRepoMap renders the repo map for the current focused files when
+// that set changed since the last one (a warm map still walks the tree).
+// It runs before a request is built, with the turn's context, so building
+// a request does no I/O of its own beyond the focused files.
+func (a *Agent) refreshRepoMap(ctx context.Context) {
 	if a.opts.RepoMap == nil {
-		return ""
+		return
 	}
 	focus := a.focus.paths()
 	key := strings.Join(focus, "\x00")
 	if !a.repoMap.built || a.repoMap.key != key {
-		a.repoMap = repoMapCache{key: key, section: a.opts.RepoMap(focus), built: true}
+		a.repoMap = repoMapCache{key: key, section: a.opts.RepoMap(ctx, focus), built: true}
 	}
+}
+
+// repoMapSection is the repo map of the last refresh.
+func (a *Agent) repoMapSection() string {
 	return a.repoMap.section
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -24,9 +25,9 @@ func TestRepoMapFollowsFocus(t *testing.T) {
 	var calls [][]string
 	a := e.agent(func(o *Options) {
 		prompter := repomap.Prompter(repomap.Options{Root: o.Workspace.Root(), Tokens: 1024}, func(err error) { t.Error(err) })
-		o.RepoMap = func(focus []string) string {
+		o.RepoMap = func(ctx context.Context, focus []string) string {
 			calls = append(calls, focus)
-			return prompter(focus)
+			return prompter(ctx, focus)
 		}
 	})
 	if _, err := a.RunTask(t.Context(), Task{ID: "map"}); err != nil {

@@ -45,7 +45,7 @@ func (c *Chat) command(ctx context.Context, line string) bool {
 			c.printf("nothing compacted: %v\n", err)
 		}
 	case "/context":
-		c.contextCommand()
+		c.contextCommand(ctx)
 	case "/memory":
 		c.memoryCommand()
 	case "/sessions":
@@ -111,8 +111,8 @@ func (c *Chat) planCommand(args []string) {
 	}
 }
 
-func (c *Chat) contextCommand() {
-	ci := c.agent.ContextInfo()
+func (c *Chat) contextCommand(ctx context.Context) {
+	ci := c.agent.ContextInfo(ctx)
 	pct := 0
 	if ci.Window > 0 {
 		pct = ci.Tokens * 100 / ci.Window

@@ -29,7 +29,7 @@ type agentSetup struct {
 	ws            *tools.Workspace
 	systemContext string
 	tools         *tools.Set
-	repoMap       func(focus []string) string // nil when repo_map_tokens is 0
+	repoMap       func(ctx context.Context, focus []string) string // nil when repo_map_tokens is 0
 	mcp           *mcp.Manager
 }
 

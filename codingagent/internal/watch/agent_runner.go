@@ -93,7 +93,7 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 	}
 	ws.Exclude(r.cfg.Exclude...)
 	set := tools.Coding(ws, r.cfg.Tools)
-	var repoMap func([]string) string
+	var repoMap func(context.Context, []string) string
 	if r.cfg.RepoMapTokens > 0 {
 		cache := r.cfg.Layout.RepoMapCache()
 		set = set.With(tools.NewRepoMap(ws, cache))

@@ -39,6 +39,12 @@ func TestCommandsParseIntoOptions(t *testing.T) {
 		"ui": func() *cobra.Command {
 			return NewCmdUI(f, func(_ *cobra.Command, o *UIOptions) error { return record(*o) })
 		},
+		"diff": func() *cobra.Command {
+			return NewCmdDiff(f, func(_ *cobra.Command, o *DiffOptions) error { return record(*o) })
+		},
+		"rollback": func() *cobra.Command {
+			return NewCmdRollback(f, func(_ *cobra.Command, o *RollbackOptions) error { return record(*o) })
+		},
 	}
 	tests := []struct {
 		cmd     string
@@ -64,6 +70,15 @@ func TestCommandsParseIntoOptions(t *testing.T) {
 		{cmd: "graph", args: []string{"run-3", "--format", "dot"}, want: GraphOptions{Run: "run-3", Format: "dot"}},
 		{cmd: "graph", args: []string{}, want: GraphOptions{Format: "mermaid"}},
 		{cmd: "ui", args: []string{"--addr", ":0"}, want: UIOptions{Addr: ":0"}},
+		{cmd: "diff", args: []string{}, want: DiffOptions{}},
+		{cmd: "diff", args: []string{"add-tests"}, want: DiffOptions{Task: "add-tests"}},
+		{cmd: "diff", args: []string{"run-20261121-084500-1a2b"}, want: DiffOptions{Run: "run-20261121-084500-1a2b"}},
+		{cmd: "diff", args: []string{"run-1", "add-tests"}, want: DiffOptions{Run: "run-1", Task: "add-tests"}},
+		{cmd: "diff", args: []string{"a", "b", "c"}, wantErr: "accepts at most 2 arg"},
+		{cmd: "rollback", args: []string{"--to", "parser"}, want: RollbackOptions{To: "parser"}},
+		{cmd: "rollback", args: []string{"run-4", "--start"}, want: RollbackOptions{Run: "run-4", Start: true}},
+		{cmd: "rollback", args: []string{}, wantErr: "--to TASK or --start"},
+		{cmd: "rollback", args: []string{"--to", "parser", "--start"}, wantErr: "--to TASK or --start"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cmd+" "+strings.Join(tt.args, " "), func(t *testing.T) {

@@ -200,13 +200,13 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 	case "local":
 		var kv []string
 		for k, v := range env {
-			if v != "" && k != "OPENAI_API_KEY" {
+			if v != "" && k != config.APIKeyEnv {
 				kv = append(kv, k+"="+v)
 			}
 		}
 		sort.Strings(kv)
 		rt, err := runtime.NewLocal(runtime.LocalOptions{Volumes: s.layout, Executable: s.f.Executable,
-			Env: kv, APIKey: env["OPENAI_API_KEY"], Log: log, Logger: s.logger, Verbose: s.verbose})
+			Env: kv, APIKey: env[config.APIKeyEnv], Log: log, Logger: s.logger, Verbose: s.verbose})
 		if err != nil {
 			return nil, cmdutil.UsageError(err)
 		}

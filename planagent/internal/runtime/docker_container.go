@@ -24,6 +24,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
+	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
@@ -318,7 +319,7 @@ func (d *Docker) runContainer(ctx context.Context, s spec, onExit func(c *agentC
 	}
 	tail := d.newLogTail()
 	if s.role != "attempt" {
-		tail = newLineTail(nil, 20, d.opts.Env["OPENAI_API_KEY"]) // kept for errors, not logged
+		tail = newLineTail(nil, 20, d.opts.Env[config.APIKeyEnv]) // kept for errors, not logged
 	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &agentContainer{
@@ -463,7 +464,7 @@ func shortID(id string) string {
 // newLogTail streams a container's log into planagent's log: warnings and
 // errors only unless Verbose, since task progress comes from the events files.
 func (d *Docker) newLogTail() *lineTail {
-	t := newLineTail(d.opts.Log, 20, d.opts.Env["OPENAI_API_KEY"])
+	t := newLineTail(d.opts.Log, 20, d.opts.Env[config.APIKeyEnv])
 	if !d.opts.Verbose {
 		t.keep = WarningsOnly
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/internal/config"
 )
 
 const (
@@ -137,7 +139,7 @@ func (d *Docker) execInCompose(ctx context.Context, id, dir, command string, tim
 	_, copyErr := stdcopy.StdCopy(out, out, attached.Reader)
 	stop()
 	attached.Close()
-	output := redact(out.String(), d.opts.Env["OPENAI_API_KEY"])
+	output := redact(out.String(), d.opts.Env[config.APIKeyEnv])
 	if ctx.Err() != nil {
 		return ExecResult{Output: output, ExitCode: -1}, fmt.Errorf("acceptance command in the compose watcher %s: %w", shortID(id), ctx.Err())
 	}
@@ -167,9 +169,9 @@ func (d *Docker) containerOutput(ctx context.Context, c *agentContainer) (string
 	defer logs.Close()
 	out := &tailBuffer{limit: execOutputCap}
 	if _, err := stdcopy.StdCopy(out, out, logs); err != nil && !errors.Is(err, context.Canceled) {
-		return redact(out.String(), d.opts.Env["OPENAI_API_KEY"]), fmt.Errorf("read the output of container %s: %w", shortID(c.id), err)
+		return redact(out.String(), d.opts.Env[config.APIKeyEnv]), fmt.Errorf("read the output of container %s: %w", shortID(c.id), err)
 	}
-	return redact(out.String(), d.opts.Env["OPENAI_API_KEY"]), nil
+	return redact(out.String(), d.opts.Env[config.APIKeyEnv]), nil
 }
 
 // tailBuffer keeps the last limit bytes written to it and counts the rest.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/volume"
 )
 
@@ -31,7 +32,7 @@ type LocalOptions struct {
 	Executable string
 	// Env is added to the watcher's environment (the LLM settings).
 	Env []string
-	// APIKey reaches the watcher on a pipe (KeyFDEnv), never in its
+	// APIKey reaches the watcher on a pipe (config.APIKeyFDEnv), never in its
 	// environment; OPENAI_API_KEY is removed from what it inherits.
 	APIKey string
 	// Args are extra arguments after `watch` (for example --config FILE).
@@ -130,7 +131,7 @@ func (l *Local) Start(ctx context.Context) error {
 	if keyPipe != nil {
 		defer keyPipe.Close()
 		cmd.ExtraFiles = []*os.File{keyPipe} // fd 3
-		cmd.Env = append(cmd.Env, KeyFDEnv+"=3")
+		cmd.Env = append(cmd.Env, config.APIKeyFDEnv+"=3")
 	}
 	out := NewPrefixWriter(l.opts.Log, "[codingagent] ")
 	if !l.opts.Verbose {

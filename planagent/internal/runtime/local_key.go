@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
-)
 
-// KeyFDEnv tells codingagent which inherited descriptor holds the API key
-// (the same name as cmdutil.KeyFDEnv, which reads it).
-const KeyFDEnv = "CODEAGENT_API_KEY_FD"
+	"github.com/codeagent/codeagent/internal/config"
+)
 
 // keyPipe returns the read end of a pipe holding key, already closed for
 // writing, for the child to inherit; nil for an empty key. A key is far
@@ -36,7 +34,7 @@ func withoutKey(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != "OPENAI_API_KEY" && name != KeyFDEnv {
+		if name != config.APIKeyEnv && name != config.APIKeyFDEnv {
 			out = append(out, kv)
 		}
 	}
