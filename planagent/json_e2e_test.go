@@ -10,15 +10,17 @@ import (
 )
 
 // --json is for machines: every event of a run, planning included, carries
-// the run id, and JSON output writes ">" as ">" (not \u003e).
+// the run id, and JSON output writes ">" as ">" (not \u003e), "<" and "&"
+// as written too: the plan, the events and the views (status, runs, graph).
 func TestE2EJSONOutput(t *testing.T) {
 	plan := `{"title":"Redirect","overview":"a > b","tasks":[
- {"id":"one","title":"Write a > b","description":"TOKEN-ONE: write one.txt","dependencies":[],"acceptance":["test -s one.txt > /dev/null"]}]}`
+ {"id":"one","title":"Write a > b & <c>","description":"TOKEN-ONE: write one.txt","dependencies":[],"acceptance":["test -s one.txt > /dev/null"]}]}`
 	f := &fakeModel{plan: plan, tasks: []scriptTask{{token: "TOKEN-ONE", steps: []llmtest.ToolCall{
 		llmtest.Call("write_file", map[string]any{"path": "one.txt", "content": "1 > 0\n"})}}}}
 	e := newRunEnv(t, f)
+	const goal = "redirect a > b && c < d"
 
-	out, stderr, code := e.run("plan", "--json", "redirect")
+	out, stderr, code := e.run("plan", "--json", goal)
 	if code != 0 {
 		t.Fatalf("plan exit %d\n%s", code, stderr)
 	}
@@ -26,7 +28,7 @@ func TestE2EJSONOutput(t *testing.T) {
 		t.Errorf("plan --json escapes >:\n%s", out)
 	}
 
-	out, stderr, code = e.run("run", "--yes", "--json", "redirect")
+	out, stderr, code = e.run("run", "--yes", "--json", goal)
 	if code != 0 {
 		t.Fatalf("run exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
@@ -64,12 +66,32 @@ func TestE2EJSONOutput(t *testing.T) {
 		}
 		data, _ := ev["data"].(map[string]any)
 		ms, _ := data["elapsed_ms"].(float64)
-		want := "[1/1] Write a > b — completed in " + protocol.FormatDuration(time.Duration(ms)*time.Millisecond)
+		want := "[1/1] Write a > b & <c> — completed in " + protocol.FormatDuration(time.Duration(ms)*time.Millisecond)
 		if ms < 1 || ev["text"] != want {
 			t.Errorf("task_end text %q, elapsed_ms %v; want %q", ev["text"], ms, want)
 		}
 	}
 	if planning == 0 {
 		t.Errorf("no planning event before plan_created: %v", evs)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status", "--json"}, []string{`"goal": "` + goal + `"`, `"title": "Write a > b & <c>"`}},
+		{[]string{"runs", "--json"}, []string{`"goal": "` + goal + `"`}},
+		{[]string{"graph", "--format", "json"}, []string{`"title": "Write a > b & <c>"`}},
+	} {
+		out, stderr, code := e.run(c.args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d\n%s", c.args, code, stderr)
+			continue
+		}
+		for _, want := range c.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v lacks %s (escaped for HTML?):\n%s", c.args, want, out)
+			}
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -101,9 +100,7 @@ func runRepomap(cmd *cobra.Command, f *cmdutil.Factory, opts *repomapOptions) er
 		fmt.Fprintf(f.IO.Err, "warning: %s\n", w)
 	}
 	if opts.json {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(m)
+		return cmdutil.WriteJSON(f.IO.Out, m)
 	}
 	if m.Text == "" {
 		fmt.Fprintf(f.IO.Err, "no source files to map in %s\n", root)

@@ -79,11 +79,15 @@ func TestRepomapCommand(t *testing.T) {
 func TestRepomapJSON(t *testing.T) {
 	t.Chdir(t.TempDir())
 	project := t.TempDir()
-	writeFile(t, filepath.Join(project, "a.py"), "class Alpha:\n    \"\"\"First.\"\"\"\n    def run(self):\n        pass\n")
+	writeFile(t, filepath.Join(project, "a.py"), "class Alpha:\n    \"\"\"First.\"\"\"\n    def run(self) -> int:\n        return 1\n")
 	writeFile(t, filepath.Join(project, "b.py"), "from a import Alpha\nAlpha().run()\n")
 	code, out, errOut := runRepomapCmd(t, project, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// JSON as written: "-> int", not "-\u003e int".
+	if !strings.Contains(out, "def run(self) -> int") {
+		t.Errorf("the signature is not as written:\n%s", out)
 	}
 	var m repomap.Map
 	if err := json.Unmarshal([]byte(out), &m); err != nil {

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -280,10 +279,7 @@ func runPlan(cmd *cobra.Command, f *cmdutil.Factory, opts *PlanOptions) error {
 		return err
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // "a > b" as written, not \u003e
-		return enc.Encode(p)
+		return cmdutil.WriteJSON(f.IO.Out, p)
 	}
 	_, err = fmt.Fprint(f.IO.Out, renderPlan(p))
 	return err

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -101,7 +100,7 @@ func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) erro
 		return err
 	}
 	if opts.JSON {
-		return writeJSON(f.IO.Out, v)
+		return cmdutil.WriteJSON(f.IO.Out, v)
 	}
 	g, err := taskgraph.New(st.Tasks)
 	if err != nil {
@@ -126,7 +125,7 @@ func runRuns(cmd *cobra.Command, f *cmdutil.Factory, opts *RunsOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return writeJSON(f.IO.Out, rows)
+		return cmdutil.WriteJSON(f.IO.Out, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(f.IO.Err, "no runs under %s (start one with `planagent run GOAL`)\n", s.layout.Runs())
@@ -166,17 +165,11 @@ func runGraph(cmd *cobra.Command, f *cmdutil.Factory, opts *GraphOptions) error 
 	case "dot":
 		_, err = io.WriteString(f.IO.Out, runview.Dot(v))
 	case "json":
-		err = writeJSON(f.IO.Out, runview.GraphOf(v))
+		err = cmdutil.WriteJSON(f.IO.Out, runview.GraphOf(v))
 	default:
 		_, err = io.WriteString(f.IO.Out, runview.Mermaid(v))
 	}
 	return err
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func shortGoal(g string) string {

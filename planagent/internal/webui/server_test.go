@@ -133,6 +133,16 @@ func TestAPI(t *testing.T) {
 	if code := get(t, base+"/api/runs/"+runID, &run); code != 200 || len(run.Tasks) != 3 || run.Tasks[1].Status != "in_progress" || run.Tasks[2].Level != 2 {
 		t.Fatalf("run: %d %+v", code, run)
 	}
+	// JSON as written, not for an HTML page: "First <b>bold</b>", not \u003cb\u003e.
+	resp, err := http.Get(base + "/api/runs/" + runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(raw), `"First <b>bold</b>"`) {
+		t.Errorf("run JSON escapes < and >:\n%s", raw)
+	}
 	var d TaskDetail
 	if code := get(t, base+"/api/runs/"+runID+"/tasks/a", &d); code != 200 || !strings.Contains(d.Report, "All of a is done.") ||
 		len(d.FilesChanged) != 1 || d.Diff != "" || !strings.Contains(d.DiffNote, "no checkpoint") {
@@ -151,7 +161,7 @@ func TestAPI(t *testing.T) {
 			t.Errorf("GET %s: %d, want %d", path, code, want)
 		}
 	}
-	resp, err := http.Post(base+"/api/runs", "application/json", strings.NewReader("{}"))
+	resp, err = http.Post(base+"/api/runs", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +276,12 @@ func TestStreamFollowsTheRun(t *testing.T) {
 	ch := readEvents(resp.Body)
 
 	var run runview.Run
-	if err := json.Unmarshal([]byte(next(t, ch, "run")), &run); err != nil || run.Tasks[1].Status != "in_progress" {
+	data := next(t, ch, "run")
+	if err := json.Unmarshal([]byte(data), &run); err != nil || run.Tasks[1].Status != "in_progress" {
 		t.Fatalf("first run event: %v %+v", err, run)
+	}
+	if !strings.Contains(data, `"First <b>bold</b>"`) {
+		t.Errorf("run event escapes < and >: %s", data)
 	}
 	var te TaskEvent
 	if err := json.Unmarshal([]byte(next(t, ch, "task_event")), &te); err != nil || te.Task != "b" || !strings.Contains(te.Line, "write_file") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
@@ -158,7 +159,7 @@ func (s *sseWriter) send(event string, v any) {
 	if s.err != nil {
 		return
 	}
-	b, err := json.Marshal(v)
+	b, err := cmdutil.MarshalJSON(v)
 	if err != nil {
 		s.err = fmt.Errorf("encode %s event: %w", event, err)
 		return

@@ -3,7 +3,6 @@ package webui
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 )
@@ -155,7 +155,7 @@ func readCapped(p string, n int64) (string, error) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	enc := json.NewEncoder(w)
+	enc := cmdutil.NewJSONEncoder(w)
 	enc.SetIndent("", " ")
 	_ = enc.Encode(v)
 }
