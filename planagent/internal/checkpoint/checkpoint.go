@@ -318,6 +318,15 @@ func (r *Repo) RemoveCopy(dir string) error {
 	return removeAll(dir)
 }
 
+// DiscardCopy deletes a copy without keeping it for reuse: for the copy of
+// an attempt whose agent may still be writing (it timed out, and its runtime
+// could not stop it). A process that still has its working directory there
+// can no longer create files in the deleted tree, while a copy recycled for
+// another attempt would take whatever it writes next.
+func (r *Repo) DiscardCopy(dir string) error {
+	return removeAll(dir)
+}
+
 func removeAll(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		// A tool may have left a read-only directory behind.

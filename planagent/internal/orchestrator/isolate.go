@@ -33,8 +33,10 @@ type Repo interface {
 	Advance(ctx context.Context, old, new string) error
 	// Head is the commit the integration branch is at.
 	Head(ctx context.Context) (string, error)
-	// RemoveCopy throws a copy away.
+	// RemoveCopy throws a copy away (it may be recycled for a later attempt).
 	RemoveCopy(dir string) error
+	// DiscardCopy deletes a copy something may still write into.
+	DiscardCopy(dir string) error
 	// DropKeeps forgets what kept the run's unmerged commits alive.
 	DropKeeps(ctx context.Context) error
 	// DrainPool deletes the thrown-away copies kept for reuse.
@@ -67,14 +69,23 @@ func (r *run) prepareCopy(ctx context.Context, id string, info *TaskInfo) error 
 	return nil
 }
 
-// dropCopy throws the copy of the attempt that just ended away.
+// dropCopy throws the copy of the attempt that just ended away. A timed-out
+// attempt's copy is deleted, never recycled: the local and compose runtimes
+// cannot stop its agent (it gives up on its own timeout a moment later), so
+// a shell command of it may still be writing there.
 func (r *run) dropCopy(id string) {
+	abandoned := r.abandoned[id]
+	delete(r.abandoned, id)
 	if !r.isolated() {
 		return
 	}
 	info := r.info(id)
 	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt)
-	if err := r.o.opts.Repo.RemoveCopy(dir); err != nil {
+	remove := r.o.opts.Repo.RemoveCopy
+	if abandoned {
+		remove = r.o.opts.Repo.DiscardCopy
+	}
+	if err := remove(dir); err != nil {
 		r.o.opts.Logger.Warn("remove the attempt's copy", "task", id, "dir", dir, "err", err)
 	}
 }

@@ -92,6 +92,7 @@ func (r *run) timeouts(ctx context.Context) []event {
 	for id, f := range r.inflight {
 		if now.After(f.deadline) {
 			delete(r.inflight, id)
+			r.abandoned[id] = true
 			if err := r.o.opts.Runtime.Abandon(ctx, id); err != nil {
 				r.o.opts.Logger.Warn("stop the timed-out attempt", "task", id, "err", err)
 			}

@@ -149,8 +149,9 @@ type run struct {
 	g         *taskgraph.Graph
 	ctxm      *projectctx.Manager
 	inflight  map[string]*flight
-	accepting int // acceptance runs and merges queued or under way
-	deciding  int // decider calls under way
+	abandoned map[string]bool // timed-out attempts whose copy must not be recycled
+	accepting int             // acceptance runs and merges queued or under way
+	deciding  int             // decider calls under way
 	queue     []mergeJob
 	merging   bool // a merge is under way
 	issues    []string
@@ -187,7 +188,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 		title, overview = st.Plan.Title, st.Plan.Overview
 	}
 	r := &run{o: o, st: st, g: g, ctxm: projectctx.New(l, st.RunID, st.Goal, title, overview),
-		inflight: map[string]*flight{}, results: make(chan event), stopped: make(chan struct{}),
+		inflight: map[string]*flight{}, abandoned: map[string]bool{}, results: make(chan event), stopped: make(chan struct{}),
 		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
 	defer close(r.stopped)
 	defer r.endTraces()

@@ -1,0 +1,102 @@
+package orchestrator
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+// recordingRepo is a real checkpoint repository that records how the
+// attempts' copies are thrown away.
+type recordingRepo struct {
+	*checkpoint.Repo
+	mu                 sync.Mutex
+	removed, discarded []string
+}
+
+func (r *recordingRepo) RemoveCopy(dir string) error {
+	if _, err := os.Stat(dir); err == nil { // not the clearing before a copy is made
+		r.mu.Lock()
+		r.removed = append(r.removed, filepath.Base(dir))
+		r.mu.Unlock()
+	}
+	return r.Repo.RemoveCopy(dir)
+}
+
+func (r *recordingRepo) DiscardCopy(dir string) error {
+	r.mu.Lock()
+	r.discarded = append(r.discarded, filepath.Base(dir))
+	r.mu.Unlock()
+	return r.Repo.DiscardCopy(dir)
+}
+
+// A timed-out attempt's agent may still run (the local and compose
+// runtimes cannot stop it): its copy is deleted, never recycled for the
+// retry, which gets a clean copy; a completed attempt's copy is recycled.
+func TestDriveTimedOutCopyIsNeverRecycled(t *testing.T) {
+	ctx := t.Context()
+	l := newLayout(t)
+	ws := l.Workspace()
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := checkpoint.Open(ctx, ws, checkpoint.ShadowDir(filepath.Join(l.Root, "checkpoints"), ws), []string{l.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.SetPool(filepath.Join(l.Attempts(), ".pool"), 4)
+	if err := repo.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordingRepo{Repo: repo}
+	var retrySaw []string
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		dir := l.Attempt(c.RunID, c.ID, c.Attempt)
+		if c.Attempt == 1 {
+			// The first attempt hangs and leaves a file behind, as a shell
+			// command still running after the timeout would.
+			_ = os.WriteFile(filepath.Join(dir, "stray.txt"), []byte("late write\n"), 0o644)
+			return nil
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			retrySaw = append(retrySaw, e.Name())
+		}
+		return completed(c)
+	})
+	st := newTestState(t, plan.Task{ID: "slow", Description: "times out once"})
+	st.Checkpoints = &Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
+	o := New(Options{Layout: l, Runtime: rt, Repo: rec, TaskTimeout: 300 * time.Millisecond, MaxRetries: 1})
+	if err := o.Drive(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(st)["slow"]; got != taskgraph.Completed {
+		t.Fatalf("slow is %s, want completed on its retry", got)
+	}
+	if slices.Contains(retrySaw, "stray.txt") {
+		t.Errorf("the retry's copy holds the timed-out attempt's file: %v", retrySaw)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !slices.Contains(rec.discarded, "slow.1") || slices.Contains(rec.removed, "slow.1") {
+		t.Errorf("timed-out copy: discarded %v, recycled %v; want slow.1 discarded, not recycled", rec.discarded, rec.removed)
+	}
+	if !slices.Contains(rec.removed, "slow.2") {
+		t.Errorf("completed copy: recycled %v, want slow.2 among them", rec.removed)
+	}
+	if _, err := os.Stat(l.Attempt(st.RunID, "slow", 1)); !os.IsNotExist(err) {
+		t.Errorf("the timed-out attempt's copy is still there: %v", err)
+	}
+}
