@@ -113,6 +113,7 @@ func TestE2EStartingMistakes(t *testing.T) {
 		{args: []string{"run", "Make", "the", "notes", "files"}, code: 2, want: []string{"quote it", `planagent run "Make the notes files"`}},
 		{args: []string{"--version"}, code: 0, want: []string{"planagent "}},
 		{args: []string{"run", "--paralel", "2", "x"}, code: 2, want: []string{"unknown flag: --paralel", "did you mean --parallel?"}},
+		{args: []string{"--paralel", "2"}, code: 2, want: []string{"unknown flag: --paralel", "did you mean --parallel? It is a flag of planagent resume and planagent run"}},
 		{args: []string{"run", "--yes", "--workspace", missing, "x"}, code: 2, want: []string{"workspace " + missing + " does not exist"}},
 		{args: []string{"__complete", "run", "--runtime", ""}, code: 0, want: []string{"docker\nlocal\n"}},
 	}

@@ -23,6 +23,11 @@ func TestMainExitCodes(t *testing.T) {
 				RunE: func(*cobra.Command, []string) error { return UsageError(errors.New("parallel must be > 0")) }},
 			&cobra.Command{Use: "ok", Run: func(*cobra.Command, []string) {}},
 		)
+		for _, name := range []string{"run", "resume"} {
+			sub := &cobra.Command{Use: name, RunE: func(*cobra.Command, []string) error { return nil }}
+			sub.Flags().Int("max-retries", 1, "")
+			root.AddCommand(sub)
+		}
 		return root
 	}
 	tests := []struct {
@@ -37,6 +42,10 @@ func TestMainExitCodes(t *testing.T) {
 		{[]string{"ok", "--nope"}, ExitUsage, "unknown flag: --nope (see prog ok --help)"},
 		{[]string{"ok", "--paralel", "2"}, ExitUsage, "unknown flag: --paralel: did you mean --parallel?"},
 		{[]string{"nosuch"}, ExitUsage, `unknown command "nosuch"`},
+		// A subcommand's flag before any subcommand: its owners are named.
+		{[]string{"--max-retrys", "2"}, ExitUsage, "unknown flag: --max-retrys: did you mean --max-retries? It is a flag of prog resume and prog run: put it after the command"},
+		{[]string{"--max-retries", "2"}, ExitUsage, "unknown flag: --max-retries: --max-retries is a flag of prog resume and prog run: put it after the command"},
+		{[]string{"--zzz"}, ExitUsage, "unknown flag: --zzz (see prog --help)"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -60,9 +60,38 @@ func suggestFlag(cmd *cobra.Command, err error) error {
 	visit := func(f *pflag.Flag) { names = append(names, f.Name) }
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
-	best := config.Nearest(name, names)
-	if best == "" {
-		return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
+	if best := config.Nearest(name, names); best != "" {
+		return fmt.Errorf("%w: did you mean --%s?", err, best)
 	}
-	return fmt.Errorf("%w: did you mean --%s?", err, best)
+	// A subcommand's flag given before the subcommand (`planagent --paralel 2`).
+	if best, owners := subcommandFlag(cmd, name); best != "" {
+		where := fmt.Sprintf("a flag of %s: put it after the command", strings.Join(owners, " and "))
+		if best == name {
+			return fmt.Errorf("%w: --%s is %s", err, best, where)
+		}
+		return fmt.Errorf("%w: did you mean --%s? It is %s", err, best, where)
+	}
+	return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
+}
+
+// subcommandFlag is the flag of cmd's subcommands nearest to name, and the
+// subcommands that have it.
+func subcommandFlag(cmd *cobra.Command, name string) (string, []string) {
+	owners := map[string][]string{} // each subcommand's nearest flag → subcommands
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if !sub.IsAvailableCommand() {
+			continue
+		}
+		var flags []string
+		sub.LocalFlags().VisitAll(func(f *pflag.Flag) { flags = append(flags, f.Name) })
+		if n := config.Nearest(name, flags); n != "" {
+			if owners[n] == nil {
+				names = append(names, n)
+			}
+			owners[n] = append(owners[n], sub.CommandPath())
+		}
+	}
+	best := config.Nearest(name, names)
+	return best, owners[best]
 }
