@@ -50,6 +50,22 @@ type source struct {
 	where string // how errors name the directory
 }
 
+// regularFS reads files of the volumes only when they are regular, in the
+// open itself (no symbolic link followed, no wait on a FIFO): a check of
+// the directory entry before a plain open leaves a moment in which the
+// agent's shell could swap the file for a FIFO.
+type regularFS struct {
+	fs.FS
+	root string
+}
+
+func (r regularFS) ReadFile(name string) ([]byte, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fs.ErrInvalid}
+	}
+	return protocol.ReadRegular(filepath.Join(r.root, filepath.FromSlash(name)), 0)
+}
+
 // section is one file of the output.
 type section struct {
 	layer, name, label, body string
@@ -77,7 +93,7 @@ func Combine(opts Options) (string, error) {
 		if opts.RuntimeDir == "" {
 			return nil
 		}
-		return &source{fsys: os.DirFS(opts.RuntimeDir), dir: dir, label: "runtime",
+		return &source{fsys: regularFS{FS: os.DirFS(opts.RuntimeDir), root: opts.RuntimeDir}, dir: dir, label: "runtime",
 			where: filepath.Join(opts.RuntimeDir, filepath.FromSlash(dir))}
 	}
 

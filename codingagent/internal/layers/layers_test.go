@@ -1,12 +1,15 @@
 package layers
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 const disabled = "---\nenabled: false\n---\nplaceholder structure\n"
@@ -334,6 +337,38 @@ func BenchmarkCombine(b *testing.B) {
 	for b.Loop() {
 		if _, err := Combine(opts); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// The runtime layers are read with the file's type checked in the open
+// itself: a FIFO or a symbolic link swapped in after the directory was
+// listed is refused at once, not waited on or followed.
+func TestRegularFSRefusesFIFOAndSymlink(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ok.md"), []byte("fine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	fsys := regularFS{FS: os.DirFS(dir), root: dir}
+	if b, err := fs.ReadFile(fsys, "ok.md"); err != nil || string(b) != "fine\n" {
+		t.Fatalf("ok.md: %q, %v", b, err)
+	}
+	for _, name := range []string{"fifo.md", "link.md", "../ok.md"} {
+		done := make(chan error, 1)
+		go func() { _, err := fs.ReadFile(fsys, name); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s was read", name)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("reading %s blocks", name)
 		}
 	}
 }
