@@ -1,8 +1,9 @@
 package main
 
-// End-to-end tests of the budgets: a run paused at its token budget (exit 3)
-// and resumed with a larger one, a USD budget priced from the config, and a
-// task stopped at its own token budget.
+// End-to-end tests of the budgets: a run paused at its token budget (exit 3,
+// from the flag or the config) and resumed with a larger one, a USD budget
+// priced from the config, and a task stopped at its own token budget (from
+// the plan or the config).
 
 import (
 	"os"
@@ -41,6 +42,14 @@ func fixedUsage(e *runEnv, f *fakeModel) {
 	})
 }
 
+// writeConfig writes the project config file codeagent.yaml where e runs.
+func writeConfig(t *testing.T, e *runEnv, yaml string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(e.dir, "codeagent.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func runEndOf(t *testing.T, out string) map[string]any {
 	t.Helper()
 	for _, ev := range jsonEvents(t, out) {
@@ -52,15 +61,32 @@ func runEndOf(t *testing.T, out string) map[string]any {
 	return nil
 }
 
+// The run's token budget, from the flag or from the config file, pauses
+// the run the same way; resume with a larger one finishes it.
 func TestE2EBudgetTokensPauseThenResume(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		flags        []string
+	}{
+		{name: "flag", flags: []string{"--budget-tokens", "5000"}},
+		{name: "config", config: "budget_tokens: 5000\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { budgetTokensPauseThenResume(t, tc.config, tc.flags) })
+	}
+}
+
+func budgetTokensPauseThenResume(t *testing.T, config string, flags []string) {
 	f := &fakeModel{tasks: threeTasks()}
 	e := newRunEnv(t, f)
 	fixedUsage(e, f)
 	planFile := chainPlanFile(t, e.dir, "")
+	if config != "" {
+		writeConfig(t, e, config)
+	}
 
 	// alpha uses a few thousand tokens, beta takes the run past 5000: beta
 	// was started under the budget and finishes; gamma never starts.
-	out, stderr, code := e.run("run", "--yes", "--json", "--plan", planFile, "--budget-tokens", "5000")
+	out, stderr, code := e.run(append([]string{"run", "--yes", "--json", "--plan", planFile}, flags...)...)
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (paused)\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
@@ -129,10 +155,7 @@ func TestE2EBudgetUSD(t *testing.T) {
 	}
 
 	// $1000 per million tokens both ways: each answer costs $1.10.
-	cfg := filepath.Join(e.dir, "codeagent.yaml")
-	if err := os.WriteFile(cfg, []byte("prices:\n  test-model: {input: 1000, output: 1000}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeConfig(t, e, "prices:\n  test-model: {input: 1000, output: 1000}\n")
 	out, stderr, code := e.run("run", "--yes", "--json", "--plan", planFile, "--budget-usd", "2")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
@@ -170,38 +193,58 @@ func TestE2EBudgetUSD(t *testing.T) {
 	}
 }
 
+// A task's token budget, from the plan (under either name) or the config
+// file's task_budget_tokens for every task, stops the task that passes it
+// with the reason "budget", which the decision step is told.
 func TestE2EBudgetPerTask(t *testing.T) {
+	for _, tc := range []struct {
+		name, planExtra, config string
+		failed                  string // the task that passes its budget
+	}{
+		// gamma's own budget of 500 tokens: its first answer (1100) passes it.
+		{name: "plan budget_tokens", planExtra: `,"budget_tokens":500`, failed: "gamma"},
+		{name: "plan task_budget_tokens", planExtra: `,"task_budget_tokens":500`, failed: "gamma"},
+		// Every task's budget: alpha, the first, passes it.
+		{name: "config task_budget_tokens", config: "task_budget_tokens: 500\n", failed: "alpha"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { budgetPerTask(t, tc.planExtra, tc.config, tc.failed) })
+	}
+}
+
+func budgetPerTask(t *testing.T, planExtra, config, failed string) {
 	f := &fakeModel{tasks: threeTasks()}
 	e := newRunEnv(t, f)
 	fixedUsage(e, f)
-	// gamma's own budget of 500 tokens: its first answer (1100) passes it.
-	planFile := chainPlanFile(t, e.dir, `,"budget_tokens":500`)
+	planFile := chainPlanFile(t, e.dir, planExtra)
+	if config != "" {
+		writeConfig(t, e, config)
+	}
 	out, stderr, code := e.run("run", "--yes", "--json", "--plan", planFile, "--max-retries", "0")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (a task failed)\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
-	rep := e.read("reports/gamma.md")
+	rep := e.read("reports/" + failed + ".md")
 	if !strings.Contains(rep, "status: failed") || !strings.Contains(rep, "reason: budget") {
-		t.Errorf("gamma's report:\n%s", rep)
+		t.Errorf("%s's report:\n%s", failed, rep)
 	}
-	// The report's reason reached the agent through gamma's command; the
-	// task's error starts with it.
+	// The report's reason reached the agent through the task's command;
+	// the task's error starts with it.
 	sout, _, _ := e.run("status", "--json")
 	var raw struct {
 		Tasks []struct{ ID, Status, Error string } `json:"tasks"`
 	}
 	decodeJSON(t, "status --json", sout, &raw)
-	var gammaErr string
+	var failedErr string
 	for _, task := range raw.Tasks {
-		if task.ID == "gamma" {
-			gammaErr = task.Error
+		if task.ID == failed {
+			failedErr = task.Error
 			if task.Status != "failed" {
-				t.Errorf("gamma is %s", task.Status)
+				t.Errorf("%s is %s", failed, task.Status)
 			}
 		}
 	}
-	if !strings.HasPrefix(gammaErr, "budget: ") {
-		t.Errorf("gamma's error %q does not start with the reason", gammaErr)
+	if !strings.HasPrefix(failedErr, "budget: ") {
+		t.Errorf("%s's error %q does not start with the reason", failed, failedErr)
 	}
 	// The decision step was told it was the budget.
 	told := false
@@ -216,7 +259,7 @@ func TestE2EBudgetPerTask(t *testing.T) {
 		}
 	}
 	if !told {
-		t.Error("the decider was not told the task failed on its budget")
+		t.Errorf("the decider was not told %s failed on its budget", failed)
 	}
 }
 

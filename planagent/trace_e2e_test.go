@@ -86,6 +86,9 @@ func attr(kvs []*commonpb.KeyValue, key string) string {
 			if i := v.GetIntValue(); i != 0 {
 				return strconv.FormatInt(i, 10)
 			}
+			if v.GetBoolValue() {
+				return "true"
+			}
 		}
 	}
 	return ""
@@ -105,7 +108,33 @@ func TestE2ETraceAcrossBothPrograms(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
-	assertOneRunTrace(t, recv, e)
+	assertOneRunTrace(t, recv, e, traceShape{processes: 1, planned: true})
+}
+
+// A run paused at its budget (exit 3) and resumed is still one trace: the
+// resumed process's run span is a child of the first one, whose
+// traceparent the run's state kept, and the attempts of both processes
+// and the coding agent's spans under them share its trace id.
+func TestE2ETraceAcrossResume(t *testing.T) {
+	recv := &otlpReceiver{}
+	collector := httptest.NewServer(recv)
+	defer collector.Close()
+	f := &fakeModel{tasks: threeTasks()}
+	e := newRunEnv(t, f)
+	fixedUsage(e, f)
+	e.env = append(e.env, "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL)
+	planFile := chainPlanFile(t, e.dir, "")
+	// As in TestE2EBudgetTokensPauseThenResume: alpha and beta, then the pause.
+	if out, stderr, code := e.run("run", "--yes", "--plan", planFile, "--budget-tokens", "5000"); code != 3 {
+		t.Fatalf("exit %d, want 3 (paused)\n%s%s", code, out, stderr)
+	}
+	if out, stderr, code := e.run("resume", "--budget-tokens", "100000"); code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
+	}
+	if f.startCount("TOKEN-GAMMA") != 1 {
+		t.Fatalf("gamma started %d times, want once (in the resume)", f.startCount("TOKEN-GAMMA"))
+	}
+	assertOneRunTrace(t, recv, e, traceShape{processes: 2})
 }
 
 // The same across a container: the agent in its attempt's container gets
@@ -129,14 +158,21 @@ func TestE2EDockerTraceAcrossBothPrograms(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
-	assertOneRunTrace(t, recv, e)
+	assertOneRunTrace(t, recv, e, traceShape{processes: 1, planned: true})
+}
+
+// traceShape is what a three-task run's trace holds besides its tasks.
+type traceShape struct {
+	processes int  // planagent processes that drove the run (run, resumes): a run span each
+	planned   bool // the planner ran: planagent has a chat span
 }
 
 // assertOneRunTrace checks the spans of a three-task run: one trace, the
-// run and each attempt as invoke_agent, every LLM call as chat with its
-// tokens and model, every tool call as execute_tool, the task id on each
-// task span and the agent's spans under their attempt's.
-func assertOneRunTrace(t *testing.T, recv *otlpReceiver, e *runEnv) {
+// run (in each process) and each attempt as invoke_agent, every LLM call
+// as chat with its tokens and model, every tool call as execute_tool, the
+// task id on each task span, the agent's spans under their attempt's and
+// the run spans of resumed processes under the first one.
+func assertOneRunTrace(t *testing.T, recv *otlpReceiver, e *runEnv, shape traceShape) {
 	t.Helper()
 	want := func(spans []recvSpan) bool {
 		var toolsSeen, agentChats int
@@ -230,10 +266,31 @@ func assertOneRunTrace(t *testing.T, recv *otlpReceiver, e *runEnv) {
 			t.Logf("trace %x parent %x: %s %s %v", s.span.TraceId, s.span.ParentSpanId, s.service, s.span.Name, s.span.Attributes)
 		}
 	}
-	if count["planagent invoke_agent"] != 4 { // the run and three attempts
-		t.Errorf("planagent's invoke_agent spans: %d, want 4 (%v)", count["planagent invoke_agent"], count)
+	// One root: the first process's run span; a resume's is its child.
+	var roots, resumed []recvSpan
+	for _, s := range spans {
+		if s.span.Name != "invoke_agent planagent" {
+			continue
+		}
+		if len(s.span.ParentSpanId) == 0 {
+			roots = append(roots, s)
+		} else {
+			resumed = append(resumed, s)
+		}
 	}
-	if count["planagent chat"] < 1 || count["codingagent chat"] < 3 || count["codingagent execute_tool"] < 4 {
+	if len(roots) != 1 || len(resumed) != shape.processes-1 {
+		t.Fatalf("run spans: %d roots and %d children, want 1 root and %d resumed", len(roots), len(resumed), shape.processes-1)
+	}
+	for _, s := range resumed {
+		if string(s.span.ParentSpanId) != string(roots[0].span.SpanId) || attr(s.span.Attributes, "codeagent.resumed") == "" {
+			t.Errorf("resumed run span: parent %x (want the run's %x), attributes %v", s.span.ParentSpanId, roots[0].span.SpanId, s.span.Attributes)
+		}
+	}
+	// Each process's run span and three attempts.
+	if want := shape.processes + 3; count["planagent invoke_agent"] != want {
+		t.Errorf("planagent's invoke_agent spans: %d, want %d (%v)", count["planagent invoke_agent"], want, count)
+	}
+	if (shape.planned && count["planagent chat"] < 1) || count["codingagent chat"] < 3 || count["codingagent execute_tool"] < 4 {
 		t.Errorf("span counts %v", count)
 	}
 }

@@ -26,9 +26,22 @@ type Task struct {
 	// Acceptance holds shell commands run in the workspace; exit 0 = accepted.
 	Acceptance []string `json:"acceptance,omitempty" yaml:"acceptance,omitempty"`
 	Risks      []string `json:"risks,omitempty" yaml:"risks,omitempty"`
-	// BudgetTokens overrides task_budget_tokens for this task (plan files;
-	// the planner's schema does not offer it).
+	// BudgetTokens overrides the run's task_budget_tokens for this task
+	// (plan files; the planner's schema does not offer it).
 	BudgetTokens int `json:"budget_tokens,omitempty" yaml:"budget_tokens,omitempty"`
+	// TaskBudgetTokens is BudgetTokens under the config key's name, which a
+	// plan may use as well; Validate refuses the two with different values.
+	// Read the budget with TokenBudget.
+	TaskBudgetTokens int `json:"task_budget_tokens,omitempty" yaml:"task_budget_tokens,omitempty"`
+}
+
+// TokenBudget is the task's own token budget, under either name (0: the
+// run's task_budget_tokens applies).
+func (t Task) TokenBudget() int {
+	if t.BudgetTokens != 0 {
+		return t.BudgetTokens
+	}
+	return t.TaskBudgetTokens
 }
 
 // Plan is the create_plan tool's arguments (and a plan file's content:

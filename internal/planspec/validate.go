@@ -125,8 +125,17 @@ func (v *validator) task(i int, t Task, l Limits) {
 	if n := utf8.RuneCountInString(t.Title); n > l.MaxTitle {
 		v.add(i, fmt.Sprintf("%s title is %d characters; the limit is %d", name, n, l.MaxTitle))
 	}
-	if t.BudgetTokens < 0 {
-		v.add(i, fmt.Sprintf("%s budget_tokens is %d: want 0 (the run's task_budget_tokens) or more", name, t.BudgetTokens))
+	for _, b := range []struct {
+		key string
+		n   int
+	}{{"budget_tokens", t.BudgetTokens}, {"task_budget_tokens", t.TaskBudgetTokens}} {
+		if b.n < 0 {
+			v.add(i, fmt.Sprintf("%s %s is %d: want 0 (the run's task_budget_tokens) or more", name, b.key, b.n))
+		}
+	}
+	if t.BudgetTokens != 0 && t.TaskBudgetTokens != 0 && t.BudgetTokens != t.TaskBudgetTokens {
+		v.add(i, fmt.Sprintf("%s has budget_tokens %d and task_budget_tokens %d: both name the task's token budget; give one",
+			name, t.BudgetTokens, t.TaskBudgetTokens))
 	}
 	if n := len(t.Acceptance); n > l.MaxAcceptance {
 		v.add(i, fmt.Sprintf("%s has %d acceptance commands; the limit is %d", name, n, l.MaxAcceptance))

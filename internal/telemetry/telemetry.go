@@ -8,8 +8,10 @@
 // The spans: invoke_agent for a run (planagent) and for a task attempt
 // (planagent's side and the coding agent's), chat for an LLM call,
 // execute_tool for a tool call; each carries the task id when it belongs to
-// a task. A run is one trace across both programs: the attempt's span
-// context reaches the coding agent in the command file's traceparent.
+// a task. A run is one trace across both programs and its processes: the
+// attempt's span context reaches the coding agent in the command file's
+// traceparent, and the run's first span context, kept with the run, is the
+// parent of a resumed process's run span.
 package telemetry
 
 import (
@@ -45,6 +47,7 @@ const (
 	TaskID        = attribute.Key("codeagent.task.id")
 	RunID         = attribute.Key("codeagent.run.id")
 	Attempt       = attribute.Key("codeagent.attempt")
+	Resumed       = attribute.Key("codeagent.resumed") // on the run span of a resumed process
 )
 
 // Enabled reports whether traces are exported: the OTLP endpoint is set,

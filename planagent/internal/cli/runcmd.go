@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
@@ -141,7 +142,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	}
 	sink := s.sink(opts.JSON)
 	runID := orchestrator.NewRunID(time.Now())
-	ctx, span := traceRun(ctx, runID)
+	ctx, span := traceRun(ctx, runID, "")
 	defer span.End()
 	// The web view's address is taken before planning, so a busy port costs
 	// no LLM call; it serves once the run's state exists.
@@ -200,6 +201,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	}
 	st.Settings = s.settings()
 	st.Checkpoints = checkpoints
+	st.TraceParent = telemetry.TraceParent(ctx)
 	lock, err := runlock.Acquire(s.layout.Run(runID))
 	if err != nil {
 		return cmdutil.UsageError(err)
@@ -350,7 +352,7 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 		return err
 	}
 	sink := s.sink(jsonOut)
-	ctx, span := traceRun(ctx, st.RunID)
+	ctx, span := traceRun(ctx, st.RunID, st.TraceParent)
 	defer span.End()
 	sink.Emit(events.Event{Type: events.Log, RunID: st.RunID, Text: "resuming run " + st.RunID})
 	return drive(ctx, s, st, rt, s.llm(), sink, jsonOut)
@@ -417,10 +419,21 @@ func perTask(view *runview.Run) []map[string]any {
 	return out
 }
 
-// traceRun starts the run's invoke_agent span: planning, decisions and
-// every task attempt are under it (resume starts a new one in the same
-// way; traces are per process).
-func traceRun(ctx context.Context, runID string) (context.Context, trace.Span) {
-	return telemetry.Start(ctx, "invoke_agent planagent", telemetry.OperationName.String("invoke_agent"),
-		telemetry.AgentName.String("planagent"), telemetry.RunID.String(runID))
+// traceRun starts this process's invoke_agent span of the run: planning,
+// decisions and every task attempt are under it. The run's first process
+// starts the trace (parent "") and keeps its span's traceparent in the
+// run's state; every resume starts its span as a child of that span, so a
+// paused or interrupted run and all its resumes are one trace. A child, not
+// a second root with the stored trace id: the SDK gives a root a fresh
+// trace id, and viewers such as Jaeger draw a trace as a tree from one
+// root, so each resume shows as a later branch of the run rather than as a
+// second top-level span. Links are not needed: the parent already says it.
+func traceRun(ctx context.Context, runID, parent string) (context.Context, trace.Span) {
+	attrs := []attribute.KeyValue{telemetry.OperationName.String("invoke_agent"),
+		telemetry.AgentName.String("planagent"), telemetry.RunID.String(runID)}
+	if parent != "" {
+		ctx = telemetry.WithTraceParent(ctx, parent)
+		attrs = append(attrs, telemetry.Resumed.Bool(true))
+	}
+	return telemetry.Start(ctx, "invoke_agent planagent", attrs...)
 }

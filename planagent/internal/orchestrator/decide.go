@@ -127,7 +127,7 @@ func replanTasks(g *taskgraph.Graph, tasks []plan.Task) ([]taskgraph.Task, error
 		}
 		whole.Tasks = append(whole.Tasks, t)
 		out = append(out, taskgraph.Task{ID: t.ID, Title: t.Title, Description: t.Description,
-			Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens})
+			Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.TokenBudget()})
 	}
 	if err := plan.Validate(&whole, plan.Limits{}); err != nil {
 		return nil, err

@@ -155,6 +155,10 @@ type State struct {
 	Paused string `json:"paused,omitempty"`
 	// Checkpoints is nil for runs started before checkpoints existed.
 	Checkpoints *Checkpoints `json:"checkpoints,omitempty"`
+	// TraceParent is the W3C traceparent of the run span of the process
+	// that started the run ("" without traces): a resume's run span is its
+	// child, so the run stays one trace.
+	TraceParent string `json:"traceparent,omitempty"`
 	// JournalSeq is the last journal record this snapshot includes.
 	JournalSeq int64 `json:"journal_seq,omitempty"`
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -157,12 +158,28 @@ func fileError(name string, err error) error {
 		problem := m[2]
 		if f := unknownField.FindStringSubmatch(problem); f != nil {
 			if strings.HasSuffix(f[2], ".Task") {
-				problem = fmt.Sprintf("unknown task field %q (a task has id, title, description, dependencies, acceptance, risks)", f[1])
+				problem = fmt.Sprintf("unknown task field %q (a task has %s)", f[1], strings.Join(fieldNames(reflect.TypeFor[Task]()), ", "))
 			} else {
-				problem = fmt.Sprintf("unknown plan field %q (a plan has title, overview, tasks, risks, testing_strategy)", f[1])
+				problem = fmt.Sprintf("unknown plan field %q (a plan has %s)", f[1], strings.Join(fieldNames(reflect.TypeFor[fileDoc]()), ", "))
 			}
 		}
 		out = append(out, fmt.Sprintf("%s:%s: %s", name, m[1], problem))
 	}
 	return fmt.Errorf("%w:\n%s", ErrInvalidPlan, strings.Join(out, "\n"))
+}
+
+// fieldNames are the YAML keys of struct type t in field order, inline
+// structs expanded: what the decoder accepts, so the list cannot drift.
+func fieldNames(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case strings.Contains(opts, "inline"):
+			names = append(names, fieldNames(f.Type)...)
+		case name != "" && name != "-":
+			names = append(names, name)
+		}
+	}
+	return names
 }

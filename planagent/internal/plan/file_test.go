@@ -64,6 +64,26 @@ func TestReadFileYAMLAndJSON(t *testing.T) {
 	}
 }
 
+// A task's token budget has the config key's name too: task_budget_tokens
+// is budget_tokens, alone or with the same value, and reaches the graph.
+func TestReadFileTaskBudgetNames(t *testing.T) {
+	for _, fields := range []string{"budget_tokens: 500", "task_budget_tokens: 500", "budget_tokens: 500\n    task_budget_tokens: 500"} {
+		t.Run(fields, func(t *testing.T) {
+			p, err := ParseFile("plan.yaml", []byte("title: x\ntasks:\n  - id: a\n    description: a\n    "+fields+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := Graph(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, _ := g.Get("a"); a.BudgetTokens != 500 {
+				t.Errorf("the task's budget is %d, want 500", a.BudgetTokens)
+			}
+		})
+	}
+}
+
 func TestReadFileTenThousandTasks(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("title: chain\noverview: a long chain\ntasks:\n")
@@ -94,9 +114,12 @@ func TestReadFileErrorsNameTheLine(t *testing.T) {
 	}{
 		{"syntax", "title: x\ntasks:\n  - id: a\n    description: a: b\n", []string{"plan.yaml:4: mapping values are not allowed"}},
 		{"unknown task field", yamlPlan + "  - id: c\n    description: c\n    dependecies: [test]\n",
-			[]string{`plan.yaml:16: unknown task field "dependecies"`, "dependencies, acceptance"}},
+			[]string{`plan.yaml:16: unknown task field "dependecies"`,
+				"(a task has id, title, description, dependencies, acceptance, risks, budget_tokens, task_budget_tokens)"}},
 		{"unknown plan field", "title: x\nowner: me\ntasks:\n  - id: a\n    description: a\n",
-			[]string{`plan.yaml:2: unknown plan field "owner"`}},
+			[]string{`plan.yaml:2: unknown plan field "owner"`, "(a plan has title, overview, tasks, risks, testing_strategy, steps)"}},
+		{"two task budgets", yamlPlan + "  - id: c\n    description: c\n    budget_tokens: 500\n    task_budget_tokens: 600\n",
+			[]string{`plan.yaml:14: task "c" has budget_tokens 500 and task_budget_tokens 600`}},
 		{"wrong type", "title: x\ntasks:\n  - id: a\n    description: a\n    dependencies: b\n",
 			[]string{"plan.yaml:5: cannot unmarshal"}},
 		{"unknown dependency", yamlPlan + "  - id: c\n    description: c\n    dependencies: [nope]\n",

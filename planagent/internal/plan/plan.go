@@ -56,7 +56,7 @@ func Graph(p *Plan) (*taskgraph.Graph, error) {
 	for i, t := range p.Tasks {
 		tasks[i] = taskgraph.Task{
 			ID: t.ID, Title: t.Title, Description: t.Description,
-			Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens,
+			Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.TokenBudget(),
 		}
 	}
 	g, err := taskgraph.New(tasks)
