@@ -48,3 +48,26 @@ func TestSinks(t *testing.T) {
 		t.Errorf("text = %q, want %q", tb.String(), want)
 	}
 }
+
+// A cut text ends in "…", so a title cut short does not read as a whole one
+// (or run into what follows it); runes are never split.
+func TestShorten(t *testing.T) {
+	long := "Write notes/a.md, notes/b.md and notes/c.md from the outline in README.md"
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 60, "short"},
+		{strings.Repeat("x", 60), 60, strings.Repeat("x", 60)},
+		{strings.Repeat("x", 61), 60, strings.Repeat("x", 60) + "…"},
+		{long, 20, "Write notes/a.md, no…"},
+		{"éééé", 2, "éé…"},
+		{"", 5, ""},
+	}
+	for _, tt := range tests {
+		if got := Shorten(tt.s, tt.n); got != tt.want {
+			t.Errorf("Shorten(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}

@@ -246,3 +246,22 @@ func writeFile(path, content string) error {
 	}
 	return os.WriteFile(path, []byte(content), 0o644)
 }
+
+// Titles cut for the graph's labels and the summary end in "…": a cut title
+// does not read as a whole one ("…> notes/a" as another file name).
+func TestFirstLineCut(t *testing.T) {
+	title := "Write notes/a.md and notes/b.md from the outline, then link them > notes/index.md"
+	got := firstLine(title, 60)
+	if want := string([]rune(title)[:60]) + "…"; got != want {
+		t.Errorf("firstLine cut = %q, want %q", got, want)
+	}
+	if got := firstLine("Short title\nand a second line", 60); got != "Short title" {
+		t.Errorf("first line = %q", got)
+	}
+	if got := oneLine("  ünïcödé   spaced\n out  ", 9); got != "ünïcödé s…" {
+		t.Errorf("oneLine = %q", got)
+	}
+	if m := Mermaid(&Run{Tasks: []Task{{ID: "a", Title: title, Status: "completed"}}}); !strings.Contains(m, "then link …<br/>") {
+		t.Errorf("mermaid label of a long title not cut with …:\n%s", m)
+	}
+}
