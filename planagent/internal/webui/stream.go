@@ -16,6 +16,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
@@ -239,15 +240,9 @@ func (t *tailer) follow(id string, out *sseWriter) {
 	t.offsets[id] = off
 }
 
-// openRegular opens p for reading only when it is a regular file: a FIFO
-// planted in the volumes would block the open forever.
+// openRegular opens p for reading only when it is a regular file, checked
+// in the open itself: a FIFO planted in the volumes would block the open
+// forever, and one swapped in after a separate check would too.
 func openRegular(p string) (*os.File, error) {
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	return os.Open(p)
+	return protocol.OpenRegular(p, os.O_RDONLY, 0)
 }
