@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -20,7 +21,12 @@ import (
 // (no container of its own), and `docker-compose down` ends it cleanly.
 func TestE2EDockerComposeWatcher(t *testing.T) {
 	cli := dockerE2E(t)
-	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	// Each task's shell says last where it ran.
+	tasks := threeTasks()
+	for i := range tasks {
+		tasks[i].steps = append(tasks[i].steps, llmtest.Call("shell_exec", map[string]any{"command": "pwd # where-" + tasks[i].token}))
+	}
+	f := &fakeModel{plan: threeTaskPlan, tasks: tasks}
 	e := newDockerRunEnv(t, f)
 
 	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
@@ -42,6 +48,14 @@ func TestE2EDockerComposeWatcher(t *testing.T) {
 	}
 	runID, _ := e.runState()
 	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
+	// The watcher worked on each task in the task's own copy, not in the
+	// workspace it was started with.
+	for id, tok := range map[string]string{"alpha": "TOKEN-ALPHA", "beta": "TOKEN-BETA", "gamma": "TOKEN-GAMMA"} {
+		pwd, _, _ := strings.Cut(e.toolResult("where-"+tok), "\n")
+		if want := "/volumes/attempts/" + runID + "/" + id + ".1"; !strings.HasSuffix(pwd, want) {
+			t.Errorf("%s's shell ran in %q, want its copy ...%s", id, pwd, want)
+		}
+	}
 
 	project := composeDown()
 	assertNoContainers(t, cli, "com.docker.compose.project="+project)

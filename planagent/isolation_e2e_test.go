@@ -1,7 +1,8 @@
 package main
 
 // End-to-end tests of checkpoints and attempt isolation with the local
-// runtime: the real binaries, real git, the fake model.
+// runtime: the real binaries, real git, the fake model. Some scenarios run
+// in containers too (docker_isolation_e2e_test.go).
 
 import (
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -173,36 +175,84 @@ func TestE2ECheckpointsRollbackAndResume(t *testing.T) {
 	}
 }
 
+// e2eRuntime is newRunEnv for runs with one runtime: the isolation
+// scenarios run with the local one here and with the docker one in
+// docker_isolation_e2e_test.go.
+type e2eRuntime func(t *testing.T, f *fakeModel) *runEnv
+
+func localRuntime(t *testing.T, f *fakeModel) *runEnv { return newRunEnv(t, f) }
+
+// assertAttemptContainers checks that a run in containers used n attempt
+// containers (one per attempt) and removed them all; a local run has none.
+func (e *runEnv) assertAttemptContainers(n int) {
+	e.t.Helper()
+	if e.attempts == nil {
+		return
+	}
+	if created := e.attempts.settled(e.t); len(created) != n {
+		e.t.Errorf("%d attempt containers, want %d: %v", len(created), n, e.attempts.named(created))
+	}
+}
+
 // A failed attempt's files, shell-made ones included, are gone before the
 // retry and after the run; the user's tree gets only what was merged.
 func TestE2ECheckpointsFailedAttemptLeavesNothing(t *testing.T) {
-	marker := filepath.Join(t.TempDir(), "first-attempt-done")
-	plan := `{"title":"Flaky","overview":"x","tasks":[{"id":"flaky","title":"Write good.txt","description":"TOKEN-FLAKY: write good.txt","dependencies":[],"acceptance":["test -f good.txt"]}]}`
-	script := "if [ -e " + marker + " ]; then ls -A > good.txt; else touch " + marker +
-		"; echo junk > junk.txt; mkdir -p build; echo x > build/out; fi"
-	f := &fakeModel{plan: plan, decide: `{"action":"retry","reason":"try again","hints":["write good.txt"]}`, tasks: []scriptTask{
-		{token: "TOKEN-FLAKY", steps: []llmtest.ToolCall{llmtest.Call("shell_exec", map[string]any{"command": script})}},
-	}}
-	e := newRunEnv(t, f)
-	ws := gitWorkspace(t, e)
-	out, stderr, code := e.run("run", "--yes", "--workspace", ws, "--max-retries", "1", "write good.txt")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, stderr)
-	}
-	if f.startCount("TOKEN-FLAKY") != 2 {
-		t.Fatalf("started %d times, want 2", f.startCount("TOKEN-FLAKY"))
-	}
-	listing := readFile(t, ws, "good.txt")
-	if strings.Contains(listing, "junk.txt") || strings.Contains(listing, "build") {
-		t.Errorf("the retry's copy held the failed attempt's files:\n%s", listing)
-	}
-	for _, gone := range []string{"junk.txt", "build"} {
-		if _, err := os.Stat(filepath.Join(ws, gone)); !os.IsNotExist(err) {
-			t.Errorf("%s reached the workspace", gone)
-		}
-	}
-	if n := gitIn(t, ws, "rev-list", "--count", "HEAD"); n != "2" {
-		t.Errorf("%s commits, want the user's and one for the task", n)
+	failedAttemptLeavesNothing(t, localRuntime)
+}
+
+func failedAttemptLeavesNothing(t *testing.T, rt e2eRuntime) {
+	for _, tc := range []struct {
+		name string
+		// agentFails: the model fails after the shell step, so the
+		// attempt's copy, the only one thrown away, is the one recycled
+		// for the retry. Otherwise the attempt completes without good.txt
+		// and its acceptance fails (its copy and the acceptance's copy of
+		// the merged tree, junk.txt included, are thrown away).
+		agentFails bool
+	}{{"the agent fails", true}, {"its acceptance fails", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := `{"title":"Flaky","overview":"x","tasks":[{"id":"flaky","title":"Write good.txt","description":"TOKEN-FLAKY: write good.txt","dependencies":[],"acceptance":["test -f good.txt"]}]}`
+			// The retry's command carries the decider's hint, and with it
+			// the token of the retry's script (listed first: the retry's
+			// command holds both tokens).
+			look := "echo look-around; for f in junk.txt build build/out; do test -e $f && echo LEFT-$f; done; ls -A | tee good.txt"
+			f := &fakeModel{plan: plan, decide: `{"action":"retry","reason":"try again","hints":["TOKEN-RETRY: write good.txt"]}`, tasks: []scriptTask{
+				{token: "TOKEN-RETRY", steps: []llmtest.ToolCall{llmtest.Call("shell_exec", map[string]any{"command": look})}},
+				// A shell-made file and one under the ignored build/.
+				{token: "TOKEN-FLAKY", failAtEnd: tc.agentFails, steps: []llmtest.ToolCall{
+					llmtest.Call("shell_exec", map[string]any{"command": "echo junk > junk.txt; mkdir -p build; echo x > build/out"})}},
+			}}
+			e := rt(t, f)
+			ws := gitWorkspace(t, e)
+			out, stderr, code := e.run("run", "--yes", "--workspace", ws, "--max-retries", "1", "write good.txt")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, stderr)
+			}
+			if f.startCount("TOKEN-FLAKY") != 1 || f.startCount("TOKEN-RETRY") != 1 {
+				t.Fatalf("first attempt started %d times, retry %d, want 1 and 1", f.startCount("TOKEN-FLAKY"), f.startCount("TOKEN-RETRY"))
+			}
+			// What the retry's shell saw, as the model was told.
+			seen := e.toolResult("look-around")
+			if strings.Contains(seen, "LEFT-") || !strings.Contains(seen, "notes.txt") || !strings.HasSuffix(seen, "exit code: 0") {
+				t.Errorf("the retry's shell saw the failed attempt's files (or not the user's):\n%s", seen)
+			}
+			listing := readFile(t, ws, "good.txt")
+			if strings.Contains(listing, "junk.txt") || strings.Contains(listing, "build") {
+				t.Errorf("the retry's copy held the failed attempt's files:\n%s", listing)
+			}
+			for _, root := range []string{ws, e.volumes} {
+				_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+					if err == nil && (d.Name() == "junk.txt" || strings.HasSuffix(p, "/build/out")) {
+						t.Errorf("the failed attempt's file is still on the disk: %s", p)
+					}
+					return nil
+				})
+			}
+			if n := gitIn(t, ws, "rev-list", "--count", "HEAD"); n != "2" {
+				t.Errorf("%s commits, want the user's and one for the task", n)
+			}
+			e.assertAttemptContainers(2)
+		})
 	}
 }
 
@@ -288,15 +338,22 @@ func TestE2ECheckpointsAcceptanceRunsOnTheMergedTree(t *testing.T) {
 // Two tasks edit the same line: the one merged second conflicts and is
 // redone on the new base, told which file clashed.
 func TestE2ECheckpointsConflictIsRedoneOnTheNewBase(t *testing.T) {
+	conflictIsRedoneOnTheNewBase(t, localRuntime)
+}
+
+func conflictIsRedoneOnTheNewBase(t *testing.T, rt e2eRuntime) {
 	plan := `{"title":"Clash","overview":"x","tasks":[
  {"id":"first","title":"Edit notes first","description":"TOKEN-FIRST: edit notes","dependencies":[]},
  {"id":"second","title":"Edit notes second","description":"TOKEN-SECOND: edit notes","dependencies":[]}]}`
 	f := &fakeModel{plan: plan, tasks: []scriptTask{
 		{token: "TOKEN-FIRST", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "notes.txt", "content": "one\nTWO (first)\nthree\n"})}},
-		{token: "TOKEN-SECOND", delay: 1500 * time.Millisecond, steps: []llmtest.ToolCall{
-			llmtest.Call("shell_exec", map[string]any{"command": "sed -i 's/^.*two.*$/TWO (second)/I' notes.txt"})}},
+		// Second edits once first has finished (and, a moment later,
+		// merged), so it is the one that conflicts.
+		{token: "TOKEN-SECOND", after: "TOKEN-FIRST", delay: 500 * time.Millisecond, steps: []llmtest.ToolCall{
+			// cat: the redone attempt's copy holds first's line.
+			llmtest.Call("shell_exec", map[string]any{"command": "cat notes.txt; sed -i 's/^.*two.*$/TWO (second)/I' notes.txt"})}},
 	}}
-	e := newRunEnv(t, f)
+	e := rt(t, f)
 	ws := gitWorkspace(t, e)
 	out, stderr, code := e.run("run", "--yes", "--json", "--parallel", "2", "--workspace", ws, "edit notes")
 	if code != 0 {
@@ -320,6 +377,53 @@ func TestE2ECheckpointsConflictIsRedoneOnTheNewBase(t *testing.T) {
 	if log := gitIn(t, ws, "log", "--format=%s", "-2"); log != "second: Edit notes second\nfirst: Edit notes first" {
 		t.Errorf("history:\n%s", log)
 	}
+	// The redone attempt started from the new base: its shell read first's line.
+	var redone bool
+	for _, req := range e.srv.Requests() {
+		for _, m := range req.Messages {
+			redone = redone || (m.Role == llm.RoleTool && strings.HasPrefix(m.Content, "one\nTWO (first)\nthree\n"))
+		}
+	}
+	if !redone {
+		t.Error("no attempt of second saw first's edit in its copy")
+	}
+	e.assertAttemptContainers(3)
+}
+
+// In an attempt's copy `git status` and `git diff` work and show the
+// agent's change against the run's base, and the shell runs in the copy
+// (attempts/<run>/<id>.<n>), not in the workspace.
+func TestE2ECheckpointsGitWorksInTheAttemptsCopy(t *testing.T) {
+	gitWorksInTheAttemptsCopy(t, localRuntime)
+}
+
+func gitWorksInTheAttemptsCopy(t *testing.T, rt e2eRuntime) {
+	plan := `{"title":"Edit","overview":"x","tasks":[{"id":"edit","title":"Edit notes","description":"TOKEN-EDIT: edit notes","dependencies":[]}]}`
+	f := &fakeModel{plan: plan, tasks: []scriptTask{{token: "TOKEN-EDIT", steps: []llmtest.ToolCall{
+		llmtest.Call("write_file", map[string]any{"path": "notes.txt", "content": "one\nTWO\nthree\n"}),
+		llmtest.Call("shell_exec", map[string]any{"command": "pwd && git status && git diff # git-in-copy"}),
+	}}}}
+	e := rt(t, f)
+	ws := gitWorkspace(t, e)
+	out, stderr, code := e.run("run", "--yes", "--workspace", ws, "edit notes")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	runID, _ := e.runState()
+	res := e.toolResult("git-in-copy")
+	pwd, _, _ := strings.Cut(res, "\n")
+	if !strings.HasSuffix(pwd, "/attempts/"+runID+"/edit.1") {
+		t.Errorf("the shell ran in %q, want the attempt's copy attempts/%s/edit.1", pwd, runID)
+	}
+	for _, want := range []string{"modified:   notes.txt", "--- a/notes.txt", "+++ b/notes.txt", "-two", "+TWO", "exit code: 0"} {
+		if !strings.Contains(res, want) {
+			t.Errorf("git status && git diff in the copy: no %q in\n%s", want, res)
+		}
+	}
+	if got := readFile(t, ws, "notes.txt"); got != "one\nTWO\nthree\n" {
+		t.Errorf("notes.txt = %q", got)
+	}
+	e.assertAttemptContainers(1)
 }
 
 // kill -9 right after a merge's target is saved, right after the branch
@@ -363,5 +467,75 @@ func TestE2ECheckpointsKill9MidMergeThenResume(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A workspace that is not a git repository: the run says it keeps its
+// checkpoints in a shadow repository under the volumes, the workspace gets
+// no .git, each task is a commit there on top of a snapshot of the user's
+// files, and those files are left as they were (not even rewritten).
+func TestE2ECheckpointsShadowRepository(t *testing.T) {
+	f := &fakeModel{plan: chainPlan, tasks: chainTasks()}
+	e := newRunEnv(t, f)
+	ws := filepath.Join(e.dir, "plain")
+	writeFile(t, ws, "mine.txt", "the user's file\n")
+	writeFile(t, ws, "sub/run.sh", "#!/bin/sh\necho hi\n")
+	if err := os.Chmod(filepath.Join(ws, "sub", "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]os.FileInfo{}
+	for _, name := range []string{"mine.txt", "sub/run.sh"} {
+		fi, err := os.Stat(filepath.Join(ws, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[name] = fi
+	}
+	out, stderr, code := e.run("run", "--yes", "--workspace", ws, "three steps")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	shadows, _ := filepath.Glob(filepath.Join(e.volumes, "checkpoints", "*.git"))
+	if len(shadows) != 1 {
+		t.Fatalf("shadow repositories: %v, want one", shadows)
+	}
+	shadow := shadows[0]
+	if want := "checkpoints: each task becomes one commit in the shadow repository " + shadow + " (the workspace is not a git repository and gets no .git)"; !strings.Contains(stderr, want) {
+		t.Errorf("no start line %q:\n%s", want, stderr)
+	}
+	_ = filepath.WalkDir(ws, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == ".git" {
+			t.Errorf("the workspace got %s", p)
+		}
+		return nil
+	})
+	if log := gitIn(t, ws, "--git-dir", shadow, "log", "--format=%s"); log != "c: Step c\nb: Step b\na: Step a\nworkspace before the first run" {
+		t.Errorf("the shadow repository's history:\n%s", log)
+	}
+	if got := gitIn(t, ws, "--git-dir", shadow, "show", "HEAD~2:a.txt"); got != "a" {
+		t.Errorf("a's commit holds a.txt = %q", got)
+	}
+	if got := gitIn(t, ws, "--git-dir", shadow, "ls-tree", "-r", "--name-only", "HEAD~3"); got != "mine.txt\nsub/run.sh" {
+		t.Errorf("the snapshot of the user's files holds:\n%s", got)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if readFile(t, ws, id+".txt") != id+"\n" {
+			t.Errorf("%s.txt not in the workspace", id)
+		}
+	}
+	for name, was := range before {
+		fi, err := os.Stat(filepath.Join(ws, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != was.Mode() || !fi.ModTime().Equal(was.ModTime()) || fi.Size() != was.Size() {
+			t.Errorf("%s changed: %v %v %d, was %v %v %d", name, fi.Mode(), fi.ModTime(), fi.Size(), was.Mode(), was.ModTime(), was.Size())
+		}
+	}
+	if readFile(t, ws, "mine.txt") != "the user's file\n" || readFile(t, ws, "sub/run.sh") != "#!/bin/sh\necho hi\n" {
+		t.Error("the user's files changed")
+	}
+	if d, stderr, code := e.run("diff", "b"); code != 0 || !strings.Contains(d, "+++ b/b.txt") || strings.Contains(d, "mine.txt") {
+		t.Errorf("diff b in shadow mode: exit %d\n%s%s", code, d, stderr)
 	}
 }

@@ -46,10 +46,14 @@ func TestMain(m *testing.M) {
 // scriptTask is what the fake model does for one task: a sequence of tool
 // calls, then a final answer. A task is recognised by a token in its description.
 type scriptTask struct {
-	token string
-	steps []llmtest.ToolCall
-	fail  bool          // every request of this task gets HTTP 500
-	delay time.Duration // before the first step
+	token     string
+	steps     []llmtest.ToolCall
+	fail      bool          // every request of this task gets HTTP 500
+	failAtEnd bool          // after the steps, HTTP 500 instead of the final answer
+	delay     time.Duration // before the first step
+	// after: the first step waits (up to a minute) until the task with
+	// this token got its final answer, then delay.
+	after string
 }
 
 // fakeModel answers the planner, the agent, the memory and the decider.
@@ -63,6 +67,8 @@ type fakeModel struct {
 	// started, when set, receives the token of every task start (buffer it):
 	// tests wait on it instead of polling startCount.
 	started chan string
+	// finished is closed per token once its task got a final answer.
+	finished map[string]chan struct{}
 }
 
 func firstUser(req llmtest.Request) string {
@@ -143,13 +149,52 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 		if n < len(t.steps) {
 			r := llmtest.Calls(t.steps[n])
 			if n == 0 {
+				if t.after != "" {
+					select {
+					case <-f.finishedChan(t.after):
+					case <-time.After(time.Minute):
+					}
+				}
 				r.Delay = t.delay
 			}
 			return r
 		}
+		if t.failAtEnd {
+			return llmtest.Reply{Status: 500}
+		}
+		f.mu.Lock()
+		if ch := f.finishedLocked(t.token); !isClosed(ch) {
+			close(ch)
+		}
+		f.mu.Unlock()
 		return llmtest.Text("Finished the task; all files written.")
 	}
 	return llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"fake model: unrecognised request","type":"invalid_request_error"}}`}
+}
+
+func (f *fakeModel) finishedChan(token string) chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.finishedLocked(token)
+}
+
+func (f *fakeModel) finishedLocked(token string) chan struct{} {
+	if f.finished == nil {
+		f.finished = map[string]chan struct{}{}
+	}
+	if f.finished[token] == nil {
+		f.finished[token] = make(chan struct{})
+	}
+	return f.finished[token]
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (f *fakeModel) startCount(token string) int {
@@ -165,6 +210,9 @@ type runEnv struct {
 	srv     *llmtest.Server
 	key     string // OPENAI_API_KEY given to planagent
 	env     []string
+	// attempts records the attempt containers of a run in containers
+	// (nil for the local runtime): see assertAttemptContainers.
+	attempts *containerWatch
 }
 
 // newRunEnv starts the fake model's server (opts: e.g. llmtest.WithAddr so
@@ -215,6 +263,27 @@ func (e *runEnv) read(rel string) string {
 		e.t.Fatalf("read %s: %v", rel, err)
 	}
 	return string(b)
+}
+
+// toolResult is what the agent answered to the model's tool call whose
+// arguments contain mark, as the model got it in its next request.
+func (e *runEnv) toolResult(mark string) string {
+	e.t.Helper()
+	for _, req := range e.srv.Requests() {
+		calls := map[string]bool{}
+		for _, m := range req.Messages {
+			for _, c := range m.ToolCalls {
+				if strings.Contains(c.Function.Arguments, mark) {
+					calls[c.ID] = true
+				}
+			}
+			if m.Role == llm.RoleTool && calls[m.ToolCallID] {
+				return m.Content
+			}
+		}
+	}
+	e.t.Fatalf("the model got no result of a tool call with %q", mark)
+	return ""
 }
 
 func jsonEvents(t *testing.T, out string) []map[string]any {
