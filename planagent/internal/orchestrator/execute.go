@@ -11,16 +11,16 @@ import (
 
 // apply carries out next's actions in order. Each state change is recorded
 // before the side effect that depends on it, so a crash between the two is
-// repaired by resume.
+// repaired by resume. The records are made durable by the caller, once for
+// all the events it handles in a row, or earlier by a step that needs them
+// on disk first (a dispatch syncs before its command is written).
 func (r *run) apply(ctx context.Context, acts []action) error {
 	for _, a := range acts {
 		if err := r.do(ctx, a); err != nil {
 			return err
 		}
 	}
-	// One fsync for the batch's journal records (a dispatch syncs before
-	// its command is written).
-	return r.st.Sync()
+	return nil
 }
 
 func (r *run) do(ctx context.Context, a action) error {

@@ -239,6 +239,12 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 				return err
 			}
 		}
+		// One fsync for the records of these events, unless a dispatch
+		// already took it: a task's end and the next task's start, the
+		// common pair, share one.
+		if err := r.st.Sync(); err != nil {
+			return err
+		}
 		r.pumpMerges(ctx)
 		if r.done {
 			break
