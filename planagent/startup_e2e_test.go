@@ -49,56 +49,125 @@ func TestE2ERunAsksOnlyOnATerminal(t *testing.T) {
 	})
 	t.Run("a terminal", func(t *testing.T) {
 		e := newRunEnv(t, &fakeModel{plan: oneTaskPlan, tasks: oneTask()})
-		cmd := e.command("run", "--runtime", "local", "make the notes")
-		ptmx, tty, err := pty.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ptmx.Close()
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		tty.Close()
-		screen := make(chan string, 1)
-		go func() {
-			var all strings.Builder
-			r := bufio.NewReader(ptmx)
-			asked := false
-			buf := make([]byte, 4096)
-			for {
-				n, err := r.Read(buf)
-				all.Write(buf[:n])
-				if !asked && strings.Contains(all.String(), "Proceed? [Y/n]") {
-					asked = true
-					_, _ = ptmx.Write([]byte("n\r"))
-				}
-				if err != nil {
-					screen <- all.String()
-					return
-				}
-			}
-		}()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("run: %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatal("run did not end after the answer n")
-		}
-		ptmx.Close()
-		out := <-screen
+		var made []string
+		out := runOnTerminal(t, e, "n", func() { made = waitForCopies(t, e, 1) }, "run", "--runtime", "local", "make the notes")
 		if !strings.Contains(out, "Proceed? [Y/n]") || !strings.Contains(out, "Not run.") {
 			t.Errorf("terminal:\n%s", out)
 		}
 		if _, err := os.Stat(filepath.Join(e.volumes, "workspace", "notes.md")); err == nil {
 			t.Error("the plan ran after the answer n")
 		}
+		// What was prepared for the attempts while the question waited is gone.
+		if len(made) == 0 {
+			t.Error("no copy was prepared while the question waited")
+		}
+		staging, _ := filepath.Glob(filepath.Join(e.volumes, "attempts", ".pool", "*.staging"))
+		if copies := pooledCopies(t, e); len(copies) != 0 || len(staging) != 0 {
+			t.Errorf("copies left after a run that did not start: %v %v", copies, staging)
+		}
 	})
+}
+
+// While the plan awaits confirmation, the attempts' first copies are made
+// (on a large tree each costs seconds): the run's attempts take them, and
+// when the run ends none is left.
+func TestE2EPrewarmWhileThePlanAwaitsConfirmation(t *testing.T) {
+	e := newRunEnv(t, &fakeModel{plan: oneTaskPlan, tasks: oneTask()})
+	var seen []string
+	// The pool of a run with --parallel 2 holds three copies.
+	out := runOnTerminal(t, e, "y", func() { seen = waitForCopies(t, e, 3) },
+		"run", "--runtime", "local", "--parallel", "2", "make the notes")
+	if len(seen) != 3 {
+		t.Errorf("copies prepared while the question waited: %v, want 3\n%s", seen, out)
+	}
+	if got := e.read("workspace/notes.md"); got != "# Notes\n" {
+		t.Errorf("notes.md = %q after the answer y\n%s", got, out)
+	}
+	if copies := pooledCopies(t, e); len(copies) != 0 {
+		t.Errorf("copies left after the run: %v", copies)
+	}
+}
+
+// runOnTerminal runs planagent with a pty as its terminal, answers its
+// question once it is asked (after wait, when given) and returns the screen.
+func runOnTerminal(t *testing.T, e *runEnv, answer string, wait func(), args ...string) string {
+	t.Helper()
+	cmd := e.command(args...)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	screen := make(chan string, 1)
+	go func() {
+		var all strings.Builder
+		r := bufio.NewReader(ptmx)
+		asked := false
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			all.Write(buf[:n])
+			if !asked && strings.Contains(all.String(), "Proceed? [Y/n]") {
+				asked = true
+				if wait != nil {
+					wait()
+				}
+				_, _ = ptmx.Write([]byte(answer + "\r"))
+			}
+			if err != nil {
+				screen <- all.String()
+				return
+			}
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("run did not end after the answer %s", answer)
+	}
+	ptmx.Close()
+	return <-screen
+}
+
+// waitForCopies waits up to 20 s for n finished copies in the pool and
+// returns those there are.
+func waitForCopies(t *testing.T, e *runEnv, n int) []string {
+	deadline := time.Now().Add(20 * time.Second)
+	copies := pooledCopies(t, e)
+	for len(copies) < n && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		copies = pooledCopies(t, e)
+	}
+	return copies
+}
+
+// pooledCopies lists the finished workspace copies kept for reuse under
+// the volumes' attempts/.pool.
+func pooledCopies(t *testing.T, e *runEnv) []string {
+	t.Helper()
+	var out []string
+	pools, _ := filepath.Glob(filepath.Join(e.volumes, "attempts", ".pool", "*"))
+	for _, p := range pools {
+		if strings.HasSuffix(p, ".staging") {
+			continue // copies being made
+		}
+		entries, _ := os.ReadDir(p)
+		for _, c := range entries {
+			out = append(out, filepath.Join(filepath.Base(p), c.Name()))
+		}
+	}
+	return out
 }
 
 // What a new user types first gets an answer that says what to do.

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,8 +11,11 @@ import (
 
 // BenchmarkAttempt10k is the per-attempt cost of isolation on a 10 000-file
 // repository: copy the integration state, commit a one-file change, apply
-// it onto the integration state, move the workspace, throw the copy away
-// (into the pool the next attempt takes it from).
+// it onto the integration state, move the workspace, throw the copy away.
+// pooled is the steady state, where an attempt takes the copy an earlier
+// one threw away (only the files that differ are written); fresh is the
+// first attempts of a run (one per parallel task, plus one for
+// acceptance), which clone and check out the whole tree.
 func BenchmarkAttempt10k(b *testing.B) {
 	ws := b.TempDir()
 	for i := range 10000 {
@@ -28,23 +32,42 @@ func BenchmarkAttempt10k(b *testing.B) {
 	if out, err := c.CombinedOutput(); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
+	for _, pooled := range []bool{true, false} {
+		name := "fresh"
+		if pooled {
+			name = "pooled"
+		}
+		b.Run(name, func(b *testing.B) { benchAttempts(b, ws, pooled) })
+	}
+}
+
+func benchAttempts(b *testing.B, ws string, pooled bool) {
 	ctx := b.Context()
 	r, err := Open(ctx, ws, filepath.Join(b.TempDir(), "shadow.git"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	head, _ := r.Head(ctx)
+	start := head
 	copies := b.TempDir()
-	r.SetPool(filepath.Join(copies, ".pool"), 4)
-	// The first copy is a full clone; the figure is the steady state, where
-	// attempts reuse the copies earlier ones left.
-	warm := filepath.Join(copies, "warm")
-	if err := r.NewCopy(ctx, warm, head); err != nil {
-		b.Fatal(err)
+	if pooled {
+		r.SetPool(filepath.Join(copies, ".pool"), 4)
+		// The first copy is a full clone; the figure is the steady state,
+		// where attempts reuse the copies earlier ones left.
+		warm := filepath.Join(copies, "warm")
+		if err := r.NewCopy(ctx, warm, head); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.RemoveCopy(warm); err != nil {
+			b.Fatal(err)
+		}
 	}
-	if err := r.RemoveCopy(warm); err != nil {
-		b.Fatal(err)
-	}
+	b.Cleanup(func() {
+		// The workspace is shared by both sub-benchmarks: back to the start.
+		if err := r.Advance(context.WithoutCancel(ctx), head, start); err != nil {
+			b.Error(err)
+		}
+	})
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		dir := filepath.Join(copies, fmt.Sprintf("t%d", i))

@@ -228,19 +228,45 @@ func (r *Repo) Submodules(ctx context.Context, commit string) ([]string, error) 
 // differ are written and everything else it held is removed, which is what
 // keeps a copy cheap on a large tree.
 func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
-	// A ref keeps the commit reachable and fetchable by name.
-	ref := "refs/codeagent/keep/" + commit
-	if _, err := r.g.run(ctx, "update-ref", ref, commit); err != nil {
+	if err := r.keep(ctx, commit); err != nil {
 		return err
 	}
+	if r.takeFromPool(dir) {
+		return r.checkoutCopy(ctx, dir, commit)
+	}
+	return r.freshCopy(ctx, dir, commit)
+}
+
+// keepRef is the ref that keeps commit reachable and fetchable by name
+// from the copies (DropKeeps removes them when the run ends).
+func keepRef(commit string) string { return "refs/codeagent/keep/" + commit }
+
+func (r *Repo) keep(ctx context.Context, commit string) error {
+	_, err := r.g.run(ctx, "update-ref", keepRef(commit), commit)
+	return err
+}
+
+// freshCopy clones the repository into dir and checks commit out.
+func (r *Repo) freshCopy(ctx context.Context, dir, commit string) error {
+	if err := r.clone(ctx, dir); err != nil {
+		return err
+	}
+	return r.checkoutCopy(ctx, dir, commit)
+}
+
+// clone clones the repository into dir without a checkout.
+func (r *Repo) clone(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}
-	if !r.takeFromPool(dir) {
-		if _, err := (git{dir: filepath.Dir(dir)}).run(ctx, "clone", "-q", "--no-local", "--no-checkout", r.gitDir, dir); err != nil {
-			return err
-		}
-	}
+	_, err := (git{dir: filepath.Dir(dir)}).run(ctx, "clone", "-q", "--no-local", "--no-checkout", r.gitDir, dir)
+	return err
+}
+
+// checkoutCopy makes the copy in dir (a clone of the repository, fresh or
+// taken from the pool) hold exactly commit.
+func (r *Repo) checkoutCopy(ctx context.Context, dir, commit string) error {
+	ref := keepRef(commit)
 	// What an earlier attempt may have put in the copy's own git directory
 	// (config, hooks) is not trusted: both are made anew.
 	if err := os.RemoveAll(filepath.Join(dir, ".git", "hooks")); err != nil {
@@ -267,6 +293,50 @@ func (r *Repo) SetPool(dir string, max int) {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
 	r.pool, r.poolMax = dir, max
+}
+
+// Prewarm fills the pool with copies of commit, one after another, until
+// the pool is full or ctx is done; a copy cut short is removed. It is meant
+// to run while nothing else uses the repository's copies (the planner
+// thinking, the plan awaiting confirmation): on a large tree a full
+// checkout costs seconds (10 000 files: 4-7 s on a virtual disk), and
+// without it each of a run's first attempts (one per parallel task, one
+// for acceptance) would pay for one.
+func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
+	r.poolMu.Lock()
+	pool, max := r.pool, r.poolMax
+	r.poolMu.Unlock()
+	if pool == "" {
+		return 0, nil
+	}
+	staging := pool + ".staging"
+	defer os.RemoveAll(staging)
+	made := 0
+	for i := 0; ctx.Err() == nil; i++ {
+		if entries, _ := os.ReadDir(pool); len(entries) >= max {
+			break
+		}
+		dir := filepath.Join(staging, fmt.Sprintf("%d-%d", os.Getpid(), i))
+		// The files are what costs; NewCopy sets the rest up (config,
+		// hooks, the keep ref) when it takes the copy.
+		err := r.clone(ctx, dir)
+		if err == nil {
+			_, err = (git{dir: dir}).run(ctx, "checkout", "-q", "-f", "--detach", commit)
+		}
+		if err != nil {
+			_ = removeAll(dir)
+			if ctx.Err() != nil {
+				break
+			}
+			return made, fmt.Errorf("prepare a copy of the workspace: %w", err)
+		}
+		if !r.putInPool(dir) {
+			_ = removeAll(dir)
+			break
+		}
+		made++
+	}
+	return made, nil
 }
 
 // DrainPool deletes the thrown-away copies kept for reuse: once a run ends,
@@ -416,7 +486,7 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (str
 		return "", err
 	}
 	commit := strings.TrimSpace(c)
-	if _, err := r.g.run(ctx, "update-ref", "refs/codeagent/keep/"+commit, commit); err != nil {
+	if err := r.keep(ctx, commit); err != nil {
 		return "", err
 	}
 	return commit, nil

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -413,5 +414,67 @@ func TestPooledCopyIsExact(t *testing.T) {
 	}
 	if st := sh(t, dir2, "git status --porcelain"); st != "" {
 		t.Errorf("git status in the copy: %q", st)
+	}
+}
+
+// Prewarm fills the pool with checked-out copies until it is full; the
+// attempts then take them (no clone, no full checkout) and get exact copies
+// of the commit they ask for, even one the copies were not made at.
+func TestPrewarmFillsThePool(t *testing.T) {
+	ws := userRepo(t)
+	r := open(t, ws)
+	pool := filepath.Join(t.TempDir(), "pool")
+	r.SetPool(pool, 3)
+	ctx := t.Context()
+	start, _ := r.Head(ctx)
+	n, err := r.Prewarm(ctx, start)
+	if err != nil || n != 3 {
+		t.Fatalf("Prewarm = %d, %v; want 3 copies", n, err)
+	}
+	if entries, _ := os.ReadDir(pool); len(entries) != 3 {
+		t.Fatalf("pool holds %d copies, want 3", len(entries))
+	}
+	if _, err := os.Stat(pool + ".staging"); !os.IsNotExist(err) {
+		t.Errorf("the staging dir is left: %v", err)
+	}
+	if n, err := r.Prewarm(ctx, start); err != nil || n != 0 {
+		t.Errorf("Prewarm of a full pool = %d, %v; want none", n, err)
+	}
+	_, a := attempt(t, r, start, "a", func(dir string) { write(t, dir, "a.txt", "a\n") })
+	if entries, _ := os.ReadDir(pool); len(entries) != 2 {
+		t.Fatalf("pool holds %d copies after an attempt took one, want 2", len(entries))
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	if err := r.NewCopy(ctx, dir, a); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(pool); len(entries) != 1 {
+		t.Errorf("pool holds %d copies, want 1: the copy did not come from it", len(entries))
+	}
+	if read(t, dir, "a.txt") != "a\n" || read(t, dir, "notes.txt") != "one\ntwo\nthree\n" {
+		t.Error("the copy taken from the pool is not at the commit asked for")
+	}
+	if st := sh(t, dir, "git status --porcelain"); st != "" {
+		t.Errorf("git status in the copy: %q", st)
+	}
+}
+
+// Prewarm stops when its context ends, leaving no half-made copy.
+func TestPrewarmStopsWhenCancelled(t *testing.T) {
+	ws := userRepo(t)
+	r := open(t, ws)
+	pool := filepath.Join(t.TempDir(), "pool")
+	r.SetPool(pool, 3)
+	start, _ := r.Head(t.Context())
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if n, err := r.Prewarm(ctx, start); err != nil || n != 0 {
+		t.Errorf("Prewarm after cancel = %d, %v; want none, no error", n, err)
+	}
+	if entries, _ := os.ReadDir(pool); len(entries) != 0 {
+		t.Errorf("pool holds %d copies", len(entries))
+	}
+	if _, err := os.Stat(pool + ".staging"); !os.IsNotExist(err) {
+		t.Errorf("the staging dir is left: %v", err)
 	}
 }

@@ -31,6 +31,39 @@ func (s *session) openCheckpoints(ctx context.Context) (*checkpoint.Repo, error)
 	return repo, nil
 }
 
+// prewarm makes the attempts' first copies of commit in the background,
+// while the planner thinks and the plan awaits confirmation: on a large
+// tree each costs seconds, and the run's first attempts (one per parallel
+// task, one for acceptance) would otherwise wait for them one by one. The
+// returned stop ends it and waits: stop(true) keeps the copies for the run,
+// stop(false) deletes them (the run does not start). Only the first call
+// counts.
+func (s *session) prewarm(ctx context.Context, repo *checkpoint.Repo, commit string) func(keep bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, err := repo.Prewarm(ctx, commit)
+		if err != nil {
+			// Not fatal: the attempts make their copies themselves.
+			s.logger.Warn("prepare the attempts' copies ahead", "err", err)
+		}
+		s.logger.Debug("attempts' copies prepared ahead", "copies", n)
+	}()
+	var once sync.Once
+	return func(keep bool) {
+		once.Do(func() {
+			cancel()
+			<-done
+			if !keep {
+				if err := repo.DrainPool(); err != nil {
+					s.logger.Warn("remove the copies prepared ahead", "err", err)
+				}
+			}
+		})
+	}
+}
+
 // refuseDirty refuses a workspace with uncommitted work: a run commits each
 // task on top of HEAD and moves the workspace's files with it, so the
 // user's own changes are never mixed in or overwritten.

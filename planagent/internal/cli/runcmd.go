@@ -167,6 +167,12 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		return err
 	}
 	s.repo = repo
+	asks := !opts.Yes && f.IO.IsTerminal != nil && f.IO.IsTerminal()
+	stopPrewarm := func(bool) {}
+	if filePlan == nil || asks { // there is a wait to fill
+		stopPrewarm = s.prewarm(ctx, repo, checkpoints.Head)
+	}
+	defer stopPrewarm(false)
 	client := s.llm()
 	// The run announces the accepted plan itself, with its run id and the
 	// plan; the planner's own plan_created would be a second one.
@@ -187,7 +193,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if !opts.JSON {
 		fmt.Fprint(f.IO.Err, renderPlan(p)+s.budgetLine())
 	}
-	if !opts.Yes && f.IO.IsTerminal != nil && f.IO.IsTerminal() {
+	if asks {
 		fmt.Fprint(f.IO.Err, "\nProceed? [Y/n] ")
 		line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "" && a != "y" && a != "yes" {
@@ -213,6 +219,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	sink.Emit(events.Event{Type: events.PlanCreated, RunID: runID, Text: p.Title,
 		Data: map[string]any{"tasks": len(p.Tasks), "plan": p}})
 	defer s.startUI(ctx, ui, runID)()
+	stopPrewarm(true)
 	return drive(ctx, s, st, rt, client, sink, opts.JSON)
 }
 
