@@ -29,7 +29,8 @@ import (
 )
 
 // makePlan runs the planner over the workspace.
-func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, sink events.Sink) (*plan.Plan, llm.Usage, error) {
+// mapped is called once the repo map is made, before the model is asked.
+func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, sink events.Sink, mapped func()) (*plan.Plan, llm.Usage, error) {
 	ws, err := tools.NewWorkspace(s.layout.Workspace())
 	if err != nil {
 		return nil, llm.Usage{}, cmdutil.UsageError(fmt.Errorf("workspace: %w", err))
@@ -48,6 +49,7 @@ func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, 
 			s.logger.Warn("repo map unavailable", "err", err)
 		}
 	}
+	mapped()
 	if len(s.cfg.MCPServers) > 0 {
 		// The planner looks, never changes: only the MCP tools the server
 		// marks readOnlyHint (or mcp_read_only names). It runs here, so
@@ -169,10 +171,8 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	s.repo = repo
 	asks := !opts.Yes && f.IO.IsTerminal != nil && f.IO.IsTerminal()
 	stopPrewarm := func(bool) {}
-	if filePlan == nil || asks { // there is a wait to fill
-		stopPrewarm = s.prewarm(ctx, repo, checkpoints.Head)
-	}
-	defer stopPrewarm(false)
+	defer func() { stopPrewarm(false) }()
+	startPrewarm := func() { stopPrewarm = s.prewarm(ctx, repo, checkpoints.Head) }
 	client := s.llm()
 	// The run announces the accepted plan itself, with its run id and the
 	// plan; the planner's own plan_created would be a second one.
@@ -184,11 +184,16 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 			sink.Emit(e)
 		}
 	})
+	// The attempts' first copies are made while the model plans and the
+	// plan awaits confirmation; not during the repo map, which they would
+	// slow down, and not when nothing waits (a plan file run with --yes).
 	p, usage := filePlan, llm.Usage{}
 	if p == nil {
-		if p, usage, err = makePlan(ctx, s, client, opts.Goal, plannerSink); err != nil {
+		if p, usage, err = makePlan(ctx, s, client, opts.Goal, plannerSink, startPrewarm); err != nil {
 			return err
 		}
+	} else if asks {
+		startPrewarm()
 	}
 	if !opts.JSON {
 		fmt.Fprint(f.IO.Err, renderPlan(p)+s.budgetLine())
@@ -283,7 +288,7 @@ func runPlan(cmd *cobra.Command, f *cmdutil.Factory, opts *PlanOptions) error {
 	if err := s.ensureVolumes(); err != nil {
 		return err
 	}
-	p, _, err := makePlan(cmd.Context(), s, s.llm(), opts.Goal, s.sink(false))
+	p, _, err := makePlan(cmd.Context(), s, s.llm(), opts.Goal, s.sink(false), func() {})
 	if err != nil {
 		return err
 	}
