@@ -347,14 +347,15 @@ func (r *Repo) DrainPool() error {
 	if r.pool == "" {
 		return nil
 	}
+	// First a copy Prewarm was making when planagent was killed.
+	errs := []error{removeAll(r.pool + ".staging")}
 	entries, err := os.ReadDir(r.pool)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return nil
+			return errors.Join(errs...)
 		}
 		return err
 	}
-	var errs []error
 	for _, e := range entries {
 		errs = append(errs, removeAll(filepath.Join(r.pool, e.Name())))
 	}

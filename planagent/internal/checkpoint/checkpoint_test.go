@@ -477,4 +477,12 @@ func TestPrewarmStopsWhenCancelled(t *testing.T) {
 	if _, err := os.Stat(pool + ".staging"); !os.IsNotExist(err) {
 		t.Errorf("the staging dir is left: %v", err)
 	}
+	// What a Prewarm killed with planagent left is gone with the pool.
+	write(t, pool+".staging", "1-0/.git/HEAD", "ref: refs/heads/main\n")
+	if err := r.DrainPool(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pool + ".staging"); !os.IsNotExist(err) {
+		t.Errorf("DrainPool left the staging dir: %v", err)
+	}
 }
