@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -231,5 +232,34 @@ func parseOne(root string, f *fileData) {
 	}
 	// Encoded at once: a large tree's references, kept as strings until
 	// ranking, would dominate the memory of a cold map.
-	f.syms, f.rawImports, f.refsBlob = p.syms, p.imports, encodeRefs(countRefs(p.refs))
+	f.syms, f.rawImports, f.refsBlob = detach(p.syms), cloneAll(p.imports), encodeRefs(countRefs(p.refs))
+}
+
+// detach copies the symbols' text out of what the extractor sliced it from:
+// a name or a doc line cut from the file's source, or from a whole doc
+// comment, would keep all of that alive for as long as the map lives (the
+// sources of every file of a tree, for the lexed languages).
+// The slices are copied at their length: append's spare capacity would
+// stay allocated as long, too.
+func detach(syms []Symbol) []Symbol {
+	if len(syms) == 0 {
+		return nil
+	}
+	out := make([]Symbol, len(syms))
+	for i, s := range syms {
+		s.Name, s.Signature, s.Doc = strings.Clone(s.Name), strings.Clone(s.Signature), strings.Clone(s.Doc)
+		out[i] = s
+	}
+	return out
+}
+
+func cloneAll(ss []string) []string {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.Clone(s)
+	}
+	return out
 }
