@@ -243,7 +243,7 @@ func parseOne(root string, f *fileData) {
 // stay allocated as long, too.
 func detach(syms []Symbol) []Symbol {
 	if len(syms) == 0 {
-		return nil
+		return syms
 	}
 	out := make([]Symbol, len(syms))
 	for i, s := range syms {
@@ -255,7 +255,7 @@ func detach(syms []Symbol) []Symbol {
 
 func cloneAll(ss []string) []string {
 	if len(ss) == 0 {
-		return nil
+		return ss
 	}
 	out := make([]string, len(ss))
 	for i, s := range ss {

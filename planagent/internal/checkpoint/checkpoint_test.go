@@ -417,16 +417,26 @@ func TestPooledCopyIsExact(t *testing.T) {
 	}
 }
 
+// pooledRepo is a user's repository with a pool of up to max copies, the
+// pool's directory and the repository's HEAD.
+func pooledRepo(t *testing.T, max int) (r *Repo, pool, head string) {
+	t.Helper()
+	r = open(t, userRepo(t))
+	pool = filepath.Join(t.TempDir(), "pool")
+	r.SetPool(pool, max)
+	head, err := r.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, pool, head
+}
+
 // Prewarm fills the pool with checked-out copies until it is full; the
 // attempts then take them (no clone, no full checkout) and get exact copies
 // of the commit they ask for, even one the copies were not made at.
 func TestPrewarmFillsThePool(t *testing.T) {
-	ws := userRepo(t)
-	r := open(t, ws)
-	pool := filepath.Join(t.TempDir(), "pool")
-	r.SetPool(pool, 3)
+	r, pool, start := pooledRepo(t, 3)
 	ctx := t.Context()
-	start, _ := r.Head(ctx)
 	n, err := r.Prewarm(ctx, start)
 	if err != nil || n != 3 {
 		t.Fatalf("Prewarm = %d, %v; want 3 copies", n, err)
@@ -461,11 +471,7 @@ func TestPrewarmFillsThePool(t *testing.T) {
 
 // Prewarm stops when its context ends, leaving no half-made copy.
 func TestPrewarmStopsWhenCancelled(t *testing.T) {
-	ws := userRepo(t)
-	r := open(t, ws)
-	pool := filepath.Join(t.TempDir(), "pool")
-	r.SetPool(pool, 3)
-	start, _ := r.Head(t.Context())
+	r, pool, start := pooledRepo(t, 3)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if n, err := r.Prewarm(ctx, start); err != nil || n != 0 {

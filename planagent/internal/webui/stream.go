@@ -196,7 +196,7 @@ func (t *tailer) read(st *orchestrator.State, out *sseWriter) {
 
 func (t *tailer) follow(id string, out *sseWriter) {
 	p := t.s.opts.Layout.EventsFile(id)
-	f, err := openRegular(p)
+	f, err := protocol.OpenRegular(p, os.O_RDONLY, 0) // a FIFO planted in the volumes must not block
 	if err != nil {
 		return // not written yet, or archived
 	}
@@ -238,11 +238,4 @@ func (t *tailer) follow(id string, out *sseWriter) {
 		out.send("task_event", TaskEvent{Task: id, Time: e.Time, Type: string(e.Type), Line: text})
 	}
 	t.offsets[id] = off
-}
-
-// openRegular opens p for reading only when it is a regular file, checked
-// in the open itself: a FIFO planted in the volumes would block the open
-// forever, and one swapped in after a separate check would too.
-func openRegular(p string) (*os.File, error) {
-	return protocol.OpenRegular(p, os.O_RDONLY, 0)
 }

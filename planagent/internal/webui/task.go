@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -137,7 +138,7 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 func readCapped(p string, n int64) (string, error) {
-	f, err := openRegular(p)
+	f, err := protocol.OpenRegular(p, os.O_RDONLY, 0)
 	if err != nil {
 		return "", err
 	}
