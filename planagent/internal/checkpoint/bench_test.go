@@ -77,7 +77,7 @@ func benchAttempts(b *testing.B, ws string, pooled bool) {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("pkg%03d/new%d.go", i%100, i)), []byte("package p\n"), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		c, err := r.Squash(ctx, dir, head, fmt.Sprintf("t%d: add a file", i), "")
+		c, _, err := r.Squash(ctx, dir, head, fmt.Sprintf("t%d: add a file", i), "")
 		if err != nil {
 			b.Fatal(err)
 		}

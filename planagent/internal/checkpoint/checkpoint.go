@@ -22,13 +22,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Repo is the checkpoint repository of one workspace.
@@ -39,6 +37,17 @@ type Repo struct {
 	workTree string
 	branch   string   // refs/heads/…, or "" for a detached HEAD
 	exclude  []string // workspace-relative paths never committed nor counted
+
+	// The copies' own state, where no container reaches: the index each
+	// copy had when it was made (copyState). In the repository's git dir.
+	private string
+	// copyArgs are the -c settings of the hardened commands that read a
+	// copy: the repository's filter and merge drivers off, the user's
+	// global excludes file kept (what the user ignores stays out of the
+	// task's commit, as it would of theirs).
+	copyArgs     []string
+	objectFormat string
+	objectsDir   string // the repository's objects (a worktree's are in its common dir)
 
 	poolMu  sync.Mutex
 	pool    string // thrown-away copies kept for reuse ("" = none)
@@ -103,6 +112,9 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 	}
 	if ref, err := r.g.line(ctx, "symbolic-ref", "-q", "HEAD"); err == nil {
 		r.branch = ref
+	}
+	if err := r.prepareCopies(ctx); err != nil {
+		return nil, fmt.Errorf("checkpoints in %s: %w", ws, err)
 	}
 	return r, nil
 }
@@ -219,280 +231,6 @@ func (r *Repo) Submodules(ctx context.Context, commit string) ([]string, error) 
 	return subs, nil
 }
 
-// NewCopy makes a self-contained copy of the tree at commit in dir: a git
-// clone of its own (through git's pack protocol: no object file is shared
-// with the repository, and a gc running there meanwhile is no hazard; nothing
-// done in the copy can reach the user's objects) with commit checked out,
-// usable where only dir is mounted (a container), git included. A copy
-// thrown away earlier is reused when there is one: only the files that
-// differ are written and everything else it held is removed, which is what
-// keeps a copy cheap on a large tree.
-func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
-	if err := r.keep(ctx, commit); err != nil {
-		return err
-	}
-	if r.takeFromPool(dir) {
-		return r.checkoutCopy(ctx, dir, commit)
-	}
-	return r.freshCopy(ctx, dir, commit)
-}
-
-// keepRef is the ref that keeps commit reachable and fetchable by name
-// from the copies (DropKeeps removes them when the run ends).
-func keepRef(commit string) string { return "refs/codeagent/keep/" + commit }
-
-func (r *Repo) keep(ctx context.Context, commit string) error {
-	_, err := r.g.run(ctx, "update-ref", keepRef(commit), commit)
-	return err
-}
-
-// freshCopy clones the repository into dir and checks commit out.
-func (r *Repo) freshCopy(ctx context.Context, dir, commit string) error {
-	if err := r.clone(ctx, dir); err != nil {
-		return err
-	}
-	return r.checkoutCopy(ctx, dir, commit)
-}
-
-// clone clones the repository into dir without a checkout.
-func (r *Repo) clone(ctx context.Context, dir string) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return err
-	}
-	_, err := (git{dir: filepath.Dir(dir)}).run(ctx, "clone", "-q", "--no-local", "--no-checkout", r.gitDir, dir)
-	return err
-}
-
-// checkoutCopy makes the copy in dir (a clone of the repository, fresh or
-// taken from the pool) hold exactly commit.
-func (r *Repo) checkoutCopy(ctx context.Context, dir, commit string) error {
-	ref := keepRef(commit)
-	// What an earlier attempt may have put in the copy's own git directory
-	// (config, hooks) is not trusted: both are made anew.
-	if err := os.RemoveAll(filepath.Join(dir, ".git", "hooks")); err != nil {
-		return err
-	}
-	conf := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n[remote \"origin\"]\n\turl = " +
-		r.gitDir + "\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
-	if err := os.WriteFile(filepath.Join(dir, ".git", "config"), []byte(conf), 0o644); err != nil {
-		return err
-	}
-	c := git{dir: dir}
-	if _, err := c.run(ctx, "fetch", "-q", "--no-tags", "origin", "+"+ref+":refs/codeagent/base"); err != nil {
-		return err
-	}
-	if _, err := c.run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
-		return err
-	}
-	_, err := c.run(ctx, "clean", "-q", "-ffdx")
-	return err
-}
-
-// SetPool keeps up to max thrown-away copies in dir for NewCopy to reuse.
-func (r *Repo) SetPool(dir string, max int) {
-	r.poolMu.Lock()
-	defer r.poolMu.Unlock()
-	r.pool, r.poolMax = dir, max
-}
-
-// Prewarm fills the pool with copies of commit, one after another, until
-// the pool is full or ctx is done; a copy cut short is removed. It is meant
-// to run while nothing else uses the repository's copies (the planner
-// thinking, the plan awaiting confirmation): on a large tree a full
-// checkout costs seconds (10 000 files: 4-7 s on a virtual disk), and
-// without it each of a run's first attempts (one per parallel task, one
-// for acceptance) would pay for one.
-func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
-	r.poolMu.Lock()
-	pool, max := r.pool, r.poolMax
-	r.poolMu.Unlock()
-	if pool == "" {
-		return 0, nil
-	}
-	staging := pool + ".staging"
-	defer os.RemoveAll(staging)
-	made := 0
-	for i := 0; ctx.Err() == nil; i++ {
-		if entries, _ := os.ReadDir(pool); len(entries) >= max {
-			break
-		}
-		dir := filepath.Join(staging, fmt.Sprintf("%d-%d", os.Getpid(), i))
-		// The files are what costs; NewCopy sets the rest up (config,
-		// hooks, the keep ref) when it takes the copy.
-		err := r.clone(ctx, dir)
-		if err == nil {
-			_, err = (git{dir: dir}).run(ctx, "checkout", "-q", "-f", "--detach", commit)
-		}
-		if err != nil {
-			_ = removeAll(dir)
-			if ctx.Err() != nil {
-				break
-			}
-			return made, fmt.Errorf("prepare a copy of the workspace: %w", err)
-		}
-		if !r.putInPool(dir) {
-			_ = removeAll(dir)
-			break
-		}
-		made++
-	}
-	return made, nil
-}
-
-// DrainPool deletes the thrown-away copies kept for reuse: once a run ends,
-// nothing a failed attempt made stays on the disk.
-func (r *Repo) DrainPool() error {
-	r.poolMu.Lock()
-	defer r.poolMu.Unlock()
-	if r.pool == "" {
-		return nil
-	}
-	// First a copy Prewarm was making when planagent was killed.
-	errs := []error{removeAll(r.pool + ".staging")}
-	entries, err := os.ReadDir(r.pool)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return errors.Join(errs...)
-		}
-		return err
-	}
-	for _, e := range entries {
-		errs = append(errs, removeAll(filepath.Join(r.pool, e.Name())))
-	}
-	return errors.Join(errs...)
-}
-
-func (r *Repo) takeFromPool(dir string) bool {
-	r.poolMu.Lock()
-	defer r.poolMu.Unlock()
-	if r.pool == "" {
-		return false
-	}
-	entries, _ := os.ReadDir(r.pool)
-	for _, e := range entries {
-		if os.Rename(filepath.Join(r.pool, e.Name()), dir) == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// RemoveCopy throws a copy away: into the pool when there is room (NewCopy
-// wipes it before it is used again), else off the disk.
-func (r *Repo) RemoveCopy(dir string) error {
-	if _, err := os.Stat(dir); os.IsNotExist(err) {
-		return nil
-	}
-	if r.putInPool(dir) {
-		return nil
-	}
-	return removeAll(dir)
-}
-
-// DiscardCopy deletes a copy without keeping it for reuse: for the copy of
-// an attempt whose agent may still be writing (it timed out, and its runtime
-// could not stop it). A process that still has its working directory there
-// can no longer create files in the deleted tree, while a copy recycled for
-// another attempt would take whatever it writes next.
-func (r *Repo) DiscardCopy(dir string) error {
-	return removeAll(dir)
-}
-
-func removeAll(dir string) error {
-	if err := os.RemoveAll(dir); err != nil {
-		// A tool may have left a read-only directory behind.
-		_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-			if err == nil && info.IsDir() {
-				_ = os.Chmod(p, 0o755)
-			}
-			return nil
-		})
-		return os.RemoveAll(dir)
-	}
-	return nil
-}
-
-func (r *Repo) putInPool(dir string) bool {
-	r.poolMu.Lock()
-	defer r.poolMu.Unlock()
-	if r.pool == "" {
-		return false
-	}
-	if fi, err := os.Stat(filepath.Join(dir, ".git", "HEAD")); err != nil || !fi.Mode().IsRegular() {
-		return false // not a finished copy
-	}
-	if err := os.MkdirAll(r.pool, 0o755); err != nil {
-		return false
-	}
-	if entries, _ := os.ReadDir(r.pool); len(entries) >= r.poolMax {
-		return false
-	}
-	r.poolSeq++
-	return os.Rename(dir, filepath.Join(r.pool, fmt.Sprintf("%d-%d", os.Getpid(), r.poolSeq))) == nil
-}
-
-// Squash takes everything in the copy at dir that is not ignored (files
-// made by shell commands included; commits the agent made in the copy do
-// not matter, only its files) as one commit on top of base in the
-// repository, and returns it; base itself when the tree is unchanged. The
-// copy's files are read through the repository's own git directory and a
-// scratch index, so no setting the copy's .git holds is ever obeyed.
-func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (string, error) {
-	idx, err := os.CreateTemp("", "codeagent-index-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(idx.Name())
-	// The copy's index, when it can be read, saves hashing every file again
-	// (its stat data says which are unchanged); it is only data, and a
-	// scratch index made from base is the fallback.
-	_, cerr := copyFile(idx, filepath.Join(dir, ".git", "index"))
-	idx.Close()
-	env := []string{"GIT_INDEX_FILE=" + idx.Name()}
-	g := git{dir: dir, gitDir: r.gitDir, workTree: dir}
-	var tree string
-	if cerr == nil {
-		// An entry the agent staged or committed in the copy names a blob
-		// only the copy's objects hold; write-tree then fails, and the
-		// scratch index from base is used instead.
-		if _, err = g.runEnv(ctx, env, nil, "add", "-A"); err == nil {
-			tree, err = g.runEnv(ctx, env, nil, "write-tree")
-		}
-	}
-	if cerr != nil || err != nil {
-		if _, err := g.runEnv(ctx, env, nil, "read-tree", base); err != nil {
-			return "", err
-		}
-		if _, err := g.runEnv(ctx, env, nil, "add", "-A"); err != nil {
-			return "", err
-		}
-		if tree, err = g.runEnv(ctx, env, nil, "write-tree"); err != nil {
-			return "", err
-		}
-	}
-	tree = strings.TrimSpace(tree)
-	baseTree, err := r.g.line(ctx, "rev-parse", base+"^{tree}")
-	if err != nil {
-		return "", err
-	}
-	if tree == baseTree {
-		return base, nil
-	}
-	msg := subject
-	if strings.TrimSpace(body) != "" {
-		msg += "\n\n" + strings.TrimSpace(body)
-	}
-	c, err := r.g.runIn(ctx, []byte(msg), "commit-tree", tree, "-p", base, "-F", "-")
-	if err != nil {
-		return "", err
-	}
-	commit := strings.TrimSpace(c)
-	if err := r.keep(ctx, commit); err != nil {
-		return "", err
-	}
-	return commit, nil
-}
-
 // ConflictError is a merge that cannot be made without a person: Files
 // changed both in the attempt and in what was merged since its copy.
 type ConflictError struct{ Files []string }
@@ -501,12 +239,15 @@ func (e *ConflictError) Error() string { return "merge conflict in " + strings.J
 
 // Apply re-applies commit (one commit on top of base, from Squash) onto
 // onto as one commit with the same message. No working tree is touched: the result exists only as a
-// commit until Move.
+// commit until Move. A merge driver a .gitattributes of the task names is
+// not run (driversOff).
 func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (string, error) {
 	if onto == base {
 		return commit, nil // nothing merged since the copy: the commit itself
 	}
-	out, err := r.g.run(ctx, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", onto, commit)
+	g := r.g
+	g.extra = r.copyArgs
+	out, err := g.run(ctx, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", onto, commit)
 	fields := splitZ(out)
 	if err != nil {
 		if exitCode(err) == 1 && len(fields) > 0 {
@@ -540,7 +281,7 @@ func uniq(ss []string) []string {
 
 // Diff is the patch from one commit to another.
 func (r *Repo) Diff(ctx context.Context, from, to string) (string, error) {
-	return r.g.run(ctx, "diff", "--no-color", "--no-ext-diff", "--binary", from, to)
+	return r.g.run(ctx, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", from, to)
 }
 
 // ErrMoved means the branch is not where the run left it.
@@ -572,23 +313,6 @@ func samePath(a, b string) bool {
 	ra, err1 := filepath.EvalSymlinks(a)
 	rb, err2 := filepath.EvalSymlinks(b)
 	return err1 == nil && err2 == nil && ra == rb
-}
-
-// copyFile copies the regular file src; anything else (a FIFO an agent
-// left in the copy would block an open) is refused unopened.
-func copyFile(dst *os.File, src string) (int64, error) {
-	if fi, err := os.Lstat(src); err != nil || !fi.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s is not a regular file", src)
-	}
-	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s is not a regular file", src)
-	}
-	return io.Copy(dst, f)
 }
 
 // DropKeeps deletes the refs that kept the run's commits reachable for its

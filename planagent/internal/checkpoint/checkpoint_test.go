@@ -72,7 +72,7 @@ func attempt(t *testing.T, r *Repo, base, id string, edit func(dir string)) (dir
 		t.Fatal(err)
 	}
 	edit(dir)
-	commit, err := r.Squash(t.Context(), dir, base, id+": do "+id, "what "+id+" did")
+	commit, _, err := r.Squash(t.Context(), dir, base, id+": do "+id, "what "+id+" did")
 	if err != nil {
 		t.Fatal(err)
 	}

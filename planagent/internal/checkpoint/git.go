@@ -41,10 +41,43 @@ var baseArgs = []string{
 	"-c", "core.quotepath=false", "-c", "core.fsmonitor=false", "-c", "gc.auto=0", "--no-pager",
 }
 
+// hardenedArgs are added to every git command that reads an attempt's
+// copy (making it, committing its files): the copy's files were written by
+// an agent, so nothing in them may make git run a program or reach past the
+// copy. Only the local file transport, no fsmonitor daemon, no bare
+// repository found by discovery, no submodule recursion, no split index or
+// untracked cache to trust. Filter and merge drivers the repository's own
+// config defines are switched off per command (driversOff): without system
+// or global config they are the only ones a .gitattributes could name.
+var hardenedArgs = []string{
+	"-c", "protocol.allow=never", "-c", "protocol.file.allow=always",
+	"-c", "safe.bareRepository=explicit", "-c", "submodule.recurse=false",
+	"-c", "core.splitIndex=false", "-c", "core.untrackedCache=false",
+	"-c", "core.sshCommand=false", "-c", "credential.helper=",
+}
+
+// hardenedEnv is the environment of a hardened command: no GIT_* variable
+// of the user's, no system or global config (GIT_CONFIG_GLOBAL=/dev/null
+// also hides ~/.gitconfig and the XDG one), the identity.
+func hardenedEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, append(identity, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_PROTOCOL_FROM_USER=0")...)
+}
+
 // git runs a git command. dir is its working directory; gitDir and
-// workTree, when set, are passed explicitly (the shadow repository).
+// workTree, when set, are passed explicitly (the shadow repository, a copy).
+// hardened commands run with hardenedArgs and hardenedEnv; extra are more
+// -c settings (driversOff, the user's excludes file).
 type git struct {
 	dir, gitDir, workTree string
+	hardened              bool
+	extra                 []string
 }
 
 func (g git) cmd(ctx context.Context, args ...string) *exec.Cmd {
@@ -53,6 +86,12 @@ func (g git) cmd(ctx context.Context, args ...string) *exec.Cmd {
 
 func (g git) cmdEnv(ctx context.Context, extra []string, args ...string) *exec.Cmd {
 	full := append([]string{}, baseArgs...)
+	env := gitEnv()
+	if g.hardened {
+		full = append(full, hardenedArgs...)
+		env = hardenedEnv()
+	}
+	full = append(full, g.extra...)
 	if g.gitDir != "" {
 		full = append(full, "--git-dir="+g.gitDir)
 	}
@@ -61,7 +100,7 @@ func (g git) cmdEnv(ctx context.Context, extra []string, args ...string) *exec.C
 	}
 	c := exec.CommandContext(ctx, "git", append(full, args...)...)
 	c.Dir = g.dir
-	c.Env = append(gitEnv(), extra...)
+	c.Env = append(env, extra...)
 	return c
 }
 

@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -114,6 +116,13 @@ func (r *Repo) moveFiles(ctx context.Context, old, new string, paths []string) e
 	if err != nil {
 		return err
 	}
+	for _, p := range paths {
+		// A directory where the new tree has a file: it is in the way only
+		// if it holds more than the files this move removes.
+		if cur[p] == isDir && from[p].blob == "" && r.onlyMoved(p, want) {
+			cur[p] = ""
+		}
+	}
 	var changed []string
 	for _, p := range paths {
 		c := cur[p]
@@ -135,23 +144,104 @@ func (r *Repo) moveFiles(ctx context.Context, old, new string, paths []string) e
 	if err != nil {
 		return err
 	}
-	for _, p := range paths {
+	// Removals first, deepest first, then writes: a directory can become a
+	// file or a link, and a file a directory.
+	order := append([]string(nil), paths...)
+	sort.SliceStable(order, func(i, j int) bool {
+		ri, rj := to[order[i]].blob == "", to[order[j]].blob == ""
+		if ri != rj {
+			return ri
+		}
+		if ri {
+			return order[i] > order[j]
+		}
+		return order[i] < order[j]
+	})
+	for _, p := range order {
 		e := to[p]
-		full := filepath.Join(r.workTree, filepath.FromSlash(p))
-		switch {
-		case e.mode == "160000" || cur[p] == e.blob:
+		if e.mode == "160000" || (cur[p] == e.blob && e.blob != "") {
 			continue
-		case e.blob == "":
+		}
+		full, err := r.target(p)
+		if err != nil {
+			return err
+		}
+		if e.blob == "" {
 			if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
 				return fmt.Errorf("remove %s: %w", p, err)
 			}
-		default:
-			if err := writeEntry(full, e.mode, contents[e.blob]); err != nil {
-				return fmt.Errorf("write %s: %w", p, err)
+			r.removeEmptyParents(full)
+			continue
+		}
+		if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
+			// Emptied by the removals above (onlyMoved said so).
+			if err := os.Remove(full); err != nil {
+				return fmt.Errorf("write %s: a directory is in the way: %w", p, err)
 			}
+		}
+		if err := writeEntry(full, e.mode, contents[e.blob]); err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// isDir is current's hash of a directory.
+const isDir = "a directory"
+
+// onlyMoved reports whether the workspace's directory rel holds nothing but
+// paths of this move (directories aside).
+func (r *Repo) onlyMoved(rel string, want map[string]bool) bool {
+	root := filepath.Join(r.workTree, filepath.FromSlash(rel))
+	ok := true
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			ok = false
+			return filepath.SkipAll
+		}
+		if d.IsDir() {
+			return nil
+		}
+		sub, _ := filepath.Rel(r.workTree, p)
+		if !want[filepath.ToSlash(sub)] {
+			ok = false
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return ok
+}
+
+// target is where the tree's path rel is in the workspace. It refuses a
+// path under a link: a path of the tree is never written or removed
+// through a link in the workspace (to somewhere outside it).
+func (r *Repo) target(rel string) (string, error) {
+	parts := strings.Split(rel, "/")
+	p := r.workTree
+	for _, part := range parts[:len(parts)-1] {
+		if part == "" || part == "." || part == ".." {
+			return "", fmt.Errorf("refuse the path %q of the tree", rel)
+		}
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			break // missing: made as a directory by writeEntry
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return "", fmt.Errorf("refuse to write %s: %s in the workspace is a link", rel, strings.TrimPrefix(p, r.workTree+"/"))
+		}
+	}
+	return filepath.Join(r.workTree, filepath.FromSlash(rel)), nil
+}
+
+// removeEmptyParents removes the directories above full that a removal
+// left empty, as git does, up to the workspace.
+func (r *Repo) removeEmptyParents(full string) {
+	for d := filepath.Dir(full); d != r.workTree && strings.HasPrefix(d, r.workTree+string(filepath.Separator)); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
 }
 
 // ChangedError names workspace files changed by someone else since the
@@ -206,6 +296,8 @@ func (r *Repo) current(ctx context.Context, paths []string) (map[string]string, 
 			m[p] = strings.TrimSpace(h)
 		case fi.Mode().IsRegular():
 			regular = append(regular, p)
+		case fi.IsDir():
+			m[p] = isDir
 		default:
 			m[p] = "not a file"
 		}

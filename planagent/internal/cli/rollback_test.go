@@ -72,7 +72,7 @@ func checkpointedRun(t *testing.T, useGit bool) (vol, ws string, repo *checkpoin
 		if err := os.WriteFile(filepath.Join(dir, id+".txt"), []byte(id+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := repo.Squash(ctx, dir, base, id+": Step "+id, "did "+id)
+		c, _, err := repo.Squash(ctx, dir, base, id+": Step "+id, "did "+id)
 		if err != nil {
 			t.Fatal(err)
 		}

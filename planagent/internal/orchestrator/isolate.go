@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 )
@@ -23,8 +24,9 @@ type Repo interface {
 	NewCopy(ctx context.Context, dir, commit string) error
 	// Squash commits everything in the copy at dir (agent commits included)
 	// as one commit on top of base with the message given, and returns it;
-	// base itself when nothing changed.
-	Squash(ctx context.Context, dir, base, subject, body string) (string, error)
+	// base itself when nothing changed. removed names what was taken out of
+	// the copy first (nested repositories' .git, special files).
+	Squash(ctx context.Context, dir, base, subject, body string) (commit string, removed []string, err error)
 	// Apply re-applies commit (one commit on top of base) onto onto without
 	// touching any working tree; a conflict is a *checkpoint.ConflictError.
 	Apply(ctx context.Context, dir, base, commit, onto string) (string, error)
@@ -123,7 +125,13 @@ func (r *run) pumpMerges(ctx context.Context) {
 func (r *run) merge(ctx context.Context, job mergeJob, onto string) evMerged {
 	repo := r.o.opts.Repo
 	out := evMerged{ID: job.id, Summary: job.body}
-	commit, err := repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
+	commit, removed, err := repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
+	for _, what := range removed {
+		r.o.opts.Logger.Warn("removed from the attempt's copy before its commit", "task", job.id, "removed", what)
+	}
+	if len(removed) > 0 {
+		out.Summary = strings.TrimSpace(out.Summary + "\n\n(planagent removed from the task's copy: " + strings.Join(removed, "; ") + ")")
+	}
 	if err != nil {
 		out.Failure = fmt.Sprintf("commit the attempt's changes: %v", err)
 		return out

@@ -101,7 +101,7 @@ func diff(ctx context.Context, st *orchestrator.State, commit string) (string, s
 	}
 	// A checkpoint may be a merge of the attempt into the integration
 	// state: its change is the diff against the first parent.
-	args = append(args, "show", "--no-color", "--diff-merges=first-parent", "--stat", "--patch", "--format=commit %H%n%s%n", commit, "--")
+	args = append(args, "show", "--no-color", "--no-ext-diff", "--no-textconv", "--diff-merges=first-parent", "--stat", "--patch", "--format=commit %H%n%s%n", commit, "--")
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", args...)

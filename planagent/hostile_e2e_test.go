@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint/hostile"
+)
+
+// Every escape of the audit, written by the agent with shell_exec from its
+// attempt's copy, one task each, one after another (their copies recycled
+// through the pool), then the run ends: no marker on the host, the user's
+// repository intact, every task completed but the one whose .gitmodules
+// git fsck would reject, which fails with that named.
+func TestE2EHostileCopiesRunNothingOnTheHost(t *testing.T) {
+	hostileCopies(t, localRuntime)
+}
+
+// The same from inside the attempts' containers.
+func TestE2EDockerHostileCopiesRunNothingOnTheHost(t *testing.T) {
+	dockerE2E(t)
+	hostileCopies(t, dockerRuntime)
+}
+
+func hostileCopies(t *testing.T, rt e2eRuntime) {
+	for _, mode := range []string{"git", "shadow"} {
+		t.Run(mode, func(t *testing.T) {
+			markers := t.TempDir()
+			var tasks []map[string]any
+			var scripts []scriptTask
+			refused := map[string]bool{}
+			// The git directory must be known before the plan: made first.
+			f := &fakeModel{}
+			e := rt(t, f)
+			var ws, gitDir string
+			if mode == "git" {
+				ws = gitWorkspace(t, e)
+				writeFile(t, ws, ".git/hooks/pre-commit", "#!/bin/sh\nexit 0\n")
+				gitDir = filepath.Join(ws, ".git")
+			} else {
+				ws = filepath.Join(e.dir, "plain")
+				writeFile(t, ws, "notes.txt", "one\ntwo\nthree\n")
+				gitDir = checkpoint.ShadowDir(filepath.Join(e.volumes, "checkpoints"), ws)
+			}
+			for i, p := range hostile.All {
+				id := fmt.Sprintf("h%02d", i)
+				tok := "TOKEN-" + strings.ToUpper(id)
+				tasks = append(tasks, map[string]any{"id": id, "title": p.Name, "description": tok + ": " + p.Name, "dependencies": []string{}})
+				marker := filepath.Join(markers, p.Name)
+				scripts = append(scripts, scriptTask{token: tok, steps: []llmtest.ToolCall{
+					llmtest.Call("shell_exec", map[string]any{"command": p.For(marker, gitDir) + " && echo planted-" + id}),
+					llmtest.Call("write_file", map[string]any{"path": "done/" + id + ".txt", "content": p.Name + "\n"}),
+				}})
+				if p.Name == "gitmodules-update-command" {
+					refused[id] = true
+				}
+			}
+			plan, _ := json.Marshal(map[string]any{"title": "Hostile", "overview": "x", "tasks": tasks})
+			f.plan, f.tasks = string(plan), scripts
+			var hook, config string
+			if mode == "git" {
+				hook, config = readFile(t, gitDir, "hooks/pre-commit"), readFile(t, gitDir, "config")
+			}
+
+			out, stderr, code := e.run("run", "--yes", "--json", "--workspace", ws, "--parallel", "1", "--max-retries", "0", "hostile")
+			if code != 1 {
+				t.Errorf("exit %d, want 1 (the refused .gitmodules)\n%s", code, stderr)
+			}
+			for i, p := range hostile.All {
+				if !strings.Contains(e.toolResult(fmt.Sprintf("planted-h%02d", i)), "exit code: 0") {
+					t.Errorf("payload %s was not planted", p.Name)
+				}
+			}
+			ended := 0
+			for _, ev := range jsonEvents(t, out) {
+				if ev["type"] != "task_end" {
+					continue
+				}
+				ended++
+				if ended == 1 {
+					t.Logf("a task_end: %v", ev)
+				}
+				id, _ := ev["task_id"].(string)
+				status, _ := ev["status"].(string)
+				switch {
+				case refused[id] && (status != "failed" || !strings.Contains(fmt.Sprint(ev), ".gitmodules is refused")):
+					t.Errorf("task %s: %v, want failed naming the refused .gitmodules", id, ev)
+				case !refused[id] && status != "completed":
+					t.Errorf("task %s: %v, want completed", id, ev)
+				}
+			}
+			if ended != len(hostile.All) {
+				t.Errorf("%d task_end events, want %d", ended, len(hostile.All))
+			}
+			entries, _ := os.ReadDir(markers)
+			for _, m := range entries {
+				t.Errorf("a program of the agent's ran on the host: marker %s", m.Name())
+			}
+			if mode == "git" {
+				if got := readFile(t, gitDir, "hooks/pre-commit"); got != hook {
+					t.Errorf("the user's hook changed: %q", got)
+				}
+				if got := readFile(t, gitDir, "config"); got != config {
+					t.Errorf("the user's config changed:\n%s", got)
+				}
+				if b := gitIn(t, ws, "symbolic-ref", "HEAD"); b != "refs/heads/main" {
+					t.Errorf("HEAD = %s, want refs/heads/main", b)
+				}
+				if st := gitIn(t, ws, "status", "--porcelain"); st != "" {
+					t.Errorf("the workspace is not clean: %q", st)
+				}
+			}
+			if out, err := exec.Command("git", "--git-dir="+gitDir, "fsck", "--no-dangling").CombinedOutput(); err != nil {
+				t.Errorf("git fsck: %v\n%s", err, out)
+			}
+			if got := readFile(t, ws, "done/h00.txt"); got != hostile.All[0].Name+"\n" {
+				t.Errorf("the first task's file: %q", got)
+			}
+			for _, p := range []string{".gitmodules", "sub/.git", "sub2/.git", "pipe"} {
+				if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+					t.Errorf("%s reached the workspace", p)
+				}
+			}
+		})
+	}
+}

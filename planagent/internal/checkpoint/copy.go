@@ -1,0 +1,620 @@
+package checkpoint
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// An attempt's copy is mounted into the agent's container, so everything in
+// it — its .git included — may have been written by the agent. The host's
+// git therefore never uses a copy's own git directory: a copy made anew or
+// taken from the pool gets a new .git (made here, from the repository, with
+// no remote naming a host path), every nested .git and special file in it is
+// removed first, and the index that says which files are unchanged is the
+// one saved here when the copy was made, in a directory no container mounts
+// (copyState). Squash reads the copy's files through the repository's git
+// directory with hardened settings. So a hook, a config include, a
+// commondir, a filter, a symlinked or FIFO .git the agent leaves behind is
+// deleted, never read.
+
+// prepareCopies finds what making and reading copies needs from the
+// repository: where the copies' state goes, its object format, the filter
+// and merge drivers its config defines (off in the commands that read a
+// copy) and the user's excludes file.
+func (r *Repo) prepareCopies(ctx context.Context) error {
+	r.private = filepath.Join(r.gitDir, "codeagent", "copies")
+	r.objectFormat = "sha1"
+	if f, err := r.g.line(ctx, "rev-parse", "--show-object-format"); err == nil && f != "" {
+		r.objectFormat = f
+	}
+	od, err := r.g.line(ctx, "rev-parse", "--git-path", "objects")
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(od) {
+		od = filepath.Join(r.g.dir, od)
+	}
+	r.objectsDir = od
+	r.copyArgs = nil
+	// Exit 1 is "no such key": nothing to turn off.
+	out, _ := r.g.run(ctx, "config", "--name-only", "--get-regexp", `^(filter|merge)\.`)
+	seen := map[string]bool{}
+	for _, key := range strings.Fields(out) {
+		i, j := strings.Index(key, "."), strings.LastIndex(key, ".")
+		if i == j {
+			continue
+		}
+		section, name := key[:i], key[i+1:j]
+		if seen[section+"."+name] {
+			continue
+		}
+		seen[section+"."+name] = true
+		pre := section + "." + name + "."
+		if section == "filter" {
+			r.copyArgs = append(r.copyArgs, "-c", pre+"clean=", "-c", pre+"smudge=", "-c", pre+"process=", "-c", pre+"required=false")
+		} else {
+			// An empty merge driver is an error; git's own three-way file
+			// merge is what the attribute would get without the driver.
+			r.copyArgs = append(r.copyArgs, "-c", pre+"driver=git merge-file -q %A %O %B")
+		}
+	}
+	if ex, err := r.g.line(ctx, "config", "--path", "--get", "core.excludesFile"); err == nil && ex != "" {
+		r.copyArgs = append(r.copyArgs, "-c", "core.excludesFile="+ex)
+	}
+	return nil
+}
+
+// NewCopy makes a self-contained copy of the tree at commit in dir: a git
+// repository of its own (its objects fetched through git's pack protocol,
+// no object file shared with the repository, no remote) with commit checked
+// out, usable where only dir is mounted (a container), git included. A copy
+// thrown away earlier is reused when there is one: its git directory is
+// made anew and only the files that differ are written, which is what keeps
+// a copy cheap on a large tree.
+func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
+	if err := r.keep(ctx, commit); err != nil {
+		return err
+	}
+	if !r.takeFromPool(dir) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return r.remake(ctx, dir, commit)
+}
+
+// keepRef is the ref that keeps commit reachable and fetchable by name
+// from the copies (DropKeeps removes them when the run ends).
+func keepRef(commit string) string { return "refs/codeagent/keep/" + commit }
+
+func (r *Repo) keep(ctx context.Context, commit string) error {
+	_, err := r.g.run(ctx, "update-ref", keepRef(commit), commit)
+	return err
+}
+
+// remake makes the copy in dir (new, or thrown away by an attempt) hold
+// exactly commit, with a git directory made here.
+func (r *Repo) remake(ctx context.Context, dir, commit string) error {
+	if _, err := purge(dir, true); err != nil {
+		return fmt.Errorf("clear the copy %s: %w", dir, err)
+	}
+	gd := filepath.Join(dir, ".git")
+	if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, gd); err != nil {
+		return err
+	}
+	c := git{dir: dir, gitDir: gd, workTree: dir, hardened: true}
+	if _, err := c.run(ctx, "config", "core.bare", "false"); err != nil {
+		return err
+	}
+	if _, err := c.run(ctx, "fetch", "-q", "--no-tags", "--no-write-fetch-head", r.gitDir, "+"+keepRef(commit)+":refs/codeagent/base"); err != nil {
+		return err
+	}
+	state := r.stateDir(dir)
+	// The index saved when the copy was last made says which files are
+	// still as they were (their stat data): only the others are written.
+	if err := copyRegular(filepath.Join(gd, "index"), filepath.Join(state, "index")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, err := c.run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
+		return err
+	}
+	if _, err := c.run(ctx, "clean", "-q", "-ffdx"); err != nil {
+		return err
+	}
+	return r.saveState(dir)
+}
+
+// stateDir is where the host keeps what it knows of the copy at dir.
+func (r *Repo) stateDir(dir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
+	return filepath.Join(r.private, hex.EncodeToString(sum[:10]))
+}
+
+// saveState keeps the copy's index, just made by the host, and the copy's
+// path (for DrainPool).
+func (r *Repo) saveState(dir string) error {
+	state := r.stateDir(dir)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return err
+	}
+	if err := copyRegular(filepath.Join(state, "index"), filepath.Join(dir, ".git", "index")); err != nil {
+		return fmt.Errorf("keep the copy's index: %w", err)
+	}
+	return os.WriteFile(filepath.Join(state, "path"), []byte(dir), 0o600)
+}
+
+// moveState follows a copy that moved from one path to another.
+func (r *Repo) moveState(from, to string) error {
+	_ = os.RemoveAll(r.stateDir(to))
+	if err := os.Rename(r.stateDir(from), r.stateDir(to)); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(r.stateDir(to), "path"), []byte(to), 0o600)
+}
+
+func (r *Repo) hasState(dir string) bool {
+	fi, err := os.Lstat(filepath.Join(r.stateDir(dir), "index"))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// purge removes from the copy at dir what the host must never read: every
+// nested .git (file, directory or link: a repository the agent made or
+// cloned, whose files are then taken as plain files), every FIFO, socket or
+// device, and with root the copy's own .git too. It names what it removed.
+func purge(dir string, root bool) ([]string, error) {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	top := filepath.Join(dir, ".git")
+	var removed []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			return nil // gone meanwhile, or unreadable: git skips it too
+		}
+		if p == dir {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case p == top:
+			if root {
+				if err := removeAll(p); err != nil {
+					return err
+				}
+			}
+			return skip(d)
+		case strings.EqualFold(d.Name(), ".git"):
+			if err := removeAll(p); err != nil {
+				return err
+			}
+			removed = append(removed, fmt.Sprintf("the nested repository's %s (its files are taken as plain files)", filepath.ToSlash(rel)))
+			return skip(d)
+		case d.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0:
+			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+			removed = append(removed, fmt.Sprintf("the special file %s (not a file, directory or link)", filepath.ToSlash(rel)))
+		}
+		return nil
+	})
+	return removed, err
+}
+
+func skip(d fs.DirEntry) error {
+	if d.IsDir() {
+		return filepath.SkipDir
+	}
+	return nil
+}
+
+// SetPool keeps up to max thrown-away copies in dir for NewCopy to reuse.
+func (r *Repo) SetPool(dir string, max int) {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	r.pool, r.poolMax = dir, max
+}
+
+// Prewarm fills the pool with copies of commit, one after another, until
+// the pool is full or ctx is done; a copy cut short is removed. It is meant
+// to run while nothing else uses the repository's copies (the planner
+// thinking, the plan awaiting confirmation): on a large tree a full
+// checkout costs seconds (10 000 files: 4-7 s on a virtual disk), and
+// without it each of a run's first attempts (one per parallel task, one
+// for acceptance) would pay for one.
+func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
+	r.poolMu.Lock()
+	pool, max := r.pool, r.poolMax
+	r.poolMu.Unlock()
+	if pool == "" {
+		return 0, nil
+	}
+	if err := r.keep(ctx, commit); err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		return 0, err
+	}
+	staging := pool + ".staging"
+	defer os.RemoveAll(staging)
+	made := 0
+	for i := 0; ctx.Err() == nil; i++ {
+		if entries, _ := os.ReadDir(pool); len(entries) >= max {
+			break
+		}
+		dir := filepath.Join(staging, fmt.Sprintf("%d-%d", os.Getpid(), i))
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
+			err = r.remake(ctx, dir, commit)
+		}
+		if err != nil {
+			_ = r.DiscardCopy(dir)
+			if ctx.Err() != nil {
+				break
+			}
+			return made, fmt.Errorf("prepare a copy of the workspace: %w", err)
+		}
+		if !r.putInPool(dir) {
+			_ = r.DiscardCopy(dir)
+			break
+		}
+		made++
+	}
+	return made, nil
+}
+
+// DrainPool deletes the thrown-away copies kept for reuse, and the state of
+// copies that are gone: once a run ends, nothing a failed attempt made
+// stays on the disk.
+func (r *Repo) DrainPool() error {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	var errs []error
+	if r.pool != "" {
+		// First a copy Prewarm was making when planagent was killed.
+		errs = append(errs, removeAll(r.pool+".staging"))
+		entries, err := os.ReadDir(r.pool)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		for _, e := range entries {
+			dir := filepath.Join(r.pool, e.Name())
+			errs = append(errs, removeAll(dir), os.RemoveAll(r.stateDir(dir)))
+		}
+	}
+	states, _ := os.ReadDir(r.private)
+	for _, s := range states {
+		p, err := os.ReadFile(filepath.Join(r.private, s.Name(), "path"))
+		if err == nil {
+			if _, err := os.Lstat(string(p)); err == nil {
+				continue // a copy still in use
+			}
+		}
+		errs = append(errs, os.RemoveAll(filepath.Join(r.private, s.Name())))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Repo) takeFromPool(dir string) bool {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	if r.pool == "" {
+		return false
+	}
+	entries, _ := os.ReadDir(r.pool)
+	for _, e := range entries {
+		from := filepath.Join(r.pool, e.Name())
+		if !r.hasState(from) {
+			continue
+		}
+		if os.Rename(from, dir) == nil {
+			if r.moveState(from, dir) != nil {
+				_ = os.RemoveAll(r.stateDir(dir)) // remade without it: every file rewritten
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveCopy throws a copy away: into the pool when there is room (NewCopy
+// remakes it before it is used again), else off the disk.
+func (r *Repo) RemoveCopy(dir string) error {
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return os.RemoveAll(r.stateDir(dir))
+	}
+	if r.putInPool(dir) {
+		return nil
+	}
+	return r.DiscardCopy(dir)
+}
+
+// DiscardCopy deletes a copy without keeping it for reuse: for the copy of
+// an attempt whose agent may still be writing (it timed out, and its runtime
+// could not stop it). A process that still has its working directory there
+// can no longer create files in the deleted tree, while a copy recycled for
+// another attempt would take whatever it writes next.
+func (r *Repo) DiscardCopy(dir string) error {
+	return errors.Join(removeAll(dir), os.RemoveAll(r.stateDir(dir)))
+}
+
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		// A tool may have left a read-only directory behind. WalkDir does
+		// not follow links: only the copy's own directories are changed.
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+		return os.RemoveAll(dir)
+	}
+	return nil
+}
+
+func (r *Repo) putInPool(dir string) bool {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	if r.pool == "" || !r.hasState(dir) { // no state: not a finished copy
+		return false
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return false
+	}
+	if err := os.MkdirAll(r.pool, 0o755); err != nil {
+		return false
+	}
+	if entries, _ := os.ReadDir(r.pool); len(entries) >= r.poolMax {
+		return false
+	}
+	r.poolSeq++
+	to := filepath.Join(r.pool, fmt.Sprintf("%d-%d", os.Getpid(), r.poolSeq))
+	if os.Rename(dir, to) != nil {
+		return false
+	}
+	if r.moveState(dir, to) != nil {
+		_ = removeAll(to)
+		return false
+	}
+	return true
+}
+
+// SubmoduleError is a task that wrote inside a submodule: a submodule is an
+// empty directory in the task's copy, and what was written there cannot be
+// kept.
+type SubmoduleError struct{ Paths []string }
+
+func (e *SubmoduleError) Error() string {
+	return "the task wrote inside the submodule " + strings.Join(e.Paths, ", ") +
+		": submodules are not part of a task's copy and changes there cannot be kept (change the submodule's own repository instead)"
+}
+
+// Squash takes everything in the copy at dir that is not ignored (files
+// made by shell commands included; commits the agent made in the copy do
+// not matter, only its files) as one commit on top of base in the
+// repository, and returns it; base itself when the tree is unchanged.
+// Nested repositories' .git and special files are removed first and named
+// in removed. The files are read through the repository's git directory,
+// hardened, and a scratch index made from the index the host saved when
+// it made the copy: nothing of the copy's own .git is ever read.
+func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (commit string, removed []string, err error) {
+	removed, err = purge(dir, false)
+	if err != nil {
+		return "", removed, fmt.Errorf("read the copy %s: %w", dir, err)
+	}
+	if err := r.checkSubmodules(ctx, dir, base); err != nil {
+		return "", removed, err
+	}
+	// Objects go to a quarantine first (as git's receive-pack does) and
+	// into the repository only once the commit is accepted: a refused
+	// attempt leaves nothing in the user's objects.
+	if err := os.MkdirAll(filepath.Dir(r.private), 0o755); err != nil {
+		return "", removed, err
+	}
+	quarantine, err := os.MkdirTemp(filepath.Dir(r.private), "objects-")
+	if err != nil {
+		return "", removed, err
+	}
+	defer os.RemoveAll(quarantine)
+	idx := filepath.Join(quarantine, "index")
+	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + r.objectsDir}
+	g := git{dir: dir, gitDir: r.gitDir, workTree: dir, hardened: true, extra: r.copyArgs}
+	var tree string
+	if err = copyRegular(idx, filepath.Join(r.stateDir(dir), "index")); err == nil {
+		if _, err = g.runEnv(ctx, env, nil, "add", "-A"); err == nil {
+			tree, err = g.runEnv(ctx, env, nil, "write-tree")
+		}
+	}
+	if err != nil {
+		// No saved index (or an unusable one): a scratch one from base,
+		// which hashes every file.
+		_ = os.Remove(idx)
+		if _, err := g.runEnv(ctx, env, nil, "read-tree", base); err != nil {
+			return "", removed, err
+		}
+		if _, err := g.runEnv(ctx, env, nil, "add", "-A"); err != nil {
+			return "", removed, err
+		}
+		if tree, err = g.runEnv(ctx, env, nil, "write-tree"); err != nil {
+			return "", removed, err
+		}
+	}
+	tree = strings.TrimSpace(tree)
+	baseTree, err := r.g.line(ctx, "rev-parse", base+"^{tree}")
+	if err != nil {
+		return "", removed, err
+	}
+	if tree == baseTree {
+		return base, removed, nil
+	}
+	q := git{dir: r.workTree, gitDir: r.gitDir, hardened: true}
+	if err := r.checkGitmodules(ctx, q, env, tree, baseTree); err != nil {
+		return "", removed, err
+	}
+	msg := subject
+	if strings.TrimSpace(body) != "" {
+		msg += "\n\n" + strings.TrimSpace(body)
+	}
+	c, err := q.runEnv(ctx, env, []byte(msg), "commit-tree", tree, "-p", base, "-F", "-")
+	if err != nil {
+		return "", removed, err
+	}
+	commit = strings.TrimSpace(c)
+	if err := migrate(quarantine, r.objectsDir); err != nil {
+		return "", removed, fmt.Errorf("bring the task's objects into the repository: %w", err)
+	}
+	if err := r.keep(ctx, commit); err != nil {
+		return "", removed, err
+	}
+	return commit, removed, nil
+}
+
+// migrate moves the loose objects and packs of the quarantine into the
+// repository's objects (a pack's index after its pack, as git does).
+func migrate(quarantine, objects string) error {
+	var idxs [][2]string
+	err := filepath.WalkDir(quarantine, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || p == filepath.Join(quarantine, "index") {
+			return err
+		}
+		rel, _ := filepath.Rel(quarantine, p)
+		if strings.HasPrefix(rel, "info"+string(filepath.Separator)) {
+			return nil
+		}
+		to := filepath.Join(objects, rel)
+		if strings.HasSuffix(rel, ".idx") {
+			idxs = append(idxs, [2]string{p, to})
+			return nil
+		}
+		return moveObject(p, to)
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range idxs {
+		if err := moveObject(m[0], m[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func moveObject(from, to string) error {
+	if _, err := os.Lstat(to); err == nil {
+		return nil // objects are named by their content
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.Rename(from, to)
+}
+
+// checkSubmodules refuses a copy with anything inside a submodule's path.
+func (r *Repo) checkSubmodules(ctx context.Context, dir, base string) error {
+	subs, err := r.Submodules(ctx, base)
+	if err != nil {
+		return err
+	}
+	var written []string
+	for _, s := range subs {
+		p := filepath.Join(dir, filepath.FromSlash(s))
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue // removed: the gitlink stays as it was
+		}
+		if !fi.IsDir() {
+			written = append(written, s)
+			continue
+		}
+		if entries, err := os.ReadDir(p); err == nil && len(entries) > 0 {
+			written = append(written, s)
+		}
+	}
+	if len(written) > 0 {
+		sort.Strings(written)
+		return &SubmoduleError{Paths: written}
+	}
+	return nil
+}
+
+// GitmodulesError is a .gitmodules that git's own fsck rejects (a command
+// as a submodule's update, a url or path read as an option): committed, it
+// would make the user's repository fail fsck and any push to a server that
+// checks.
+type GitmodulesError struct{ Setting string }
+
+func (e *GitmodulesError) Error() string {
+	return "the task's .gitmodules is refused: " + e.Setting + " (git fsck rejects it; a submodule's update may not be a command, its url and path not an option)"
+}
+
+// checkGitmodules refuses a .gitmodules the task changed when git's fsck
+// would reject it.
+func (r *Repo) checkGitmodules(ctx context.Context, g git, env []string, tree, baseTree string) error {
+	out, err := g.runEnv(ctx, env, nil, "rev-parse", "-q", "--verify", tree+":.gitmodules")
+	if err != nil {
+		return nil // none
+	}
+	blob := strings.TrimSpace(out)
+	if old, err := r.g.line(ctx, "rev-parse", "-q", "--verify", baseTree+":.gitmodules"); err == nil && old == blob {
+		return nil
+	}
+	out, err = g.runEnv(ctx, env, nil, "config", "--blob="+blob, "-z", "--list")
+	if err != nil {
+		return &GitmodulesError{Setting: "it cannot be read as git config"}
+	}
+	for _, kv := range splitZ(out) {
+		key, value, _ := strings.Cut(kv, "\n")
+		if !strings.HasPrefix(key, "submodule.") {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(key, ".update") && strings.HasPrefix(value, "!"),
+			(strings.HasSuffix(key, ".url") || strings.HasSuffix(key, ".path")) && strings.HasPrefix(value, "-"),
+			strings.Contains(key, ".."):
+			return &GitmodulesError{Setting: key + "=" + value}
+		}
+	}
+	return nil
+}
+
+// copyRegular copies the regular file src to dst (made or truncated).
+// Anything else at src (a FIFO would block an open, a link would be
+// followed) is refused unopened, and the open itself follows no link and
+// does not block.
+func copyRegular(dst, src string) error {
+	if fi, err := os.Lstat(src); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, f); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
