@@ -97,6 +97,9 @@ func budgetTokensPauseThenResume(t *testing.T, config string, flags []string) {
 	if end["status"] != "paused" || !strings.Contains(end["data"].(map[string]any)["paused"].(string), "token budget reached") {
 		t.Errorf("run_end: %v", end)
 	}
+	if stop, _ := end["data"].(map[string]any)["stop_reason"].(map[string]any); stop["reason"] != "budget_tokens" || stop["limit"] != 5000.0 || stop["used"].(float64) < 5000 {
+		t.Errorf("run_end's stop_reason = %v, want budget_tokens, limit 5000 and what was used", stop)
+	}
 	if n := f.startCount("TOKEN-GAMMA"); n != 0 {
 		t.Errorf("gamma started %d times after the budget was reached", n)
 	}

@@ -64,6 +64,10 @@ func hostileCopies(t *testing.T, rt e2eRuntime) {
 			}
 			plan, _ := json.Marshal(map[string]any{"title": "Hostile", "overview": "x", "tasks": tasks})
 			f.plan, f.tasks = string(plan), scripts
+			// Handing the handler over again orders these writes before the
+			// server's goroutines read them (the race detector sees no
+			// edge through the planagent process).
+			e.srv.Handle(f.handle)
 			var hook, config string
 			if mode == "git" {
 				hook, config = readFile(t, gitDir, "hooks/pre-commit"), readFile(t, gitDir, "config")
@@ -84,9 +88,6 @@ func hostileCopies(t *testing.T, rt e2eRuntime) {
 					continue
 				}
 				ended++
-				if ended == 1 {
-					t.Logf("a task_end: %v", ev)
-				}
 				id, _ := ev["task_id"].(string)
 				status, _ := ev["status"].(string)
 				switch {

@@ -584,6 +584,9 @@ func TestE2EInterruptAndResumeKeepsSettings(t *testing.T) {
 	if sout, _, _ := e.run("status"); !strings.Contains(sout, "(interrupted)") {
 		t.Errorf("status after Ctrl-C:\n%s", sout)
 	}
+	if sout, _, _ := e.run("status", "--json"); !strings.Contains(sout, `"reason": "interrupted"`) {
+		t.Errorf("status --json after Ctrl-C has no stop_reason interrupted:\n%s", sout)
+	}
 
 	out, stderr, code := e.run("resume")
 	if code != 0 {

@@ -32,6 +32,10 @@ type Tokens struct {
 // ReasonBudget is the Reason of a task stopped at its token budget.
 const ReasonBudget = "budget"
 
+// ReasonModel is the Reason of a task that failed on the model provider's
+// error (after the client's retries): not the task's fault.
+const ReasonModel = "model"
+
 type Report struct {
 	ID           string   `yaml:"id"`
 	RunID        string   `yaml:"run_id"`

@@ -146,6 +146,10 @@ type Status string
 // ReasonBudget is Result.Reason of a run stopped at Options.BudgetTokens.
 const ReasonBudget = "budget"
 
+// ReasonModel is Result.Reason of a run stopped by the model provider's
+// error after the client's retries.
+const ReasonModel = "model"
+
 const (
 	Completed   Status = "completed"
 	Failed      Status = "failed"

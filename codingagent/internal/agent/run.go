@@ -132,7 +132,12 @@ func (a *Agent) loop(ctx context.Context) Result {
 			if ctx.Err() != nil {
 				return Result{Status: Interrupted, Error: "interrupted", Iterations: iter}
 			}
-			return Result{Status: Failed, Error: err.Error(), Err: err, Iterations: iter}
+			res := Result{Status: Failed, Error: err.Error(), Err: err, Iterations: iter}
+			var le *llm.Error
+			if errors.As(err, &le) {
+				res.Reason = ReasonModel
+			}
+			return res
 		}
 		a.startResponse(resp)
 		msg := assistantMessage(resp.Message)

@@ -252,6 +252,14 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 	close(driving)
 	<-answered
 	if err != nil && !errors.Is(err, context.Canceled) {
+		// The run could not go on (the engine, the disk, the workspace):
+		// scripts hear it as setup_error; the run stays resumable.
+		st.Stop = &orchestrator.Stop{Reason: orchestrator.StopSetupError, Detail: err.Error()}
+		sink.Emit(runEnd(st, runview.Build(st, s.viewOptions()), s.layout.Summary()))
+		var ee *cmdutil.ExitError
+		if !errors.As(err, &ee) {
+			err = cmdutil.UsageError(err)
+		}
 		return err
 	}
 	view := runview.Build(st, s.viewOptions())
@@ -417,6 +425,7 @@ func runEnd(st *orchestrator.State, view *runview.Run, summaryFile string) event
 			"summary_file":   summaryFile,
 			"elapsed_ms":     st.Elapsed.Milliseconds(),
 			"paused":         st.Paused,
+			"stop_reason":    st.Stop,
 			"cost_usd":       view.CostUSD, // null without a price for the model
 			"per_task":       perTask(view)}}
 }

@@ -31,20 +31,22 @@ func (st *State) agentTokens() (prompt, completion int) {
 	return prompt, completion
 }
 
-// exceeded names the budget that used has reached, "" when none has.
-func (b Budget) exceeded(prompt, completion int, elapsed time.Duration) string {
+// exceeded is the budget that used has reached (text "" when none has).
+func (b Budget) exceeded(prompt, completion int, elapsed time.Duration) limitHit {
 	if total := prompt + completion; b.Tokens > 0 && total >= b.Tokens {
-		return fmt.Sprintf("token budget reached: %d of %d tokens used", total, b.Tokens)
+		return limitHit{StopBudgetTok, float64(b.Tokens), float64(total),
+			fmt.Sprintf("token budget reached: %d of %d tokens used", total, b.Tokens)}
 	}
 	if b.Time > 0 && elapsed >= b.Time {
-		return fmt.Sprintf("time budget reached: ran %s of %s", elapsed.Round(time.Second), b.Time)
+		return limitHit{StopBudgetTime, b.Time.Seconds(), elapsed.Round(time.Second).Seconds(),
+			fmt.Sprintf("time budget reached: ran %s of %s", elapsed.Round(time.Second), b.Time)}
 	}
 	if b.USD > 0 && b.Cost != nil {
 		if c := b.Cost(prompt, completion); c >= b.USD {
-			return fmt.Sprintf("cost budget reached: $%.4f of $%.2f", c, b.USD)
+			return limitHit{StopBudgetUSD, b.USD, c, fmt.Sprintf("cost budget reached: $%.4f of $%.2f", c, b.USD)}
 		}
 	}
-	return ""
+	return limitHit{}
 }
 
 // budgetReached is the reached budget of the run ("" when none), announced
@@ -55,7 +57,11 @@ func (r *run) budgetReached() string {
 	// time made a 10 000-task run quadratic) and the planner's and the
 	// decider's.
 	p, c := r.agentPrompt+r.st.Usage.Prompt, r.agentCompletion+r.st.Usage.Completion
-	reason := r.o.opts.Budget.exceeded(p, c, r.elapsed+r.o.opts.Now().Sub(r.started))
+	hit := r.o.opts.Budget.exceeded(p, c, r.elapsed+r.o.opts.Now().Sub(r.started))
+	reason := hit.text
+	if reason != "" {
+		r.hit = hit
+	}
 	if reason != "" && !r.budgetNoted {
 		r.budgetNoted = true
 		r.o.opts.Logger.Info("budget reached: no new task starts", "why", reason)

@@ -38,6 +38,7 @@ func (r *run) do(ctx context.Context, a action) error {
 		r.agentPrompt += rep.Tokens.Prompt
 		r.agentCompletion += rep.Tokens.Completion
 		info.Duration += time.Duration(rep.Duration)
+		info.Reason = rep.Reason
 		return nil
 	case actAccept:
 		r.startAcceptance(ctx, a.ID)
@@ -125,6 +126,7 @@ func (r *run) do(ctx context.Context, a action) error {
 		return nil
 	case actFinish:
 		r.st.Status, r.st.Paused = a.Status, a.Paused
+		r.st.Stop = stopOf(r.st, a.Status, r.hit, r.g.Tasks())
 		r.done = true
 		r.clearAttempts(ctx)
 		return r.save()

@@ -368,7 +368,7 @@ func TestBudgetExceeded(t *testing.T) {
 		{Budget{USD: 0.01, Cost: perToken}, 4000, 2999, 0, ""},
 		{Budget{USD: 0.01, Cost: perToken}, 4000, 3000, 0, "cost budget reached: $0.0100 of $0.01"},
 	} {
-		if got := tt.b.exceeded(tt.p, tt.c, tt.elapsed); got != tt.want {
+		if got := tt.b.exceeded(tt.p, tt.c, tt.elapsed).text; got != tt.want {
 			t.Errorf("%+v with %d/%d tokens, %s: %q, want %q", tt.b, tt.p, tt.c, tt.elapsed, got, tt.want)
 		}
 	}

@@ -163,7 +163,8 @@ type run struct {
 	// before it, so State.Elapsed counts only time spent running.
 	started     time.Time
 	elapsed     time.Duration
-	budgetNoted bool // the reached budget was announced
+	budgetNoted bool     // the reached budget was announced
+	hit         limitHit // the budget reached last: the stop reason of a paused run
 	// agentPrompt and agentCompletion are the agents' tokens so far.
 	agentPrompt, agentCompletion int
 	// traces: each attempt's invoke_agent span, and its traceparent for the command.
@@ -195,7 +196,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 	defer st.Close()
 	r.started, r.elapsed = o.opts.Now(), st.Elapsed
 	r.agentPrompt, r.agentCompletion = st.agentTokens()
-	st.Status, st.Paused = RunRunning, ""
+	st.Status, st.Paused, st.Stop = RunRunning, "", nil
 	if err := r.save(); err != nil {
 		return err
 	}
@@ -330,6 +331,7 @@ func (r *run) record(ids ...string) error {
 
 func (r *run) interrupted(cause error) error {
 	r.st.Status = RunInterrupted
+	r.st.Stop = &Stop{Reason: StopInterrupted}
 	if err := r.save(); err != nil {
 		return errors.Join(cause, err)
 	}

@@ -63,6 +63,9 @@ type TaskInfo struct {
 	// Spans are the task's attempts on the wall clock, oldest first: the
 	// timeline of the summary and the web view.
 	Spans []Span `json:"spans,omitempty"`
+	// Reason is the reason code of the attempt's last report (protocol's
+	// ReasonBudget, ReasonModel), "" when it gave none.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Span is one attempt of a task from dispatch to its outcome.
@@ -153,6 +156,9 @@ type State struct {
 	Elapsed time.Duration `json:"elapsed,omitempty"`
 	// Paused says which budget paused the run (status paused).
 	Paused string `json:"paused,omitempty"`
+	// Stop is why the run ended (nil while it runs, and in runs from
+	// before stop reasons).
+	Stop *Stop `json:"stop_reason,omitempty"`
 	// Checkpoints is nil for runs started before checkpoints existed.
 	Checkpoints *Checkpoints `json:"checkpoints,omitempty"`
 	// TraceParent is the W3C traceparent of the run span of the process

@@ -24,6 +24,8 @@ type Row struct {
 	Counts  map[string]int `json:"counts"`
 	Tokens  Tokens         `json:"tokens"`
 	CostUSD *float64       `json:"cost_usd,omitempty"`
+	// Stop is why the run ended (omitted while it runs).
+	Stop *orchestrator.Stop `json:"stop_reason,omitempty"`
 	// Error says why the run's state could not be read; the other fields
 	// but ID are then empty.
 	Error string `json:"error,omitempty"`
@@ -31,7 +33,7 @@ type Row struct {
 
 // RowOf is the list row of a run.
 func RowOf(r *Run) Row {
-	return Row{ID: r.ID, Goal: r.Goal, Status: r.Status, Created: r.Created, Updated: r.Updated,
+	return Row{ID: r.ID, Goal: r.Goal, Status: r.Status, Created: r.Created, Updated: r.Updated, Stop: r.Stop,
 		Tasks: len(r.Tasks), Counts: r.Counts, Tokens: r.Tokens, CostUSD: r.CostUSD}
 }
 

@@ -18,6 +18,16 @@ func Summary(r *Run) string {
 	if r.Paused != "" {
 		fmt.Fprintf(&b, "Paused: %s.\n\n", r.Paused)
 	}
+	if s := r.Stop; s != nil {
+		fmt.Fprintf(&b, "Stop reason: %s", s.Reason)
+		if len(s.Tasks) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(s.Tasks, ", "))
+		}
+		if s.Detail != "" {
+			fmt.Fprintf(&b, ": %s", oneLine(s.Detail, 300))
+		}
+		b.WriteString("\n\n")
+	}
 	priced := r.CostUSD != nil
 	b.WriteString("| task | status | attempts | tokens (prompt/completion) |")
 	if priced {

@@ -68,9 +68,11 @@ type Run struct {
 	ElapsedMS int64    `json:"elapsed_ms"` // running time over every run/resume (what budget_time counts)
 	// Budget is the run's budgets (omitted without any); Paused says which
 	// one paused it.
-	Budget    *Budget    `json:"budget,omitempty"`
-	Paused    string     `json:"paused,omitempty"`
-	Decisions []Decision `json:"decisions,omitempty"`
+	Budget *Budget `json:"budget,omitempty"`
+	Paused string  `json:"paused,omitempty"`
+	// Stop is why the run ended (omitted while it runs).
+	Stop      *orchestrator.Stop `json:"stop_reason,omitempty"`
+	Decisions []Decision         `json:"decisions,omitempty"`
 }
 
 // Budget is what a run may use (0: no limit).
@@ -141,7 +143,7 @@ func Build(st *orchestrator.State, opts Options) *Run {
 	if s := st.Settings; s != nil && (s.BudgetTokens > 0 || s.BudgetTime > 0 || s.BudgetUSD > 0 || s.TaskBudgetTokens > 0) {
 		r.Budget = &Budget{Tokens: s.BudgetTokens, TimeMS: s.BudgetTime.Milliseconds(), USD: s.BudgetUSD, TaskTokens: s.TaskBudgetTokens}
 	}
-	r.Paused, r.ElapsedMS = st.Paused, st.Elapsed.Milliseconds()
+	r.Paused, r.ElapsedMS, r.Stop = st.Paused, st.Elapsed.Milliseconds(), st.Stop
 	if st.Plan != nil {
 		r.Title = st.Plan.Title
 	}
