@@ -47,7 +47,8 @@ type Repo struct {
 	// task's commit, as it would of theirs).
 	copyArgs     []string
 	objectFormat string
-	objectsDir   string // the repository's objects (a worktree's are in its common dir)
+	objectsDir   string     // the repository's objects (a worktree's are in its common dir)
+	cacheMu      sync.Mutex // the copies' object cache (copyObjects)
 
 	poolMu  sync.Mutex
 	pool    string // thrown-away copies kept for reuse ("" = none)

@@ -116,7 +116,10 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 	if _, err := c.run(ctx, "config", "core.bare", "false"); err != nil {
 		return err
 	}
-	if _, err := c.run(ctx, "fetch", "-q", "--no-tags", "--no-write-fetch-head", r.gitDir, "+"+keepRef(commit)+":refs/codeagent/base"); err != nil {
+	if err := r.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack")); err != nil {
+		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)
+	}
+	if _, err := c.run(ctx, "update-ref", "refs/codeagent/base", commit); err != nil {
 		return err
 	}
 	state := r.stateDir(dir)
@@ -133,6 +136,64 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 	}
 	return r.saveState(dir)
 }
+
+// copyObjects copies the packs of the object cache, which holds commit
+// and its history, into a copy's objects/pack. The cache is a bare
+// repository in the host's private directory, fed from the repository by
+// git's pack protocol (only what it lacks), so a copy costs a file copy of
+// its packs rather than packing the whole history again. Copied, never
+// linked: the agent owns its copy's files and could rewrite a linked one.
+func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	cache := filepath.Join(filepath.Dir(r.private), "objects.git")
+	cg := git{dir: filepath.Dir(cache), gitDir: cache, hardened: true}
+	if fi, err := os.Lstat(filepath.Join(cache, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		_ = os.RemoveAll(cache)
+		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
+			return err
+		}
+		if _, err := cg.run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, cache); err != nil {
+			return err
+		}
+	}
+	if _, err := cg.run(ctx, "cat-file", "-e", commit+"^{commit}"); err != nil {
+		// unpackLimit=1: what is fetched stays a pack (copied as one file).
+		if _, err := cg.run(ctx, "-c", "fetch.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", r.gitDir, "+"+keepRef(commit)+":refs/keep/"+commit); err != nil {
+			return err
+		}
+	}
+	src := filepath.Join(cache, "objects", "pack")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if len(entries) > 3*maxCachePacks {
+		// One pack per fetch: repack now and then, so a copy stays a few files.
+		if _, err := cg.run(ctx, "repack", "-a", "-d", "-q"); err != nil {
+			return err
+		}
+		if entries, err = os.ReadDir(src); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(pack, 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), "tmp_") {
+			continue
+		}
+		if err := copyRegular(filepath.Join(pack, e.Name()), filepath.Join(src, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxCachePacks is how many packs the object cache may hold (a pack, its
+// index and more per pack: 3 files) before it is repacked into one.
+const maxCachePacks = 20
 
 // stateDir is where the host keeps what it knows of the copy at dir.
 func (r *Repo) stateDir(dir string) string {
@@ -294,6 +355,10 @@ func (r *Repo) DrainPool() error {
 			errs = append(errs, removeAll(dir), os.RemoveAll(r.stateDir(dir)))
 		}
 	}
+	// The object cache holds the whole history: not kept between runs.
+	r.cacheMu.Lock()
+	errs = append(errs, os.RemoveAll(filepath.Join(filepath.Dir(r.private), "objects.git")))
+	r.cacheMu.Unlock()
 	states, _ := os.ReadDir(r.private)
 	for _, s := range states {
 		p, err := os.ReadFile(filepath.Join(r.private, s.Name(), "path"))

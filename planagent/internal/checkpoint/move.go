@@ -255,7 +255,16 @@ func (e *ChangedError) Error() string {
 
 // tree lists the entries of commit's tree among paths.
 func (r *Repo) tree(ctx context.Context, commit string, paths map[string]bool) (map[string]entry, error) {
-	out, err := r.g.run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit)
+	args := []string{"ls-tree", "-r", "-z", "--full-tree", commit}
+	if len(paths) <= 1000 {
+		// Only the paths of the move (a 10 000-file tree is listed in
+		// tens of milliseconds); literal, so a name with * is itself.
+		args = append(args, "--")
+		for p := range paths {
+			args = append(args, ":(literal)"+p)
+		}
+	}
+	out, err := r.g.run(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
