@@ -2,9 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
@@ -75,4 +80,70 @@ func anyStrings(v any) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// Notifications from a real run: a command sink and a webhook hear that a
+// task failed for good and that the run finished (with its stop reason);
+// a sink that hangs is cut at its timeout and the run's exit code is the
+// same.
+func TestE2ENotifications(t *testing.T) {
+	var mu sync.Mutex
+	var hooked []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		hooked = append(hooked, r.Header.Get("Authorization")+" "+string(b))
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer hang.Close()
+	defer close(stop) // before Close, which waits for the handler
+	f := &fakeModel{plan: `{"title":"One","overview":"x","tasks":[{"id":"one","title":"Write a","description":"TOKEN-ONE: write a.txt","dependencies":[],"acceptance":["false"]}]}`,
+		tasks: []scriptTask{{token: "TOKEN-ONE", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "a.txt", "content": "a\n"})}}}}
+	e := newRunEnv(t, f)
+	got := filepath.Join(e.dir, "notified.jsonl")
+	writeConfig(t, e, "notify:\n  command: \"cat >> "+got+"; echo >> "+got+"\"\n  webhook: "+hook.URL+"\n  headers: {Authorization: \"Bearer ${HOOK_TOKEN}\"}\n  ntfy: "+hang.URL+"\n  timeout: 2s\n")
+	e.env = append(e.env, "HOOK_TOKEN=tok-123")
+	start := time.Now()
+	_, stderr, code := e.run("run", "--yes", "--max-retries", "0", "write a")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, stderr)
+	}
+	if d := time.Since(start); d > 50*time.Second {
+		t.Errorf("the hanging sink held the run: %v", d)
+	}
+	lines := strings.Split(strings.TrimSpace(readFile(t, e.dir, "notified.jsonl")), "\n")
+	kinds := map[string]map[string]any{}
+	for _, l := range lines {
+		var ev map[string]any
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		kinds[ev["event"].(string)] = ev
+	}
+	if ev := kinds["task_failed"]; ev == nil || ev["task"] != "one" {
+		t.Errorf("no task_failed for one: %v", lines)
+	}
+	if ev := kinds["run_finished"]; ev == nil || ev["stop_reason"].(map[string]any)["reason"] != "task_failed" {
+		t.Errorf("no run_finished with its stop reason: %v", lines)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hooked) != 2 || !strings.HasPrefix(hooked[0], "Bearer tok-123 ") {
+		t.Errorf("webhook got %q", hooked)
+	}
+	if !strings.Contains(stderr, "notification not sent") || !strings.Contains(stderr, "sink=ntfy") {
+		t.Errorf("the hanging sink's failure is not logged:\n%s", stderr)
+	}
+	assertNoKey(t, e.volumes, "tok-123")
 }

@@ -60,6 +60,9 @@ type Config struct {
 	TaskBudgetTokens int
 	// Prices are USD per million tokens by model name.
 	Prices map[string]Price
+	// Notify says where to tell a person that a run needs them or ended
+	// (nil: nowhere).
+	Notify *Notify
 	// MCPServers are the MCP servers whose tools the agent, the planner
 	// and the chat are offered, by name.
 	MCPServers map[string]MCPServer
@@ -174,7 +177,7 @@ func Load(opts Options) (*Loaded, error) {
 	for _, f := range fields() {
 		l.Sources[f.key] = st.origins[f.key].source()
 	}
-	for _, key := range []string{keyMCPServers, keyMCPReadOnly, keyPrices} {
+	for _, key := range []string{keyMCPServers, keyMCPReadOnly, keyPrices, keyNotify} {
 		l.Sources[key] = st.origins[key].source()
 	}
 	return l, nil
@@ -187,7 +190,7 @@ func Keys() []string {
 	for i, f := range fs {
 		keys[i] = f.key
 	}
-	return append(keys, keyMCPServers, keyMCPReadOnly, keyPrices)
+	return append(keys, keyMCPServers, keyMCPReadOnly, keyPrices, keyNotify)
 }
 
 // Validate checks a Config built by hand; Load already does this.

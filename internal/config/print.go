@@ -46,7 +46,7 @@ func (l *Loaded) Print(w io.Writer) error {
 	if readOnly == "" {
 		readOnly = "(none)"
 	}
-	for _, kv := range [][2]string{{keyMCPServers, formatMCPServers(l.MCPServers)}, {keyMCPReadOnly, readOnly}, {keyPrices, formatPrices(l.Prices)}} {
+	for _, kv := range [][2]string{{keyMCPServers, formatMCPServers(l.MCPServers)}, {keyMCPReadOnly, readOnly}, {keyPrices, formatPrices(l.Prices)}, {keyNotify, formatNotify(l.Notify)}} {
 		src := l.Sources[kv[0]]
 		if src == "" {
 			src = SourceDefault

@@ -21,6 +21,7 @@ import (
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/telemetry"
 	"github.com/codeagent/codeagent/internal/tools"
+	"github.com/codeagent/codeagent/planagent/internal/notify"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
@@ -142,7 +143,9 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if s.runBudget, err = s.budget(s.cfg.Model); err != nil {
 		return err
 	}
-	sink := s.sink(opts.JSON)
+	notifier := notify.New(s.cfg.Notify, s.logger)
+	defer notifier.Wait()
+	sink := notify.Sink(ctx, s.sink(opts.JSON), notifier, opts.Goal)
 	runID := orchestrator.NewRunID(time.Now())
 	ctx, span := traceRun(ctx, runID, "")
 	defer span.End()
@@ -199,6 +202,8 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		fmt.Fprint(f.IO.Err, renderPlan(p)+s.budgetLine())
 	}
 	if asks {
+		notifier.Send(ctx, notify.Event{Kind: "plan_awaiting", RunID: runID, Goal: opts.Goal,
+			Text: fmt.Sprintf("the plan of %q (%d tasks) awaits your confirmation", opts.Goal, len(p.Tasks))})
 		fmt.Fprint(f.IO.Err, "\nProceed? [Y/n] ")
 		line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "" && a != "y" && a != "yes" {
@@ -371,7 +376,9 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	if s.repo, err = s.resumeCheckpoints(ctx, st, f.IO.Err); err != nil {
 		return err
 	}
-	sink := s.sink(jsonOut)
+	notifier := notify.New(s.cfg.Notify, s.logger)
+	defer notifier.Wait()
+	sink := notify.Sink(ctx, s.sink(jsonOut), notifier, st.Goal)
 	ctx, span := traceRun(ctx, st.RunID, st.TraceParent)
 	defer span.End()
 	sink.Emit(events.Event{Type: events.Log, RunID: st.RunID, Text: "resuming run " + st.RunID})
