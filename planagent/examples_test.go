@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,14 +64,14 @@ func TestGitHubActionsExample(t *testing.T) {
 	if inputs["goal"].Description == "" || !inputs["goal"].Required {
 		t.Errorf("the goal input is not declared as required with a description: %+v", inputs["goal"])
 	}
-	if wf.Permissions["contents"] != "write" {
-		t.Error("pushing the branch needs permissions: contents: write")
+	if wf.Permissions["contents"] != "write" || wf.Permissions["pull-requests"] != "write" {
+		t.Error("pushing the branch and opening the pull request need permissions: contents: write, pull-requests: write")
 	}
 	job, ok := wf.Jobs["run"]
 	if !ok || job.RunsOn == "" || len(job.Steps) == 0 {
 		t.Fatalf("job run: %+v", job)
 	}
-	runFlags := cli.NewCmdRun(cmdutil.NewFactory(), nil)
+	flagsOf := map[string]*cobra.Command{"run": cli.NewCmdRun(cmdutil.NewFactory(), nil), "publish": cli.NewCmdPublish(cmdutil.NewFactory(), nil)}
 	root := cli.NewCmdRoot(cmdutil.NewFactory())
 	var all strings.Builder
 	for _, s := range job.Steps {
@@ -91,9 +92,15 @@ func TestGitHubActionsExample(t *testing.T) {
 		}
 		cmdline := strings.ReplaceAll(s.Run[strings.Index(s.Run, "bin/planagent"):], "\\\n", " ")
 		cmdline = strings.SplitN(cmdline, ">", 2)[0]
+		sub := strings.Fields(strings.TrimPrefix(cmdline, "bin/planagent\""))[0]
+		cmd, known := flagsOf[sub]
+		if !known {
+			t.Errorf("planagent %s: not a command the test knows (%s)", sub, cmdline)
+			continue
+		}
 		for _, f := range regexp.MustCompile(`--([a-z-]+)`).FindAllStringSubmatch(cmdline, -1) {
-			if runFlags.Flags().Lookup(f[1]) == nil && root.PersistentFlags().Lookup(f[1]) == nil {
-				t.Errorf("planagent run has no flag --%s (%s)", f[1], cmdline)
+			if cmd.Flags().Lookup(f[1]) == nil && root.PersistentFlags().Lookup(f[1]) == nil {
+				t.Errorf("planagent %s has no flag --%s (%s)", sub, f[1], cmdline)
 			}
 		}
 		if m := regexp.MustCompile(`--volumes "([^"]+)"`).FindStringSubmatch(cmdline); m == nil || !strings.HasPrefix(m[1], "$RUNNER_TEMP/") {
@@ -101,7 +108,7 @@ func TestGitHubActionsExample(t *testing.T) {
 		}
 	}
 	steps := all.String()
-	for _, want := range []string{`reports/summary.md" >> "$GITHUB_STEP_SUMMARY"`, "git push origin", "git format-patch", "/patches/"} {
+	for _, want := range []string{`reports/summary.md" >> "$GITHUB_STEP_SUMMARY"`, "planagent\" publish", "--pr"} {
 		if !strings.Contains(steps, want) {
 			t.Errorf("no step does %q", want)
 		}

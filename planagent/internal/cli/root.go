@@ -42,6 +42,7 @@ another failure; 2 bad usage or configuration; 3 paused at a budget (resume cont
 		NewCmdGraph(f, nil),
 		NewCmdDiff(f, nil),
 		NewCmdRollback(f, nil),
+		NewCmdPublish(f, nil),
 		NewCmdUI(f, nil),
 		cmdutil.NewCmdConfig(f),
 		cmdutil.NewCmdVersion(f, "planagent"),
