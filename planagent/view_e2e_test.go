@@ -409,7 +409,7 @@ func TestE2EViewWebPageLive(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("the run did not end\n%s", errb.String())
 	}
-	if !strings.Contains(errb.String(), "web view: http://"+addr+"/#run-") {
+	if !strings.Contains(errb.String(), "web view: http://"+addr+"/?token=") || !strings.Contains(errb.String(), "#run-") {
 		t.Errorf("run --ui did not say where the page is:\n%s", errb.String())
 	}
 

@@ -43,6 +43,8 @@ another failure; 2 bad usage or configuration; 3 paused at a budget (resume cont
 		NewCmdDiff(f, nil),
 		NewCmdRollback(f, nil),
 		NewCmdPublish(f, nil),
+		NewCmdComment(f, nil),
+		NewCmdReview(f, nil),
 		NewCmdUI(f, nil),
 		cmdutil.NewCmdConfig(f),
 		cmdutil.NewCmdVersion(f, "planagent"),

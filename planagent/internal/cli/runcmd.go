@@ -27,6 +27,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+	"github.com/codeagent/codeagent/planagent/internal/webui"
 )
 
 // makePlan runs the planner over the workspace.
@@ -333,7 +334,7 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	if err := s.ensureVolumes(); err != nil {
 		return err
 	}
-	st, err := orchestrator.LoadState(s.layout, runID, true)
+	st, err := s.resumableState(runID)
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
@@ -346,8 +347,12 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	if st, err = orchestrator.LoadState(s.layout, st.RunID, false); err != nil {
 		return cmdutil.UsageError(err)
 	}
-	if st.Status.Finished() {
-		return cmdutil.UsageError(fmt.Errorf("run %s is already %s; nothing to resume", st.RunID, st.Status))
+	pending, err := s.pendingReview(st.RunID)
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	if st.Status.Finished() && len(pending) == 0 {
+		return cmdutil.UsageError(fmt.Errorf("run %s is already %s; nothing to resume (review comments, `planagent comment %s TASK FILE:LINE TEXT`, would become follow-up tasks)", st.RunID, st.Status, st.RunID))
 	}
 	if err := s.resumeWith(cmd, st.Settings); err != nil {
 		return err
@@ -376,6 +381,11 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	if s.repo, err = s.resumeCheckpoints(ctx, st, f.IO.Err); err != nil {
 		return err
 	}
+	if len(pending) > 0 {
+		if err := s.addFollowUps(ctx, st, s.repo, pending, f.IO.Err); err != nil {
+			return cmdutil.UsageError(fmt.Errorf("run %s: the review's follow-up tasks: %w", st.RunID, err))
+		}
+	}
 	notifier := notify.New(s.cfg.Notify, s.logger)
 	defer notifier.Wait()
 	sink := notify.Sink(ctx, s.sink(jsonOut), notifier, st.Goal)
@@ -393,13 +403,14 @@ func (s *session) startUI(ctx context.Context, ln net.Listener, runID string) (s
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	token := webui.NewToken()
 	go func() {
 		defer close(done)
-		if err := s.serveUI(ctx, ln); err != nil {
+		if err := s.serveUI(ctx, ln, token); err != nil {
 			s.logger.Warn("web view", "err", err)
 		}
 	}()
-	fmt.Fprintf(s.f.IO.Err, "web view: http://%s/#%s\n", ln.Addr(), runID)
+	fmt.Fprintf(s.f.IO.Err, "web view: http://%s/?token=%s#%s\n", ln.Addr(), token, runID)
 	return func() {
 		cancel()
 		<-done

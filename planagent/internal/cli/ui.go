@@ -56,8 +56,9 @@ func runUI(cmd *cobra.Command, f *cmdutil.Factory, opts *UIOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.Err, "web view of %s: http://%s/ (Ctrl-C to stop)\n", s.layout.Runs(), ln.Addr())
-	if err := s.serveUI(cmd.Context(), ln); err != nil {
+	token := webui.NewToken()
+	fmt.Fprintf(f.IO.Err, "web view of %s: http://%s/?token=%s (Ctrl-C to stop)\n", s.layout.Runs(), ln.Addr(), token)
+	if err := s.serveUI(cmd.Context(), ln, token); err != nil {
 		return err
 	}
 	// Ctrl-C is how the view stops: the usual 130, without an error line.
@@ -77,6 +78,6 @@ func (s *session) listenUI(addr string) (net.Listener, error) {
 }
 
 // serveUI serves the web view on ln until ctx ends.
-func (s *session) serveUI(ctx context.Context, ln net.Listener) error {
-	return webui.New(webui.Options{Layout: s.layout, View: s.viewOptions(), Logger: s.logger}).Serve(ctx, ln)
+func (s *session) serveUI(ctx context.Context, ln net.Listener, token string) error {
+	return webui.New(webui.Options{Layout: s.layout, View: s.viewOptions(), Logger: s.logger, Token: token}).Serve(ctx, ln)
 }

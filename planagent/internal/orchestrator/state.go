@@ -287,3 +287,24 @@ func latest(l volume.Layout, unfinished bool) (string, error) {
 	}
 	return "", fmt.Errorf("%w: no %s under %s (start one with `planagent run GOAL`)", ErrNoRun, what, l.Runs())
 }
+
+// AddTasks appends new pending tasks to the run (a review's follow-ups); a
+// finished run becomes resumable again. The graph with them must validate
+// (known dependencies, no duplicate id, no cycle); else nothing changes.
+func (s *State) AddTasks(ts []taskgraph.Task) error {
+	all := append(append([]taskgraph.Task(nil), s.Tasks...), ts...)
+	for i := len(s.Tasks); i < len(all); i++ {
+		all[i].Status = taskgraph.Pending
+	}
+	if _, err := taskgraph.New(all); err != nil {
+		return fmt.Errorf("add tasks: %w", err)
+	}
+	s.Tasks = all
+	for _, t := range ts {
+		s.Info[t.ID] = &TaskInfo{}
+	}
+	if s.Status.Finished() || s.Status == RunPaused {
+		s.Status, s.Stop = RunInterrupted, nil
+	}
+	return nil
+}

@@ -38,9 +38,13 @@ type Options struct {
 	// Reconcile is how often a live stream re-reads the run even without a
 	// file event (fsnotify misses events on some mounts); default 2s.
 	Reconcile time.Duration
+	// Token is the session's token, without which the page cannot write
+	// (review comments, sending them); "" makes the view read-only.
+	Token string
 }
 
-// Server serves the web view. It only reads.
+// Server serves the web view. It only reads, but for review comments
+// (review.go), which need the session's token.
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
@@ -66,6 +70,9 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("GET /api/runs/{run}", s.run)
 	s.mux.HandleFunc("GET /api/runs/{run}/stream", s.stream)
 	s.mux.HandleFunc("GET /api/runs/{run}/tasks/{task}", s.task)
+	s.mux.HandleFunc("GET /api/runs/{run}/review", s.reviewList)
+	s.mux.HandleFunc("POST /api/runs/{run}/tasks/{task}/comments", s.comment)
+	s.mux.HandleFunc("POST /api/runs/{run}/review/send", s.send)
 	return s
 }
 

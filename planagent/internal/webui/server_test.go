@@ -86,6 +86,11 @@ func (f *fixture) event(t testing.TB, id string, e events.Event) {
 
 // serve runs the server on a loopback port for the test's duration.
 func (f *fixture) serve(t testing.TB) string {
+	return f.serveToken(t, "")
+}
+
+// serveToken is serve with the session token that lets the page write.
+func (f *fixture) serveToken(t testing.TB, token string) string {
 	t.Helper()
 	ln, warning, err := Listen("127.0.0.1:0")
 	if err != nil || warning != "" {
@@ -94,7 +99,7 @@ func (f *fixture) serve(t testing.TB) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- New(Options{Layout: f.l, View: runview.Options{Prices: runview.Prices{"m1": {Input: 1, Output: 2}}}, Reconcile: time.Hour}).Serve(ctx, ln)
+		done <- New(Options{Layout: f.l, View: runview.Options{Prices: runview.Prices{"m1": {Input: 1, Output: 2}}}, Reconcile: time.Hour, Token: token}).Serve(ctx, ln)
 	}()
 	t.Cleanup(func() {
 		cancel()

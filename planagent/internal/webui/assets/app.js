@@ -12,6 +12,10 @@ const MAX_EVENTS = 500;
 let current = null; // the run id shown
 let source = null; // its EventSource
 let lastRun = null;
+let shownTask = null; // the task whose detail is open
+// The session's token, from the URL planagent printed: without it the page
+// only reads (writes send it in a header; the server also checks Origin).
+const TOKEN = new URLSearchParams(location.search).get("token") || "";
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -208,8 +212,83 @@ async function showTask(id) {
   document.getElementById("detail-title").textContent = "Task " + id + (d.commit ? " · commit " + d.commit.slice(0, 12) : "");
   document.getElementById("detail-files").textContent = "Files changed: " + ((d.files_changed || []).join(", ") || "none reported");
   document.getElementById("detail-report").textContent = d.report || "(no report yet)";
-  document.getElementById("detail-diff").textContent = d.diff || d.diff_note || "";
+  shownTask = id;
+  drawDiff(document.getElementById("detail-diff"), d.diff || "", d.diff_note || "", d.commit && TOKEN);
+  await drawReview();
   document.getElementById("detail").scrollIntoView();
+}
+
+// drawDiff shows a patch line by line, additions and deletions coloured; a
+// line of the new file (added or context) takes a comment when the page may
+// write: click it, type, Comment.
+function drawDiff(box, text, note, commentable) {
+  if (!text) { box.replaceChildren(note); return; }
+  const rows = [];
+  let file = "", line = 0, inHunk = false;
+  for (const raw of text.split("\n")) {
+    let cls = "ctx", num = 0;
+    if (raw.startsWith("diff --git")) { inHunk = false; cls = "file"; }
+    else if (raw.startsWith("+++ ")) { file = raw.slice(4).replace(/^b\//, ""); cls = "file"; }
+    else if (raw.startsWith("--- ") && !inHunk) cls = "file";
+    else if (raw.startsWith("@@")) {
+      const m = /\+(\d+)/.exec(raw);
+      line = m ? parseInt(m[1], 10) : 0; inHunk = true; cls = "hunk";
+    } else if (inHunk && raw.startsWith("+")) { cls = "add"; num = line++; }
+    else if (inHunk && raw.startsWith("-")) cls = "del";
+    else if (inHunk && raw.startsWith(" ")) { num = line++; }
+    else cls = "meta";
+    const attrs = { class: "dl " + cls };
+    if (num) { attrs["data-file"] = file; attrs["data-line"] = String(num); }
+    const row = el("div", attrs, el("span", { class: "num" }, num ? String(num) : ""), el("span", { class: "code" }, raw));
+    if (num && commentable) row.addEventListener("click", () => openComment(row));
+    rows.push(row);
+  }
+  box.replaceChildren(...rows);
+}
+
+function openComment(row) {
+  if (row.nextSibling && row.nextSibling.classList && row.nextSibling.classList.contains("comment-form")) return;
+  const ta = el("textarea", { rows: "3", placeholder: "What should change here?" });
+  const msg = el("span", { class: "msg" });
+  const btn = el("button", { type: "button", class: "comment-submit" }, "Comment");
+  const form = el("div", { class: "comment-form" }, ta, btn, msg);
+  btn.addEventListener("click", async () => {
+    const r = await post(`/api/runs/${encodeURIComponent(current)}/tasks/${encodeURIComponent(shownTask)}/comments`,
+      { file: row.dataset.file, line: parseInt(row.dataset.line, 10), text: ta.value });
+    if (!r.ok) { msg.textContent = await r.text(); return; }
+    form.remove();
+    await drawReview();
+  });
+  row.after(form);
+  ta.focus();
+}
+
+async function post(url, body) {
+  return fetch(url, { method: "POST", headers: { "Content-Type": "application/json", "X-CodeAgent-Token": TOKEN }, body: JSON.stringify(body || {}) });
+}
+
+// drawReview lists the run's comments; pending ones can be sent to the
+// agent as follow-up tasks (planagent resume then carries them out).
+async function drawReview() {
+  const box = document.getElementById("review");
+  const cs = await getJSON(`/api/runs/${encodeURIComponent(current)}/review`);
+  const items = cs.map((c) => el("li", { "data-comment": String(c.id), "data-state": c.follow_up ? "sent" : "pending" },
+    `${c.task} ${c.file}:${c.line} — ${c.text}` + (c.follow_up ? ` (sent to ${c.follow_up})` : " (pending)")));
+  const children = [items.length ? el("ul", {}, ...items) : el("p", {}, TOKEN ? "No comments yet: click a line of the diff to comment on it." : "Open the page from the URL planagent printed (with ?token=) to comment.")];
+  if (TOKEN && cs.some((c) => !c.follow_up)) {
+    const btn = el("button", { type: "button", id: "review-send" }, "Send to the agent");
+    const msg = el("span", { class: "msg", id: "review-msg" });
+    btn.addEventListener("click", async () => {
+      const r = await post(`/api/runs/${encodeURIComponent(current)}/review/send`);
+      if (!r.ok) { msg.textContent = await r.text(); return; }
+      const out = await r.json();
+      await drawReview();
+      document.getElementById("review-msg-done").textContent = "Follow-up tasks added: " + out.sent.map((x) => x.follow_up).join(", ") + ". Carry them out with: " + out.next;
+    });
+    children.push(btn, msg);
+  }
+  children.push(el("p", { id: "review-msg-done", class: "msg" }));
+  box.replaceChildren(...children);
 }
 
 function legend() {
