@@ -159,7 +159,7 @@ const diffMax = 12 << 10
 // FollowUp is the task that addresses comments (all of one task) of the
 // task reviewed: its id is unused in taken.
 type FollowUp struct {
-	ID, Title, Description string
+	ID, Title, Description   string
 	Dependencies, Acceptance []string
 }
 
