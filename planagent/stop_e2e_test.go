@@ -147,3 +147,45 @@ func TestE2ENotifications(t *testing.T) {
 	}
 	assertNoKey(t, e.volumes, "tok-123")
 }
+
+// A failed run names the way out, and resume --retry-failed takes it: the
+// failed task and the one skipped because of it run again.
+func TestE2EResumeRetryFailed(t *testing.T) {
+	e0 := t.TempDir()
+	seen := filepath.Join(e0, "seen")
+	plan := `{"title":"Two","overview":"x","tasks":[{"id":"one","title":"Make ok","description":"TOKEN-ONE: make ok.txt","dependencies":[],"acceptance":["test -f ok.txt"]},` +
+		`{"id":"two","title":"After","description":"TOKEN-TWO: write two.txt","dependencies":["one"]}]}`
+	f := &fakeModel{plan: plan, tasks: []scriptTask{
+		// ok.txt only from the second attempt on.
+		{token: "TOKEN-ONE", steps: []llmtest.ToolCall{llmtest.Call("shell_exec", map[string]any{"command": "if [ -f " + seen + " ]; then echo ok > ok.txt; fi; touch " + seen})}},
+		{token: "TOKEN-TWO", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "two.txt", "content": "2\n"})}},
+	}}
+	e := newRunEnv(t, f)
+	_, stderr, code := e.run("run", "--yes", "--max-retries", "0", "two things")
+	if code != 1 {
+		t.Fatalf("run: exit %d, want 1\n%s", code, stderr)
+	}
+	runID, _ := e.runState()
+	if !strings.Contains(stderr, "planagent resume "+runID+" --retry-failed") {
+		t.Errorf("the failure does not name the way out:\n%s", stderr)
+	}
+	if _, stderr, code := e.run("resume"); code != 2 || !strings.Contains(stderr, "--retry-failed") {
+		t.Errorf("resume of a failed run without the flag: exit %d\n%s", code, stderr)
+	}
+	out, stderr, code := e.run("resume", "--retry-failed", "--json")
+	if code != 0 {
+		t.Fatalf("resume --retry-failed: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "retrying the failed tasks of "+runID+": one") {
+		t.Errorf("resume does not say what it retries:\n%s", stderr)
+	}
+	if stop, _ := runEndOf(t, out)["data"].(map[string]any)["stop_reason"].(map[string]any); stop["reason"] != "completed" {
+		t.Errorf("stop_reason after the retry: %v", stop)
+	}
+	if f.startCount("TOKEN-ONE") != 2 || f.startCount("TOKEN-TWO") != 1 {
+		t.Errorf("one started %d times, two %d; want 2 and 1", f.startCount("TOKEN-ONE"), f.startCount("TOKEN-TWO"))
+	}
+	if _, stderr, code := e.run("resume", "--retry-failed"); code != 2 || !strings.Contains(stderr, "no failed task") {
+		t.Errorf("a second --retry-failed: exit %d\n%s", code, stderr)
+	}
+}

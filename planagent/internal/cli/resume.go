@@ -14,7 +14,10 @@ func NewCmdResume(f *cmdutil.Factory, runF func(*cobra.Command, string) error) *
 		Short: "Continue an interrupted run (default: the latest unfinished one)",
 		Long: `Continue RUN after Ctrl-C, kill -9 or a crash: completed tasks are not redone,
 reports that arrived while planagent was down are read, and the remaining
-tasks are dispatched. The run keeps the runtime, workspace, parallelism, retry
+tasks are dispatched. A failed run continues with --retry-failed: its failed
+tasks, and the tasks skipped because of them, are tried again. A finished
+run with review comments (planagent comment) continues with their follow-up
+tasks. The run keeps the runtime, workspace, parallelism, retry
 limit and task timeout it was started with; --runtime, --workspace, --parallel
 and --max-retries override them.`,
 		Args: cobra.MaximumNArgs(1),
@@ -31,6 +34,7 @@ and --max-retries override them.`,
 	}
 	fl := cmd.Flags()
 	fl.Bool("json", false, "one JSON event per line on stdout")
+	fl.Bool("retry-failed", false, "give a failed run's failed tasks (and those skipped because of them) another try, with their retries anew")
 	addBudgetFlags(cmd)
 	fl.Bool("ui", false, "serve the live web view of the run (see planagent ui) while it runs")
 	fl.String("ui-addr", webui.DefaultAddr, "host:port of the web view of --ui")

@@ -135,9 +135,10 @@ func (s *session) pendingReview(runID string) ([]review.Comment, error) {
 }
 
 // resumableState is the run resume drives: RUN, or the latest unfinished
-// run, or else the latest run when it has review comments waiting.
-func (s *session) resumableState(runID string) (*orchestrator.State, error) {
-	st, err := orchestrator.LoadState(s.layout, runID, runID == "")
+// run, or else the latest run when it has review comments waiting (or any
+// latest run with --retry-failed).
+func (s *session) resumableState(runID string, retryFailed bool) (*orchestrator.State, error) {
+	st, err := orchestrator.LoadState(s.layout, runID, runID == "" && !retryFailed)
 	if err == nil || runID != "" || !errors.Is(err, orchestrator.ErrNoRun) {
 		return st, err
 	}
@@ -147,6 +148,9 @@ func (s *session) resumableState(runID string) (*orchestrator.State, error) {
 	}
 	if p, perr := s.pendingReview(last.RunID); perr == nil && len(p) > 0 {
 		return last, nil
+	}
+	if last.Status == orchestrator.RunFailed || last.Status == orchestrator.RunAborted {
+		return nil, fmt.Errorf("%w; the latest run %s %s: try its failed tasks again with `planagent resume %s --retry-failed`", err, last.RunID, last.Status, last.RunID)
 	}
 	return nil, err
 }

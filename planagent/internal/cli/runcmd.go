@@ -287,6 +287,10 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 	case st.Status == orchestrator.RunCompleted:
 		return nil
 	default:
+		if st.Stop != nil && len(st.Stop.Tasks) > 0 {
+			fmt.Fprintf(s.f.IO.Err, "failed: %s. Try them again with `planagent resume %s --retry-failed` (look first with `planagent diff %s` or `planagent status %s`)\n",
+				strings.Join(st.Stop.Tasks, ", "), st.RunID, st.RunID, st.RunID)
+		}
 		return cmdutil.Silent(cmdutil.ExitFailed)
 	}
 }
@@ -334,7 +338,8 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	if err := s.ensureVolumes(); err != nil {
 		return err
 	}
-	st, err := s.resumableState(runID)
+	retryFailed, _ := cmd.Flags().GetBool("retry-failed")
+	st, err := s.resumableState(runID, retryFailed)
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
@@ -351,8 +356,25 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
+	if retryFailed {
+		ids, err := st.RetryFailed()
+		if err != nil {
+			return cmdutil.UsageError(fmt.Errorf("run %s: %w", st.RunID, err))
+		}
+		if len(ids) == 0 {
+			return cmdutil.UsageError(fmt.Errorf("run %s has no failed task to retry", st.RunID))
+		}
+		if err := st.Save(s.layout, time.Now()); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.Err, "retrying the failed tasks of %s: %s\n", st.RunID, strings.Join(ids, ", "))
+	}
 	if st.Status.Finished() && len(pending) == 0 {
-		return cmdutil.UsageError(fmt.Errorf("run %s is already %s; nothing to resume (review comments, `planagent comment %s TASK FILE:LINE TEXT`, would become follow-up tasks)", st.RunID, st.Status, st.RunID))
+		hint := fmt.Sprintf("review comments (`planagent comment %s TASK FILE:LINE TEXT`) would become follow-up tasks", st.RunID)
+		if st.Status != orchestrator.RunCompleted {
+			hint = fmt.Sprintf("`planagent resume %s --retry-failed` tries its failed tasks again", st.RunID)
+		}
+		return cmdutil.UsageError(fmt.Errorf("run %s is already %s; nothing to resume (%s)", st.RunID, st.Status, hint))
 	}
 	if err := s.resumeWith(cmd, st.Settings); err != nil {
 		return err

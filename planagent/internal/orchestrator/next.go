@@ -176,7 +176,7 @@ const spareAttempts = 2
 // have after its last one ended, for a failure of its own (spare false) or
 // through no fault of its own (spare true).
 func attemptsLeft(t taskgraph.Task, maxRetries int, spare bool) int {
-	limit := maxRetries + 1
+	limit := maxRetries + 1 + t.Granted
 	if spare {
 		limit += spareAttempts
 	}

@@ -308,3 +308,39 @@ func (s *State) AddTasks(ts []taskgraph.Task) error {
 	}
 	return nil
 }
+
+// RetryFailed puts the run's failed tasks back to pending, with the tasks
+// skipped because of them, each with its retries anew; a finished run
+// becomes resumable. It returns the tasks put back.
+func (s *State) RetryFailed() ([]string, error) {
+	g, err := taskgraph.New(s.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, t := range g.Tasks() {
+		if t.Status == taskgraph.Failed {
+			ids = append(ids, t.ID)
+		}
+	}
+	retried := map[string]bool{}
+	for _, id := range ids {
+		if err := g.Retry(id); err != nil {
+			return nil, err
+		}
+		retried[id] = true
+	}
+	tasks := g.Tasks()
+	for i := range tasks {
+		if retried[tasks[i].ID] {
+			tasks[i].Granted = tasks[i].Attempts
+		}
+	}
+	if len(ids) > 0 {
+		s.Tasks = tasks
+		if s.Status.Finished() || s.Status == RunPaused {
+			s.Status, s.Stop = RunInterrupted, nil
+		}
+	}
+	return ids, nil
+}

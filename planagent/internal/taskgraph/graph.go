@@ -53,6 +53,9 @@ type Task struct {
 	SkippedBy string `json:"skipped_by,omitempty"`
 	// BudgetTokens is the task's own token budget (0: the run's).
 	BudgetTokens int `json:"budget_tokens,omitempty"`
+	// Granted is how many of Attempts do not count against the retries:
+	// resume --retry-failed gives a failed task its retries anew.
+	Granted int `json:"granted,omitempty"`
 }
 
 func (t Task) clone() Task {
