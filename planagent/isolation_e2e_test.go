@@ -539,3 +539,29 @@ func TestE2ECheckpointsShadowRepository(t *testing.T) {
 		t.Errorf("diff b in shadow mode: exit %d\n%s%s", code, d, stderr)
 	}
 }
+
+// The project's own codeagent.yaml, not committed, does not block the run
+// as uncommitted work; the run says to ignore it.
+func TestE2ECheckpointsConfigFileInTheProjectIsNotWork(t *testing.T) {
+	plan := `{"title":"Edit","overview":"x","tasks":[{"id":"edit","title":"Edit notes","description":"TOKEN-EDIT: edit notes","dependencies":[]}]}`
+	f := &fakeModel{plan: plan, tasks: []scriptTask{{token: "TOKEN-EDIT", steps: []llmtest.ToolCall{
+		llmtest.Call("write_file", map[string]any{"path": "notes.txt", "content": "edited\n"})}}}}
+	e := newRunEnv(t, f)
+	ws := gitWorkspace(t, e)
+	writeFile(t, ws, "codeagent.yaml", "max_retries: 0\n")
+	_, stderr, code := e.run("run", "--yes", "--workspace", ws, "--config", filepath.Join(ws, "codeagent.yaml"), "edit notes")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "the config file codeagent.yaml is not committed") {
+		t.Errorf("no word about the config file:\n%s", stderr)
+	}
+	if files := gitIn(t, ws, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(files, "codeagent.yaml") {
+		t.Errorf("the config file was committed:\n%s", files)
+	}
+	// Any other untracked file still stops the run.
+	writeFile(t, ws, "draft.txt", "mine\n")
+	if _, stderr, code := e.run("run", "--yes", "--workspace", ws, "--config", filepath.Join(ws, "codeagent.yaml"), "edit notes"); code != 2 || !strings.Contains(stderr, "draft.txt") {
+		t.Errorf("an untracked file of the user's: exit %d\n%s", code, stderr)
+	}
+}

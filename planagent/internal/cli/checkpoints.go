@@ -66,11 +66,24 @@ func (s *session) prewarm(ctx context.Context, repo *checkpoint.Repo, commit str
 
 // refuseDirty refuses a workspace with uncommitted work: a run commits each
 // task on top of HEAD and moves the workspace's files with it, so the
-// user's own changes are never mixed in or overwritten.
-func refuseDirty(ctx context.Context, repo *checkpoint.Repo) error {
+// user's own changes are never mixed in or overwritten. The config file
+// being read (./codeagent.yaml in the project, say) is not work: it is
+// left out, with a word on ignoring it.
+func (s *session) refuseDirty(ctx context.Context, repo *checkpoint.Repo) error {
 	dirty, err := repo.Dirty(ctx)
 	if err != nil {
 		return cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
+	}
+	if s.file != "" {
+		kept := dirty[:0]
+		for _, p := range dirty {
+			if samePath(filepath.Join(repo.WorkTree(), filepath.FromSlash(p)), s.file) {
+				fmt.Fprintf(s.f.IO.Err, "checkpoints: the config file %s is not committed; it is left out of the tasks' copies and commits (add it to .gitignore to say so)\n", p)
+				continue
+			}
+			kept = append(kept, p)
+		}
+		dirty = kept
 	}
 	if len(dirty) == 0 {
 		return nil
@@ -83,6 +96,13 @@ func refuseDirty(ctx context.Context, repo *checkpoint.Repo) error {
 		repo.WorkTree(), strings.Join(shown, ", ")))
 }
 
+// samePath reports whether a and b name the same file.
+func samePath(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
 // startCheckpoints prepares the checkpoints of a new run and says in one
 // line where they go.
 func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoint.Repo, *orchestrator.Checkpoints, error) {
@@ -93,7 +113,7 @@ func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoin
 	if err := repo.Snapshot(ctx); err != nil {
 		return nil, nil, cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
 	}
-	if err := refuseDirty(ctx, repo); err != nil {
+	if err := s.refuseDirty(ctx, repo); err != nil {
 		return nil, nil, err
 	}
 	head, err := repo.Head(ctx)
@@ -139,7 +159,7 @@ func (s *session) resumeCheckpoints(ctx context.Context, st *orchestrator.State,
 			return repo, nil // a move cut short: the orchestrator finishes it, file by file
 		}
 	}
-	if err := refuseDirty(ctx, repo); err != nil {
+	if err := s.refuseDirty(ctx, repo); err != nil {
 		return nil, err
 	}
 	head, err := repo.Head(ctx)
