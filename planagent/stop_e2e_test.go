@@ -189,3 +189,23 @@ func TestE2EResumeRetryFailed(t *testing.T) {
 		t.Errorf("a second --retry-failed: exit %d\n%s", code, stderr)
 	}
 }
+
+// Volumes named by the flag are repeated in the hints a command prints, and
+// a command that finds no run says how to name other volumes.
+func TestE2EHintsRepeatTheVolumesFlag(t *testing.T) {
+	f := &fakeModel{plan: `{"title":"One","overview":"x","tasks":[{"id":"one","title":"Write a","description":"TOKEN-ONE: write a.txt","dependencies":[],"acceptance":["false"]}]}`,
+		tasks: []scriptTask{{token: "TOKEN-ONE", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "a.txt", "content": "a\n"})}}}}
+	e := newRunEnv(t, f)
+	vols := filepath.Join(e.dir, "elsewhere")
+	e.env = append(e.env, "CODEAGENT_VOLUMES_DIR=") // only the flag names them
+	_, stderr, code := e.run("run", "--yes", "--volumes", vols, "--max-retries", "0", "write a")
+	if code != 1 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "--volumes "+vols+" --retry-failed") {
+		t.Errorf("the failure's hint does not repeat --volumes:\n%s", stderr)
+	}
+	if _, stderr, code := e.run("diff"); code != 2 || !strings.Contains(stderr, "--volumes DIR") {
+		t.Errorf("diff without the volumes: exit %d\n%s", code, stderr)
+	}
+}

@@ -62,7 +62,7 @@ func runComment(cmd *cobra.Command, f *cmdutil.Factory, args []string) error {
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
-	fmt.Fprintf(f.IO.Err, "comment %d on %s %s saved; `planagent resume %s` turns the comments into a follow-up task\n", c.ID, t.ID, c.Where(), st.RunID)
+	fmt.Fprintf(f.IO.Err, "comment %d on %s %s saved; `planagent resume %s` turns the comments into a follow-up task\n", c.ID, t.ID, c.Where(), s.ref(st.RunID))
 	return nil
 }
 

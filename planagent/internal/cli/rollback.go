@@ -196,7 +196,7 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 	}
 	fmt.Fprintf(f.IO.Out, "rolled back to %s (%s)\n", what, short(target))
 	if len(reset) > 0 {
-		fmt.Fprintf(f.IO.Out, "pending again: %s\nredo them with `planagent resume %s`\n", strings.Join(reset, ", "), st.RunID)
+		fmt.Fprintf(f.IO.Out, "pending again: %s\nredo them with `planagent resume %s`\n", strings.Join(reset, ", "), s.ref(st.RunID))
 	}
 	return nil
 }

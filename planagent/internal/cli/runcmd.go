@@ -278,18 +278,18 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 	}
 	switch {
 	case err != nil || st.Status == orchestrator.RunInterrupted:
-		fmt.Fprintf(s.f.IO.Err, "interrupted: continue with `planagent resume %s`\n", st.RunID)
+		fmt.Fprintf(s.f.IO.Err, "interrupted: continue with `planagent resume %s`\n", s.ref(st.RunID))
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
 	case st.Status == orchestrator.RunPaused:
 		fmt.Fprintf(s.f.IO.Err, "paused: %s. Continue with a larger budget: `planagent resume %s --budget-tokens N` (or --budget-time, --budget-usd)\n",
-			st.Paused, st.RunID)
+			st.Paused, s.ref(st.RunID))
 		return cmdutil.Silent(cmdutil.ExitPaused)
 	case st.Status == orchestrator.RunCompleted:
 		return nil
 	default:
 		if st.Stop != nil && len(st.Stop.Tasks) > 0 {
 			fmt.Fprintf(s.f.IO.Err, "failed: %s. Try them again with `planagent resume %s --retry-failed` (look first with `planagent diff %s` or `planagent status %s`)\n",
-				strings.Join(st.Stop.Tasks, ", "), st.RunID, st.RunID, st.RunID)
+				strings.Join(st.Stop.Tasks, ", "), s.ref(st.RunID), s.ref(st.RunID), s.ref(st.RunID))
 		}
 		return cmdutil.Silent(cmdutil.ExitFailed)
 	}

@@ -34,6 +34,9 @@ type session struct {
 	logger  *slog.Logger
 	logs    *logView // planagent's and the coding agent's log lines, one format
 	verbose bool     // the watcher's INFO log lines and planagent's own
+	// volumesFlag is " --volumes DIR" when the flag named the volumes
+	// (hints repeat it), else "".
+	volumesFlag string
 	// runBudget is the budget of the run being driven (run and resume set it).
 	runBudget orchestrator.Budget
 	// repo holds the checkpoints of the run being driven (run and resume set it).
@@ -59,7 +62,27 @@ func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
 	}
 	logs := newLogView(f.IO.Err)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
-	return &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger, logs: logs, verbose: verbose}, nil
+	s := &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger, logs: logs, verbose: verbose}
+	// Volumes named by the flag are not remembered anywhere: the hints a
+	// command prints repeat the flag, so they work as printed.
+	if strings.HasPrefix(string(l.Sources["volumes_dir"]), "flag") {
+		s.volumesFlag = " --volumes " + shellQuote(layout.Root)
+	}
+	return s, nil
+}
+
+// ref is how a hint names a run: its id, and --volumes when the volumes
+// came from the flag.
+func (s *session) ref(runID string) string { return runID + s.volumesFlag }
+
+// shellQuote quotes a path for a command line a person copies.
+func shellQuote(p string) string {
+	if p != "" && strings.IndexFunc(p, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '~' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
 // ensureVolumes makes the volumes tree, for the commands that write to it

@@ -285,7 +285,7 @@ func latest(l volume.Layout, unfinished bool) (string, error) {
 	if unfinished {
 		what = "unfinished runs"
 	}
-	return "", fmt.Errorf("%w: no %s under %s (start one with `planagent run GOAL`)", ErrNoRun, what, l.Runs())
+	return "", fmt.Errorf("%w: no %s under %s (start one with `planagent run GOAL`, or name the volumes they are in with --volumes DIR)", ErrNoRun, what, l.Runs())
 }
 
 // AddTasks appends new pending tasks to the run (a review's follow-ups); a
