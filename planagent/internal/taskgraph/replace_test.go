@@ -82,3 +82,14 @@ func TestReplace(t *testing.T) {
 		})
 	}
 }
+
+// A replanned task keeps its own token budget.
+func TestReplaceKeepsTheTaskBudget(t *testing.T) {
+	g := mustNew(t, tk("a"))
+	if err := g.Replace([]Task{{ID: "n", Description: "new", BudgetTokens: 5000}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := g.Get("n"); n.BudgetTokens != 5000 {
+		t.Errorf("budget after the replan = %d, want 5000", n.BudgetTokens)
+	}
+}

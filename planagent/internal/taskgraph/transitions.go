@@ -160,6 +160,7 @@ func (g *Graph) Replace(remaining []Task) error {
 		next = append(next, Task{
 			ID: t.ID, Title: t.Title, Description: t.Description,
 			Dependencies: t.Dependencies, Acceptance: t.Acceptance, Status: Pending,
+			BudgetTokens: t.BudgetTokens,
 		})
 	}
 	ng, err := New(next)
