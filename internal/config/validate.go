@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/llm"

@@ -48,7 +48,7 @@ func ResolveAPI(api, baseURL, model string) (resolved, why string, err error) {
 	case host == "api.openai.com" && strings.Contains(strings.ToLower(model), "codex"):
 		return APIResponses, fmt.Sprintf("auto: OpenAI serves %s only on the Responses API", model), nil
 	}
-	return APIChat, "auto: Chat Completions (OpenAI-compatible)", nil
+	return APIChat, "auto: the OpenAI-compatible default", nil
 }
 
 // dialect is a wire API other than Chat Completions. The Client keeps what
