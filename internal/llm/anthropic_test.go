@@ -330,3 +330,15 @@ func newRaw(t *testing.T, base string) func(string) string {
 		return fmt.Sprintf("%d %s", resp.StatusCode, raw)
 	}
 }
+
+func TestAnthropicSetupMessages(t *testing.T) {
+	s := anthropictest.New(t, anthropictest.Reply{Status: 401, ErrType: "authentication_error"})
+	_, err := newAnthropicClient(t, s).Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
+		t.Errorf("401: %v", err)
+	}
+	_, err = newAnthropicClient(t, s, func(c *llm.Config) { c.APIKey = "" }).Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	if !errors.Is(err, llm.ErrNoAPIKey) || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
+		t.Errorf("no key: %v", err)
+	}
+}

@@ -102,11 +102,11 @@ func (c *Client) Usage() Usage { return c.meter.Total() }
 // streaming request as they arrive; after a retry it sees the new attempt's
 // deltas from the start, so the Response is the authoritative text.
 func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*Response, error) {
-	if c.cfg.APIKey == "" {
-		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
-	}
 	if c.dialect != nil {
 		return c.chatDialect(ctx, req, onToken)
+	}
+	if c.cfg.APIKey == "" {
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
 	}
 	creq, sent := c.request(req)
 	if creq.Model == "" {

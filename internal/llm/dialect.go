@@ -106,6 +106,12 @@ func (badDialect) classify(error, *Error) bool { return false }
 
 // chatDialect is Chat for the dialects other than Chat Completions.
 func (c *Client) chatDialect(ctx context.Context, req Request, onToken func(string)) (*Response, error) {
+	if c.cfg.APIKey == "" {
+		if _, ok := c.dialect.(*anthropicDialect); ok {
+			return nil, fmt.Errorf("llm %s: %w (for the anthropic api, ANTHROPIC_API_KEY serves too)", c.baseURL, ErrNoAPIKey)
+		}
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
+	}
 	model := req.Model
 	if model == "" {
 		model = c.cfg.Model
