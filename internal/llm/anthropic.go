@@ -98,7 +98,7 @@ func (d *anthropicDialect) send(ctx context.Context, r dialectRequest) (*Respons
 		}
 	}
 	if err := st.Err(); err != nil {
-		return nil, err
+		return nil, idleOr(ctx, err)
 	}
 	if !stopped {
 		// A clean end without message_stop is a dropped connection: the

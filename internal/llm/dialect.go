@@ -170,7 +170,7 @@ func (c *Client) dialectError(ctx context.Context, model string, rec *exchange, 
 	}
 	e := &Error{BaseURL: c.baseURL, Model: model, Err: err}
 	switch {
-	case errors.Is(context.Cause(ctx), errIdle):
+	case errors.Is(context.Cause(ctx), errIdle) || errors.Is(err, errIdle):
 		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no data from the server for %s", c.idle), errIdle
 	case errors.Is(context.Cause(ctx), errAttemptDue):
 		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no complete answer within %s", c.timeout), errAttemptDue
@@ -236,4 +236,13 @@ func withProviderState(api string, v any) json.RawMessage {
 		return nil // v is built here from decoded JSON: cannot fail
 	}
 	return raw
+}
+
+// idleOr is err, or errIdle when the stream's own idle timer cut it: the
+// cause lives on the stream's context, which the caller does not see.
+func idleOr(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errIdle) {
+		return fmt.Errorf("%w: %w", errIdle, err)
+	}
+	return err
 }

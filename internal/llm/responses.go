@@ -129,7 +129,7 @@ func (d *responsesDialect) send(ctx context.Context, r dialectRequest) (*Respons
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, idleOr(ctx, err)
 		}
 		idle.Reset(d.idle)
 		switch ev.Type {

@@ -40,6 +40,9 @@ type Reply struct {
 	// StreamError, with a streaming request, sends an error event of this
 	// type after the first content block instead of finishing.
 	StreamError string
+	// Stall, with a streaming request, goes silent after the first
+	// content block until the client gives up (idle timeouts).
+	Stall bool
 	Output      int // output tokens reported; 0: estimated from the content
 }
 
@@ -199,7 +202,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	id := fmt.Sprintf("msg_fake%04d", n)
 	if req.Stream {
-		s.stream(w, id, req.Model, out, stop, usage, reply.StreamError)
+		s.stream(w, r.Context().Done(), id, req.Model, out, stop, usage, reply)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -11,7 +11,7 @@ import (
 // two pieces, thinking then its signature, tool input as partial JSON),
 // content_block_stop, then message_delta (stop_reason, output tokens) and
 // message_stop, with a ping as the real API sends one.
-func (s *Server) stream(w http.ResponseWriter, id, model string, blocks []map[string]any, stop string, u Usage, streamError string) {
+func (s *Server) stream(w http.ResponseWriter, gone <-chan struct{}, id, model string, blocks []map[string]any, stop string, u Usage, reply Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	flusher, _ := w.(http.Flusher)
@@ -56,8 +56,12 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, blocks []map[st
 			delta(map[string]any{"type": "input_json_delta", "partial_json": input[half:]})
 		}
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-		if streamError != "" {
-			send("error", map[string]any{"type": "error", "error": map[string]string{"type": streamError, "message": "scripted " + streamError}})
+		if reply.StreamError != "" {
+			send("error", map[string]any{"type": "error", "error": map[string]string{"type": reply.StreamError, "message": "scripted " + reply.StreamError}})
+			return
+		}
+		if reply.Stall {
+			<-gone
 			return
 		}
 	}
