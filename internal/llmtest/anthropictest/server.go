@@ -42,8 +42,8 @@ type Reply struct {
 	StreamError string
 	// Stall, with a streaming request, goes silent after the first
 	// content block until the client gives up (idle timeouts).
-	Stall bool
-	Output      int // output tokens reported; 0: estimated from the content
+	Stall  bool
+	Output int // output tokens reported; 0: estimated from the content
 }
 
 // Call is one tool_use block of a reply.
