@@ -212,7 +212,7 @@ func anthropicMessages(msgs []Message) ([]anthropic.TextBlockParam, []anthropic.
 		case RoleAssistant:
 			add(false, anthropicAssistant(m)...)
 		case RoleTool:
-			add(true, anthropic.NewToolResultBlock(m.ToolCallID, nonEmpty(m.Content), false))
+			add(true, anthropic.NewToolResultBlock(anthropicID(m.ToolCallID), nonEmpty(m.Content), false))
 		case RoleSystem, RoleDeveloper:
 			add(true, anthropic.NewTextBlock("System: "+nonEmpty(m.Content)))
 		default:
@@ -248,13 +248,26 @@ func anthropicAssistant(m Message) []anthropic.ContentBlockParamUnion {
 	}
 	for _, tc := range m.ToolCalls {
 		blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{
-			ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments),
+			ID: anthropicID(tc.ID), Name: tc.Name, Input: toolInput(tc.Arguments),
 		}})
 	}
 	if len(blocks) == 0 {
 		blocks = append(blocks, anthropic.NewTextBlock(NoContent))
 	}
 	return blocks
+}
+
+// anthropicID is a tool call id as the Messages API accepts it
+// (^[a-zA-Z0-9_-]+$): ids other servers made ("functions.read_file:0" from
+// Kimi) get their other characters replaced, the same way in the tool_use
+// and in its tool_result, so the pair still matches.
+func anthropicID(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, id)
 }
 
 // toolInput is a call's arguments as the object tool_use.input must be;

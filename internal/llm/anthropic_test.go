@@ -358,3 +358,21 @@ func TestAnthropicIdleStreamRetried(t *testing.T) {
 		t.Errorf("retries %v", retries)
 	}
 }
+
+// A history written against another server keeps its tool call ids; those
+// the Messages API would refuse are rewritten in both halves of the pair.
+func TestAnthropicForeignCallIDs(t *testing.T) {
+	s := anthropictest.New(t, anthropictest.Reply{Text: "ok"})
+	c := newAnthropicClient(t, s)
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Content: "go"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "functions.run:0", Name: "run", Arguments: `{"cmd":"ls"}`}}},
+		{Role: llm.RoleTool, ToolCallID: "functions.run:0", Content: "a b"},
+	}
+	if _, err := c.Chat(context.Background(), llm.Request{Messages: msgs, Tools: anthropicTools}, nil); err != nil {
+		t.Fatalf("%v (fake: %q)", err, s.Rejections())
+	}
+	if !strings.Contains(string(s.Bodies()[0]), `"functions_run_0"`) {
+		t.Errorf("ids not rewritten: %s", s.Bodies()[0])
+	}
+}
