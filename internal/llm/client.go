@@ -1,7 +1,9 @@
-// Package llm is the chat completions client both programs use: go-openai
-// against any OpenAI-compatible server, with streaming tool calls,
-// retries, timeouts, usage metering and a history sanitiser that keeps
-// requests the API would reject from being sent.
+// Package llm is the model client both programs use: Chat Completions
+// through go-openai against any OpenAI-compatible server, or, chosen by
+// Config.API, Anthropic's Messages API or OpenAI's Responses API
+// (dialect.go), with streaming tool calls, retries, timeouts, usage
+// metering and a history sanitiser that keeps requests the API would
+// reject from being sent.
 package llm
 
 import (
