@@ -347,14 +347,14 @@ func TestAnthropicIdleStreamRetried(t *testing.T) {
 	s := anthropictest.New(t, anthropictest.Reply{Text: "partial", Stall: true}, anthropictest.Reply{Text: "whole"})
 	var retries []error
 	c := newAnthropicClient(t, s, func(c *llm.Config) {
-		c.IdleTimeout = 500 * time.Millisecond
+		c.IdleTimeout = time.Second // generous: a loaded machine must not stall a healthy stream this long
 		c.OnRetry = func(_ int, _ time.Duration, err error) { retries = append(retries, err) }
 	})
 	resp, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true}, nil)
 	if err != nil || resp.Message.Content != "whole" {
 		t.Fatalf("%v %+v", err, resp)
 	}
-	if len(retries) != 1 || !strings.Contains(retries[0].Error(), "no data from the server") {
+	if len(retries) == 0 || !strings.Contains(retries[0].Error(), "no data from the server") {
 		t.Errorf("retries %v", retries)
 	}
 }
