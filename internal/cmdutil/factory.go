@@ -39,6 +39,7 @@ func AddConfigFlags(cmd *cobra.Command) {
 	pf.String("config", "", "config file (default ./codeagent.yaml)")
 	pf.String("model", "", "model name (env OPENAI_MODEL)")
 	pf.String("base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL)")
+	pf.String("api", "", "wire API: auto, chat, anthropic or responses (env CODEAGENT_API; default auto: anthropic for api.anthropic.com, responses for OpenAI's *-codex models, else chat)")
 	pf.String("volumes", "", "volumes dir holding context/, commands/, reports/, workspace/ (default ./volumes)")
 	pf.String("workspace", "", "workspace dir (default <volumes>/workspace)")
 }
@@ -75,6 +76,7 @@ func (f *Factory) LLM(cfg config.Config) *llm.Client {
 func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wait time.Duration, err error)) *llm.Client {
 	return llm.New(llm.Config{
 		BaseURL:        cfg.BaseURL,
+		API:            cfg.API,
 		APIKey:         cfg.APIKey,
 		Model:          cfg.Model,
 		RequestTimeout: cfg.RequestTimeout,

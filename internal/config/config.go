@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // DefaultFile is read when no --config is given; its absence is not an error.
@@ -30,6 +32,9 @@ type Config struct {
 	APIKey  string
 	BaseURL string
 	Model   string
+	// API is the wire dialect: auto, chat, anthropic or responses
+	// (llm.ResolveAPI says what auto becomes, and why).
+	API string
 	// SummaryModel is a cheaper model for compaction summaries; "" means Model.
 	SummaryModel        string
 	ContextWindow       int     // tokens
@@ -76,6 +81,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		BaseURL:             "https://api.openai.com/v1",
+		API:                 llm.APIAuto,
 		Model:               "gpt-4o-mini",
 		ContextWindow:       128000,
 		ReservedOutput:      8192,
@@ -166,6 +172,7 @@ func Load(opts Options) (*Loaded, error) {
 	st.applyEnv(getenv)
 	st.applyMCPEnv(getenv)
 	st.applyFlags(opts.Flags)
+	st.applyAnthropicKey(getenv)
 	if len(st.errs) > 0 {
 		return nil, errors.Join(st.errs...)
 	}
@@ -250,6 +257,20 @@ func (st *state) applyEnv(getenv func(string) string) {
 		if getenv(wrong) != "" {
 			st.warnings = append(st.warnings, fmt.Sprintf("%s is ignored: use OPENAI_%s", wrong, upper(key)))
 		}
+	}
+}
+
+// applyAnthropicKey takes the key from ANTHROPIC_API_KEY when the api is
+// anthropic, unless a flag named one: with both OPENAI_API_KEY and
+// ANTHROPIC_API_KEY set, as on many machines, only the second can work.
+func (st *state) applyAnthropicKey(getenv func(string) string) {
+	api, _, err := llm.ResolveAPI(st.cfg.API, st.cfg.BaseURL, st.cfg.Model)
+	if err != nil || api != llm.APIAnthropic || st.origins["api_key"].kind == fromFlag {
+		return
+	}
+	if key := getenv(AnthropicKeyEnv); key != "" {
+		st.cfg.APIKey = key
+		st.origins["api_key"] = origin{kind: fromEnv, name: AnthropicKeyEnv}
 	}
 }
 

@@ -31,6 +31,8 @@ func fields() []field {
 			usage: "base URL of the OpenAI-compatible API, including /v1 where the server needs it", agent: true},
 		{key: "model", env: "OPENAI_MODEL", ptr: func(c *Config) any { return &c.Model },
 			usage: "model name", agent: true},
+		{key: "api", ptr: func(c *Config) any { return &c.API },
+			usage: "wire API: auto, chat (Chat Completions), anthropic (Messages) or responses (OpenAI Responses)", agent: true},
 		{key: "summary_model", ptr: func(c *Config) any { return &c.SummaryModel },
 			usage: "cheaper model for compaction summaries (empty: same as model)", agent: true},
 		{key: "context_window", ptr: func(c *Config) any { return &c.ContextWindow },

@@ -45,7 +45,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatalf("Load: %v", err)
 	}
 	want := Config{
-		BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
+		BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", API: "auto",
 		ContextWindow: 128000, ReservedOutput: 8192, CompactionThreshold: 0.9, KeepMessages: 10,
 		RequestTimeout: 10 * time.Minute, Retries: 4, MaxIterations: 100, VolumesDir: "./volumes",
 		Runtime: "docker", Image: "codeagent/codingagent:latest", ContainerMemory: "2g",
@@ -233,7 +233,7 @@ func TestLoadWarnsAboutIgnoredEnv(t *testing.T) {
 }
 
 func TestKeysMatchesYAMLKeys(t *testing.T) {
-	want := []string{"api_key", "base_url", "model", "summary_model", "context_window", "reserved_output",
+	want := []string{"api_key", "base_url", "model", "api", "summary_model", "context_window", "reserved_output",
 		"compaction_threshold", "keep_messages", "request_timeout", "retries", "max_iterations", "volumes_dir",
 		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
 		"repo_map_tokens", "task_timeout", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // Print writes every key with its effective value and source as an aligned
@@ -40,6 +42,9 @@ func (l *Loaded) Print(w io.Writer) error {
 		if src == "" {
 			src = SourceDefault
 		}
+		if f.key == "api" {
+			v, src = l.apiShown(src)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.key, v, src)
 	}
 	readOnly := strings.Join(l.MCPReadOnly, ",")
@@ -57,6 +62,16 @@ func (l *Loaded) Print(w io.Writer) error {
 		return fmt.Errorf("print config: %w", err)
 	}
 	return nil
+}
+
+// apiShown is the api row: the dialect auto chose and why, so that a
+// person sees what will be spoken without knowing the rule.
+func (l *Loaded) apiShown(src Source) (string, Source) {
+	api, why, err := llm.ResolveAPI(l.API, l.BaseURL, l.Model)
+	if err != nil || l.API != llm.APIAuto {
+		return l.API, src
+	}
+	return api, Source(fmt.Sprintf("%s (%s)", src, why))
 }
 
 // MaskKey shows only enough of an API key to tell keys apart: a well-known

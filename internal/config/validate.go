@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // validate checks c and reports every bad value with where it came from;
@@ -32,6 +35,7 @@ func validate(c Config, where func(key string) string) error {
 
 	check("base_url", isHTTPURL(c.BaseURL), `an http(s) URL such as "https://api.openai.com/v1" or "http://localhost:11434/v1"`)
 	check("model", strings.TrimSpace(c.Model) != "", "a model name (set OPENAI_MODEL or model in the file)")
+	check("api", slices.Contains(llm.APIs, c.API), `one of "auto" (chosen from base_url and model), "chat", "anthropic", "responses"`)
 	check("context_window", c.ContextWindow > 0, "a positive number of tokens")
 	check("reserved_output", c.ReservedOutput > 0, "a positive number of tokens")
 	check("compaction_threshold", c.CompactionThreshold > 0 && c.CompactionThreshold <= 1, "a fraction greater than 0 and at most 1, e.g. 0.9")

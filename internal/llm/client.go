@@ -1,7 +1,9 @@
-// Package llm is the chat completions client both programs use: go-openai
-// against any OpenAI-compatible server, with streaming tool calls,
-// retries, timeouts, usage metering and a history sanitiser that keeps
-// requests the API would reject from being sent.
+// Package llm is the model client both programs use: Chat Completions
+// through go-openai against any OpenAI-compatible server, or, chosen by
+// Config.API, Anthropic's Messages API or OpenAI's Responses API
+// (dialect.go), with streaming tool calls, retries, timeouts, usage
+// metering and a history sanitiser that keeps requests the API would
+// reject from being sent.
 package llm
 
 import (
@@ -38,6 +40,7 @@ type Client struct {
 	idle    time.Duration
 	meter   Meter
 	callSeq atomic.Int64 // numbers the tool call ids this client makes up
+	dialect dialect      // nil: Chat Completions through api
 }
 
 // New builds a client. It never fails: a missing key is reported by the
@@ -63,13 +66,15 @@ func New(cfg Config) *Client {
 	// Proxies such as OpenRouter send comment lines as keep-alives while a
 	// model thinks; go-openai fails a stream after this many in a row.
 	oc.EmptyMessagesLimit = 1 << 20
-	return &Client{
+	c := &Client{
 		cfg:     cfg,
 		api:     openai.NewClientWithConfig(oc),
 		baseURL: displayURL(cfg.BaseURL),
 		timeout: cfg.RequestTimeout,
 		idle:    cfg.IdleTimeout,
 	}
+	c.dialect = newDialect(c, oc.HTTPClient)
+	return c
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -99,6 +104,9 @@ func (c *Client) Usage() Usage { return c.meter.Total() }
 // streaming request as they arrive; after a retry it sees the new attempt's
 // deltas from the start, so the Response is the authoritative text.
 func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*Response, error) {
+	if c.dialect != nil {
+		return c.chatDialect(ctx, req, onToken)
+	}
 	if c.cfg.APIKey == "" {
 		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
 	}
@@ -113,7 +121,9 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	ctx, span := telemetry.StartClient(ctx, "chat "+creq.Model, telemetry.OperationName.String("chat"),
 		telemetry.ProviderName.String("openai"), telemetry.RequestModel.String(creq.Model))
 	defer span.End()
-	resp, err := c.retrying(ctx, creq, sent, onToken)
+	resp, err := c.retrying(ctx, creq.Model, func(ctx context.Context) (*Response, error) {
+		return c.attempt(ctx, creq, sent, onToken)
+	})
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return nil, err
@@ -125,16 +135,17 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	return resp, nil
 }
 
-// retrying sends creq until it succeeds, fails for good or ctx ends.
-func (c *Client) retrying(ctx context.Context, creq openai.ChatCompletionRequest, sent []Message, onToken func(string)) (*Response, error) {
+// retrying runs try (one attempt of a request to model) until it
+// succeeds, fails for good or ctx ends.
+func (c *Client) retrying(ctx context.Context, model string, try func(context.Context) (*Response, error)) (*Response, error) {
 	for attempt := 0; ; attempt++ {
-		resp, err := c.attempt(ctx, creq, sent, onToken)
+		resp, err := try(ctx)
 		if err == nil {
 			c.meter.Add(resp.Usage)
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("llm request to %s (model %s) stopped: %w", c.baseURL, creq.Model, ctx.Err())
+			return nil, fmt.Errorf("llm request to %s (model %s) stopped: %w", c.baseURL, model, ctx.Err())
 		}
 		var e *Error
 		if !errors.As(err, &e) || !e.Retriable {
@@ -153,7 +164,7 @@ func (c *Client) retrying(ctx context.Context, creq openai.ChatCompletionRequest
 			c.cfg.OnRetry(attempt+1, wait, e)
 		}
 		if err := sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("llm request to %s (model %s) stopped while waiting to retry after %w: %w", c.baseURL, creq.Model, e, err)
+			return nil, fmt.Errorf("llm request to %s (model %s) stopped while waiting to retry after %w: %w", c.baseURL, model, e, err)
 		}
 	}
 }

@@ -84,6 +84,10 @@ func unreachable(err error) bool {
 // hint says what to check for the failures a person can fix, "" otherwise.
 func (e *Error) hint() string {
 	switch {
+	case e.Status == http.StatusUnauthorized && e.Code == "authentication_error": // Anthropic's error type
+		return "check ANTHROPIC_API_KEY (or api_key in the config file)"
+	case e.Status == http.StatusNotFound && e.Code == "not_found_error":
+		return "check base_url (Anthropic's is https://api.anthropic.com) and the model name"
 	case e.Status == http.StatusUnauthorized:
 		return "check OPENAI_API_KEY (or api_key in the config file)"
 	case e.Status == http.StatusForbidden:

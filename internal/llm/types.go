@@ -27,6 +27,13 @@ type Message struct {
 	ReasoningContent string     `json:"reasoning_content,omitempty"`
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`   // assistant messages
 	ToolCallID       string     `json:"tool_call_id,omitempty"` // tool messages: the call answered
+	// ProviderState is what a non-chat dialect must send back verbatim
+	// with this assistant message (Anthropic thinking blocks with their
+	// signatures, Responses reasoning items with encrypted content): a JSON
+	// object keyed by dialect name, so that a history written under one
+	// dialect and sent under another carries nothing the other rejects.
+	// Chat Completions ignores it. See dialect.go.
+	ProviderState json.RawMessage `json:"provider_state,omitempty"`
 }
 
 // ToolCall is one call the model made. Arguments is the model's JSON text,
@@ -84,6 +91,15 @@ type Config struct {
 	BackoffBase    time.Duration // first backoff (default 500ms); tests set it small
 	BackoffMax     time.Duration // cap of one backoff (default 30s)
 	HTTPClient     *http.Client  // optional; its Timeout should be 0 (it would cut long streams)
+	// API is the wire dialect: "chat", "anthropic", "responses", or ""
+	// (or "auto") to choose from BaseURL and Model (ResolveAPI).
+	API string
+	// ThinkingBudget turns on Anthropic extended thinking with this many
+	// budget tokens (0: off); the other dialects ignore it.
+	ThinkingBudget int
+	// NoPromptCache leaves out the Anthropic cache breakpoints (the
+	// caching benchmark's baseline); the other dialects ignore it.
+	NoPromptCache bool
 	// OnRetry, when set, hears about each retry before its backoff, so that
 	// callers can log or emit an event; the library itself prints nothing.
 	OnRetry func(attempt int, wait time.Duration, err error)
@@ -98,11 +114,15 @@ type Request struct {
 }
 
 // Usage is token usage. Estimated is set when the server sent none and the
-// figures are a chars/4 estimate.
+// figures are a chars/4 estimate. Prompt counts every input token, the
+// cached (read from the provider's prompt cache) and cache-write ones
+// included, as OpenAI's prompt_tokens does; Anthropic's separate counts are
+// added up into it.
 type Usage struct {
 	Prompt     int  `json:"prompt"`
 	Completion int  `json:"completion"`
 	Cached     int  `json:"cached,omitempty"`
+	CacheWrite int  `json:"cache_write,omitempty"` // written to the prompt cache (Anthropic)
 	Estimated  bool `json:"estimated,omitempty"`
 }
 
@@ -111,6 +131,7 @@ func (u *Usage) Add(o Usage) {
 	u.Prompt += o.Prompt
 	u.Completion += o.Completion
 	u.Cached += o.Cached
+	u.CacheWrite += o.CacheWrite
 	u.Estimated = u.Estimated || o.Estimated
 }
 

@@ -141,7 +141,7 @@ func shellEnv(base, extra, hide []string) []string {
 	env := make([]string, 0, len(base)+len(extra)+5)
 	keep := func(kv string) {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != config.APIKeyEnv && !slices.Contains(hide, name) {
+		if !config.IsKeyEnv(name) && !slices.Contains(hide, name) {
 			env = append(env, kv)
 		}
 	}

@@ -34,7 +34,7 @@ func withoutKey(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != config.APIKeyEnv && name != config.APIKeyFDEnv {
+		if !config.IsKeyEnv(name) && name != config.APIKeyFDEnv {
 			out = append(out, kv)
 		}
 	}

@@ -1,0 +1,248 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/codeagent/codeagent/internal/telemetry"
+)
+
+// The wire dialects a Client speaks (Config.API).
+const (
+	APIAuto      = "auto"      // choose from the base URL and model (ResolveAPI)
+	APIChat      = "chat"      // OpenAI Chat Completions through go-openai
+	APIAnthropic = "anthropic" // Anthropic Messages API through its official SDK
+	APIResponses = "responses" // OpenAI Responses API, stateless
+)
+
+// APIs lists the values Config.API takes, for messages and validation.
+var APIs = []string{APIAuto, APIChat, APIAnthropic, APIResponses}
+
+// ResolveAPI says which dialect a client with these settings speaks, and
+// why. api "" or "auto" chooses only where it is certain: Anthropic's own
+// host speaks Messages; OpenAI serves its *-codex models only on the
+// Responses API ("unsupported_api_for_model" on chat). Everything else is
+// Chat Completions, which every OpenAI-compatible server speaks.
+func ResolveAPI(api, baseURL, model string) (resolved, why string, err error) {
+	switch api {
+	case APIChat, APIAnthropic, APIResponses:
+		return api, "set", nil
+	case "", APIAuto:
+	default:
+		return "", "", fmt.Errorf("unknown api %q: want one of %s", api, strings.Join(APIs, ", "))
+	}
+	host := ""
+	if u, err := url.Parse(baseURL); err == nil {
+		host = strings.ToLower(u.Hostname())
+	}
+	switch {
+	case host == "api.anthropic.com":
+		return APIAnthropic, "auto: base_url host is api.anthropic.com", nil
+	case host == "api.openai.com" && strings.Contains(strings.ToLower(model), "codex"):
+		return APIResponses, fmt.Sprintf("auto: OpenAI serves %s only on the Responses API", model), nil
+	}
+	return APIChat, "auto: the OpenAI-compatible default", nil
+}
+
+// dialect is a wire API other than Chat Completions. The Client keeps what
+// every dialect shares: sanitising, retries, timeouts, metering, tracing.
+type dialect interface {
+	// provider names the API in traces (gen_ai.provider.name).
+	provider() string
+	// send makes one attempt. ctx carries the attempt's deadline and its
+	// exchange record; a failure is returned as the dialect's library
+	// reported it, for dialectError to classify.
+	send(ctx context.Context, r dialectRequest) (*Response, error)
+	// classify fills what e needs from a failure of send that carries a
+	// server's answer (status, message, code); false when err is not one.
+	classify(err error, e *Error) bool
+}
+
+// dialectRequest is one request in the project's terms, sanitised.
+type dialectRequest struct {
+	model   string
+	sent    []Message
+	tools   []Tool
+	stream  bool
+	onToken func(string)
+}
+
+// newDialect returns the dialect cfg.API asks for, nil for Chat Completions.
+func newDialect(c *Client, doer httpDoer) dialect {
+	api, _, err := ResolveAPI(c.cfg.API, c.cfg.BaseURL, c.cfg.Model)
+	if err != nil {
+		return badDialect{err: err}
+	}
+	switch api {
+	case APIAnthropic:
+		return newAnthropic(c, doer)
+	case APIResponses:
+		return newResponses(c, doer)
+	}
+	return nil
+}
+
+// httpDoer is what the wire libraries send through (recordingDoer).
+type httpDoer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// badDialect reports a configuration the client cannot speak at every
+// call: New never fails, so that commands that never call the model work.
+type badDialect struct{ err error }
+
+func (badDialect) provider() string { return "unknown" }
+func (d badDialect) send(context.Context, dialectRequest) (*Response, error) {
+	return nil, d.err
+}
+func (badDialect) classify(error, *Error) bool { return false }
+
+// chatDialect is Chat for the dialects other than Chat Completions.
+func (c *Client) chatDialect(ctx context.Context, req Request, onToken func(string)) (*Response, error) {
+	if c.cfg.APIKey == "" {
+		if _, ok := c.dialect.(*anthropicDialect); ok {
+			return nil, fmt.Errorf("llm %s: %w (for the anthropic api, ANTHROPIC_API_KEY serves too)", c.baseURL, ErrNoAPIKey)
+		}
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
+	}
+	model := req.Model
+	if model == "" {
+		model = c.cfg.Model
+	}
+	if model == "" {
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoModel)
+	}
+	sent := Sanitize(req.Messages)
+	if len(sent) == 0 {
+		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, model, ErrNoMessages)
+	}
+	ctx, span := telemetry.StartClient(ctx, "chat "+model, telemetry.OperationName.String("chat"),
+		telemetry.ProviderName.String(c.dialect.provider()), telemetry.RequestModel.String(model))
+	defer span.End()
+	r := dialectRequest{model: model, sent: sent, tools: req.Tools, stream: req.Stream, onToken: onToken}
+	resp, err := c.retrying(ctx, model, func(ctx context.Context) (*Response, error) {
+		return c.dialectAttempt(ctx, r)
+	})
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return nil, err
+	}
+	span.SetAttributes(telemetry.InputTokens.Int(resp.Usage.Prompt), telemetry.OutputTokens.Int(resp.Usage.Completion))
+	if resp.FinishReason != "" {
+		span.SetAttributes(telemetry.FinishReasons.StringSlice([]string{resp.FinishReason}))
+	}
+	return resp, nil
+}
+
+// dialectAttempt is one try, bounded by RequestTimeout.
+func (c *Client) dialectAttempt(ctx context.Context, r dialectRequest) (*Response, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
+	defer cancel()
+	ctx, rec := withExchange(ctx)
+	resp, err := c.dialect.send(ctx, r)
+	if err != nil {
+		return nil, c.dialectError(ctx, r.model, rec, err)
+	}
+	resp.Message.Role = RoleAssistant
+	resp.Message.ToolCalls = c.normalizeCalls(resp.Message.ToolCalls)
+	if resp.Usage.Prompt+resp.Usage.Completion == 0 {
+		resp.Usage = Usage{
+			Prompt:     EstimateTokens(r.sent) + toolDefTokens(r.tools),
+			Completion: EstimateTokens([]Message{resp.Message}),
+			Estimated:  true,
+		}
+	}
+	return resp, nil
+}
+
+// dialectError is attemptError for the other dialects: the same *Error,
+// so that the retry loop and the callers' checks work unchanged.
+func (c *Client) dialectError(ctx context.Context, model string, rec *exchange, err error) error {
+	if _, bad := c.dialect.(badDialect); bad {
+		return fmt.Errorf("llm %s (model %s): %w", c.baseURL, model, err)
+	}
+	e := &Error{BaseURL: c.baseURL, Model: model, Err: err}
+	switch {
+	case errors.Is(context.Cause(ctx), errIdle) || errors.Is(err, errIdle):
+		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no data from the server for %s", c.idle), errIdle
+	case errors.Is(context.Cause(ctx), errAttemptDue):
+		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no complete answer within %s", c.timeout), errAttemptDue
+	case c.dialect.classify(err, e):
+		if e.Status == 0 {
+			e.Status = rec.status
+		}
+		e.Err = redactedError{msg: c.redact(err.Error()), err: err}
+	case !rec.sent:
+		// The library refused the request before sending it: a retry
+		// would fail the same way.
+		return fmt.Errorf("llm request to %s (model %s) not sent: %w", c.baseURL, model, err)
+	default:
+		e.Retriable, e.Message = true, err.Error()
+	}
+	if e.Status >= 400 {
+		e.Retriable = retriableStatus(e.Status, e.Code)
+		e.RetryAfter = rec.retryAfter
+	}
+	if e.Message == "" && e.Status != 0 {
+		e.Message = http.StatusText(e.Status)
+	}
+	e.Message = c.redact(e.Message)
+	return e
+}
+
+// redactedError keeps the chain of a library's error (errors.As still
+// finds it) while its text, which may quote a request, loses the key.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (r redactedError) Error() string { return r.msg }
+func (r redactedError) Unwrap() error { return r.err }
+
+// toolDefTokens estimates what the tool definitions add to a prompt.
+func toolDefTokens(tools []Tool) int {
+	n := 0
+	for _, t := range tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return (n + 3) / 4
+}
+
+// providerState reads this dialect's part of a message's ProviderState
+// into v; false when there is none (a message another dialect wrote).
+func providerState(m Message, api string, v any) bool {
+	if len(m.ProviderState) == 0 {
+		return false
+	}
+	var all map[string]json.RawMessage
+	if json.Unmarshal(m.ProviderState, &all) != nil || len(all[api]) == 0 {
+		return false
+	}
+	return json.Unmarshal(all[api], v) == nil
+}
+
+// withProviderState is ProviderState holding v under api.
+func withProviderState(api string, v any) json.RawMessage {
+	raw, err := json.Marshal(map[string]any{api: v})
+	if err != nil {
+		return nil // v is built here from decoded JSON: cannot fail
+	}
+	return raw
+}
+
+// idleOr is err, or errIdle when the stream's own idle timer cut it: the
+// cause lives on the stream's context, which the caller does not see.
+func idleOr(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errIdle) {
+		return fmt.Errorf("%w: %w", errIdle, err)
+	}
+	return err
+}
