@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +37,10 @@ type Client struct {
 	idle    time.Duration
 	meter   Meter
 	callSeq atomic.Int64 // numbers the tool call ids this client makes up
+	profile Profile      // what the server accepts (profile.go)
+	// profileErr is a bad Config.Compat, reported by the first Chat like a
+	// missing key (config.Load reports it before).
+	profileErr error
 }
 
 // New builds a client. It never fails: a missing key is reported by the
@@ -63,14 +66,23 @@ func New(cfg Config) *Client {
 	// Proxies such as OpenRouter send comment lines as keep-alives while a
 	// model thinks; go-openai fails a stream after this many in a row.
 	oc.EmptyMessagesLimit = 1 << 20
+	profile, _, perr := ResolveProfile(cfg.BaseURL, cfg.Compat)
+	if perr != nil {
+		profile, _, _ = ResolveProfile(cfg.BaseURL, nil)
+	}
 	return &Client{
-		cfg:     cfg,
-		api:     openai.NewClientWithConfig(oc),
-		baseURL: displayURL(cfg.BaseURL),
-		timeout: cfg.RequestTimeout,
-		idle:    cfg.IdleTimeout,
+		cfg:        cfg,
+		api:        openai.NewClientWithConfig(oc),
+		baseURL:    displayURL(cfg.BaseURL),
+		timeout:    cfg.RequestTimeout,
+		idle:       cfg.IdleTimeout,
+		profile:    profile,
+		profileErr: perr,
 	}
 }
+
+// Profile is the provider profile this client sends by.
+func (c *Client) Profile() Profile { return c.profile }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -102,6 +114,9 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	if c.cfg.APIKey == "" {
 		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
 	}
+	if c.profileErr != nil {
+		return nil, fmt.Errorf("llm %s: compat setting: %w", c.baseURL, c.profileErr)
+	}
 	creq, sent := c.request(req)
 	if creq.Model == "" {
 		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoModel)
@@ -113,7 +128,11 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	ctx, span := telemetry.StartClient(ctx, "chat "+creq.Model, telemetry.OperationName.String("chat"),
 		telemetry.ProviderName.String("openai"), telemetry.RequestModel.String(creq.Model))
 	defer span.End()
-	resp, err := c.retrying(ctx, creq, sent, onToken)
+	patch, err := c.profile.patch(sent, req, c.cfg.MaxTokens)
+	if err != nil {
+		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, err)
+	}
+	resp, err := c.retrying(ctx, call{creq: creq, patch: patch, sent: sent}, onToken)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return nil, err
@@ -125,10 +144,20 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	return resp, nil
 }
 
-// retrying sends creq until it succeeds, fails for good or ctx ends.
-func (c *Client) retrying(ctx context.Context, creq openai.ChatCompletionRequest, sent []Message, onToken func(string)) (*Response, error) {
+// call is one request as sent: go-openai's request, the profile's body
+// rewrite of it, and the sanitised history (usage is estimated from it
+// when the server reports none).
+type call struct {
+	creq  openai.ChatCompletionRequest
+	patch *bodyPatch
+	sent  []Message
+}
+
+// retrying sends a call until it succeeds, fails for good or ctx ends.
+func (c *Client) retrying(ctx context.Context, cl call, onToken func(string)) (*Response, error) {
+	creq := cl.creq
 	for attempt := 0; ; attempt++ {
-		resp, err := c.attempt(ctx, creq, sent, onToken)
+		resp, err := c.attempt(ctx, cl, onToken)
 		if err == nil {
 			c.meter.Add(resp.Usage)
 			return resp, nil
@@ -158,9 +187,10 @@ func (c *Client) retrying(ctx context.Context, creq openai.ChatCompletionRequest
 	}
 }
 
-// request builds the wire request; every history goes through Sanitize.
+// request builds go-openai's request; every history goes through Sanitize.
 // sent is the sanitised history, from which usage is estimated when the
-// server reports none.
+// server reports none. The fields that differ between providers (messages'
+// extras, token limit, stream_options, …) are the profile's patch.
 func (c *Client) request(req Request) (creq openai.ChatCompletionRequest, sent []Message) {
 	model := req.Model
 	if model == "" {
@@ -173,29 +203,7 @@ func (c *Client) request(req Request) (creq openai.ChatCompletionRequest, sent [
 		Tools:    wireTools(req.Tools),
 		Stream:   req.Stream,
 	}
-	if req.Stream {
-		creq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-	}
-	if c.cfg.MaxTokens > 0 {
-		if reasoningModel(model) {
-			creq.MaxCompletionTokens = c.cfg.MaxTokens
-		} else {
-			// Older OpenAI-compatible servers know only max_tokens.
-			creq.MaxTokens = c.cfg.MaxTokens
-		}
-	}
 	return creq, sent
-}
-
-// reasoningModel names the models for which go-openai (and OpenAI) reject
-// max_tokens.
-func reasoningModel(model string) bool {
-	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
-		if strings.HasPrefix(model, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // backoff is exponential with full jitter, but never shorter than what the
