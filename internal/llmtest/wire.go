@@ -27,6 +27,11 @@ type StreamOptions struct {
 type Message struct {
 	Role         string        `json:"role"`
 	Content      string        `json:"content,omitempty"`
+	// The reasoning fields of the provider modes (modes.go); a pointer
+	// tells an absent reasoning_content from an empty one.
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	Reasoning        *string         `json:"reasoning,omitempty"`
+	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
 	Name         string        `json:"name,omitempty"`
 	ToolCalls    []WireCall    `json:"tool_calls,omitempty"`
 	ToolCallID   string        `json:"tool_call_id,omitempty"`
@@ -39,6 +44,8 @@ type WireCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
 	Function FunctionCall `json:"function"`
+	// ExtraContent is Gemini's extension: {"google":{"thought_signature":…}}.
+	ExtraContent json.RawMessage `json:"extra_content,omitempty"`
 }
 
 // FunctionCall names the function a tool call runs and its JSON arguments.
