@@ -25,17 +25,17 @@ type StreamOptions struct {
 
 // Message is one message of a request.
 type Message struct {
-	Role         string        `json:"role"`
-	Content      string        `json:"content,omitempty"`
+	Role    string `json:"role"`
+	Content string `json:"content,omitempty"`
 	// The reasoning fields of the provider modes (modes.go); a pointer
 	// tells an absent reasoning_content from an empty one.
 	ReasoningContent *string         `json:"reasoning_content,omitempty"`
 	Reasoning        *string         `json:"reasoning,omitempty"`
 	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
-	Name         string        `json:"name,omitempty"`
-	ToolCalls    []WireCall    `json:"tool_calls,omitempty"`
-	ToolCallID   string        `json:"tool_call_id,omitempty"`
-	FunctionCall *FunctionCall `json:"function_call,omitempty"` // the API's legacy form
+	Name             string          `json:"name,omitempty"`
+	ToolCalls        []WireCall      `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
+	FunctionCall     *FunctionCall   `json:"function_call,omitempty"` // the API's legacy form
 }
 
 // WireCall is a tool call inside a request's assistant message.
