@@ -118,7 +118,7 @@ func profileTable() map[string]profileEntry {
 		}},
 		"ollama":   {ports: []string{"11434"}, words: []string{"ollama"}},
 		"vllm":     {ports: []string{"8000"}, words: []string{"vllm"}},
-		"llamacpp": {ports: []string{"8080"}, words: []string{"llama"}, edit: func(p *Profile) { p.Reasoning = ReasoningContent; p.ParallelToolCalls = true }},
+		"llamacpp": {ports: []string{"8080"}, words: []string{"llamacpp", "llama-cpp", "llama-server"}, edit: func(p *Profile) { p.Reasoning = ReasoningContent; p.ParallelToolCalls = true }},
 		"lmstudio": {ports: []string{"1234"}, words: []string{"lmstudio", "lm-studio"}},
 		"litellm":  {ports: []string{"4000"}, words: []string{"litellm"}},
 		"default":  {},
