@@ -67,6 +67,9 @@ type Config struct {
 	// name for all its tools) that plan mode and the planner may use,
 	// besides those the server marks readOnlyHint.
 	MCPReadOnly []string
+	// Compat overrides the LLM provider profile picked from BaseURL, by
+	// compat key (llm.CompatKeys).
+	Compat map[string]string
 }
 
 // Defaults returns the configuration used when nothing is set.
@@ -162,6 +165,7 @@ func Load(opts Options) (*Loaded, error) {
 	}
 	st.applyEnv(getenv)
 	st.applyMCPEnv(getenv)
+	st.applyCompatEnv(getenv)
 	st.applyFlags(opts.Flags)
 	if len(st.errs) > 0 {
 		return nil, errors.Join(st.errs...)
@@ -174,7 +178,7 @@ func Load(opts Options) (*Loaded, error) {
 	for _, f := range fields() {
 		l.Sources[f.key] = st.origins[f.key].source()
 	}
-	for _, key := range []string{keyMCPServers, keyMCPReadOnly, keyPrices} {
+	for _, key := range []string{keyMCPServers, keyMCPReadOnly, keyPrices, keyCompat} {
 		l.Sources[key] = st.origins[key].source()
 	}
 	return l, nil
@@ -187,7 +191,7 @@ func Keys() []string {
 	for i, f := range fs {
 		keys[i] = f.key
 	}
-	return append(keys, keyMCPServers, keyMCPReadOnly, keyPrices)
+	return append(keys, keyMCPServers, keyMCPReadOnly, keyPrices, keyCompat)
 }
 
 // Validate checks a Config built by hand; Load already does this.

@@ -95,8 +95,8 @@ func TestFieldTableCoversConfig(t *testing.T) {
 		}
 	}
 	// mcp_servers and mcp_read_only are structured and parsed in mcp.go,
-	// prices in prices.go.
-	if n := reflect.TypeOf(c).NumField(); len(seen)+3 != n {
-		t.Errorf("table has %d keys (+2 MCP keys, prices), Config has %d fields", len(seen), n)
+	// prices in prices.go, compat in compat.go.
+	if n := reflect.TypeOf(c).NumField(); len(seen)+4 != n {
+		t.Errorf("table has %d keys (+2 MCP keys, prices, compat), Config has %d fields", len(seen), n)
 	}
 }
