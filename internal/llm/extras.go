@@ -185,7 +185,8 @@ func (x *extras) apply(msg *Message) {
 	for n, s := range x.sigs {
 		pos := -1
 		for i, c := range msg.ToolCalls {
-			if s.id != "" && c.ID == s.id {
+			// Gemini may repeat an id: the first call of it still unsigned.
+			if s.id != "" && c.ID == s.id && c.ThoughtSignature == "" {
 				pos = i
 				break
 			}

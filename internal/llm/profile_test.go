@@ -154,3 +154,45 @@ func TestMistralToolCallIDs(t *testing.T) {
 		t.Errorf("ids sent: calls %q %q, answers %q %q", calls[0].ID, calls[1].ID, sent[2].ToolCallID, sent[3].ToolCallID)
 	}
 }
+
+func TestProfileTopLevelFields(t *testing.T) {
+	temp := 0.2
+	tests := []struct {
+		name   string
+		compat map[string]string
+		check  func(t *testing.T, r llmtest.Request)
+	}{
+		{name: "default: system role, stream_options, temperature", check: func(t *testing.T, r llmtest.Request) {
+			if r.Messages[0].Role != "system" || r.StreamOptions == nil || r.Temperature == nil || *r.Temperature != temp || r.ParallelToolCalls != nil {
+				t.Errorf("sent %+v", r)
+			}
+		}},
+		{name: "openai keeps developer", compat: map[string]string{"profile": "openai", "temperature": "false", "reasoning_effort": "low"}, check: func(t *testing.T, r llmtest.Request) {
+			if r.Messages[0].Role != "developer" || r.Temperature != nil || r.ReasoningEffort != "low" {
+				t.Errorf("sent role %s, temperature %v, effort %q", r.Messages[0].Role, r.Temperature, r.ReasoningEffort)
+			}
+		}},
+		{name: "mistral: no stream_options", compat: map[string]string{"profile": "mistral"}, check: func(t *testing.T, r llmtest.Request) {
+			if r.StreamOptions != nil {
+				t.Error("stream_options sent to mistral")
+			}
+		}},
+		{name: "llama.cpp asks for parallel calls", compat: map[string]string{"profile": "llamacpp"}, check: func(t *testing.T, r llmtest.Request) {
+			if r.ParallelToolCalls == nil || !*r.ParallelToolCalls {
+				t.Error("parallel_tool_calls not sent to llama.cpp")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := llmtest.New(t)
+			s.Enqueue(llmtest.Text("ok"))
+			c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = tt.compat })
+			msgs := []llm.Message{{Role: llm.RoleDeveloper, Content: "be brief"}, userMsg("hi")}
+			if _, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: tools, Stream: true, Temperature: &temp}, nil); err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, s.Requests()[0])
+		})
+	}
+}

@@ -16,6 +16,10 @@ type Request struct {
 	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
 	MaxTokens           int            `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	// Fields some providers reject: the tests check which client sends them.
+	Temperature       *float64 `json:"temperature,omitempty"`
+	ParallelToolCalls *bool    `json:"parallel_tool_calls,omitempty"`
+	ReasoningEffort   string   `json:"reasoning_effort,omitempty"`
 }
 
 // StreamOptions asks for a usage chunk at the end of a stream.
