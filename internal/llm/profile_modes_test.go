@@ -23,8 +23,8 @@ func TestProfilesAgainstProviderModes(t *testing.T) {
 	}{
 		{mode: llmtest.ModeKimi, right: "moonshot", wrong: map[string]string{"profile": "default"},
 			wantWrong: "reasoning_content is missing"},
-		{mode: llmtest.ModeKimi, right: "deepseek", wrong: map[string]string{"profile": "deepseek", "reasoning": "none"},
-			wantWrong: "reasoning_content is missing"},
+		{mode: llmtest.ModeDeepSeek, right: "deepseek", wrong: map[string]string{"profile": "deepseek", "reasoning": "none"},
+			wantWrong: "Missing `reasoning_content` field"},
 		{mode: llmtest.ModeGroq, right: "groq", wrong: map[string]string{"profile": "deepseek"},
 			wantWrong: "property 'reasoning_content' is unsupported"},
 		{mode: llmtest.ModeMistral, right: "mistral", wrong: map[string]string{"profile": "mistral", "tool_call_ids": "any"},

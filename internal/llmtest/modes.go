@@ -18,6 +18,9 @@ const (
 	// message with tool calls comes back without reasoning_content (Kimi,
 	// DeepSeek thinking mode): present, even empty, is what it wants.
 	ModeKimi Mode = "kimi"
+	// ModeDeepSeek is ModeKimi with DeepSeek's wording of the 400
+	// (thinking mode, V3.2 and later).
+	ModeDeepSeek Mode = "deepseek"
 	// ModeGroq streams its reasoning as `reasoning` (reasoning_format
 	// parsed) and answers 400 when an assistant message carries
 	// reasoning_content.
@@ -104,6 +107,10 @@ func (s *Server) validateMode(req Request) error {
 			if m.Role == roleAssistant && len(m.ToolCalls) > 0 && m.ReasoningContent == nil {
 				return &ValidationError{Message: fmt.Sprintf("thinking is enabled but reasoning_content is missing in assistant tool call message at index %d", i)}
 			}
+		case ModeDeepSeek:
+			if m.Role == roleAssistant && len(m.ToolCalls) > 0 && m.ReasoningContent == nil {
+				return &ValidationError{Message: fmt.Sprintf("Missing `reasoning_content` field in the assistant message at message index %d. For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls", i)}
+			}
 		case ModeGroq:
 			if m.Role == roleAssistant && m.ReasoningContent != nil {
 				return &ValidationError{Message: fmt.Sprintf("'messages.%d' : for 'role:assistant' the following must be satisfied[('messages.%d' : property 'reasoning_content' is unsupported)]", i, i)}
@@ -185,7 +192,7 @@ func jsonEqual(a, b json.RawMessage) bool {
 func (s *Server) modeDeltas(reply Reply) []chunkDelta {
 	text := modeReasoning(reply)
 	switch s.opts.mode {
-	case ModeKimi:
+	case ModeKimi, ModeDeepSeek:
 		var out []chunkDelta
 		for _, p := range split(text, s.opts.chunkSize) {
 			out = append(out, chunkDelta{ReasoningContent: &p})
@@ -213,7 +220,7 @@ func (s *Server) modeDeltas(reply Reply) []chunkDelta {
 func (s *Server) modeMessage(msg *Message, reply Reply) {
 	text := modeReasoning(reply)
 	switch s.opts.mode {
-	case ModeKimi:
+	case ModeKimi, ModeDeepSeek:
 		msg.ReasoningContent = &text
 	case ModeGroq:
 		msg.Reasoning = &text
