@@ -124,14 +124,14 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	if len(creq.Messages) == 0 {
 		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, ErrNoMessages)
 	}
-	// One chat span per call, retries included; no message content in it.
-	ctx, span := telemetry.StartClient(ctx, "chat "+creq.Model, telemetry.OperationName.String("chat"),
-		telemetry.ProviderName.String("openai"), telemetry.RequestModel.String(creq.Model))
-	defer span.End()
 	patch, err := c.profile.patch(sent, req, c.cfg.MaxTokens)
 	if err != nil {
 		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, err)
 	}
+	// One chat span per call, retries included; no message content in it.
+	ctx, span := telemetry.StartClient(ctx, "chat "+creq.Model, telemetry.OperationName.String("chat"),
+		telemetry.ProviderName.String("openai"), telemetry.RequestModel.String(creq.Model))
+	defer span.End()
 	resp, err := c.retrying(ctx, call{creq: creq, patch: patch, sent: sent}, onToken)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
