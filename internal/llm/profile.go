@@ -109,6 +109,8 @@ func profileTable() map[string]profileEntry {
 		"groq":       {hosts: []string{"api.groq.com"}, edit: func(p *Profile) { p.TokenField = "max_completion_tokens" }},
 		"mistral":    {hosts: []string{"api.mistral.ai", "codestral.mistral.ai"}, edit: func(p *Profile) { p.ToolCallIDs = IDsAlnum9; p.BridgeToolUser = true; p.StreamOptions = false }},
 		"openrouter": {hosts: []string{"openrouter.ai"}, edit: func(p *Profile) { p.Reasoning = ReasoningOpenRouter }},
+		// Vercel's AI Gateway takes reasoning back as OpenRouter does.
+		"vercel": {hosts: []string{"ai-gateway.vercel.sh"}, edit: func(p *Profile) { p.Reasoning = ReasoningOpenRouter }},
 		"together":   {hosts: []string{"api.together.xyz", "api.together.ai"}},
 		"fireworks":  {hosts: []string{"api.fireworks.ai"}},
 		"cerebras":   {hosts: []string{"api.cerebras.ai"}},

@@ -21,6 +21,7 @@ func TestProfileFromBaseURL(t *testing.T) {
 		{"https://api.groq.com/openai/v1", "groq"},
 		{"https://api.mistral.ai/v1", "mistral"},
 		{"https://openrouter.ai/api/v1", "openrouter"},
+		{"https://ai-gateway.vercel.sh/v1", "vercel"},
 		{"https://api.together.xyz/v1", "together"},
 		{"https://api.fireworks.ai/inference/v1", "fireworks"},
 		{"https://api.cerebras.ai/v1", "cerebras"},

@@ -27,7 +27,8 @@ import (
 // The client answers the tool calls with accepted.json's tool results and
 // must send a second request that carries every tool call and the
 // reasoning as accepted.json does (the profile of the base URL decides how).
-// Adding a provider: one profile entry in profile.go, one directory here.
+// Adding a provider: one profile entry in profile.go, one directory here
+// named after the profile (another case of a profile: <profile>-<case>).
 func TestReplayProviders(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join("testdata", "providers", "*", "fixture.json"))
 	if err != nil || len(dirs) == 0 {
@@ -87,8 +88,10 @@ func replay(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if profile.Name != filepath.Base(dir) {
-		t.Fatalf("base URL %s picks profile %q, want %q", fx.URL, profile.Name, filepath.Base(dir))
+	// A directory is named after its profile, with "-<case>" for a second one.
+	wantProfile, _, _ := strings.Cut(filepath.Base(dir), "-")
+	if profile.Name != wantProfile {
+		t.Fatalf("base URL %s picks profile %q, want %q", fx.URL, profile.Name, wantProfile)
 	}
 
 	var mu sync.Mutex
