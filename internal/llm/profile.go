@@ -110,10 +110,13 @@ func profileTable() map[string]profileEntry {
 		"mistral":    {hosts: []string{"api.mistral.ai", "codestral.mistral.ai"}, edit: func(p *Profile) { p.ToolCallIDs = IDsAlnum9; p.BridgeToolUser = true; p.StreamOptions = false }},
 		"openrouter": {hosts: []string{"openrouter.ai"}, edit: func(p *Profile) { p.Reasoning = ReasoningOpenRouter }},
 		// Vercel's AI Gateway takes reasoning back as OpenRouter does.
-		"vercel": {hosts: []string{"ai-gateway.vercel.sh"}, edit: func(p *Profile) { p.Reasoning = ReasoningOpenRouter }},
-		"together":   {hosts: []string{"api.together.xyz", "api.together.ai"}},
-		"fireworks":  {hosts: []string{"api.fireworks.ai"}},
-		"cerebras":   {hosts: []string{"api.cerebras.ai"}},
+		"vercel":   {hosts: []string{"ai-gateway.vercel.sh"}, edit: func(p *Profile) { p.Reasoning = ReasoningOpenRouter }},
+		"together": {hosts: []string{"api.together.xyz", "api.together.ai"}},
+		// Hugging Face's router forwards to a provider of the model's suffix
+		// (":groq"), some of which reject reasoning sent back: the default.
+		"huggingface": {hosts: []string{"router.huggingface.co"}},
+		"fireworks":   {hosts: []string{"api.fireworks.ai"}},
+		"cerebras":    {hosts: []string{"api.cerebras.ai"}},
 		"gemini": {hosts: []string{"generativelanguage.googleapis.com"}, edit: func(p *Profile) {
 			p.ThoughtSignatures = true
 			p.Efforts = []string{"none", "minimal", "low", "medium", "high"}

@@ -23,6 +23,7 @@ func TestProfileFromBaseURL(t *testing.T) {
 		{"https://openrouter.ai/api/v1", "openrouter"},
 		{"https://ai-gateway.vercel.sh/v1", "vercel"},
 		{"https://api.together.xyz/v1", "together"},
+		{"https://router.huggingface.co/v1", "huggingface"},
 		{"https://api.fireworks.ai/inference/v1", "fireworks"},
 		{"https://api.cerebras.ai/v1", "cerebras"},
 		{"https://generativelanguage.googleapis.com/v1beta/openai/", "gemini"},
