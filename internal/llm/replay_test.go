@@ -54,9 +54,10 @@ type fixture struct {
 
 // wireReq is a request body as the provider reads it.
 type wireReq struct {
-	Model    string           `json:"model"`
-	Messages []map[string]any `json:"messages"`
-	Tools    []struct {
+	Model         string           `json:"model"`
+	StreamOptions *json.RawMessage `json:"stream_options"`
+	Messages      []map[string]any `json:"messages"`
+	Tools         []struct {
 		Function struct {
 			Name        string          `json:"name"`
 			Description string          `json:"description"`
@@ -167,6 +168,9 @@ func replay(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	compareMessages(t, second.Messages, accepted.Messages)
+	if (second.StreamOptions == nil) != (accepted.StreamOptions == nil) {
+		t.Errorf("stream_options sent: %v, accepted has it: %v", second.StreamOptions != nil, accepted.StreamOptions != nil)
+	}
 }
 
 func checkUsage(t *testing.T, turn string, got llm.Usage, fx fixture, i int) {
