@@ -82,6 +82,7 @@ func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wa
 		RequestTimeout: cfg.RequestTimeout,
 		MaxRetries:     cfg.Retries,
 		MaxTokens:      cfg.ReservedOutput,
+		Compat:         cfg.Compat,
 		OnRetry:        onRetry,
 	})
 }

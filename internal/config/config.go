@@ -75,6 +75,9 @@ type Config struct {
 	// name for all its tools) that plan mode and the planner may use,
 	// besides those the server marks readOnlyHint.
 	MCPReadOnly []string
+	// Compat overrides the LLM provider profile picked from BaseURL, by
+	// compat key (llm.CompatKeys).
+	Compat map[string]string
 }
 
 // Defaults returns the configuration used when nothing is set.
@@ -171,6 +174,7 @@ func Load(opts Options) (*Loaded, error) {
 	}
 	st.applyEnv(getenv)
 	st.applyMCPEnv(getenv)
+	st.applyCompatEnv(getenv)
 	st.applyFlags(opts.Flags)
 	st.applyAnthropicKey(getenv)
 	if len(st.errs) > 0 {
@@ -184,7 +188,7 @@ func Load(opts Options) (*Loaded, error) {
 	for _, f := range fields() {
 		l.Sources[f.key] = st.origins[f.key].source()
 	}
-	for _, key := range []string{keyMCPServers, keyMCPReadOnly, keyPrices, keyNotify} {
+	for _, key := range []string{keyMCPServers, keyMCPReadOnly, keyPrices, keyNotify, keyCompat} {
 		l.Sources[key] = st.origins[key].source()
 	}
 	return l, nil
@@ -197,7 +201,7 @@ func Keys() []string {
 	for i, f := range fs {
 		keys[i] = f.key
 	}
-	return append(keys, keyMCPServers, keyMCPReadOnly, keyPrices, keyNotify)
+	return append(keys, keyMCPServers, keyMCPReadOnly, keyPrices, keyNotify, keyCompat)
 }
 
 // Validate checks a Config built by hand; Load already does this.

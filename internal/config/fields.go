@@ -112,6 +112,9 @@ func AgentEnv(c *Config) map[string]string {
 			env[f.env] = f.format(c)
 		}
 	}
+	if len(c.Compat) > 0 {
+		env[EnvCompat] = FormatCompat(c.Compat)
+	}
 	return env
 }
 

@@ -82,6 +82,15 @@ func (st *state) applyFile(data []byte, path, abs string) {
 			st.applyNotifyNode(v, origin{kind: fromFile, name: path, abs: abs, line: k.Line})
 			continue
 		}
+		if k.Value == keyCompat {
+			if first, dup := seen[k.Value]; dup {
+				fail(k.Line, k.Value, "set twice (first at line %d): keep one", first)
+				continue
+			}
+			seen[k.Value] = k.Line
+			st.applyCompatNode(v, origin{kind: fromFile, name: path, abs: abs, line: k.Line})
+			continue
+		}
 		if k.Value == keyMCPServers || k.Value == keyMCPReadOnly {
 			if first, dup := seen[k.Value]; dup {
 				fail(k.Line, k.Value, "set twice (first at line %d): keep one", first)

@@ -237,7 +237,7 @@ func TestKeysMatchesYAMLKeys(t *testing.T) {
 		"compaction_threshold", "keep_messages", "request_timeout", "retries", "max_iterations", "volumes_dir",
 		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
 		"repo_map_tokens", "task_timeout", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",
-		"task_budget_tokens", "mcp_servers", "mcp_read_only", "prices", "notify"}
+		"task_budget_tokens", "mcp_servers", "mcp_read_only", "prices", "notify", "compat"}
 	if got := Keys(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Keys() = %v\nwant %v", got, want)
 	}

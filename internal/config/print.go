@@ -51,12 +51,45 @@ func (l *Loaded) Print(w io.Writer) error {
 	if readOnly == "" {
 		readOnly = "(none)"
 	}
-	for _, kv := range [][2]string{{keyMCPServers, formatMCPServers(l.MCPServers)}, {keyMCPReadOnly, readOnly}, {keyPrices, formatPrices(l.Prices)}, {keyNotify, formatNotify(l.Notify)}} {
+	compat := FormatCompat(l.Compat)
+	if compat == "" {
+		compat = "(none)"
+	}
+	for _, kv := range [][2]string{{keyMCPServers, formatMCPServers(l.MCPServers)}, {keyMCPReadOnly, readOnly}, {keyPrices, formatPrices(l.Prices)}, {keyNotify, formatNotify(l.Notify)}, {keyCompat, compat}} {
 		src := l.Sources[kv[0]]
 		if src == "" {
 			src = SourceDefault
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", kv[0], kv[1], src)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("print config: %w", err)
+	}
+	return l.printProfile(w)
+}
+
+// printProfile shows the provider profile the LLM client will use: each
+// field, its value, and whether it is the profile's or the compat key's.
+func (l *Loaded) printProfile(w io.Writer) error {
+	_, fields, err := l.Profile()
+	if err != nil {
+		return nil // Load rejects a bad compat map; a hand-built Config may hold one
+	}
+	compatSrc := l.Sources[keyCompat]
+	if _, err := fmt.Fprintf(w, "\nprovider profile (chat completions; override with %s:):\n", keyCompat); err != nil {
+		return fmt.Errorf("print config: %w", err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPAT KEY\tVALUE\tSOURCE")
+	for _, f := range fields {
+		v, src := f.Value, f.Source
+		if v == "" {
+			v = `""`
+		}
+		if src == "compat" || strings.HasSuffix(src, "(compat profile)") {
+			src = "compat, " + string(compatSrc)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Key, v, src)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print config: %w", err)

@@ -77,6 +77,9 @@ func validate(c Config, where func(key string) string) error {
 		errs = append(errs, &Error{Where: where(key), Key: key, Msg: fmt.Sprintf(
 			"%s is not allowed: want %s %s (%s, %s)", shown[key], relation, other, shown[other], otherAt)})
 	}
+	if _, _, err := c.Profile(); err != nil {
+		errs = append(errs, &Error{Where: where(keyCompat), Key: keyCompat, Msg: err.Error()})
+	}
 	return errors.Join(errs...)
 }
 

@@ -95,8 +95,8 @@ func TestFieldTableCoversConfig(t *testing.T) {
 		}
 	}
 	// mcp_servers and mcp_read_only are structured and parsed in mcp.go,
-	// prices in prices.go, notify in notify.go.
-	if n := reflect.TypeOf(c).NumField(); len(seen)+4 != n {
-		t.Errorf("table has %d keys (+2 MCP keys, prices, notify), Config has %d fields", len(seen), n)
+	// prices in prices.go, notify in notify.go, compat in compat.go.
+	if n := reflect.TypeOf(c).NumField(); len(seen)+5 != n {
+		t.Errorf("table has %d keys (+2 MCP keys, prices, notify, compat), Config has %d fields", len(seen), n)
 	}
 }

@@ -13,10 +13,11 @@ import (
 )
 
 // attempt is one try of a request, bounded by RequestTimeout.
-func (c *Client) attempt(ctx context.Context, creq openai.ChatCompletionRequest, sent []Message, onToken func(string)) (*Response, error) {
+func (c *Client) attempt(ctx context.Context, cl call, onToken func(string)) (*Response, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
 	defer cancel()
-	ctx, rec := withExchange(ctx)
+	ctx, rec := withExchange(ctx, cl.patch)
+	creq, sent := cl.creq, cl.sent
 	if creq.Stream {
 		return c.stream(ctx, creq, sent, rec, onToken)
 	}
@@ -29,7 +30,8 @@ func (c *Client) attempt(ctx context.Context, creq openai.ChatCompletionRequest,
 			Message: "the response has no choices"}
 	}
 	choice := resp.Choices[0]
-	return c.response(creq.Tools, sent, fromWire(choice.Message), string(choice.FinishReason), &resp.Usage), nil
+	x := parseExtras(rec.raw.Bytes(), false)
+	return c.response(creq.Tools, sent, fromWire(choice.Message), string(choice.FinishReason), &resp.Usage, x), nil
 }
 
 // stream reads a streaming answer, cancelling the attempt when the server
@@ -68,7 +70,7 @@ func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, 
 		ReasoningContent: acc.reasoning.String(),
 		ToolCalls:        acc.calls.calls,
 	}
-	return c.response(creq.Tools, sent, msg, acc.finish, acc.usage), nil
+	return c.response(creq.Tools, sent, msg, acc.finish, acc.usage, parseExtras(rec.raw.Bytes(), true)), nil
 }
 
 // streamed accumulates the chunks of one streamed answer.
@@ -103,10 +105,11 @@ func (s *streamed) add(chunk openai.ChatCompletionStreamResponse, onToken func(s
 	}
 }
 
-// response completes an answer: tool calls made sendable, usage measured or
-// estimated.
-func (c *Client) response(tools []openai.Tool, sent []Message, msg Message, finish string, u *openai.Usage) *Response {
+// response completes an answer: what go-openai did not read added from the
+// raw body, tool calls made sendable, usage measured or estimated.
+func (c *Client) response(tools []openai.Tool, sent []Message, msg Message, finish string, u *openai.Usage, x *extras) *Response {
 	msg.Role = RoleAssistant
+	x.apply(&msg)
 	msg.ToolCalls = c.normalizeCalls(msg.ToolCalls)
 	if len(msg.ToolCalls) > 0 && finish == string(openai.FinishReasonStop) {
 		// Ollama says "stop" after tool calls; callers look at one field.
@@ -119,6 +122,9 @@ func (c *Client) response(tools []openai.Tool, sent []Message, msg Message, fini
 			Completion: EstimateTokens([]Message{msg}),
 			Estimated:  true,
 		}
+	}
+	if usage.Cached == 0 && x != nil {
+		usage.Cached = x.cacheHit // DeepSeek reports its cache hits apart
 	}
 	return &Response{Message: msg, FinishReason: finish, Usage: usage}
 }

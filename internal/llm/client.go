@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +40,10 @@ type Client struct {
 	meter   Meter
 	callSeq atomic.Int64 // numbers the tool call ids this client makes up
 	dialect dialect      // nil: Chat Completions through api
+	profile Profile      // what the server accepts (profile.go)
+	// profileErr is a bad Config.Compat, reported by the first Chat like a
+	// missing key (config.Load reports it before).
+	profileErr error
 }
 
 // New builds a client. It never fails: a missing key is reported by the
@@ -66,16 +69,25 @@ func New(cfg Config) *Client {
 	// Proxies such as OpenRouter send comment lines as keep-alives while a
 	// model thinks; go-openai fails a stream after this many in a row.
 	oc.EmptyMessagesLimit = 1 << 20
+	profile, _, perr := ResolveProfile(cfg.BaseURL, cfg.Compat)
+	if perr != nil {
+		profile, _, _ = ResolveProfile(cfg.BaseURL, nil)
+	}
 	c := &Client{
-		cfg:     cfg,
-		api:     openai.NewClientWithConfig(oc),
-		baseURL: displayURL(cfg.BaseURL),
-		timeout: cfg.RequestTimeout,
-		idle:    cfg.IdleTimeout,
+		cfg:        cfg,
+		api:        openai.NewClientWithConfig(oc),
+		baseURL:    displayURL(cfg.BaseURL),
+		timeout:    cfg.RequestTimeout,
+		idle:       cfg.IdleTimeout,
+		profile:    profile,
+		profileErr: perr,
 	}
 	c.dialect = newDialect(c, oc.HTTPClient)
 	return c
 }
+
+// Profile is the provider profile this client sends by.
+func (c *Client) Profile() Profile { return c.profile }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -110,6 +122,9 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	if c.cfg.APIKey == "" {
 		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
 	}
+	if c.profileErr != nil {
+		return nil, fmt.Errorf("llm %s: compat setting: %w", c.baseURL, c.profileErr)
+	}
 	creq, sent := c.request(req)
 	if creq.Model == "" {
 		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoModel)
@@ -117,12 +132,17 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	if len(creq.Messages) == 0 {
 		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, ErrNoMessages)
 	}
+	patch, err := c.profile.patch(sent, req, c.cfg.MaxTokens)
+	if err != nil {
+		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, err)
+	}
 	// One chat span per call, retries included; no message content in it.
 	ctx, span := telemetry.StartClient(ctx, "chat "+creq.Model, telemetry.OperationName.String("chat"),
 		telemetry.ProviderName.String("openai"), telemetry.RequestModel.String(creq.Model))
 	defer span.End()
+	cl := call{creq: creq, patch: patch, sent: sent}
 	resp, err := c.retrying(ctx, creq.Model, func(ctx context.Context) (*Response, error) {
-		return c.attempt(ctx, creq, sent, onToken)
+		return c.attempt(ctx, cl, onToken)
 	})
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
@@ -133,6 +153,15 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 		span.SetAttributes(telemetry.FinishReasons.StringSlice([]string{resp.FinishReason}))
 	}
 	return resp, nil
+}
+
+// call is one Chat Completions request as sent: go-openai's request, the
+// profile's body rewrite of it, and the sanitised history (usage is
+// estimated from it when the server reports none).
+type call struct {
+	creq  openai.ChatCompletionRequest
+	patch *bodyPatch
+	sent  []Message
 }
 
 // retrying runs try (one attempt of a request to model) until it
@@ -169,9 +198,10 @@ func (c *Client) retrying(ctx context.Context, model string, try func(context.Co
 	}
 }
 
-// request builds the wire request; every history goes through Sanitize.
+// request builds go-openai's request; every history goes through Sanitize.
 // sent is the sanitised history, from which usage is estimated when the
-// server reports none.
+// server reports none. The fields that differ between providers (messages'
+// extras, token limit, stream_options, …) are the profile's patch.
 func (c *Client) request(req Request) (creq openai.ChatCompletionRequest, sent []Message) {
 	model := req.Model
 	if model == "" {
@@ -184,29 +214,7 @@ func (c *Client) request(req Request) (creq openai.ChatCompletionRequest, sent [
 		Tools:    wireTools(req.Tools),
 		Stream:   req.Stream,
 	}
-	if req.Stream {
-		creq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-	}
-	if c.cfg.MaxTokens > 0 {
-		if reasoningModel(model) {
-			creq.MaxCompletionTokens = c.cfg.MaxTokens
-		} else {
-			// Older OpenAI-compatible servers know only max_tokens.
-			creq.MaxTokens = c.cfg.MaxTokens
-		}
-	}
 	return creq, sent
-}
-
-// reasoningModel names the models for which go-openai (and OpenAI) reject
-// max_tokens.
-func reasoningModel(model string) bool {
-	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
-		if strings.HasPrefix(model, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // backoff is exponential with full jitter, but never shorter than what the

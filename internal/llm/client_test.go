@@ -224,26 +224,28 @@ func TestMissingAPIKey(t *testing.T) {
 }
 
 func TestMaxTokensField(t *testing.T) {
+	// The field follows the provider's profile, not the model's name.
 	tests := []struct {
-		model                 string
+		name                  string
+		compat                map[string]string
 		wantMax, wantMaxCompl int
 	}{
-		{model: "gpt-4o", wantMax: 512},
-		{model: "qwen2.5-coder", wantMax: 512},
-		{model: "o3-mini", wantMaxCompl: 512},
-		{model: "gpt-5", wantMaxCompl: 512},
+		{name: "unknown server", wantMax: 512},
+		{name: "openai profile", compat: map[string]string{"profile": "openai"}, wantMaxCompl: 512},
+		{name: "groq profile", compat: map[string]string{"profile": "groq"}, wantMaxCompl: 512},
+		{name: "overridden", compat: map[string]string{"profile": "openai", "token_field": "max_tokens"}, wantMax: 512},
 	}
 	for _, tt := range tests {
-		t.Run(tt.model, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			s := llmtest.New(t)
 			s.Enqueue(llmtest.Text("ok"))
-			c := newClient(t, s, func(cfg *llm.Config) { cfg.Model, cfg.MaxTokens = tt.model, 512 })
+			c := newClient(t, s, func(cfg *llm.Config) { cfg.Model, cfg.MaxTokens, cfg.Compat = "o3-mini", 512, tt.compat })
 			if _, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{userMsg("hi")}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			got := s.Requests()[0]
-			if got.MaxTokens != tt.wantMax || got.MaxCompletionTokens != tt.wantMaxCompl || got.Model != tt.model {
-				t.Errorf("sent max_tokens %d, max_completion_tokens %d, model %q", got.MaxTokens, got.MaxCompletionTokens, got.Model)
+			if got.MaxTokens != tt.wantMax || got.MaxCompletionTokens != tt.wantMaxCompl {
+				t.Errorf("sent max_tokens %d, max_completion_tokens %d", got.MaxTokens, got.MaxCompletionTokens)
 			}
 		})
 	}

@@ -145,7 +145,7 @@ func (c *Client) chatDialect(ctx context.Context, req Request, onToken func(stri
 func (c *Client) dialectAttempt(ctx context.Context, r dialectRequest) (*Response, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
 	defer cancel()
-	ctx, rec := withExchange(ctx)
+	ctx, rec := withExchange(ctx, nil)
 	resp, err := c.dialect.send(ctx, r)
 	if err != nil {
 		return nil, c.dialectError(ctx, r.model, rec, err)

@@ -96,6 +96,8 @@ func (e *Error) hint() string {
 		return "check OPENAI_BASE_URL (most servers want it to end in /v1) and OPENAI_MODEL"
 	case e.Status == 0 && unreachable(e.Err):
 		return "is the server running? check OPENAI_BASE_URL (or base_url in the config file)"
+	case e.Status == http.StatusBadRequest || e.Status == http.StatusUnprocessableEntity:
+		return compatHint(e.Message)
 	}
 	return ""
 }

@@ -105,3 +105,39 @@ func TestCallAccumulator(t *testing.T) {
 		})
 	}
 }
+
+func TestExtrasFromStream(t *testing.T) {
+	// OpenRouter: text pieces then the signature alone, same index: one item.
+	// Gemini: a repeated id and no index; DeepSeek: cache hits apart.
+	raw := `: OPENROUTER PROCESSING
+
+data: {"choices":[{"index":0,"delta":{"reasoning":"a","reasoning_details":[{"type":"reasoning.text","text":"a","index":0}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"reasoning":"b","reasoning_details":[{"type":"reasoning.text","text":"b","index":0}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.text","signature":"S","index":0}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"x","extra_content":{"google":{"thought_signature":"G1"}}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"x","extra_content":{"google":{"thought_signature":"G2"}}}]}}]}
+
+data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1,"prompt_cache_hit_tokens":8}}
+
+data: [DONE]
+`
+	x := parseExtras([]byte(raw), true)
+	msg := Message{ToolCalls: []ToolCall{{ID: "x"}, {ID: "x"}}}
+	x.apply(&msg)
+	if msg.ReasoningContent != "ab" {
+		t.Errorf("reasoning %q, want ab", msg.ReasoningContent)
+	}
+	if got := string(msg.ReasoningDetails); got != `[{"index":0,"signature":"S","text":"ab","type":"reasoning.text"}]` {
+		t.Errorf("details %s", got)
+	}
+	if msg.ToolCalls[0].ThoughtSignature != "G1" || msg.ToolCalls[1].ThoughtSignature != "G2" {
+		t.Errorf("signatures %q %q, want G1 G2", msg.ToolCalls[0].ThoughtSignature, msg.ToolCalls[1].ThoughtSignature)
+	}
+	if x.cacheHit != 8 {
+		t.Errorf("cache hits %d, want 8", x.cacheHit)
+	}
+}

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -16,12 +17,14 @@ type exchange struct {
 	sent       bool // the request reached the HTTP client
 	status     int  // HTTP status of the response, 0 without one
 	retryAfter time.Duration
+	patch      *bodyPatch   // the profile's body rewrite (wirebody.go)
+	raw        bytes.Buffer // a copy of a 200 answer's body, for what go-openai does not read (extras.go)
 }
 
 type exchangeKey struct{}
 
-func withExchange(ctx context.Context) (context.Context, *exchange) {
-	rec := &exchange{}
+func withExchange(ctx context.Context, patch *bodyPatch) (context.Context, *exchange) {
+	rec := &exchange{patch: patch}
 	return context.WithValue(ctx, exchangeKey{}, rec), rec
 }
 
@@ -34,11 +37,20 @@ type recordingDoer struct {
 
 func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	rec, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	if rec != nil {
+		if err := rewriteBody(req, rec.patch); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := d.hc.Do(req)
 	if rec != nil {
 		rec.sent = true
 		if err == nil {
 			rec.status = resp.StatusCode
+			if resp.StatusCode == http.StatusOK {
+				rec.raw.Reset()
+				resp.Body = teeBody{ReadCloser: resp.Body, buf: &rec.raw}
+			}
 		}
 		if err == nil && resp.StatusCode >= 400 {
 			rec.retryAfter = retryAfter(resp.Header, d.now())

@@ -22,11 +22,16 @@ const (
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content,omitempty"`
-	// ReasoningContent is what a reasoning model streamed as its thinking;
-	// it is kept for the record and counted, never sent back.
-	ReasoningContent string     `json:"reasoning_content,omitempty"`
-	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`   // assistant messages
-	ToolCallID       string     `json:"tool_call_id,omitempty"` // tool messages: the call answered
+	// ReasoningContent is what a reasoning model streamed as its thinking
+	// (reasoning_content, or OpenRouter's reasoning); it goes back the way
+	// the provider's Profile says, or not at all.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ReasoningDetails is OpenRouter's reasoning_details list as received
+	// (its items may carry a provider's signature): opaque state returned
+	// unchanged, kept in session files so a resumed task sends it too.
+	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
+	ToolCalls        []ToolCall      `json:"tool_calls,omitempty"`   // assistant messages
+	ToolCallID       string          `json:"tool_call_id,omitempty"` // tool messages: the call answered
 	// ProviderState is what a non-chat dialect must send back verbatim
 	// with this assistant message (Anthropic thinking blocks with their
 	// signatures, Responses reasoning items with encrypted content): a JSON
@@ -42,9 +47,13 @@ type ToolCall struct {
 	ID        string
 	Name      string
 	Arguments string
+	// ThoughtSignature is Gemini's extra_content.google.thought_signature
+	// of this call: opaque, returned with the call when the profile says.
+	ThoughtSignature string
 }
 
-// wireCall is ToolCall's JSON: the API's nesting, kept for session files.
+// wireCall is ToolCall's JSON: the API's nesting, kept for session files
+// (files written before extra_content existed read the same).
 type wireCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
@@ -52,11 +61,36 @@ type wireCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	ExtraContent *extraContent `json:"extra_content,omitempty"`
+}
+
+// extraContent is Gemini's per-call extension of the OpenAI shape.
+type extraContent struct {
+	Google *struct {
+		ThoughtSignature string `json:"thought_signature,omitempty"`
+	} `json:"google,omitempty"`
+}
+
+func signatureExtra(sig string) *extraContent {
+	if sig == "" {
+		return nil
+	}
+	e := &extraContent{Google: &struct {
+		ThoughtSignature string `json:"thought_signature,omitempty"`
+	}{ThoughtSignature: sig}}
+	return e
+}
+
+func (e *extraContent) signature() string {
+	if e == nil || e.Google == nil {
+		return ""
+	}
+	return e.Google.ThoughtSignature
 }
 
 // MarshalJSON writes the API's shape.
 func (c ToolCall) MarshalJSON() ([]byte, error) {
-	w := wireCall{ID: c.ID, Type: "function"}
+	w := wireCall{ID: c.ID, Type: "function", ExtraContent: signatureExtra(c.ThoughtSignature)}
 	w.Function.Name, w.Function.Arguments = c.Name, c.Arguments
 	return json.Marshal(w)
 }
@@ -67,7 +101,7 @@ func (c *ToolCall) UnmarshalJSON(raw []byte) error {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return err
 	}
-	*c = ToolCall{ID: w.ID, Name: w.Function.Name, Arguments: w.Function.Arguments}
+	*c = ToolCall{ID: w.ID, Name: w.Function.Name, Arguments: w.Function.Arguments, ThoughtSignature: w.ExtraContent.signature()}
 	return nil
 }
 
@@ -100,6 +134,10 @@ type Config struct {
 	// NoPromptCache leaves out the Anthropic cache breakpoints (the
 	// caching benchmark's baseline); the other dialects ignore it.
 	NoPromptCache bool
+	// Compat overrides the provider profile picked from BaseURL, field by
+	// field (keys: CompatKeys; "profile" forces one by name). New takes an
+	// invalid map as no override; config validates it before.
+	Compat map[string]string
 	// OnRetry, when set, hears about each retry before its backoff, so that
 	// callers can log or emit an event; the library itself prints nothing.
 	OnRetry func(attempt int, wait time.Duration, err error)
@@ -111,6 +149,8 @@ type Request struct {
 	Messages []Message
 	Tools    []Tool
 	Stream   bool
+	// Temperature is sent when set and the provider's profile allows it.
+	Temperature *float64
 }
 
 // Usage is token usage. Estimated is set when the server sent none and the

@@ -25,16 +25,20 @@ type chunkChoice struct {
 }
 
 type chunkDelta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []chunkToolCall `json:"tool_calls,omitempty"`
+	Role             string           `json:"role,omitempty"`
+	Content          *string          `json:"content,omitempty"`
+	ReasoningContent *string          `json:"reasoning_content,omitempty"`
+	Reasoning        *string          `json:"reasoning,omitempty"`
+	ReasoningDetails []map[string]any `json:"reasoning_details,omitempty"`
+	ToolCalls        []chunkToolCall  `json:"tool_calls,omitempty"`
 }
 
 type chunkToolCall struct {
-	Index    *int          `json:"index,omitempty"`
-	ID       string        `json:"id,omitempty"`
-	Type     string        `json:"type,omitempty"`
-	Function chunkFunction `json:"function"`
+	Index        *int            `json:"index,omitempty"`
+	ID           string          `json:"id,omitempty"`
+	Type         string          `json:"type,omitempty"`
+	Function     chunkFunction   `json:"function"`
+	ExtraContent json.RawMessage `json:"extra_content,omitempty"`
 }
 
 type chunkFunction struct {
@@ -53,7 +57,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, req Reque
 	calls := make([]ToolCall, len(reply.ToolCalls))
 	for i, c := range reply.ToolCalls {
 		if c.ID == "" && reply.Quirks&QuirkNoID == 0 {
-			c.ID = fmt.Sprintf("call_r%d_%d", n, i)
+			c.ID = s.modeID(n, i)
 		}
 		if reply.Quirks&QuirkNoID != 0 {
 			c.ID = ""
@@ -61,6 +65,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, req Reque
 		calls[i] = c
 	}
 	reply.ToolCalls = calls
+	s.remember(reply)
 	usage := usageFor(req, reply)
 	id := fmt.Sprintf("chatcmpl-llmtest-%d", n)
 	if !req.Stream {
@@ -68,7 +73,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, req Reque
 			s.wait(r, time.Duration(1<<62))
 			return
 		}
-		writeJSON(w, id, req.Model, reply, usage)
+		s.writeJSON(w, id, req.Model, reply, usage)
 		return
 	}
 	s.stream(w, r, id, req, reply, usage)
@@ -94,7 +99,7 @@ func finishReason(reply Reply) string {
 	return "stop"
 }
 
-func writeJSON(w http.ResponseWriter, id, model string, reply Reply, usage *Usage) {
+func (s *Server) writeJSON(w http.ResponseWriter, id, model string, reply Reply, usage *Usage) {
 	msg := Message{Role: roleAssistant, Content: reply.Content}
 	for _, c := range reply.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, WireCall{
@@ -102,6 +107,7 @@ func writeJSON(w http.ResponseWriter, id, model string, reply Reply, usage *Usag
 			Function: FunctionCall{Name: c.Name, Arguments: c.Arguments},
 		})
 	}
+	s.modeMessage(&msg, reply)
 	body := map[string]any{
 		"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": model,
 		"choices": []map[string]any{{
@@ -194,7 +200,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, req R
 
 // deltas splits the reply's content and tool calls into chunk-size pieces.
 func (s *Server) deltas(reply Reply) []chunkDelta {
-	var out []chunkDelta
+	out := s.modeDeltas(reply)
 	for _, piece := range split(reply.Content, s.opts.chunkSize) {
 		out = append(out, chunkDelta{Content: &piece})
 	}
@@ -203,10 +209,11 @@ func (s *Server) deltas(reply Reply) []chunkDelta {
 		if reply.Quirks&QuirkNoIndex != 0 {
 			index = nil
 		}
-		out = append(out, chunkDelta{ToolCalls: []chunkToolCall{{
-			Index: index, ID: c.ID, Type: typeFunction,
-			Function: chunkFunction{Name: c.Name},
-		}}})
+		first := chunkToolCall{Index: index, ID: c.ID, Type: typeFunction, Function: chunkFunction{Name: c.Name}}
+		if s.opts.mode == ModeGemini {
+			first.ExtraContent = extraFor(c.ID)
+		}
+		out = append(out, chunkDelta{ToolCalls: []chunkToolCall{first}})
 		for _, piece := range split(c.Arguments, s.opts.chunkSize) {
 			tc := chunkToolCall{Index: index, Function: chunkFunction{Arguments: piece}}
 			if reply.Quirks&QuirkRepeatName != 0 {

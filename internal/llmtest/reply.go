@@ -51,6 +51,9 @@ type Reply struct {
 	// idle timer between chunks is what must end it.
 	Hang   bool
 	Quirks Quirk
+	// Reasoning is the thinking streamed before the answer in a Mode that
+	// has reasoning (a default text when empty).
+	Reasoning string
 }
 
 // Text is a reply with content only.

@@ -33,6 +33,7 @@ type Server struct {
 	handle     func(Request) Reply
 	requests   []Request
 	rejections []string
+	served     map[string]*served // what a Mode's answers carry that must come back
 }
 
 type options struct {
@@ -41,6 +42,7 @@ type options struct {
 	chunkSize     int
 	contextWindow int
 	quirks        Quirk
+	mode          Mode
 }
 
 // Option configures a Server.
@@ -188,6 +190,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	if err := Validate(req); err != nil {
+		s.reject(w, n, http.StatusBadRequest, err)
+		return
+	}
+	if err := s.validateMode(req); err != nil {
 		s.reject(w, n, http.StatusBadRequest, err)
 		return
 	}

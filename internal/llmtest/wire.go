@@ -16,6 +16,10 @@ type Request struct {
 	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
 	MaxTokens           int            `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	// Fields some providers reject: the tests check which client sends them.
+	Temperature       *float64 `json:"temperature,omitempty"`
+	ParallelToolCalls *bool    `json:"parallel_tool_calls,omitempty"`
+	ReasoningEffort   string   `json:"reasoning_effort,omitempty"`
 }
 
 // StreamOptions asks for a usage chunk at the end of a stream.
@@ -25,12 +29,17 @@ type StreamOptions struct {
 
 // Message is one message of a request.
 type Message struct {
-	Role         string        `json:"role"`
-	Content      string        `json:"content,omitempty"`
-	Name         string        `json:"name,omitempty"`
-	ToolCalls    []WireCall    `json:"tool_calls,omitempty"`
-	ToolCallID   string        `json:"tool_call_id,omitempty"`
-	FunctionCall *FunctionCall `json:"function_call,omitempty"` // the API's legacy form
+	Role    string `json:"role"`
+	Content string `json:"content,omitempty"`
+	// The reasoning fields of the provider modes (modes.go); a pointer
+	// tells an absent reasoning_content from an empty one.
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	Reasoning        *string         `json:"reasoning,omitempty"`
+	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
+	Name             string          `json:"name,omitempty"`
+	ToolCalls        []WireCall      `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
+	FunctionCall     *FunctionCall   `json:"function_call,omitempty"` // the API's legacy form
 }
 
 // WireCall is a tool call inside a request's assistant message.
@@ -39,6 +48,8 @@ type WireCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
 	Function FunctionCall `json:"function"`
+	// ExtraContent is Gemini's extension: {"google":{"thought_signature":…}}.
+	ExtraContent json.RawMessage `json:"extra_content,omitempty"`
 }
 
 // FunctionCall names the function a tool call runs and its JSON arguments.

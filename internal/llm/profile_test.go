@@ -1,0 +1,212 @@
+package llm_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmtest"
+)
+
+func TestProfileFromBaseURL(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{"https://api.openai.com/v1", "openai"},
+		{"https://myres.openai.azure.com/openai/deployments/x", "azure"},
+		{"https://api.deepseek.com", "deepseek"},
+		{"https://api.moonshot.ai/v1", "moonshot"},
+		{"https://api.z.ai/api/paas/v4", "zai"},
+		{"https://api.x.ai/v1", "xai"},
+		{"https://api.groq.com/openai/v1", "groq"},
+		{"https://api.mistral.ai/v1", "mistral"},
+		{"https://openrouter.ai/api/v1", "openrouter"},
+		{"https://ai-gateway.vercel.sh/v1", "vercel"},
+		{"https://api.together.xyz/v1", "together"},
+		{"https://router.huggingface.co/v1", "huggingface"},
+		{"https://api.fireworks.ai/inference/v1", "fireworks"},
+		{"https://api.cerebras.ai/v1", "cerebras"},
+		{"https://generativelanguage.googleapis.com/v1beta/openai/", "gemini"},
+		{"http://localhost:11434/v1", "ollama"},
+		{"http://ollama:11434/v1", "ollama"},
+		{"http://127.0.0.1:8000/v1", "vllm"},
+		{"http://localhost:8080/v1", "llamacpp"},
+		{"http://192.168.1.5:1234/v1", "lmstudio"},
+		{"http://litellm:4000", "litellm"},
+		{"https://example.com:8080/v1", "default"}, // a port means something only on a local host
+		{"http://127.0.0.1:40123/v1", "default"},
+	}
+	for _, tt := range tests {
+		p, fields, err := llm.ResolveProfile(tt.url, nil)
+		if err != nil || p.Name != tt.want {
+			t.Errorf("%s: profile %q (%v), want %q", tt.url, p.Name, err, tt.want)
+			continue
+		}
+		if fields[0].Key != "profile" || !strings.HasPrefix(fields[0].Source, "profile "+tt.want) {
+			t.Errorf("%s: first field %+v, want the profile and why", tt.url, fields[0])
+		}
+	}
+}
+
+func TestCompatOverrides(t *testing.T) {
+	p, fields, err := llm.ResolveProfile("https://api.deepseek.com", map[string]string{"reasoning": "none", "stream_options": "false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Reasoning != llm.ReasoningNone || p.StreamOptions || !p.ReasoningOnToolCalls {
+		t.Errorf("profile %+v: want reasoning none, no stream_options, the rest deepseek's", p)
+	}
+	src := map[string]string{}
+	for _, f := range fields {
+		src[f.Key] = f.Source
+	}
+	if src["reasoning"] != "compat" || src["stream_options"] != "compat" || src["token_field"] != "profile deepseek" {
+		t.Errorf("sources %v", src)
+	}
+	for _, bad := range []map[string]string{
+		{"profile": "nope"}, {"reasoning": "maybe"}, {"temperature": "yes please"}, {"tokenfield": "x"},
+		{"profile": "openai", "reasoning_effort": "extreme"},
+	} {
+		if _, _, err := llm.ResolveProfile("https://api.openai.com/v1", bad); err == nil {
+			t.Errorf("compat %v accepted", bad)
+		}
+	}
+	// A bad compat map fails the first call, naming the key, and sends nothing.
+	s := llmtest.New(t)
+	c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = map[string]string{"reasoning": "maybe"} })
+	if _, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{userMsg("hi")}}, nil); err == nil || !strings.Contains(err.Error(), "compat key reasoning") {
+		t.Fatalf("err = %v, want one naming compat key reasoning", err)
+	}
+	if len(s.Requests()) != 0 {
+		t.Error("a request went out with a bad compat map")
+	}
+}
+
+// Kimi refuses an assistant tool-call message without reasoning_content,
+// even one with no thinking (an older session, a non-thinking turn):
+// go-openai's omitempty would drop the empty field.
+func TestEmptyReasoningOnToolCallsForKimi(t *testing.T) {
+	history := []llm.Message{
+		userMsg("read a.go"),
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"a.go"}`}}},
+		{Role: llm.RoleTool, ToolCallID: "call_1", Content: "package a"},
+	}
+	for _, tt := range []struct {
+		profile string
+		ok      bool
+	}{{"moonshot", true}, {"zai", false}} {
+		t.Run(tt.profile, func(t *testing.T) {
+			s := llmtest.New(t, llmtest.WithMode(llmtest.ModeKimi))
+			s.Enqueue(llmtest.Text("done"))
+			c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = map[string]string{"profile": tt.profile}; cfg.MaxRetries = 0 })
+			_, err := c.Chat(t.Context(), llm.Request{Messages: history, Tools: tools}, nil)
+			if (err == nil) != tt.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
+			}
+			if tt.ok {
+				got := s.Requests()[0].Messages[1].ReasoningContent
+				if got == nil || *got != "" {
+					t.Errorf("reasoning_content = %v, want present and empty", got)
+				}
+			}
+		})
+	}
+}
+
+// Opaque reasoning state survives a session file; a file from before it
+// existed reads as before (TestMessageJSONIsTheWireShape).
+func TestReasoningStateInSessionJSON(t *testing.T) {
+	m := llm.Message{Role: llm.RoleAssistant, ReasoningContent: "think",
+		ReasoningDetails: json.RawMessage(`[{"type":"reasoning.text","text":"think","signature":"c2ln","index":0}]`),
+		ToolCalls:        []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: "{}", ThoughtSignature: "sig=="}}}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"extra_content":{"google":{"thought_signature":"sig=="}}`) {
+		t.Errorf("encoded %s: want the signature in the wire shape", raw)
+	}
+	var back llm.Message
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, m) {
+		t.Errorf("round trip %+v, want %+v", back, m)
+	}
+}
+
+// Mistral's ids: any id maps to nine alphanumerics, the same way in the
+// assistant message and the tool message, and an id Mistral made passes.
+func TestMistralToolCallIDs(t *testing.T) {
+	s := llmtest.New(t, llmtest.WithMode(llmtest.ModeMistral))
+	s.Enqueue(llmtest.Text("done"))
+	c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = map[string]string{"profile": "mistral"} })
+	history := []llm.Message{
+		userMsg("go"),
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "read_file", Arguments: "{}"}, {ID: "D681PevKs", Name: "read_file", Arguments: "{}"}}},
+		{Role: llm.RoleTool, ToolCallID: "call_1", Content: "a"},
+		{Role: llm.RoleTool, ToolCallID: "D681PevKs", Content: "b"},
+	}
+	if _, err := c.Chat(t.Context(), llm.Request{Messages: history, Tools: tools}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sent := s.Requests()[0].Messages
+	calls := sent[1].ToolCalls
+	if calls[0].ID == "call_1" || calls[0].ID != sent[2].ToolCallID || calls[1].ID != "D681PevKs" || sent[3].ToolCallID != "D681PevKs" {
+		t.Errorf("ids sent: calls %q %q, answers %q %q", calls[0].ID, calls[1].ID, sent[2].ToolCallID, sent[3].ToolCallID)
+	}
+}
+
+func TestProfileTopLevelFields(t *testing.T) {
+	temp := 0.2
+	tests := []struct {
+		name   string
+		compat map[string]string
+		check  func(t *testing.T, r llmtest.Request)
+	}{
+		{name: "default: system role, stream_options, temperature", check: func(t *testing.T, r llmtest.Request) {
+			if r.Messages[0].Role != "system" || r.StreamOptions == nil || r.Temperature == nil || *r.Temperature != temp || r.ParallelToolCalls != nil {
+				t.Errorf("sent %+v", r)
+			}
+		}},
+		{name: "openai keeps developer", compat: map[string]string{"profile": "openai", "temperature": "false", "reasoning_effort": "low"}, check: func(t *testing.T, r llmtest.Request) {
+			if r.Messages[0].Role != "developer" || r.Temperature != nil || r.ReasoningEffort != "low" {
+				t.Errorf("sent role %s, temperature %v, effort %q", r.Messages[0].Role, r.Temperature, r.ReasoningEffort)
+			}
+		}},
+		{name: "mistral: no stream_options", compat: map[string]string{"profile": "mistral"}, check: func(t *testing.T, r llmtest.Request) {
+			if r.StreamOptions != nil {
+				t.Error("stream_options sent to mistral")
+			}
+		}},
+		{name: "llama.cpp asks for parallel calls", compat: map[string]string{"profile": "llamacpp"}, check: func(t *testing.T, r llmtest.Request) {
+			if r.ParallelToolCalls == nil || !*r.ParallelToolCalls {
+				t.Error("parallel_tool_calls not sent to llama.cpp")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := llmtest.New(t)
+			s.Enqueue(llmtest.Text("ok"))
+			c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = tt.compat })
+			msgs := []llm.Message{{Role: llm.RoleDeveloper, Content: "be brief"}, userMsg("hi")}
+			if _, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: tools, Stream: true, Temperature: &temp}, nil); err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, s.Requests()[0])
+		})
+	}
+}
+
+// A provider's 400 for a profile rule names the compat key that fixes it.
+func TestProviderErrorNamesCompatKey(t *testing.T) {
+	_, err := twoTurns(t, llmtest.ModeKimi, 0, map[string]string{"profile": "default"}, true)
+	if err == nil || !strings.Contains(err.Error(), "reasoning: reasoning_content") {
+		t.Fatalf("err = %v, want the compat key that fixes it", err)
+	}
+	_, err = twoTurns(t, llmtest.ModeGroq, 0, map[string]string{"profile": "deepseek"}, true)
+	if err == nil || !strings.Contains(err.Error(), "reasoning: none") {
+		t.Fatalf("err = %v, want the compat key that fixes it", err)
+	}
+}

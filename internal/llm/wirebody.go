@@ -1,0 +1,175 @@
+package llm
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+)
+
+// go-openai has no fields for what some providers require back
+// (reasoning_details, extra_content on tool calls), drops an empty
+// reasoning_content (omitempty; Kimi refuses the turn without it) and has
+// no way to add request fields. So the client lets go-openai build and
+// send the request, and the HTTP layer (recordingDoer) swaps the body's
+// "messages" for the ones written here from the profile, and sets the
+// profile's top-level fields (token limit, stream_options, …). Everything
+// else (URL, headers, tools, the response parsing) stays go-openai's.
+
+// bodyPatch is what one request's body gets in the HTTP layer.
+type bodyPatch struct {
+	messages json.RawMessage
+	set      map[string]any // top-level fields
+}
+
+// apply rewrites a JSON request body. Keys come out sorted, the same for
+// the same request, so a growing conversation keeps a stable prefix for
+// the providers' prompt caches.
+func (p *bodyPatch) apply(body []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("rewrite request body: %w", err)
+	}
+	m["messages"] = p.messages
+	for k, v := range p.set {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("rewrite request body: field %s: %w", k, err)
+		}
+		m[k] = raw
+	}
+	return json.Marshal(m)
+}
+
+// rewriteBody applies p to req's body in place.
+func rewriteBody(req *http.Request, p *bodyPatch) error {
+	if req.Body == nil || p == nil {
+		return nil
+	}
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return fmt.Errorf("rewrite request body: %w", err)
+	}
+	out, err := p.apply(body)
+	if err != nil {
+		return err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(out))
+	req.ContentLength = int64(len(out))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
+	return nil
+}
+
+// outMessage is a message as this client sends it. Pointers tell "absent"
+// from "empty": reasoning_content "" is what Kimi wants on a tool turn
+// without thinking.
+type outMessage struct {
+	Role             string          `json:"role"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	Reasoning        *string         `json:"reasoning,omitempty"`
+	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
+	ToolCalls        []wireCall      `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
+}
+
+// bridgeText is the assistant message put between a tool result and a
+// user message for servers that refuse user after tool (Mistral).
+const bridgeText = "Noted."
+
+// outMessages writes msgs the way p's provider accepts them.
+func (p Profile) outMessages(msgs []Message) []outMessage {
+	out := make([]outMessage, 0, len(msgs))
+	for i, m := range msgs {
+		role := m.Role
+		if role == RoleDeveloper && !p.DeveloperRole {
+			role = RoleSystem
+		}
+		if p.BridgeToolUser && role == RoleUser && i > 0 && msgs[i-1].Role == RoleTool {
+			text := bridgeText
+			out = append(out, outMessage{Role: RoleAssistant, Content: &text})
+		}
+		o := outMessage{Role: role, ToolCallID: p.callID(m.ToolCallID)}
+		if m.Content != "" {
+			content := m.Content
+			o.Content = &content
+		}
+		if role == RoleAssistant {
+			p.assistant(&o, m)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// assistant adds tool calls and reasoning to an assistant message.
+func (p Profile) assistant(o *outMessage, m Message) {
+	for _, c := range m.ToolCalls {
+		w := wireCall{ID: p.callID(c.ID), Type: "function"}
+		w.Function.Name, w.Function.Arguments = c.Name, c.Arguments
+		if p.ThoughtSignatures {
+			w.ExtraContent = signatureExtra(c.ThoughtSignature)
+		}
+		o.ToolCalls = append(o.ToolCalls, w)
+	}
+	reasoning := m.ReasoningContent
+	switch p.Reasoning {
+	case ReasoningContent:
+		if reasoning != "" || (p.ReasoningOnToolCalls && len(m.ToolCalls) > 0) {
+			o.ReasoningContent = &reasoning
+		}
+	case ReasoningOpenRouter:
+		if reasoning != "" {
+			o.Reasoning = &reasoning
+		}
+		o.ReasoningDetails = m.ReasoningDetails
+	}
+}
+
+var alnum9 = regexp.MustCompile(`^[a-zA-Z0-9]{9}$`)
+
+// callID maps an id to the profile's format. The mapping is a hash, so an
+// id maps the same in the assistant message and in the tool message that
+// answers it, in every request and after a resume, and ids the provider
+// made itself pass unchanged.
+func (p Profile) callID(id string) string {
+	if id == "" || p.ToolCallIDs != IDsAlnum9 || alnum9.MatchString(id) {
+		return id
+	}
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	sum := sha256.Sum256([]byte(id))
+	out := make([]byte, 9)
+	for i := range out {
+		out[i] = digits[int(sum[i])%len(digits)]
+	}
+	return string(out)
+}
+
+// patch is the body rewrite of one request.
+func (p Profile) patch(sent []Message, req Request, maxTokens int) (*bodyPatch, error) {
+	msgs, err := json.Marshal(p.outMessages(sent))
+	if err != nil {
+		return nil, fmt.Errorf("encode messages: %w", err)
+	}
+	set := map[string]any{}
+	if maxTokens > 0 {
+		set[p.TokenField] = maxTokens
+	}
+	if req.Temperature != nil && p.Temperature {
+		set["temperature"] = *req.Temperature
+	}
+	if p.ParallelToolCalls && len(req.Tools) > 0 {
+		set["parallel_tool_calls"] = true
+	}
+	if p.ReasoningEffort != "" {
+		set["reasoning_effort"] = p.ReasoningEffort
+	}
+	if req.Stream && p.StreamOptions {
+		set["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	return &bodyPatch{messages: msgs, set: set}, nil
+}
