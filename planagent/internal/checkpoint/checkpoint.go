@@ -49,6 +49,8 @@ type Repo struct {
 	objectFormat string
 	objectsDir   string     // the repository's objects (a worktree's are in its common dir)
 	cacheMu      sync.Mutex // the copies' object cache (copyObjects)
+	keepMu       sync.Mutex
+	kept         map[string]bool // commits whose keep ref this process made
 
 	poolMu  sync.Mutex
 	pool    string // thrown-away copies kept for reuse ("" = none)
@@ -320,6 +322,9 @@ func samePath(a, b string) bool {
 // copies (refs/codeagent/keep/): once a run ends, its checkpoints are on
 // the branch, and what was never merged may be garbage-collected.
 func (r *Repo) DropKeeps(ctx context.Context) error {
+	r.keepMu.Lock()
+	r.kept = nil
+	r.keepMu.Unlock()
 	out, err := r.g.run(ctx, "for-each-ref", "--format=delete %(refname)", "refs/codeagent/keep/")
 	if err != nil || strings.TrimSpace(out) == "" {
 		return err

@@ -97,9 +97,22 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 // from the copies (DropKeeps removes them when the run ends).
 func keepRef(commit string) string { return "refs/codeagent/keep/" + commit }
 
+// keep makes the keep ref of commit, once per process: two update-refs of
+// one ref at once (the prewarm and an attempt's copy) collide on its lock.
 func (r *Repo) keep(ctx context.Context, commit string) error {
-	_, err := r.g.run(ctx, "update-ref", keepRef(commit), commit)
-	return err
+	r.keepMu.Lock()
+	defer r.keepMu.Unlock()
+	if r.kept[commit] {
+		return nil
+	}
+	if _, err := r.g.run(ctx, "update-ref", keepRef(commit), commit); err != nil {
+		return err
+	}
+	if r.kept == nil {
+		r.kept = map[string]bool{}
+	}
+	r.kept[commit] = true
+	return nil
 }
 
 // remake makes the copy in dir (new, or thrown away by an attempt) hold
