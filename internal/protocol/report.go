@@ -32,6 +32,10 @@ type Tokens struct {
 // ReasonBudget is the Reason of a task stopped at its token budget.
 const ReasonBudget = "budget"
 
+// ReasonConfig is the Reason of a task the server's configuration made
+// impossible (it returned a tool call as text): the run stops, exit 2.
+const ReasonConfig = "config"
+
 type Report struct {
 	ID           string   `yaml:"id"`
 	RunID        string   `yaml:"run_id"`

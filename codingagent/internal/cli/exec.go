@@ -136,6 +136,10 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 		return nil
 	case res.Status == agent.Interrupted:
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case res.Reason == agent.ReasonConfig:
+		// The server answered, but cannot serve this agent as set up (a
+		// tool call left as text): the fix is its configuration.
+		return cmdutil.Silent(cmdutil.ExitUsage)
 	case llm.IsSetup(res.Err) && res.Usage == (llm.Usage{}):
 		// Not one model call went through: the server is unreachable or
 		// refuses this key, URL or model. That is the configuration (exit

@@ -235,3 +235,30 @@ func TestExecInterrupted(t *testing.T) {
 		t.Errorf("%d model requests after cancellation", n)
 	}
 }
+
+// TestExecToolCallAsText: a server that leaves the model's tool call in the
+// text (no tool parser) ends exec with exit 2 and the server setting to fix,
+// not with the call taken for the final answer.
+func TestExecToolCallAsText(t *testing.T) {
+	for name, content := range map[string]string{
+		"vllm hermes block": "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.go\"}}\n</tool_call>",
+		"llama.cpp json":    `{"name": "list_dir", "parameters": {"path": "."}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := llmtest.New(t)
+			srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text(content) })
+			code, stdout, stderr := run(t, execEnv(srv), "exec", "read a.go", "--volumes", t.TempDir())
+			if code != cmdutil.ExitUsage {
+				t.Fatalf("exit %d, want %d\nstdout %q\nstderr %q", code, cmdutil.ExitUsage, stdout, stderr)
+			}
+			for _, want := range []string{"status: failed", "as text", "--enable-auto-tool-choice", "--jinja"} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("report lacks %q:\n%s", want, stdout)
+				}
+			}
+			if n := len(srv.Requests()); n != 1 {
+				t.Errorf("%d model calls, want 1 (no retry of a configuration error)", n)
+			}
+		})
+	}
+}

@@ -116,6 +116,14 @@ func (r *run) do(ctx context.Context, a action) error {
 	case actAbort:
 		r.aborted = true
 		return nil
+	case actStopConfig:
+		r.aborted = true
+		if r.st.ConfigError == "" {
+			r.st.ConfigError = a.Reason
+		}
+		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+			Text: "configuration error: " + a.Reason + ": no new task starts"})
+		return r.save()
 	case actRestart:
 		r.o.opts.Logger.Warn("the coding agent died; retrying its tasks on a fresh one", "err", a.Cause)
 		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, Text: fmt.Sprintf("coding agent died: %v", a.Cause)})

@@ -120,6 +120,11 @@ type actReplan struct{ Tasks []taskgraph.Task }
 // actAbort stops dispatching: the run ends once nothing is in flight.
 type actAbort struct{}
 
+// actStopConfig stops dispatching because of a configuration error the
+// agent met (State.ConfigError): the run ends aborted once nothing is in
+// flight, and planagent exits 2 with Reason.
+type actStopConfig struct{ Reason string }
+
 // actDecide records a decision about a failed task and tells the operator.
 type actDecide struct {
 	ID, Action, Reason, Invalid string
@@ -135,20 +140,21 @@ type actFinish struct {
 	Paused string
 }
 
-func (actDispatch) isAction() {}
-func (actRecord) isAction()   {}
-func (actAccept) isAction()   {}
-func (actMerge) isAction()    {}
-func (actComplete) isAction() {}
-func (actFail) isAction()     {}
-func (actAsk) isAction()      {}
-func (actRetry) isAction()    {}
-func (actRequeue) isAction()  {}
-func (actReplan) isAction()   {}
-func (actAbort) isAction()    {}
-func (actDecide) isAction()   {}
-func (actRestart) isAction()  {}
-func (actFinish) isAction()   {}
+func (actDispatch) isAction()   {}
+func (actRecord) isAction()     {}
+func (actAccept) isAction()     {}
+func (actMerge) isAction()      {}
+func (actComplete) isAction()   {}
+func (actFail) isAction()       {}
+func (actAsk) isAction()        {}
+func (actRetry) isAction()      {}
+func (actRequeue) isAction()    {}
+func (actReplan) isAction()     {}
+func (actAbort) isAction()      {}
+func (actStopConfig) isAction() {}
+func (actDecide) isAction()     {}
+func (actRestart) isAction()    {}
+func (actFinish) isAction()     {}
 
 // view is what next reads: the graph and what is under way. next never
 // changes it.
@@ -256,6 +262,11 @@ func onReport(v view, ev evReport) []action {
 		msg := ev.Report.Error
 		if msg == "" {
 			msg = ev.Report.Summary
+		}
+		if ev.Report.Reason == protocol.ReasonConfig {
+			// The model server cannot serve the agent as configured: every
+			// task would fail the same way, so the run stops here (exit 2).
+			return []action{rec, actFail{ID: ev.ID, Reason: "configuration: " + msg}, actStopConfig{Reason: msg}}
 		}
 		if ev.Report.Reason == protocol.ReasonBudget {
 			// The decider hears it was the budget, not the work, that ended it.

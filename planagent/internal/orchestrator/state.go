@@ -153,6 +153,9 @@ type State struct {
 	Elapsed time.Duration `json:"elapsed,omitempty"`
 	// Paused says which budget paused the run (status paused).
 	Paused string `json:"paused,omitempty"`
+	// ConfigError is the configuration error that stopped the run (status
+	// aborted), e.g. a model server that returns tool calls as text.
+	ConfigError string `json:"config_error,omitempty"`
 	// Checkpoints is nil for runs started before checkpoints existed.
 	Checkpoints *Checkpoints `json:"checkpoints,omitempty"`
 	// TraceParent is the W3C traceparent of the run span of the process
