@@ -77,8 +77,8 @@ func TestPrintWithoutFileOrKey(t *testing.T) {
 			t.Errorf("row %s = %q, want %q", key, got, want)
 		}
 	}
-	if n := strings.Count(out, "\n"); n != len(Keys())+4 {
-		t.Errorf("got %d lines, want %d (two file lines, blank, column titles, one per key)", n, len(Keys())+4)
+	if n := strings.Count(out, "\n"); n != len(Keys())+4+len(l.Catalog) {
+		t.Errorf("got %d lines, want %d (two file lines, blank, column titles, one per key, one per catalog entry)", n, len(Keys())+4+len(l.Catalog))
 	}
 }
 
