@@ -29,7 +29,9 @@ func (c *Client) attempt(ctx context.Context, creq openai.ChatCompletionRequest,
 			Message: "the response has no choices"}
 	}
 	choice := resp.Choices[0]
-	return c.response(creq.Tools, sent, fromWire(choice.Message), string(choice.FinishReason), &resp.Usage), nil
+	out := c.response(creq.Tools, sent, fromWire(choice.Message), string(choice.FinishReason), &resp.Usage)
+	rec.extra.apply(&out.Usage)
+	return out, nil
 }
 
 // stream reads a streaming answer, cancelling the attempt when the server
@@ -68,7 +70,9 @@ func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, 
 		ReasoningContent: acc.reasoning.String(),
 		ToolCalls:        acc.calls.calls,
 	}
-	return c.response(creq.Tools, sent, msg, acc.finish, acc.usage), nil
+	out := c.response(creq.Tools, sent, msg, acc.finish, acc.usage)
+	rec.extra.apply(&out.Usage)
+	return out, nil
 }
 
 // streamed accumulates the chunks of one streamed answer.

@@ -16,6 +16,7 @@ type exchange struct {
 	sent       bool // the request reached the HTTP client
 	status     int  // HTTP status of the response, 0 without one
 	retryAfter time.Duration
+	extra      usageExtra // usage figures go-openai does not read (servercost.go)
 }
 
 type exchangeKey struct{}
@@ -42,6 +43,9 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		}
 		if err == nil && resp.StatusCode >= 400 {
 			rec.retryAfter = retryAfter(resp.Header, d.now())
+		}
+		if err == nil && resp.StatusCode < 300 {
+			watchCost(resp, &rec.extra)
 		}
 	}
 	return resp, err
