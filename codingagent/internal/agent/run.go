@@ -105,7 +105,8 @@ func (a *Agent) finish(res Result) Result {
 		text = res.Answer
 	}
 	a.emit(events.Event{Type: events.ResponseEnd, Status: string(res.Status), Text: text,
-		Usage: &events.Usage{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion, Cached: res.Usage.Cached}})
+		Usage: &events.Usage{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion, Cached: res.Usage.Cached,
+			CacheWrite: res.Usage.CacheWrite, CostUSD: res.Usage.CostUSD}})
 	return res
 }
 

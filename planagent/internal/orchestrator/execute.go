@@ -33,10 +33,8 @@ func (r *run) do(ctx context.Context, a action) error {
 		info.Attempt = rep.Attempt
 		info.Summary = rep.Summary
 		info.FilesChanged = rep.FilesChanged
-		info.Tokens.Prompt += rep.Tokens.Prompt
-		info.Tokens.Completion += rep.Tokens.Completion
-		r.agentPrompt += rep.Tokens.Prompt
-		r.agentCompletion += rep.Tokens.Completion
+		info.Tokens.Add(rep.Tokens)
+		r.agentTokens.Add(rep.Tokens)
 		info.Duration += time.Duration(rep.Duration)
 		return nil
 	case actAccept:

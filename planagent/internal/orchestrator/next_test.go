@@ -353,7 +353,7 @@ func TestNext(t *testing.T) {
 }
 
 func TestBudgetExceeded(t *testing.T) {
-	perToken := func(p, c int) float64 { return float64(p)*1e-6 + float64(c)*2e-6 }
+	perToken := func(u protocol.Tokens) float64 { return float64(u.Prompt)*1e-6 + float64(u.Completion)*2e-6 }
 	for _, tt := range []struct {
 		b       Budget
 		p, c    int
@@ -368,7 +368,7 @@ func TestBudgetExceeded(t *testing.T) {
 		{Budget{USD: 0.01, Cost: perToken}, 4000, 2999, 0, ""},
 		{Budget{USD: 0.01, Cost: perToken}, 4000, 3000, 0, "cost budget reached: $0.0100 of $0.01"},
 	} {
-		if got := tt.b.exceeded(tt.p, tt.c, tt.elapsed); got != tt.want {
+		if got := tt.b.exceeded(protocol.Tokens{Prompt: tt.p, Completion: tt.c}, tt.elapsed); got != tt.want {
 			t.Errorf("%+v with %d/%d tokens, %s: %q, want %q", tt.b, tt.p, tt.c, tt.elapsed, got, tt.want)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
@@ -164,8 +165,8 @@ type run struct {
 	started     time.Time
 	elapsed     time.Duration
 	budgetNoted bool // the reached budget was announced
-	// agentPrompt and agentCompletion are the agents' tokens so far.
-	agentPrompt, agentCompletion int
+	// agentTokens are the agents' tokens (and server-reported cost) so far.
+	agentTokens protocol.Tokens
 	// traces: each attempt's invoke_agent span, and its traceparent for the command.
 	traces       map[string]trace.Span
 	traceparents map[string]string
@@ -194,7 +195,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 	defer r.endTraces()
 	defer st.Close()
 	r.started, r.elapsed = o.opts.Now(), st.Elapsed
-	r.agentPrompt, r.agentCompletion = st.agentTokens()
+	r.agentTokens = st.agentTokens()
 	st.Status, st.Paused = RunRunning, ""
 	if err := r.save(); err != nil {
 		return err
