@@ -153,3 +153,23 @@ func Local(host string) bool {
 	ip := net.ParseIP(h)
 	return ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified())
 }
+
+// KnownAPI reports whether baseURL is the API of a provider the catalog
+// lists (api.openai.com, openrouter.ai, …): a remote service, which the
+// local-server probes leave alone.
+func KnownAPI(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Hostname() == "" {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if strings.HasSuffix(host, ".openai.azure.com") {
+		return true
+	}
+	for _, p := range embedded.GetAll() {
+		if providerHost(p) == host {
+			return true
+		}
+	}
+	return false
+}

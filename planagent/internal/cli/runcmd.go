@@ -142,6 +142,10 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if s.runBudget, err = s.budget(s.cfg.Model); err != nil {
 		return err
 	}
+	// A local server too small for the agent is refused before planning.
+	if err := s.checkServer(ctx); err != nil {
+		return err
+	}
 	sink := s.sink(opts.JSON)
 	runID := orchestrator.NewRunID(time.Now())
 	ctx, span := traceRun(ctx, runID, "")
@@ -348,6 +352,9 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 		model = st.Settings.Model
 	}
 	if s.runBudget, err = s.budget(model); err != nil {
+		return err
+	}
+	if err := s.checkServer(ctx); err != nil {
 		return err
 	}
 	jsonOut, _ := cmd.Flags().GetBool("json")
