@@ -273,7 +273,7 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 	case st.ConfigError != "":
 		// The model server cannot serve the agent as configured: the
 		// fix is a setting, as for any configuration error (exit 2).
-		return cmdutil.UsageError(errors.New(st.ConfigError))
+		return cmdutil.UsageError(fmt.Errorf("%s (then continue with `planagent resume %s`)", st.ConfigError, st.RunID))
 	case st.Status == orchestrator.RunPaused:
 		fmt.Fprintf(s.f.IO.Err, "paused: %s. Continue with a larger budget: `planagent resume %s --budget-tokens N` (or --budget-time, --budget-usd)\n",
 			st.Paused, st.RunID)

@@ -115,7 +115,6 @@ func (r *run) do(ctx context.Context, a action) error {
 		r.aborted = true
 		return nil
 	case actStopConfig:
-		r.aborted = true
 		if r.st.ConfigError == "" {
 			r.st.ConfigError = a.Reason
 		}

@@ -121,8 +121,8 @@ type actReplan struct{ Tasks []taskgraph.Task }
 type actAbort struct{}
 
 // actStopConfig stops dispatching because of a configuration error the
-// agent met (State.ConfigError): the run ends aborted once nothing is in
-// flight, and planagent exits 2 with Reason.
+// agent met (State.ConfigError): the run pauses once nothing is in flight,
+// and planagent exits 2 with Reason.
 type actStopConfig struct{ Reason string }
 
 // actDecide records a decision about a failed task and tells the operator.
@@ -265,8 +265,10 @@ func onReport(v view, ev evReport) []action {
 		}
 		if ev.Report.Reason == protocol.ReasonConfig {
 			// The model server cannot serve the agent as configured: every
-			// task would fail the same way, so the run stops here (exit 2).
-			return []action{rec, actFail{ID: ev.ID, Reason: "configuration: " + msg}, actStopConfig{Reason: msg}}
+			// task would fail the same way, so no task starts and the run
+			// pauses (exit 2). The task waits, pending, for a resume once
+			// the server is fixed: nothing was wrong with it.
+			return []action{rec, actRequeue{ID: ev.ID, Note: "stopped by a configuration error: " + msg}, actStopConfig{Reason: msg}}
 		}
 		if ev.Report.Reason == protocol.ReasonBudget {
 			// The decider hears it was the budget, not the work, that ended it.

@@ -196,7 +196,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 	defer st.Close()
 	r.started, r.elapsed = o.opts.Now(), st.Elapsed
 	r.agentTokens = st.agentTokens()
-	st.Status, st.Paused = RunRunning, ""
+	st.Status, st.Paused, st.ConfigError = RunRunning, "", "" // a resume is the fix's test
 	if err := r.save(); err != nil {
 		return err
 	}
@@ -259,9 +259,15 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 
 // view is the snapshot next decides on.
 func (r *run) view() view {
+	// A configuration error stops the run like a reached budget: nothing
+	// new starts, and the run pauses once nothing is under way.
+	stop := "configuration error: " + r.st.ConfigError
+	if r.st.ConfigError == "" {
+		stop = r.budgetReached()
+	}
 	return view{g: r.g, running: len(r.inflight), accepting: r.accepting, deciding: r.deciding, aborted: r.aborted,
 		parallel: r.o.opts.Parallel, maxRetries: r.o.opts.MaxRetries, decider: r.o.opts.Decider != nil,
-		isolated: r.isolated(), budget: r.budgetReached()}
+		isolated: r.isolated(), budget: stop}
 }
 
 // wait blocks until something happens and returns it as events.

@@ -153,8 +153,8 @@ type State struct {
 	Elapsed time.Duration `json:"elapsed,omitempty"`
 	// Paused says which budget paused the run (status paused).
 	Paused string `json:"paused,omitempty"`
-	// ConfigError is the configuration error that stopped the run (status
-	// aborted), e.g. a model server that returns tool calls as text.
+	// ConfigError is the configuration error that paused the run, e.g. a
+	// model server that returns tool calls as text; a resume clears it.
 	ConfigError string `json:"config_error,omitempty"`
 	// Checkpoints is nil for runs started before checkpoints existed.
 	Checkpoints *Checkpoints `json:"checkpoints,omitempty"`
