@@ -13,9 +13,11 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/codingagent/internal/filerefs"
+	"github.com/codeagent/codeagent/internal/catalog"
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/probe"
 )
 
 type execOptions struct {
@@ -86,6 +88,18 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 	sink = events.WithTask(sink, "", id)
 	for _, w := range st.warnings {
 		sink.Emit(events.Event{Type: events.Log, Text: "config: " + w})
+	}
+	// A local server too small for the first request is refused before
+	// it would cut the prompt (planagent checks once for its whole run).
+	if !catalog.KnownAPI(cfg.BaseURL) && cfg.APIKey != "" {
+		w := probe.Probe(cmd.Context(), probe.Options{BaseURL: cfg.BaseURL, Model: cfg.Model, APIKey: cfg.APIKey})
+		if err := probe.Check(w, probe.Need{RepoMap: cfg.RepoMapTokens, ReservedOutput: cfg.ReservedOutput}); err != nil {
+			return cmdutil.UsageError(err)
+		}
+		if w != nil && w.Loaded && w.Context < cfg.ContextWindow {
+			sink.Emit(events.Event{Type: events.Log, Text: fmt.Sprintf("%s serves a %d-token context: using it as context_window (configured %d)", w.Server, w.Context, cfg.ContextWindow)})
+			cfg.ContextWindow = w.Context
+		}
 	}
 	expanded, err := filerefs.ExpandContext(cmd.Context(), ws, goal)
 	if err != nil {
