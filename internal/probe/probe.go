@@ -333,9 +333,11 @@ func (e *TooSmall) Error() string {
 }
 
 // suggest is a window worth asking for: the need rounded up to a power of
-// two, at least 32768, within the model's maximum when known.
+// two, at least 65536 (Ollama's docs ask at least 64000 for coding tools:
+// the history grows past the first request), within the model's maximum
+// when known.
 func (e *TooSmall) suggest() int {
-	n := 32768
+	n := 65536
 	for n < e.Need.Tokens() {
 		n *= 2
 	}

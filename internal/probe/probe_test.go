@@ -55,10 +55,10 @@ func fakes() map[string]http.HandlerFunc {
 
 func TestProbeSmallWindows(t *testing.T) {
 	fixes := map[string]string{
-		probe.Ollama:   "OLLAMA_CONTEXT_LENGTH=32768",
-		probe.LlamaCPP: "-c 131072 --parallel 4",
-		probe.LMStudio: "lms load qwen3:8b --context-length 32768",
-		probe.VLLM:     "--max-model-len 32768",
+		probe.Ollama:   "OLLAMA_CONTEXT_LENGTH=40960",
+		probe.LlamaCPP: "-c 262144 --parallel 4",
+		probe.LMStudio: "lms load qwen3:8b --context-length 40960",
+		probe.VLLM:     "--max-model-len 65536",
 	}
 	need := probe.Need{RepoMap: 1024, ReservedOutput: 8192}
 	for kind, h := range fakes() {

@@ -285,7 +285,7 @@ func TestExecRefusesASmallLocalWindow(t *testing.T) {
 	defer srv.Close()
 	env := map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_MODEL": "m"}
 	code, stdout, stderr := run(t, env, "exec", "do it", "--volumes", t.TempDir())
-	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "llama.cpp") || !strings.Contains(stderr, "-c 65536 --parallel 2") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "llama.cpp") || !strings.Contains(stderr, "-c 131072 --parallel 2") {
 		t.Fatalf("exit %d (want 2)\nstdout %q\nstderr %q", code, stdout, stderr)
 	}
 	if n := chats.Load(); n != 0 {

@@ -24,19 +24,19 @@ func TestRunRefusesASmallLocalWindow(t *testing.T) {
 		fix    string
 	}{
 		"Ollama": {map[string]any{
-			"/api/show": map[string]any{"model_info": map[string]any{"general.architecture": "qwen3", "qwen3.context_length": 40960}},
+			"/api/show": map[string]any{"model_info": map[string]any{"general.architecture": "qwen3", "qwen3.context_length": 131072}},
 			"/api/ps":   map[string]any{"models": []map[string]any{{"name": "qwen3:8b", "model": "qwen3:8b", "context_length": 4096}}},
-		}, "OLLAMA_CONTEXT_LENGTH=32768"},
+		}, "OLLAMA_CONTEXT_LENGTH=65536"},
 		"llama.cpp": {map[string]any{
 			"/props": map[string]any{"default_generation_settings": map[string]any{"n_ctx": 8192}, "total_slots": 4},
-		}, "-c 131072 --parallel 4"},
+		}, "-c 262144 --parallel 4"},
 		"LM Studio": {map[string]any{
 			"/api/v1/models": map[string]any{"models": []map[string]any{{"key": "qwen3:8b", "max_context_length": 40960,
 				"loaded_instances": []map[string]any{{"id": "qwen3:8b", "config": map[string]any{"context_length": 4096}}}}}},
-		}, "--context-length 32768"},
+		}, "--context-length 40960"},
 		"vLLM": {map[string]any{
 			"/v1/models": map[string]any{"data": []map[string]any{{"id": "qwen3:8b", "max_model_len": 4096}}},
-		}, "--max-model-len 32768"},
+		}, "--max-model-len 65536"},
 	}
 	for kind, k := range kinds {
 		t.Run(kind, func(t *testing.T) {
