@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/catalog"
 )
 
 // DefaultFile is read when no --config is given; its absence is not an error.
@@ -119,6 +120,10 @@ type Loaded struct {
 	UserFile string
 	// Warnings are things worth telling the user that do not stop the run.
 	Warnings []string
+	// Catalog is what the model catalog said about the model (and the
+	// summary model), the entries whose values fill what the config leaves
+	// unset; empty when it knows neither.
+	Catalog []catalog.Model
 }
 
 // Options says where Load looks.
@@ -132,6 +137,9 @@ type Options struct {
 	// UserFile overrides the user-level file's path (tests); "" means
 	// UserFile(Getenv).
 	UserFile string
+	// Catalog looks up what the config does not say about a model; nil
+	// means the embedded catalog (catalog.Lookup).
+	Catalog func(baseURL, model string) (catalog.Model, bool)
 }
 
 // UserFile is the user-level config file, read before (under) the
@@ -180,6 +188,14 @@ func Load(opts Options) (*Loaded, error) {
 	if len(st.errs) > 0 {
 		return nil, errors.Join(st.errs...)
 	}
+	lookup := opts.Catalog
+	if lookup == nil {
+		lookup = catalog.Lookup
+	}
+	used := st.applyCatalog(lookup)
+	if len(st.errs) > 0 {
+		return nil, errors.Join(st.errs...)
+	}
 	if err := validate(st.cfg, st.where); err != nil {
 		return nil, err
 	}
@@ -191,6 +207,8 @@ func Load(opts Options) (*Loaded, error) {
 	for _, key := range []string{keyMCPServers, keyMCPReadOnly, keyPrices, keyNotify, keyCompat} {
 		l.Sources[key] = st.origins[key].source()
 	}
+	l.Catalog = used
+	l.Sources[keyPrices] = pricesSource(st.origins[keyPrices], st.catalogPriced)
 	return l, nil
 }
 
@@ -216,6 +234,8 @@ type state struct {
 	origins  map[string]origin
 	errs     []error
 	warnings []string
+	// catalogPriced are the models whose price came from the catalog.
+	catalogPriced []string
 }
 
 // readFile applies the YAML file and returns its absolute path, or "" when

@@ -44,6 +44,7 @@ const (
 	fromFile
 	fromEnv
 	fromFlag
+	fromCatalog // the embedded model catalog; name is "<provider>/<model>"
 )
 
 // origin is where one value came from. The file origin keeps both the path
@@ -64,6 +65,8 @@ func (o origin) source() Source {
 		return Source("env " + o.name)
 	case fromFlag:
 		return Source("flag " + o.name)
+	case fromCatalog:
+		return Source("catalog: " + o.name)
 	}
 	return SourceDefault
 }
@@ -76,6 +79,8 @@ func (o origin) where() string {
 		return "env " + o.name
 	case fromFlag:
 		return "flag " + o.name
+	case fromCatalog:
+		return "catalog " + o.name
 	}
 	return "default"
 }

@@ -40,7 +40,7 @@ func flags(t *testing.T, keys []string, args ...string) *pflag.FlagSet {
 
 func TestLoadDefaults(t *testing.T) {
 	t.Chdir(t.TempDir()) // no ./codeagent.yaml here
-	l, err := Load(Options{Getenv: env(nil)})
+	l, err := Load(Options{Getenv: env(nil), Catalog: noCatalog})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -256,14 +256,14 @@ func TestPrices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, ok := l.PriceOf("m1"); !ok || p != (Price{Input: 2.5, Output: 10}) || l.BudgetUSD != 0.5 || !strings.Contains(string(l.Sources["prices"]), "codeagent.yaml:3") {
+	if p, ok := l.PriceOf("m1"); !ok || p != (Price{Input: 2.5, Output: 10, CachedInput: 2.5, CacheWrite: 2.5}) || l.BudgetUSD != 0.5 || !strings.Contains(string(l.Sources["prices"]), "codeagent.yaml:3") {
 		t.Errorf("prices %+v budget %v source %q", l.Prices, l.BudgetUSD, l.Sources["prices"])
 	}
 	for body, want := range map[string]string{
 		"prices: 3\n":                             `codeagent.yaml:1: key "prices": want a mapping of model name`,
 		"prices:\n  m1: {input: 1}\n":             `codeagent.yaml:2: key "prices": model "m1": output is missing`,
 		"prices:\n  m1: {input: -1, output: 1}\n": `codeagent.yaml:2: key "prices": model "m1": input must be 0 or more`,
-		"prices:\n  m1: {input: 1, outp: 1}\n":    `model "m1": unknown field "outp" (known: input, output)`,
+		"prices:\n  m1: {input: 1, outp: 1}\n":    `model "m1": unknown field "outp" (known: input, output, cached_input, cache_write)`,
 		"budget_tokens: -5\n":                     "budget_tokens",
 	} {
 		_, err := Load(Options{File: write(body), Getenv: func(string) string { return "" }})

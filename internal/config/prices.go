@@ -12,8 +12,12 @@ import (
 
 // Price is what a model costs, in USD per million tokens.
 type Price struct {
-	Input  float64 // prompt tokens
+	Input  float64 // prompt tokens (uncached)
 	Output float64 // completion tokens
+	// CachedInput is a prompt token read from the provider's cache and
+	// CacheWrite one written to it; each is Input when not given.
+	CachedInput float64
+	CacheWrite  float64
 }
 
 const keyPrices = "prices"
@@ -28,6 +32,7 @@ func (c Config) PriceOf(model string) (Price, bool) {
 //
 //	prices:
 //	  gpt-4o-mini: {input: 0.15, output: 0.60}
+//	  claude-sonnet-4-5: {input: 3, output: 15, cached_input: 0.30, cache_write: 3.75}
 func (st *state) applyPricesNode(k, v *yaml.Node, o origin) {
 	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 		return
@@ -38,7 +43,7 @@ func (st *state) applyPricesNode(k, v *yaml.Node, o origin) {
 		at.line = line
 		st.errs = append(st.errs, &Error{Where: at.where(), Key: keyPrices, Msg: fmt.Sprintf(format, args...)})
 	}
-	const shape = "a mapping of model name to {input: USD per 1M prompt tokens, output: USD per 1M completion tokens}"
+	const shape = "a mapping of model name to {input: USD per 1M prompt tokens, output: USD per 1M completion tokens, optionally cached_input and cache_write}"
 	if v.Kind != yaml.MappingNode {
 		fail(v.Line, "want %s, got %s", shape, describe(v))
 		return
@@ -69,8 +74,12 @@ func (st *state) applyPricesNode(k, v *yaml.Node, o origin) {
 				dst = &p.Input
 			case "output":
 				dst = &p.Output
+			case "cached_input":
+				dst = &p.CachedInput
+			case "cache_write":
+				dst = &p.CacheWrite
 			default:
-				fail(fk.Line, "model %q: unknown field %q (known: input, output)", model, fk.Value)
+				fail(fk.Line, "model %q: unknown field %q (known: input, output, cached_input, cache_write)", model, fk.Value)
 				continue
 			}
 			have[fk.Value] = true
@@ -85,6 +94,12 @@ func (st *state) applyPricesNode(k, v *yaml.Node, o origin) {
 			if !have[f] {
 				fail(mk.Line, "model %q: %s is missing (USD per 1M tokens)", model, f)
 			}
+		}
+		if !have["cached_input"] {
+			p.CachedInput = p.Input
+		}
+		if !have["cache_write"] {
+			p.CacheWrite = p.Input
 		}
 		prices[model] = p
 	}
@@ -105,7 +120,15 @@ func formatPrices(p map[string]Price) string {
 	sort.Strings(models)
 	var parts []string
 	for _, m := range models {
-		parts = append(parts, fmt.Sprintf("%s: in $%g/M, out $%g/M", m, p[m].Input, p[m].Output))
+		pr := p[m]
+		part := fmt.Sprintf("%s: in $%g/M, out $%g/M", m, pr.Input, pr.Output)
+		if pr.CachedInput != pr.Input {
+			part += fmt.Sprintf(", cached in $%g/M", pr.CachedInput)
+		}
+		if pr.CacheWrite != pr.Input {
+			part += fmt.Sprintf(", cache write $%g/M", pr.CacheWrite)
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }

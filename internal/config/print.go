@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/catalog"
 )
 
 // Print writes every key with its effective value and source as an aligned
@@ -61,6 +62,17 @@ func (l *Loaded) Print(w io.Writer) error {
 			src = SourceDefault
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", kv[0], kv[1], src)
+	}
+	// What the catalog knows of the model, whether or not the config
+	// overrides it: reasoning support and the maximum output are shown
+	// only here.
+	for _, m := range l.Catalog {
+		reasoning := "no"
+		if m.Reasoning {
+			reasoning = "yes"
+		}
+		fmt.Fprintf(tw, "catalog\t%s: window %d, max output %d, reasoning %s\t%s (embedded)\n",
+			m.Name(), m.ContextWindow, m.MaxOutput, reasoning, catalog.Version)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print config: %w", err)

@@ -78,8 +78,8 @@ func TestPrintWithoutFileOrKey(t *testing.T) {
 		}
 	}
 	table, _, _ := strings.Cut(out, "\nprovider profile")
-	if n := strings.Count(table, "\n"); n != len(Keys())+4 {
-		t.Errorf("got %d lines, want %d (two file lines, blank, column titles, one per key)", n, len(Keys())+4)
+	if n := strings.Count(table, "\n"); n != len(Keys())+4+len(l.Catalog) {
+		t.Errorf("got %d lines, want %d (two file lines, blank, column titles, one per key, one per catalog entry)", n, len(Keys())+4+len(l.Catalog))
 	}
 }
 

@@ -41,6 +41,10 @@ type Usage struct {
 	Prompt     int `json:"prompt"`
 	Completion int `json:"completion"`
 	Cached     int `json:"cached,omitempty"`
+	// CacheWrite is the prompt tokens written to the provider's cache;
+	// CostUSD what the server itself said the calls cost (0: it did not).
+	CacheWrite int     `json:"cache_write,omitempty"`
+	CostUSD    float64 `json:"cost_usd,omitempty"`
 }
 
 // Event is one progress event. Fields not relevant to a type stay empty.

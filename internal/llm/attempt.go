@@ -31,7 +31,9 @@ func (c *Client) attempt(ctx context.Context, cl call, onToken func(string)) (*R
 	}
 	choice := resp.Choices[0]
 	x := parseExtras(rec.raw.Bytes(), false)
-	return c.response(creq.Tools, sent, fromWire(choice.Message), string(choice.FinishReason), &resp.Usage, x), nil
+	out := c.response(creq.Tools, sent, fromWire(choice.Message), string(choice.FinishReason), &resp.Usage, x)
+	rec.extra.apply(&out.Usage)
+	return out, nil
 }
 
 // stream reads a streaming answer, cancelling the attempt when the server
@@ -70,7 +72,9 @@ func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, 
 		ReasoningContent: acc.reasoning.String(),
 		ToolCalls:        acc.calls.calls,
 	}
-	return c.response(creq.Tools, sent, msg, acc.finish, acc.usage, parseExtras(rec.raw.Bytes(), true)), nil
+	out := c.response(creq.Tools, sent, msg, acc.finish, acc.usage, parseExtras(rec.raw.Bytes(), true))
+	rec.extra.apply(&out.Usage)
+	return out, nil
 }
 
 // streamed accumulates the chunks of one streamed answer.

@@ -54,11 +54,12 @@ func IsContextLength(err error) bool {
 }
 
 // IsSetup reports whether err says the server cannot be used as configured:
-// not reachable, the key refused, the URL or the model unknown. Another
+// not reachable, the key refused, the URL or the model unknown, tool calls
+// left unparsed in the text (ToolCallAsTextError). Another
 // attempt, or another task, would fail the same way; the person has to fix
 // the configuration (callers exit 2 for it).
 func IsSetup(err error) bool {
-	if errors.Is(err, ErrNoAPIKey) || errors.Is(err, ErrNoModel) {
+	if errors.Is(err, ErrNoAPIKey) || errors.Is(err, ErrNoModel) || IsToolCallAsText(err) {
 		return true
 	}
 	var e *Error

@@ -19,6 +19,7 @@ type exchange struct {
 	retryAfter time.Duration
 	patch      *bodyPatch   // the profile's body rewrite (wirebody.go)
 	raw        bytes.Buffer // a copy of a 200 answer's body, for what go-openai does not read (extras.go)
+	extra      usageExtra // usage figures go-openai does not read (servercost.go)
 }
 
 type exchangeKey struct{}
@@ -54,6 +55,9 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		}
 		if err == nil && resp.StatusCode >= 400 {
 			rec.retryAfter = retryAfter(resp.Header, d.now())
+		}
+		if err == nil && resp.StatusCode < 300 {
+			watchCost(resp, &rec.extra)
 		}
 	}
 	return resp, err

@@ -54,6 +54,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, req Reque
 		writeScriptedError(w, reply)
 		return
 	}
+	for k, v := range reply.Header {
+		w.Header().Set(k, v)
+	}
 	calls := make([]ToolCall, len(reply.ToolCalls))
 	for i, c := range reply.ToolCalls {
 		if c.ID == "" && reply.Quirks&QuirkNoID == 0 {

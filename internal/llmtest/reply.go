@@ -32,6 +32,9 @@ type Reply struct {
 	ToolCalls []ToolCall
 	Usage     *Usage // nil: the server reports chars/4 figures
 	NoUsage   bool   // send no usage at all
+	// Header is set on a successful answer, e.g. LiteLLM's
+	// x-litellm-response-cost.
+	Header map[string]string
 
 	// An injected HTTP error: Status (e.g. 429) with ErrorBody as the body
 	// (default: an OpenAI-shaped error naming the status) and RetryAfter as

@@ -167,6 +167,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.models(w, r)
 		return
 	}
+	if r.URL.Path == "/props" || strings.HasPrefix(r.URL.Path, "/api/") {
+		// Other servers' own endpoints, which planagent's local-server
+		// probes ask at start: OpenAI has none of them. Not a rejection of
+		// what the client sent for a completion.
+		http.NotFound(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		s.reject(w, 0, http.StatusNotFound, &ValidationError{
 			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), Code: "unknown_url",

@@ -78,11 +78,15 @@ type Usage struct {
 	CompletionTokens    int                  `json:"completion_tokens"`
 	TotalTokens         int                  `json:"total_tokens"`
 	PromptTokensDetails *PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
+	// Cost is OpenRouter's figure for the call in USD (usage.cost).
+	Cost *float64 `json:"cost,omitempty"`
 }
 
-// PromptTokensDetails says how much of the prompt came from the cache.
+// PromptTokensDetails says how much of the prompt came from the cache
+// (OpenRouter adds what was written to it).
 type PromptTokensDetails struct {
-	CachedTokens int `json:"cached_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 // Roles and the tool type, as the API spells them.

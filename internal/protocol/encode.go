@@ -29,6 +29,9 @@ func (m mapping) str(key, v string) { m.add(key, stringNode(v)) }
 func (m mapping) integer(key string, v int) {
 	m.add(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(v)})
 }
+func (m mapping) float(key string, v float64) {
+	m.add(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: strconv.FormatFloat(v, 'g', -1, 64)})
+}
 func (m mapping) duration(key string, d Duration) {
 	m.add(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: d.String()})
 }

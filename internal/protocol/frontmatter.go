@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -202,6 +203,15 @@ func intField(dst *int) func(string, *yaml.Node) error {
 	return func(path string, v *yaml.Node) error {
 		if v.Kind != yaml.ScalarNode || v.Decode(dst) != nil {
 			return typeError(path, v, "a whole number")
+		}
+		return nil
+	}
+}
+
+func floatField(dst *float64) func(string, *yaml.Node) error {
+	return func(path string, v *yaml.Node) error {
+		if v.Kind != yaml.ScalarNode || v.Decode(dst) != nil || math.IsNaN(*dst) || math.IsInf(*dst, 0) {
+			return typeError(path, v, "a number")
 		}
 		return nil
 	}

@@ -26,6 +26,21 @@ func (s Status) Valid() bool {
 type Tokens struct {
 	Prompt     int `yaml:"prompt"`
 	Completion int `yaml:"completion"`
+	// Cached and CacheWrite are the prompt tokens (counted in Prompt) read
+	// from and written to the provider's cache; CostUSD is the cost the
+	// server itself reported (OpenRouter, LiteLLM), 0 when it sent none.
+	Cached     int     `yaml:"cached,omitempty" json:",omitempty"`
+	CacheWrite int     `yaml:"cache_write,omitempty" json:",omitempty"`
+	CostUSD    float64 `yaml:"cost_usd,omitempty" json:",omitempty"`
+}
+
+// Add sums o into t.
+func (t *Tokens) Add(o Tokens) {
+	t.Prompt += o.Prompt
+	t.Completion += o.Completion
+	t.Cached += o.Cached
+	t.CacheWrite += o.CacheWrite
+	t.CostUSD += o.CostUSD
 }
 
 // Report is codingagent's answer to one command, written to reports/<id>.md.
@@ -35,6 +50,10 @@ const ReasonBudget = "budget"
 // ReasonModel is the Reason of a task that failed on the model provider's
 // error (after the client's retries): not the task's fault.
 const ReasonModel = "model"
+
+// ReasonConfig is the Reason of a task the server's configuration made
+// impossible (it returned a tool call as text): the run stops, exit 2.
+const ReasonConfig = "config"
 
 type Report struct {
 	ID           string   `yaml:"id"`
@@ -80,6 +99,9 @@ func parseReport(name string, data []byte) (*Report, error) {
 			return decodeFields(path+".", v, []field{
 				{"prompt", intField(&r.Tokens.Prompt)},
 				{"completion", intField(&r.Tokens.Completion)},
+				{"cached", intField(&r.Tokens.Cached)},
+				{"cache_write", intField(&r.Tokens.CacheWrite)},
+				{"cost_usd", floatField(&r.Tokens.CostUSD)},
 			})
 		}},
 		{"duration", durationField(&r.Duration)},
@@ -115,6 +137,9 @@ func (r *Report) validate(name string) error {
 	if r.Tokens.Completion < 0 {
 		return &ParseError{Field: "tokens.completion", Problem: "must be >= 0"}
 	}
+	if r.Tokens.Cached < 0 || r.Tokens.CacheWrite < 0 || r.Tokens.CostUSD < 0 {
+		return &ParseError{Field: "tokens", Problem: "cached, cache_write and cost_usd must be >= 0"}
+	}
 	if r.Duration < 0 {
 		return &ParseError{Field: "duration", Problem: fmt.Sprintf("must not be negative, got %s", r.Duration)}
 	}
@@ -134,6 +159,15 @@ func (r *Report) header() mapping {
 	tokens := newMapping()
 	tokens.integer("prompt", r.Tokens.Prompt)
 	tokens.integer("completion", r.Tokens.Completion)
+	if r.Tokens.Cached > 0 {
+		tokens.integer("cached", r.Tokens.Cached)
+	}
+	if r.Tokens.CacheWrite > 0 {
+		tokens.integer("cache_write", r.Tokens.CacheWrite)
+	}
+	if r.Tokens.CostUSD > 0 {
+		tokens.float("cost_usd", r.Tokens.CostUSD)
+	}
 	m.add("tokens", tokens.n)
 	m.duration("duration", r.Duration)
 	if r.Error != "" {

@@ -34,6 +34,10 @@ func TestReportRoundTrip(t *testing.T) {
 		{"unicode and --- in body", func(r *Report) { r.Summary = "完成 ✓"; r.Body = "---\n结果\n---\n" }},
 		{"awkward summary", func(r *Report) { r.Summary = "\tindented first\nsecond  \n\n" }},
 		{"empty files_changed", func(r *Report) { r.FilesChanged = []string{} }},
+		{"cache and server cost", func(r *Report) {
+			r.Tokens = Tokens{Prompt: 1000, Completion: 50, Cached: 800, CacheWrite: 150, CostUSD: 0.001234}
+		}},
+		{"config", func(r *Report) { r.Status, r.Error, r.Reason = StatusFailed, "tool call as text", ReasonConfig }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +73,7 @@ func TestParseReportErrors(t *testing.T) {
 		{name: "status unknown", data: head + "status: done\n---\n", field: "status", problem: `"done": must be completed`},
 		{name: "status a list", data: head + "status: [completed]\n---\n", field: "status", line: 5, problem: "must be a string"},
 		{name: "unknown field", data: head + "status: completed\ncost: 3\n---\n", field: "cost", line: 6, problem: "unknown field"},
-		{name: "unknown token field", data: head + "status: completed\ntokens: {prompt: 1, cached: 2}\n---\n", field: "tokens.cached", line: 6, problem: "unknown field"},
+		{name: "unknown token field", data: head + "status: completed\ntokens: {prompt: 1, cache_read: 2}\n---\n", field: "tokens.cache_read", line: 6, problem: "unknown field"},
 		{name: "tokens not a mapping", data: head + "status: completed\ntokens: 5\n---\n", field: "tokens", line: 6, problem: "must be a mapping"},
 		{name: "negative tokens", data: head + "status: completed\ntokens: {prompt: -1}\n---\n", field: "tokens.prompt", problem: "must be >= 0"},
 		{name: "negative duration", data: head + "status: completed\nduration: -3s\n---\n", field: "duration", problem: "must not be negative"},

@@ -150,6 +150,10 @@ const ReasonBudget = "budget"
 // error after the client's retries.
 const ReasonModel = "model"
 
+// ReasonConfig is Result.Reason of a run the server's configuration made
+// impossible (a tool call left as text): no retry can succeed.
+const ReasonConfig = "config"
+
 const (
 	Completed   Status = "completed"
 	Failed      Status = "failed"
@@ -161,7 +165,7 @@ type Result struct {
 	Status       Status
 	Answer       string    // the model's final text
 	Error        string    // why it failed or stopped, for the report
-	Reason       string    // "budget" when it stopped at BudgetTokens
+	Reason       string    // "budget" when it stopped at BudgetTokens, "config" when the server cannot serve it
 	FilesChanged []string  // workspace-relative, sorted, unique
 	Usage        llm.Usage // every model call of the run, sub-agents and summaries included
 	Iterations   int       // model calls of the loop

@@ -105,7 +105,8 @@ func (a *Agent) finish(res Result) Result {
 		text = res.Answer
 	}
 	a.emit(events.Event{Type: events.ResponseEnd, Status: string(res.Status), Text: text,
-		Usage: &events.Usage{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion, Cached: res.Usage.Cached}})
+		Usage: &events.Usage{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion, Cached: res.Usage.Cached,
+			CacheWrite: res.Usage.CacheWrite, CostUSD: res.Usage.CostUSD}})
 	return res
 }
 
@@ -145,6 +146,11 @@ func (a *Agent) loop(ctx context.Context) Result {
 			return Result{Status: Failed, Error: err.Error(), Iterations: iter}
 		}
 		if len(msg.ToolCalls) == 0 {
+			if terr := llm.TextToolCall(resp.Message.Content, req.Tools); terr != nil {
+				// Not an answer: the server left the model's tool call in
+				// the text. Every later turn would do the same.
+				return Result{Status: Failed, Reason: ReasonConfig, Error: terr.Error(), Err: terr, Iterations: iter}
+			}
 			return Result{Status: Completed, Answer: resp.Message.Content, Iterations: iter}
 		}
 		if status, reason := a.runTools(ctx, msg.ToolCalls, &det); status != "" {

@@ -13,9 +13,11 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/codingagent/internal/filerefs"
+	"github.com/codeagent/codeagent/internal/catalog"
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/probe"
 )
 
 type execOptions struct {
@@ -87,6 +89,18 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 	for _, w := range st.warnings {
 		sink.Emit(events.Event{Type: events.Log, Text: "config: " + w})
 	}
+	// A local server too small for the first request is refused before
+	// it would cut the prompt (planagent checks once for its whole run).
+	if !catalog.KnownAPI(cfg.BaseURL) && cfg.APIKey != "" {
+		w := probe.Probe(cmd.Context(), probe.Options{BaseURL: cfg.BaseURL, Model: cfg.Model, APIKey: cfg.APIKey})
+		if err := probe.Check(w, probe.Need{RepoMap: cfg.RepoMapTokens, ReservedOutput: cfg.ReservedOutput}); err != nil {
+			return cmdutil.UsageError(err)
+		}
+		if w != nil && w.Loaded && w.Context < cfg.ContextWindow {
+			sink.Emit(events.Event{Type: events.Log, Text: fmt.Sprintf("%s serves a %d-token context: using it as context_window (configured %d)", w.Server, w.Context, cfg.ContextWindow)})
+			cfg.ContextWindow = w.Context
+		}
+	}
 	expanded, err := filerefs.ExpandContext(cmd.Context(), ws, goal)
 	if err != nil {
 		return cmdutil.Failed(fmt.Errorf("expand @file references in GOAL: %w", err))
@@ -136,6 +150,10 @@ func runExec(cmd *cobra.Command, f *cmdutil.Factory, opts *execOptions) error {
 		return nil
 	case res.Status == agent.Interrupted:
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case res.Reason == agent.ReasonConfig:
+		// The server answered, but cannot serve this agent as set up (a
+		// tool call left as text): the fix is its configuration.
+		return cmdutil.Silent(cmdutil.ExitUsage)
 	case llm.IsSetup(res.Err) && res.Usage == (llm.Usage{}):
 		// Not one model call went through: the server is unreachable or
 		// refuses this key, URL or model. That is the configuration (exit

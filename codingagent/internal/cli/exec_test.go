@@ -3,9 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
@@ -233,5 +237,58 @@ func TestExecInterrupted(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("%d model requests after cancellation", n)
+	}
+}
+
+// TestExecToolCallAsText: a server that leaves the model's tool call in the
+// text (no tool parser) ends exec with exit 2 and the server setting to fix,
+// not with the call taken for the final answer.
+func TestExecToolCallAsText(t *testing.T) {
+	for name, content := range map[string]string{
+		"vllm hermes block": "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.go\"}}\n</tool_call>",
+		"llama.cpp json":    `{"name": "list_dir", "parameters": {"path": "."}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := llmtest.New(t)
+			srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text(content) })
+			code, stdout, stderr := run(t, execEnv(srv), "exec", "read a.go", "--volumes", t.TempDir())
+			if code != cmdutil.ExitUsage {
+				t.Fatalf("exit %d, want %d\nstdout %q\nstderr %q", code, cmdutil.ExitUsage, stdout, stderr)
+			}
+			for _, want := range []string{"status: failed", "as text", "--enable-auto-tool-choice", "--jinja"} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("report lacks %q:\n%s", want, stdout)
+				}
+			}
+			if n := len(srv.Requests()); n != 1 {
+				t.Errorf("%d model calls, want 1 (no retry of a configuration error)", n)
+			}
+		})
+	}
+}
+
+// A local server serving less than the first request needs stops exec
+// before any model call: exit 2 and the fix (here llama.cpp's slots).
+func TestExecRefusesASmallLocalWindow(t *testing.T) {
+	var chats atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/props": // llama.cpp's answer, cut to the fields read
+			fmt.Fprint(w, `{"default_generation_settings":{"n_ctx":2048},"total_slots":2}`)
+		case "/v1/chat/completions":
+			chats.Add(1)
+			http.Error(w, "not expected", http.StatusTeapot)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	env := map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_MODEL": "m"}
+	code, stdout, stderr := run(t, env, "exec", "do it", "--volumes", t.TempDir())
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "llama.cpp") || !strings.Contains(stderr, "-c 131072 --parallel 2") {
+		t.Fatalf("exit %d (want 2)\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
+	if n := chats.Load(); n != 0 {
+		t.Errorf("%d chat requests", n)
 	}
 }

@@ -144,7 +144,8 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 		Error:        res.Error,
 		Reason:       res.Reason,
 		FilesChanged: res.FilesChanged,
-		Tokens:       protocol.Tokens{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion},
+		Tokens: protocol.Tokens{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion,
+			Cached: res.Usage.Cached, CacheWrite: res.Usage.CacheWrite, CostUSD: res.Usage.CostUSD},
 	}
 	if err != nil {
 		return rep, fmt.Errorf("task %s: %w", cmd.ID, err)

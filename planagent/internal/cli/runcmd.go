@@ -144,6 +144,10 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if s.runBudget, err = s.budget(s.cfg.Model); err != nil {
 		return err
 	}
+	// A local server too small for the agent is refused before planning.
+	if err := s.checkServer(ctx); err != nil {
+		return err
+	}
 	notifier := notify.New(s.cfg.Notify, s.logger)
 	defer notifier.Wait()
 	sink := notify.Sink(ctx, s.sink(opts.JSON), notifier, opts.Goal)
@@ -280,6 +284,10 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 	case err != nil || st.Status == orchestrator.RunInterrupted:
 		fmt.Fprintf(s.f.IO.Err, "interrupted: continue with `planagent resume %s`\n", s.ref(st.RunID))
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case st.ConfigError != "":
+		// The model server cannot serve the agent as configured: the
+		// fix is a setting, as for any configuration error (exit 2).
+		return cmdutil.UsageError(fmt.Errorf("%s (then continue with `planagent resume %s`)", st.ConfigError, st.RunID))
 	case st.Status == orchestrator.RunPaused:
 		fmt.Fprintf(s.f.IO.Err, "paused: %s. Continue with a larger budget: `planagent resume %s --budget-tokens N` (or --budget-time, --budget-usd)\n",
 			st.Paused, s.ref(st.RunID))
@@ -384,6 +392,9 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 		model = st.Settings.Model
 	}
 	if s.runBudget, err = s.budget(model); err != nil {
+		return err
+	}
+	if err := s.checkServer(ctx); err != nil {
 		return err
 	}
 	jsonOut, _ := cmd.Flags().GetBool("json")

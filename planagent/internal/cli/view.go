@@ -76,7 +76,7 @@ graphviz's dot language (render with dot -Tsvg), or as JSON nodes and edges.`,
 func (s *session) viewOptions() runview.Options {
 	prices := runview.Prices{}
 	for m, p := range s.cfg.Prices {
-		prices[m] = runview.Price{Input: p.Input, Output: p.Output}
+		prices[m] = runview.Price{Input: p.Input, Output: p.Output, CachedInput: p.CachedInput, CacheWrite: p.CacheWrite}
 	}
 	return runview.Options{Model: s.cfg.Model, Prices: prices}
 }

@@ -19,10 +19,12 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/filetree"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runview"
 )
 
 // session is what run, plan, status and resume share once flags are parsed.
@@ -297,8 +299,10 @@ func (s *session) budget(model string) (orchestrator.Budget, error) {
 			"add it to the config file, e.g.\n  prices:\n    %s: {input: 0.15, output: 0.60}   # USD per 1M prompt / completion tokens",
 			c.BudgetUSD, model, model))
 	}
-	b.Cost = func(prompt, completion int) float64 {
-		return (float64(prompt)*p.Input + float64(completion)*p.Output) / 1e6
+	prices := runview.Prices{model: {Input: p.Input, Output: p.Output, CachedInput: p.CachedInput, CacheWrite: p.CacheWrite}}
+	b.Cost = func(used protocol.Tokens) float64 {
+		c, _ := prices.Cost(model, runview.TokensOf(used))
+		return c
 	}
 	return b, nil
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 // Budget bounds a run. When one of Tokens, Time or USD is reached no new
@@ -14,26 +16,32 @@ type Budget struct {
 	Tokens int           // every token of the run: agents, planner, decisions
 	Time   time.Duration // the run's running time (State.Elapsed)
 	USD    float64       // the cost of those tokens, priced by Cost
-	// Cost prices tokens in USD; the caller makes sure it exists when USD
-	// is set (a USD budget without prices is a usage error).
-	Cost func(prompt, completion int) float64
+	// Cost prices tokens in USD (cache-aware, or the server's own figure);
+	// the caller makes sure it exists when USD is set (a USD budget
+	// without prices is a usage error).
+	Cost func(used protocol.Tokens) float64
 	// TaskTokens is each task's token budget unless the plan gives the
 	// task its own: past it the agent stops and the task fails ("budget").
 	TaskTokens int
 }
 
 // agentTokens is every token the run's agents have reported so far.
-func (st *State) agentTokens() (prompt, completion int) {
+func (st *State) agentTokens() protocol.Tokens {
+	var t protocol.Tokens
 	for _, in := range st.Info {
-		prompt += in.Tokens.Prompt
-		completion += in.Tokens.Completion
+		t.Add(in.Tokens)
 	}
-	return prompt, completion
+	return t
+}
+
+// usageTokens is the planner's and the decider's usage as report tokens.
+func usageTokens(u llm.Usage) protocol.Tokens {
+	return protocol.Tokens{Prompt: u.Prompt, Completion: u.Completion, Cached: u.Cached, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD}
 }
 
 // exceeded is the budget that used has reached (text "" when none has).
-func (b Budget) exceeded(prompt, completion int, elapsed time.Duration) limitHit {
-	if total := prompt + completion; b.Tokens > 0 && total >= b.Tokens {
+func (b Budget) exceeded(used protocol.Tokens, elapsed time.Duration) limitHit {
+	if total := used.Prompt + used.Completion; b.Tokens > 0 && total >= b.Tokens {
 		return limitHit{StopBudgetTok, float64(b.Tokens), float64(total),
 			fmt.Sprintf("token budget reached: %d of %d tokens used", total, b.Tokens)}
 	}
@@ -42,7 +50,7 @@ func (b Budget) exceeded(prompt, completion int, elapsed time.Duration) limitHit
 			fmt.Sprintf("time budget reached: ran %s of %s", elapsed.Round(time.Second), b.Time)}
 	}
 	if b.USD > 0 && b.Cost != nil {
-		if c := b.Cost(prompt, completion); c >= b.USD {
+		if c := b.Cost(used); c >= b.USD {
 			return limitHit{StopBudgetUSD, b.USD, c, fmt.Sprintf("cost budget reached: $%.4f of $%.2f", c, b.USD)}
 		}
 	}
@@ -56,8 +64,9 @@ func (r *run) budgetReached() string {
 	// run is checked on every step, and summing every task's tokens each
 	// time made a 10 000-task run quadratic) and the planner's and the
 	// decider's.
-	p, c := r.agentPrompt+r.st.Usage.Prompt, r.agentCompletion+r.st.Usage.Completion
-	hit := r.o.opts.Budget.exceeded(p, c, r.elapsed+r.o.opts.Now().Sub(r.started))
+	used := r.agentTokens
+	used.Add(usageTokens(r.st.Usage))
+	hit := r.o.opts.Budget.exceeded(used, r.elapsed+r.o.opts.Now().Sub(r.started))
 	reason := hit.text
 	if reason != "" {
 		r.hit = hit

@@ -162,8 +162,9 @@ func (r *run) end(id, status string) {
 		text += ": " + oneLine(t.Error, 200)
 	}
 	r.o.opts.Events.Emit(events.Event{Type: events.TaskEnd, RunID: r.st.RunID, TaskID: id, Status: status, Text: text,
-		Usage: &events.Usage{Prompt: info.Tokens.Prompt, Completion: info.Tokens.Completion},
-		Data:  map[string]any{"attempt": info.Attempt, "elapsed_ms": elapsed.Milliseconds(), "summary": info.Summary}})
+		Usage: &events.Usage{Prompt: info.Tokens.Prompt, Completion: info.Tokens.Completion, Cached: info.Tokens.Cached,
+			CacheWrite: info.Tokens.CacheWrite, CostUSD: info.Tokens.CostUSD},
+		Data: map[string]any{"attempt": info.Attempt, "elapsed_ms": elapsed.Milliseconds(), "summary": info.Summary}})
 }
 
 // position is "[i/N]" of id in the topological order.

@@ -33,10 +33,8 @@ func (r *run) do(ctx context.Context, a action) error {
 		info.Attempt = rep.Attempt
 		info.Summary = rep.Summary
 		info.FilesChanged = rep.FilesChanged
-		info.Tokens.Prompt += rep.Tokens.Prompt
-		info.Tokens.Completion += rep.Tokens.Completion
-		r.agentPrompt += rep.Tokens.Prompt
-		r.agentCompletion += rep.Tokens.Completion
+		info.Tokens.Add(rep.Tokens)
+		r.agentTokens.Add(rep.Tokens)
 		info.Duration += time.Duration(rep.Duration)
 		info.Reason = rep.Reason
 		return nil
@@ -117,6 +115,13 @@ func (r *run) do(ctx context.Context, a action) error {
 	case actAbort:
 		r.aborted = true
 		return nil
+	case actStopConfig:
+		if r.st.ConfigError == "" {
+			r.st.ConfigError = a.Reason
+		}
+		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+			Text: "configuration error: " + a.Reason + ": no new task starts"})
+		return r.save()
 	case actRestart:
 		r.o.opts.Logger.Warn("the coding agent died; retrying its tasks on a fresh one", "err", a.Cause)
 		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, Text: fmt.Sprintf("coding agent died: %v", a.Cause)})

@@ -120,6 +120,11 @@ type actReplan struct{ Tasks []taskgraph.Task }
 // actAbort stops dispatching: the run ends once nothing is in flight.
 type actAbort struct{}
 
+// actStopConfig stops dispatching because of a configuration error the
+// agent met (State.ConfigError): the run pauses once nothing is in flight,
+// and planagent exits 2 with Reason.
+type actStopConfig struct{ Reason string }
+
 // actDecide records a decision about a failed task and tells the operator.
 type actDecide struct {
 	ID, Action, Reason, Invalid string
@@ -135,20 +140,21 @@ type actFinish struct {
 	Paused string
 }
 
-func (actDispatch) isAction() {}
-func (actRecord) isAction()   {}
-func (actAccept) isAction()   {}
-func (actMerge) isAction()    {}
-func (actComplete) isAction() {}
-func (actFail) isAction()     {}
-func (actAsk) isAction()      {}
-func (actRetry) isAction()    {}
-func (actRequeue) isAction()  {}
-func (actReplan) isAction()   {}
-func (actAbort) isAction()    {}
-func (actDecide) isAction()   {}
-func (actRestart) isAction()  {}
-func (actFinish) isAction()   {}
+func (actDispatch) isAction()   {}
+func (actRecord) isAction()     {}
+func (actAccept) isAction()     {}
+func (actMerge) isAction()      {}
+func (actComplete) isAction()   {}
+func (actFail) isAction()       {}
+func (actAsk) isAction()        {}
+func (actRetry) isAction()      {}
+func (actRequeue) isAction()    {}
+func (actReplan) isAction()     {}
+func (actAbort) isAction()      {}
+func (actStopConfig) isAction() {}
+func (actDecide) isAction()     {}
+func (actRestart) isAction()    {}
+func (actFinish) isAction()     {}
 
 // view is what next reads: the graph and what is under way. next never
 // changes it.
@@ -256,6 +262,13 @@ func onReport(v view, ev evReport) []action {
 		msg := ev.Report.Error
 		if msg == "" {
 			msg = ev.Report.Summary
+		}
+		if ev.Report.Reason == protocol.ReasonConfig {
+			// The model server cannot serve the agent as configured: every
+			// task would fail the same way, so no task starts and the run
+			// pauses (exit 2). The task waits, pending, for a resume once
+			// the server is fixed: nothing was wrong with it.
+			return []action{rec, actRequeue{ID: ev.ID, Note: "stopped by a configuration error: " + msg}, actStopConfig{Reason: msg}}
 		}
 		if ev.Report.Reason == protocol.ReasonBudget {
 			// The decider hears it was the budget, not the work, that ended it.

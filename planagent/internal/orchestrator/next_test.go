@@ -51,6 +51,8 @@ func TestNext(t *testing.T) {
 	interrupted := report("a", protocol.StatusInterrupted)
 	budgetRep := report("a", protocol.StatusFailed)
 	budgetRep.Error, budgetRep.Reason = "budget: stopped after 900 tokens", protocol.ReasonBudget
+	configRep := report("a", protocol.StatusFailed)
+	configRep.Error, configRep.Reason = "the model wrote a tool call as text", protocol.ReasonConfig
 	withAcceptance := func(g *taskgraph.Graph) *taskgraph.Graph {
 		ts := g.Tasks()
 		ts[0].Acceptance = []string{"go test ./..."}
@@ -153,6 +155,22 @@ func TestNext(t *testing.T) {
 			want: []action{actRecord{ID: "a", Report: budgetRep},
 				actFail{ID: "a", Reason: "budget: the agent passed the task's token budget: budget: stopped after 900 tokens"},
 				actDecide{ID: "a", Action: "retry", Reason: "attempts left"}, actRetry{ID: "a"}},
+		},
+		{
+			name: "a configuration error requeues the task without a decision and stops the run",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1), tk("b", P, 0)) },
+			v:    view{maxRetries: 3, decider: true},
+			ev:   evReport{ID: "a", Report: configRep},
+			want: []action{actRecord{ID: "a", Report: configRep},
+				actRequeue{ID: "a", Note: "stopped by a configuration error: the model wrote a tool call as text"},
+				actStopConfig{Reason: "the model wrote a tool call as text"}},
+		},
+		{
+			name: "a stopped run starts nothing and pauses once idle",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", P, 1), tk("b", P, 0)) },
+			v:    view{parallel: 2, budget: "configuration error: tool call as text"},
+			ev:   evSettle{},
+			want: []action{actFinish{Status: RunPaused, Paused: "configuration error: tool call as text"}},
 		},
 		{
 			name: "a completed report without acceptance completes the task",
@@ -353,7 +371,7 @@ func TestNext(t *testing.T) {
 }
 
 func TestBudgetExceeded(t *testing.T) {
-	perToken := func(p, c int) float64 { return float64(p)*1e-6 + float64(c)*2e-6 }
+	perToken := func(u protocol.Tokens) float64 { return float64(u.Prompt)*1e-6 + float64(u.Completion)*2e-6 }
 	for _, tt := range []struct {
 		b       Budget
 		p, c    int
@@ -368,7 +386,7 @@ func TestBudgetExceeded(t *testing.T) {
 		{Budget{USD: 0.01, Cost: perToken}, 4000, 2999, 0, ""},
 		{Budget{USD: 0.01, Cost: perToken}, 4000, 3000, 0, "cost budget reached: $0.0100 of $0.01"},
 	} {
-		if got := tt.b.exceeded(tt.p, tt.c, tt.elapsed).text; got != tt.want {
+		if got := tt.b.exceeded(protocol.Tokens{Prompt: tt.p, Completion: tt.c}, tt.elapsed).text; got != tt.want {
 			t.Errorf("%+v with %d/%d tokens, %s: %q, want %q", tt.b, tt.p, tt.c, tt.elapsed, got, tt.want)
 		}
 	}

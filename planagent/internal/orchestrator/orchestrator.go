@@ -24,6 +24,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
@@ -165,8 +166,8 @@ type run struct {
 	elapsed     time.Duration
 	budgetNoted bool     // the reached budget was announced
 	hit         limitHit // the budget reached last: the stop reason of a paused run
-	// agentPrompt and agentCompletion are the agents' tokens so far.
-	agentPrompt, agentCompletion int
+	// agentTokens are the agents' tokens (and server-reported cost) so far.
+	agentTokens protocol.Tokens
 	// traces: each attempt's invoke_agent span, and its traceparent for the command.
 	traces       map[string]trace.Span
 	traceparents map[string]string
@@ -195,8 +196,8 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 	defer r.endTraces()
 	defer st.Close()
 	r.started, r.elapsed = o.opts.Now(), st.Elapsed
-	r.agentPrompt, r.agentCompletion = st.agentTokens()
-	st.Status, st.Paused, st.Stop = RunRunning, "", nil
+	r.agentTokens = st.agentTokens()
+	st.Status, st.Paused, st.Stop, st.ConfigError = RunRunning, "", nil, "" // a resume is the fix's test
 	if err := r.save(); err != nil {
 		return err
 	}
@@ -259,9 +260,15 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 
 // view is the snapshot next decides on.
 func (r *run) view() view {
+	// A configuration error stops the run like a reached budget: nothing
+	// new starts, and the run pauses once nothing is under way.
+	stop := "configuration error: " + r.st.ConfigError
+	if r.st.ConfigError == "" {
+		stop = r.budgetReached()
+	}
 	return view{g: r.g, running: len(r.inflight), accepting: r.accepting, deciding: r.deciding, aborted: r.aborted,
 		parallel: r.o.opts.Parallel, maxRetries: r.o.opts.MaxRetries, decider: r.o.opts.Decider != nil,
-		isolated: r.isolated(), budget: r.budgetReached()}
+		isolated: r.isolated(), budget: stop}
 }
 
 // wait blocks until something happens and returns it as events.

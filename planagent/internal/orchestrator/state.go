@@ -159,6 +159,9 @@ type State struct {
 	// Stop is why the run ended (nil while it runs, and in runs from
 	// before stop reasons).
 	Stop *Stop `json:"stop_reason,omitempty"`
+	// ConfigError is the configuration error that paused the run, e.g. a
+	// model server that returns tool calls as text; a resume clears it.
+	ConfigError string `json:"config_error,omitempty"`
 	// Checkpoints is nil for runs started before checkpoints existed.
 	Checkpoints *Checkpoints `json:"checkpoints,omitempty"`
 	// TraceParent is the W3C traceparent of the run span of the process

@@ -47,6 +47,10 @@ func stopOf(st *State, status RunStatus, hit limitHit, tasks []taskgraph.Task) *
 	case RunCompleted:
 		return &Stop{Reason: StopCompleted}
 	case RunPaused:
+		if st.ConfigError != "" {
+			// The model server cannot serve the agent as configured.
+			return &Stop{Reason: StopSetupError, Detail: firstLine(st.ConfigError)}
+		}
 		return &Stop{Reason: hit.reason, Limit: hit.limit, Used: hit.used, Detail: hit.text}
 	case RunInterrupted:
 		return &Stop{Reason: StopInterrupted}

@@ -20,11 +20,14 @@ func TestStopOf(t *testing.T) {
 		hit     limitHit
 		tasks   []taskgraph.Task
 		reasons map[string]string // task → its last report's reason
+		config  string            // State.ConfigError
 		want    Stop
 	}{
 		{name: "completed", status: RunCompleted, tasks: []taskgraph.Task{done}, want: Stop{Reason: StopCompleted}},
 		{name: "paused", status: RunPaused, hit: budget, want: Stop{Reason: StopBudgetUSD, Limit: 2, Used: 2.5, Detail: budget.text}},
 		{name: "interrupted", status: RunInterrupted, want: Stop{Reason: StopInterrupted}},
+		{name: "a server that cannot serve the agent", status: RunPaused, config: "the model server returned a tool call as text: start vLLM with --enable-auto-tool-choice",
+			want: Stop{Reason: StopSetupError, Detail: "the model server returned a tool call as text: start vLLM with --enable-auto-tool-choice"}},
 		{name: "a task failed", status: RunFailed, tasks: []taskgraph.Task{done, failed("b", "tests fail"), failed("a", "x")},
 			want: Stop{Reason: StopTaskFailed, Tasks: []string{"a", "b"}}},
 		{name: "aborted", status: RunAborted, tasks: []taskgraph.Task{failed("a", "x")},
@@ -37,7 +40,7 @@ func TestStopOf(t *testing.T) {
 			want:    Stop{Reason: StopTaskFailed, Tasks: []string{"a", "b"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &State{Info: map[string]*TaskInfo{}}
+			st := &State{Info: map[string]*TaskInfo{}, ConfigError: tc.config}
 			for id, r := range tc.reasons {
 				st.Info[id] = &TaskInfo{Reason: r}
 			}

@@ -8,41 +8,75 @@ package runview
 import (
 	"time"
 
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/protocol"
+
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
-// Price is what a model costs, in USD per million tokens.
+// Price is what a model costs, in USD per million tokens: uncached
+// prompt tokens (Input), completion tokens, prompt tokens read from the
+// provider's cache and written to it.
 type Price struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
+	Input       float64 `json:"input"`
+	Output      float64 `json:"output"`
+	CachedInput float64 `json:"cached_input"`
+	CacheWrite  float64 `json:"cache_write"`
+}
+
+// Cost prices t. Prompt counts the cached and cache-written tokens too (as
+// OpenAI reports them), so they are taken out of it before the input
+// price applies: no token is billed twice.
+func (p Price) Cost(t Tokens) float64 {
+	uncached := max(t.Prompt-t.Cached-t.CacheWrite, 0)
+	return (float64(uncached)*p.Input + float64(t.Cached)*p.CachedInput +
+		float64(t.CacheWrite)*p.CacheWrite + float64(t.Completion)*p.Output) / 1e6
 }
 
 // Prices maps a model name to its price.
 type Prices map[string]Price
 
-// Cost is the price of t under model, and false when the model has no price.
+// Cost is what t cost under model, and false when that is unknown. The
+// server's own figure, when it sent one, is the cost: it knows its prices
+// and discounts. Tokens of calls whose server sent none (a run that mixes
+// servers) are then not priced on top: the figure is the server's.
 func (p Prices) Cost(model string, t Tokens) (float64, bool) {
+	if t.ServerCostUSD > 0 {
+		return t.ServerCostUSD, true
+	}
 	pr, ok := p[model]
 	if !ok {
 		return 0, false
 	}
-	return (float64(t.Prompt)*pr.Input + float64(t.Completion)*pr.Output) / 1e6, true
+	return pr.Cost(t), true
 }
 
-// Tokens are prompt and completion tokens with their sum.
+// Tokens are prompt and completion tokens with their sum; Cached and
+// CacheWrite are the prompt tokens (inside Prompt) read from and written
+// to the provider's cache, ServerCostUSD what the server said they cost.
 type Tokens struct {
-	Prompt     int `json:"prompt"`
-	Completion int `json:"completion"`
-	Total      int `json:"total"`
+	Prompt        int     `json:"prompt"`
+	Completion    int     `json:"completion"`
+	Total         int     `json:"total"`
+	Cached        int     `json:"cached,omitempty"`
+	CacheWrite    int     `json:"cache_write,omitempty"`
+	ServerCostUSD float64 `json:"server_cost_usd,omitempty"`
 }
 
-func tokens(prompt, completion int) Tokens {
-	return Tokens{Prompt: prompt, Completion: completion, Total: prompt + completion}
+// TokensOf is a report's tokens as the views count them.
+func TokensOf(t protocol.Tokens) Tokens {
+	return Tokens{Prompt: t.Prompt, Completion: t.Completion, Total: t.Prompt + t.Completion,
+		Cached: t.Cached, CacheWrite: t.CacheWrite, ServerCostUSD: t.CostUSD}
+}
+
+func usageTokens(u llm.Usage) Tokens {
+	return TokensOf(protocol.Tokens{Prompt: u.Prompt, Completion: u.Completion, Cached: u.Cached, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD})
 }
 
 func (t Tokens) plus(o Tokens) Tokens {
-	return tokens(t.Prompt+o.Prompt, t.Completion+o.Completion)
+	return Tokens{Prompt: t.Prompt + o.Prompt, Completion: t.Completion + o.Completion, Total: t.Total + o.Total,
+		Cached: t.Cached + o.Cached, CacheWrite: t.CacheWrite + o.CacheWrite, ServerCostUSD: t.ServerCostUSD + o.ServerCostUSD}
 }
 
 // Run is a run as every view shows it.
@@ -61,7 +95,8 @@ type Run struct {
 	Tokens        Tokens         `json:"tokens"` // agents, planner and decisions
 	AgentTokens   Tokens         `json:"agent_tokens"`
 	PlannerTokens Tokens         `json:"planner_tokens"` // planning and decisions
-	// CostUSD is nil when the model has no price in the config.
+	// CostUSD is the sum of the tasks' and the planner's costs; nil when
+	// a part that used tokens has neither a price nor a server-reported cost.
 	CostUSD   *float64 `json:"cost_usd,omitempty"`
 	AgentMS   int64    `json:"agent_ms"` // the agents' own time, summed over attempts
 	WallMS    int64    `json:"wall_ms"`
@@ -158,7 +193,7 @@ func Build(st *orchestrator.State, opts Options) *Run {
 			in = &orchestrator.TaskInfo{}
 		}
 		v := Task{ID: t.ID, Title: titleOf(t), Status: string(t.Status), Dependencies: append([]string{}, t.Dependencies...),
-			Attempts: t.Attempts, Tokens: tokens(in.Tokens.Prompt, in.Tokens.Completion), DurationMS: in.Duration.Milliseconds(),
+			Attempts: t.Attempts, Tokens: TokensOf(in.Tokens), DurationMS: in.Duration.Milliseconds(),
 			Result: t.Result, Error: t.Error, SkippedBy: t.SkippedBy, FilesChanged: in.FilesChanged, Commit: in.Commit,
 			Timeline: timeline(t, in), Level: levels[t.ID]}
 		if t.Status == taskgraph.Completed {
@@ -181,10 +216,29 @@ func Build(st *orchestrator.State, opts Options) *Run {
 		agentTime += in.Duration
 		r.Tasks = append(r.Tasks, v)
 	}
-	r.PlannerTokens = tokens(st.Usage.Prompt, st.Usage.Completion)
+	r.PlannerTokens = usageTokens(st.Usage)
 	r.Tokens = r.AgentTokens.plus(r.PlannerTokens)
-	if c, ok := opts.Prices.Cost(r.Model, r.Tokens); ok {
-		r.CostUSD = &c
+	// The run's cost is the sum of its parts, each priced by the rules
+	// (a task whose server reported a cost, another priced by the
+	// config): pricing the summed tokens would drop one or the other.
+	total, priced := 0.0, true
+	parts := make([]Tokens, 0, len(r.Tasks)+1)
+	parts = append(parts, r.PlannerTokens)
+	for _, t := range r.Tasks {
+		parts = append(parts, t.Tokens)
+	}
+	for _, t := range parts {
+		c, ok := opts.Prices.Cost(r.Model, t)
+		if !ok && t.Total > 0 {
+			priced = false
+			break
+		}
+		total += c
+	}
+	if priced {
+		if _, ok := opts.Prices[r.Model]; ok || total > 0 {
+			r.CostUSD = &total
+		}
 	}
 	r.AgentMS = agentTime.Milliseconds()
 	r.WallMS = st.Updated.Sub(st.Created).Milliseconds()

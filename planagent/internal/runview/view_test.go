@@ -78,7 +78,7 @@ func TestBuild(t *testing.T) {
 			t.Errorf("counts[%s] = %d, want %d", k, r.Counts[k], n)
 		}
 	}
-	if r.AgentTokens != (Tokens{450, 45, 495}) || r.PlannerTokens != (Tokens{1000, 200, 1200}) || r.Tokens.Total != 1695 {
+	if r.AgentTokens != (Tokens{Prompt: 450, Completion: 45, Total: 495}) || r.PlannerTokens != (Tokens{Prompt: 1000, Completion: 200, Total: 1200}) || r.Tokens.Total != 1695 {
 		t.Errorf("tokens %+v %+v %+v", r.AgentTokens, r.PlannerTokens, r.Tokens)
 	}
 	// 1450 prompt × $2/M + 245 completion × $10/M.
