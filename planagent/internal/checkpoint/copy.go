@@ -162,11 +162,22 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 	cache := filepath.Join(filepath.Dir(r.private), "objects.git")
 	cg := git{dir: filepath.Dir(cache), gitDir: cache, hardened: true}
 	if fi, err := os.Lstat(filepath.Join(cache, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		// Made aside and renamed into place: an init cut short (the
+		// prewarm cancelled) must not leave a cache that looks made.
 		_ = os.RemoveAll(cache)
 		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
 			return err
 		}
-		if _, err := cg.run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, cache); err != nil {
+		tmp, err := os.MkdirTemp(filepath.Dir(cache), "objects.git.new-")
+		if err != nil {
+			return err
+		}
+		if _, err := cg.run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, tmp); err != nil {
+			_ = os.RemoveAll(tmp)
+			return err
+		}
+		if err := os.Rename(tmp, cache); err != nil {
+			_ = os.RemoveAll(tmp)
 			return err
 		}
 	}
@@ -371,6 +382,11 @@ func (r *Repo) DrainPool() error {
 	// The object cache holds the whole history: not kept between runs.
 	r.cacheMu.Lock()
 	errs = append(errs, os.RemoveAll(filepath.Join(filepath.Dir(r.private), "objects.git")))
+	// What a killed planagent left: a cache being made, a squash's quarantine.
+	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects*-*"))
+	for _, l := range leftovers {
+		errs = append(errs, os.RemoveAll(l))
+	}
 	r.cacheMu.Unlock()
 	states, _ := os.ReadDir(r.private)
 	for _, s := range states {
