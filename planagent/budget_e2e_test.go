@@ -169,6 +169,9 @@ func TestE2EBudgetUSD(t *testing.T) {
 	if !strings.Contains(data["paused"].(string), "cost budget reached") || cost < 2 {
 		t.Errorf("run_end: paused %q cost %v", data["paused"], data["cost_usd"])
 	}
+	if stop, _ := data["stop_reason"].(map[string]any); stop["reason"] != "budget_usd" || stop["limit"] != 2.0 || stop["used"].(float64) < 2 {
+		t.Errorf("run_end's stop_reason = %v, want budget_usd, limit 2 and what was spent", stop)
+	}
 	perTask, _ := data["per_task"].([]any)
 	if len(perTask) != 3 {
 		t.Fatalf("run_end per_task: %v", data["per_task"])
@@ -279,6 +282,9 @@ func TestE2EBudgetTime(t *testing.T) {
 	if f.startCount("TOKEN-ALPHA") != 1 || f.startCount("TOKEN-BETA") != 0 {
 		t.Errorf("alpha started %d times, beta %d: the task in flight finishes, nothing new starts",
 			f.startCount("TOKEN-ALPHA"), f.startCount("TOKEN-BETA"))
+	}
+	if stop, _ := runEndOf(t, out)["data"].(map[string]any)["stop_reason"].(map[string]any); stop["reason"] != "budget_time" || stop["limit"] != 1.0 || stop["used"].(float64) < 1 {
+		t.Errorf("run_end's stop_reason = %v, want budget_time, limit 1 s and the time used", stop)
 	}
 	var st statusJSON
 	sout, _, _ := e.run("status", "--json")

@@ -24,9 +24,12 @@ func TestE2EToolCallAsTextStopsTheRun(t *testing.T) {
 		}
 		return f.handle(req)
 	})
-	out, stderr, code := e.run("run", "--yes", "--max-retries", "2", "write two files")
+	out, stderr, code := e.run("run", "--yes", "--json", "--max-retries", "2", "write two files")
 	if code != 2 {
 		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if stop, _ := runEndOf(t, out)["data"].(map[string]any)["stop_reason"].(map[string]any); stop["reason"] != "setup_error" || !strings.Contains(stop["detail"].(string), "as text") {
+		t.Errorf("run_end's stop_reason = %v, want setup_error naming the tool call as text", stop)
 	}
 	for _, want := range []string{"--enable-auto-tool-choice", "--jinja", "as text", "planagent resume"} {
 		if !strings.Contains(stderr, want) {
