@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
@@ -157,7 +156,7 @@ func (d *Docker) attemptEnded(c *agentContainer) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
 	defer cancel()
 	c.stopping.Store(true)
-	if _, err := d.api.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+	if _, err := d.api.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true}); !removed(err) {
 		d.log.Warn("remove the attempt's container", "container", shortID(c.id), "err", err)
 	}
 }

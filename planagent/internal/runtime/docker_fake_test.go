@@ -36,7 +36,10 @@ type fakeEngine struct {
 	created    []client.ContainerCreateOptions
 	removed    []string
 	list       []containertypes.Summary
-	n          int
+	// removeErr, by id: what ContainerRemove answers (after removing it,
+	// as a removal already under way does a moment later).
+	removeErr map[string]error
+	n         int
 }
 
 type fakeContainer struct {
@@ -149,6 +152,10 @@ func (e *fakeEngine) ContainerRemove(_ context.Context, id string, _ client.Cont
 	e.exit(id, 137, false, "")
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err := e.removeErr[id]; err != nil {
+		delete(e.containers, id)
+		return client.ContainerRemoveResult{}, err
+	}
 	if _, ok := e.containers[id]; !ok {
 		return client.ContainerRemoveResult{}, cerrdefs.ErrNotFound
 	}
