@@ -69,6 +69,11 @@ type fakeModel struct {
 	started chan string
 	// finished is closed per token once its task got a final answer.
 	finished map[string]chan struct{}
+	// together, when set, holds each task's first step (up to two minutes)
+	// until that many tasks have started; met is closed then. Tasks that
+	// met ran at the same time, however slow the machine.
+	together int
+	met      chan struct{}
 }
 
 func firstUser(req llmtest.Request) string {
@@ -138,6 +143,9 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 			f.mu.Lock()
 			f.starts[t.token]++
 			started := f.started
+			if f.together > 0 && len(f.starts) >= f.together && !isClosed(f.metLocked()) {
+				close(f.metLocked())
+			}
 			f.mu.Unlock()
 			if started != nil {
 				select {
@@ -153,6 +161,12 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 					select {
 					case <-f.finishedChan(t.after):
 					case <-time.After(time.Minute):
+					}
+				}
+				if f.together > 0 {
+					select {
+					case <-f.metChan():
+					case <-time.After(2 * time.Minute):
 					}
 				}
 				r.Delay = t.delay
@@ -186,6 +200,19 @@ func (f *fakeModel) finishedLocked(token string) chan struct{} {
 		f.finished[token] = make(chan struct{})
 	}
 	return f.finished[token]
+}
+
+func (f *fakeModel) metChan() chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.metLocked()
+}
+
+func (f *fakeModel) metLocked() chan struct{} {
+	if f.met == nil {
+		f.met = make(chan struct{})
+	}
+	return f.met
 }
 
 func isClosed(ch chan struct{}) bool {
