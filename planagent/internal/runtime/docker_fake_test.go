@@ -39,7 +39,10 @@ type fakeEngine struct {
 	// removeErr, by id: what ContainerRemove answers (after removing it,
 	// as a removal already under way does a moment later).
 	removeErr map[string]error
-	n         int
+	// beforeCreate, when set, runs first in every ContainerCreate, outside
+	// the engine's lock.
+	beforeCreate func()
+	n            int
 }
 
 type fakeContainer struct {
@@ -70,6 +73,9 @@ func (e *fakeEngine) ContainerList(context.Context, client.ContainerListOptions)
 }
 
 func (e *fakeEngine) ContainerCreate(_ context.Context, opts client.ContainerCreateOptions) (client.ContainerCreateResult, error) {
+	if e.beforeCreate != nil {
+		e.beforeCreate()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.createErr != nil {
