@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
@@ -88,5 +89,36 @@ func TestDriveLaunchFailsAmongOthers(t *testing.T) {
 	}
 	if rt.most != 3 {
 		t.Errorf("at most %d launches at once, want 3", rt.most)
+	}
+}
+
+// The death of an earlier attempt's agent, noticed only once the next
+// attempt is under way (a container that exits after its report was
+// archived), does not take the next attempt for dead.
+func TestDriveStaleDeathIgnored(t *testing.T) {
+	l := newLayout(t)
+	var rt *fakeRuntime
+	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		switch c.Attempt {
+		case 1:
+			rt.exited <- runtime.Exit{TaskID: c.ID, Attempt: 1, Err: errBoom}
+		case 2:
+			rt.exited <- runtime.Exit{TaskID: c.ID, Attempt: 1, Err: errors.New("attempt 1's container, late")}
+			go func() {
+				// Once the orchestrator took the late death, the report.
+				for len(rt.exited) > 0 {
+					time.Sleep(time.Millisecond)
+				}
+				_ = protocol.WriteReport(l.ReportFile(c.ID), completed(c))
+			}()
+		}
+		return nil
+	})
+	st := newTestState(t, chain(1)...)
+	if err := New(Options{Layout: l, Runtime: rt, MaxRetries: 2}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != RunCompleted || rt.count("t000") != 2 {
+		t.Fatalf("status %s, dispatched %d times, want completed after 2", st.Status, rt.count("t000"))
 	}
 }

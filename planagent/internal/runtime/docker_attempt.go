@@ -140,7 +140,7 @@ func (d *Docker) attemptEnded(c *agentContainer) {
 		err = fmt.Errorf("the agent of task %s (attempt %d) died: %w%s", c.task, c.attempt, err, d.logsTail(c))
 		d.log.Error("an attempt's container ended without its report", "task", c.task, "attempt", c.attempt, "err", err)
 		select {
-		case d.exited <- Exit{TaskID: c.task, Err: err}:
+		case d.exited <- Exit{TaskID: c.task, Attempt: c.attempt, Err: err}:
 		case <-c.bg.Done(): // Stop or a newer attempt took over
 		}
 	}
