@@ -63,7 +63,7 @@ func hostileCopies(t *testing.T, rt e2eRuntime) {
 				}
 			}
 			plan, _ := json.Marshal(map[string]any{"title": "Hostile", "overview": "x", "tasks": tasks})
-			f.plan, f.tasks = string(plan), scripts
+			f.setScript(string(plan), scripts)
 			var hook, config string
 			if mode == "git" {
 				hook, config = readFile(t, gitDir, "hooks/pre-commit"), readFile(t, gitDir, "config")

@@ -58,7 +58,11 @@ type scriptTask struct {
 
 // fakeModel answers the planner, the agent, the memory and the decider.
 type fakeModel struct {
-	plan  string // create_plan arguments
+	// plan (create_plan arguments) and tasks: set before the model server
+	// starts, or with setScript once it runs (its handlers read them from
+	// requests of another process, which the race detector sees as
+	// unsynchronised).
+	plan  string
 	tasks []scriptTask
 
 	mu     sync.Mutex
@@ -107,7 +111,10 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 		if last.Role == llm.RoleTool {
 			return llmtest.Text("Plan submitted.")
 		}
-		return llmtest.Calls(llmtest.Call("create_plan", f.plan))
+		f.mu.Lock()
+		plan := f.plan
+		f.mu.Unlock()
+		return llmtest.Calls(llmtest.Call("create_plan", plan))
 	case hasTool(req, "decide"):
 		f.mu.Lock()
 		d := f.decide
@@ -118,7 +125,10 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 		return llmtest.Calls(llmtest.Call("decide", d))
 	}
 	user := firstUser(req)
-	for _, t := range f.tasks {
+	f.mu.Lock()
+	tasks := f.tasks
+	f.mu.Unlock()
+	for _, t := range tasks {
 		if !strings.Contains(user, t.token) {
 			continue
 		}
@@ -184,6 +194,13 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 		return llmtest.Text("Finished the task; all files written.")
 	}
 	return llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"fake model: unrecognised request","type":"invalid_request_error"}}`}
+}
+
+// setScript sets plan and tasks of a model whose server already runs.
+func (f *fakeModel) setScript(plan string, tasks []scriptTask) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.plan, f.tasks = plan, tasks
 }
 
 func (f *fakeModel) finishedChan(token string) chan struct{} {
