@@ -98,7 +98,12 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 func keepRef(commit string) string { return "refs/codeagent/keep/" + commit }
 
 func (r *Repo) keep(ctx context.Context, commit string) error {
-	_, err := r.g.run(ctx, "update-ref", keepRef(commit), commit)
+	// Not cut short: a git update-ref killed midway leaves its lock file
+	// (refs/codeagent/keep/<commit>.lock), and every later copy of that
+	// commit then fails with "cannot lock ref … File exists". Prewarm's
+	// context is cancelled as soon as the run starts, on a busy machine
+	// while this runs. It takes milliseconds.
+	_, err := r.g.run(context.WithoutCancel(ctx), "update-ref", keepRef(commit), commit)
 	return err
 }
 
