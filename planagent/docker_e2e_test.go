@@ -83,7 +83,10 @@ type containerWatch struct {
 	created   []string
 	names     map[string]string // id → container name (it names task and attempt)
 	destroyed map[string]bool
-	changed   chan struct{} // signalled after every event
+	// createdAt and startedAt: the engine's times of the create and start
+	// events, by id.
+	createdAt, startedAt map[string]time.Time
+	changed              chan struct{} // signalled after every event
 }
 
 func watchContainers(t *testing.T, cli *client.Client, label string, more ...string) *containerWatch {
@@ -91,8 +94,9 @@ func watchContainers(t *testing.T, cli *client.Client, label string, more ...str
 	ctx, cancel := context.WithCancel(context.Background())
 	// Several label filters must all hold.
 	res := cli.Events(ctx, client.EventsListOptions{Filters: make(client.Filters).
-		Add("type", "container").Add("event", "create").Add("event", "destroy").Add("label", append([]string{label}, more...)...)})
-	w := &containerWatch{destroyed: map[string]bool{}, names: map[string]string{}, changed: make(chan struct{}, 1)}
+		Add("type", "container").Add("event", "create").Add("event", "start").Add("event", "destroy").Add("label", append([]string{label}, more...)...)})
+	w := &containerWatch{destroyed: map[string]bool{}, names: map[string]string{},
+		createdAt: map[string]time.Time{}, startedAt: map[string]time.Time{}, changed: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -121,6 +125,9 @@ func (w *containerWatch) record(m events.Message) {
 	case events.ActionCreate:
 		w.created = append(w.created, m.Actor.ID)
 		w.names[m.Actor.ID] = m.Actor.Attributes["name"]
+		w.createdAt[m.Actor.ID] = time.Unix(0, m.TimeNano)
+	case events.ActionStart:
+		w.startedAt[m.Actor.ID] = time.Unix(0, m.TimeNano)
 	case events.ActionDestroy:
 		w.destroyed[m.Actor.ID] = true
 	}
@@ -135,7 +142,9 @@ func (w *containerWatch) record(m events.Message) {
 // destroyed, and returns the ids created.
 func (w *containerWatch) settled(t *testing.T) []string {
 	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
+	// Stop removed them before planagent exited; only the events may lag,
+	// and more so on a busy machine.
+	deadline := time.NewTimer(time.Minute)
 	defer deadline.Stop()
 	for {
 		w.mu.Lock()
@@ -156,6 +165,34 @@ func (w *containerWatch) settled(t *testing.T) []string {
 			t.Fatalf("containers created but not removed: %v", alive)
 		}
 	}
+}
+
+// spread is the time between the first and the last container's create
+// and start events, and the longest create-to-start time of one.
+func (w *containerWatch) spread() (creates, starts, longest time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var c0, c1, s0, s1 time.Time
+	for id, c := range w.createdAt {
+		s, ok := w.startedAt[id]
+		if !ok {
+			continue
+		}
+		if c0.IsZero() || c.Before(c0) {
+			c0 = c
+		}
+		if c.After(c1) {
+			c1 = c
+		}
+		if s0.IsZero() || s.Before(s0) {
+			s0 = s
+		}
+		if s.After(s1) {
+			s1 = s
+		}
+		longest = max(longest, s.Sub(c))
+	}
+	return c1.Sub(c0), s1.Sub(s0), longest
 }
 
 // named gives the names of the containers ids, in order.

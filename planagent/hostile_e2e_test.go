@@ -63,11 +63,7 @@ func hostileCopies(t *testing.T, rt e2eRuntime) {
 				}
 			}
 			plan, _ := json.Marshal(map[string]any{"title": "Hostile", "overview": "x", "tasks": tasks})
-			f.plan, f.tasks = string(plan), scripts
-			// Handing the handler over again orders these writes before the
-			// server's goroutines read them (the race detector sees no
-			// edge through the planagent process).
-			e.srv.Handle(f.handle)
+			f.setScript(string(plan), scripts)
 			var hook, config string
 			if mode == "git" {
 				hook, config = readFile(t, gitDir, "hooks/pre-commit"), readFile(t, gitDir, "config")

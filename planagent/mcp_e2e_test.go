@@ -25,12 +25,12 @@ type mcpRun struct {
 
 func newMCPRun(t *testing.T, e *runEnv, f *fakeModel) *mcpRun {
 	t.Helper()
-	f.plan = `{"title":"Ask the box","tasks":[{"id":"ask","title":"Ask the MCP server","description":"TOKEN-MCP: ask the box where it runs","dependencies":[]}]}`
-	f.tasks = []scriptTask{{token: "TOKEN-MCP", steps: []llmtest.ToolCall{
-		llmtest.Call("mcp__box__whereami", map[string]any{}),
-		llmtest.Call("mcp__box__getenv", map[string]string{"name": "SERVICE_TOKEN"}),
-		llmtest.Call("shell_exec", map[string]string{"command": "env | cut -d= -f1 | sort | tr '\\n' ' '"}),
-	}}}
+	f.setScript(`{"title":"Ask the box","tasks":[{"id":"ask","title":"Ask the MCP server","description":"TOKEN-MCP: ask the box where it runs","dependencies":[]}]}`,
+		[]scriptTask{{token: "TOKEN-MCP", steps: []llmtest.ToolCall{
+			llmtest.Call("mcp__box__whereami", map[string]any{}),
+			llmtest.Call("mcp__box__getenv", map[string]string{"name": "SERVICE_TOKEN"}),
+			llmtest.Call("shell_exec", map[string]string{"command": "env | cut -d= -f1 | sort | tr '\\n' ' '"}),
+		}}})
 	r := &mcpRun{e: e}
 	e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		if hasTool(req, "create_plan") && r.plannerTools == "" {

@@ -58,7 +58,11 @@ type scriptTask struct {
 
 // fakeModel answers the planner, the agent, the memory and the decider.
 type fakeModel struct {
-	plan  string // create_plan arguments
+	// plan (create_plan arguments) and tasks: set before the model server
+	// starts, or with setScript once it runs (its handlers read them from
+	// requests of another process, which the race detector sees as
+	// unsynchronised).
+	plan  string
 	tasks []scriptTask
 
 	mu     sync.Mutex
@@ -69,6 +73,11 @@ type fakeModel struct {
 	started chan string
 	// finished is closed per token once its task got a final answer.
 	finished map[string]chan struct{}
+	// together, when set, holds each task's first step (up to two minutes)
+	// until that many tasks have started; met is closed then. Tasks that
+	// met ran at the same time, however slow the machine.
+	together int
+	met      chan struct{}
 }
 
 func firstUser(req llmtest.Request) string {
@@ -102,7 +111,10 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 		if last.Role == llm.RoleTool {
 			return llmtest.Text("Plan submitted.")
 		}
-		return llmtest.Calls(llmtest.Call("create_plan", f.plan))
+		f.mu.Lock()
+		plan := f.plan
+		f.mu.Unlock()
+		return llmtest.Calls(llmtest.Call("create_plan", plan))
 	case hasTool(req, "decide"):
 		f.mu.Lock()
 		d := f.decide
@@ -113,7 +125,10 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 		return llmtest.Calls(llmtest.Call("decide", d))
 	}
 	user := firstUser(req)
-	for _, t := range f.tasks {
+	f.mu.Lock()
+	tasks := f.tasks
+	f.mu.Unlock()
+	for _, t := range tasks {
 		if !strings.Contains(user, t.token) {
 			continue
 		}
@@ -138,6 +153,9 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 			f.mu.Lock()
 			f.starts[t.token]++
 			started := f.started
+			if f.together > 0 && len(f.starts) >= f.together && !isClosed(f.metLocked()) {
+				close(f.metLocked())
+			}
 			f.mu.Unlock()
 			if started != nil {
 				select {
@@ -153,6 +171,12 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 					select {
 					case <-f.finishedChan(t.after):
 					case <-time.After(time.Minute):
+					}
+				}
+				if f.together > 0 {
+					select {
+					case <-f.metChan():
+					case <-time.After(2 * time.Minute):
 					}
 				}
 				r.Delay = t.delay
@@ -172,6 +196,13 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 	return llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"fake model: unrecognised request","type":"invalid_request_error"}}`}
 }
 
+// setScript sets plan and tasks of a model whose server already runs.
+func (f *fakeModel) setScript(plan string, tasks []scriptTask) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.plan, f.tasks = plan, tasks
+}
+
 func (f *fakeModel) finishedChan(token string) chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -186,6 +217,19 @@ func (f *fakeModel) finishedLocked(token string) chan struct{} {
 		f.finished[token] = make(chan struct{})
 	}
 	return f.finished[token]
+}
+
+func (f *fakeModel) metChan() chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.metLocked()
+}
+
+func (f *fakeModel) metLocked() chan struct{} {
+	if f.met == nil {
+		f.met = make(chan struct{})
+	}
+	return f.met
 }
 
 func isClosed(ch chan struct{}) bool {

@@ -151,24 +151,24 @@ func TestCrashRestartsOnce(t *testing.T) {
 }
 
 // Servers that cannot start are named in one line with their stderr tail;
-// the others' tools are there.
+// the others' tools are there. The start timeout is the default (30s): a
+// busy machine may take seconds to re-exec the race-built test binary, and
+// a server that dies must be told from one that hangs by its exit, not by
+// the clock. The hang case has a test of its own.
 func TestStartFailures(t *testing.T) {
 	_, st := start(t, Options{
 		Servers: map[string]config.MCPServer{
 			"good":    stdio(t, "serve", nil),
 			"dies":    stdio(t, "die", nil),
-			"hangs":   stdio(t, "hang", nil),
 			"missing": {Command: "/nonexistent/mcp-server"},
 			"novar":   {URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer ${NOT_SET_TOKEN}"}},
 			"refused": {URL: "http://127.0.0.1:1/mcp"},
 		},
-		StartTimeout: time.Second,
 	})
 	fails := strings.Join(st.Failures(), "\n")
 	for _, want := range []string{
 		"MCP server dies did not start (going on without its tools): the process ended (exit status 1) before answering the MCP handshake",
 		"stderr: mcptest starting | fatal: cannot open database /nonexistent/db.sqlite",
-		"MCP server hangs did not start", "no answer to the MCP handshake within 1s",
 		"MCP server missing did not start", "/nonexistent/mcp-server",
 		"environment variable NOT_SET_TOKEN (used in mcp_servers.novar.headers.Authorization) is not set",
 		"MCP server refused did not start",
@@ -177,8 +177,8 @@ func TestStartFailures(t *testing.T) {
 			t.Errorf("failures lack %q:\n%s", want, fails)
 		}
 	}
-	if n := len(st.Failures()); n != 5 {
-		t.Errorf("%d failure lines, want 5:\n%s", n, fails)
+	if n := len(st.Failures()); n != 4 {
+		t.Errorf("%d failure lines, want 4:\n%s", n, fails)
 	}
 	for _, line := range st.Failures() {
 		if strings.Contains(line, "\n") {
@@ -187,6 +187,23 @@ func TestStartFailures(t *testing.T) {
 	}
 	if len(st.Tools) == 0 || !strings.HasPrefix(st.Tools[0].Name(), "mcp__good__") {
 		t.Errorf("tools = %v", tools.NewSet(st.Tools...).Names())
+	}
+}
+
+// A server that never answers the handshake is given up on at the start
+// timeout, named in one line; the run goes on. Alone, so a short timeout
+// only has to outlast nothing but this one hang: under load, a slow start
+// of the process only makes it hang longer.
+func TestStartHangs(t *testing.T) {
+	_, st := start(t, Options{Servers: map[string]config.MCPServer{"hangs": stdio(t, "hang", nil)}, StartTimeout: time.Second})
+	fails := strings.Join(st.Failures(), "\n")
+	for _, want := range []string{"MCP server hangs did not start", "no answer to the MCP handshake within 1s"} {
+		if !strings.Contains(fails, want) {
+			t.Errorf("failures lack %q:\n%s", want, fails)
+		}
+	}
+	if n := len(st.Failures()); n != 1 || strings.Contains(fails, "\n") || len(st.Tools) != 0 {
+		t.Errorf("%d failure lines, %d tools, want one line and none:\n%s", n, len(st.Tools), fails)
 	}
 }
 
@@ -264,7 +281,7 @@ func TestSecretsRedacted(t *testing.T) {
 // its tools are unavailable), never a crash.
 func TestHTTPServerGone(t *testing.T) {
 	ts := mcptest.NewHTTP(t, "")
-	_, st := start(t, Options{Servers: map[string]config.MCPServer{"web": {URL: ts.URL}}, StartTimeout: 2 * time.Second})
+	_, st := start(t, Options{Servers: map[string]config.MCPServer{"web": {URL: ts.URL}}})
 	set := tools.NewSet(st.Tools...)
 	if res := call(t, set, "mcp__web__echo", `{"text":"up"}`); res.IsError {
 		t.Fatalf("echo: %+v", res)

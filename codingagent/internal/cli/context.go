@@ -16,7 +16,10 @@ import (
 )
 
 // containerContextDir is the runtime context dir inside the image.
-const containerContextDir = "/app/volumes/context"
+const (
+	containerContextDir   = "/app/volumes/context"
+	containerWorkspaceDir = "/app/volumes/workspace"
+)
 
 type contextOptions struct {
 	taskID     string
@@ -32,10 +35,12 @@ func NewCmdContext(f *cmdutil.Factory) *cobra.Command {
 		Use:   "context --task-id ID",
 		Short: "Combine the global, project and task context layers and print them",
 		Long: `Combine the context layers the way the watcher does for a task: the global
-layer from the templates, the project layer from the runtime dir (else the
-templates), the task layer from <runtime-dir>/task/<task-id>/ (else the
-templates). Without --runtime-dir, ` + containerContextDir + ` is used when it
-exists (in the container) and <volumes>/context otherwise.`,
+layer from the templates, the project layer (the workspace's AGENTS.md, or
+CLAUDE.md when there is no AGENTS.md, at most 32 KiB of it, then the runtime
+dir's files, else the templates), the task layer from
+<runtime-dir>/task/<task-id>/ (else the templates). Without --runtime-dir,
+` + containerContextDir + ` is used when it exists (in the container) and
+<volumes>/context otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runContext(cmd, f, opts) },
 	}
@@ -53,7 +58,7 @@ func runContext(cmd *cobra.Command, f *cmdutil.Factory, opts *contextOptions) er
 	if err := protocol.ValidateID(opts.taskID); err != nil {
 		return cmdutil.UsageError(fmt.Errorf("--task-id: %w", err))
 	}
-	runtimeDir, err := contextRuntimeDir(cmd, f, opts.runtimeDir)
+	runtimeDir, workspace, err := contextDirs(cmd, f, opts.runtimeDir)
 	if err != nil {
 		return err
 	}
@@ -65,7 +70,7 @@ func runContext(cmd *cobra.Command, f *cmdutil.Factory, opts *contextOptions) er
 		}
 		templates = os.DirFS(opts.templates)
 	}
-	out, err := layers.Combine(layers.Options{TaskID: opts.taskID, RuntimeDir: runtimeDir, Templates: templates})
+	out, err := layers.Combine(layers.Options{TaskID: opts.taskID, RuntimeDir: runtimeDir, Templates: templates, Workspace: workspace})
 	if err != nil {
 		return cmdutil.Failed(fmt.Errorf("combine context for task %s: %w", opts.taskID, err))
 	}
@@ -79,26 +84,33 @@ func runContext(cmd *cobra.Command, f *cmdutil.Factory, opts *contextOptions) er
 	return err
 }
 
-// contextRuntimeDir picks the runtime dir: the flag, else the container's
-// dir when it exists and --volumes was not set anywhere, else <volumes>/context.
-func contextRuntimeDir(cmd *cobra.Command, f *cmdutil.Factory, flag string) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
+// contextDirs picks the runtime dir: the flag, else the container's dir
+// when it exists and --volumes was not set anywhere, else
+// <volumes>/context; and the workspace whose AGENTS.md is read: the
+// configured one (--workspace, else <volumes>/workspace), the container's
+// when its runtime dir is used.
+func contextDirs(cmd *cobra.Command, f *cmdutil.Factory, flag string) (runtimeDir, workspace string, err error) {
 	l, err := f.Config(cmd)
 	if err != nil {
-		return "", err
-	}
-	if l.Sources["volumes_dir"] == config.SourceDefault {
-		if fi, err := os.Stat(containerContextDir); err == nil && fi.IsDir() {
-			return containerContextDir, nil
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", cmdutil.Failed(fmt.Errorf("runtime context dir %s: %w", containerContextDir, err))
-		}
+		return "", "", err
 	}
 	layout, err := volume.New(l.VolumesDir, l.WorkspaceDir)
 	if err != nil {
-		return "", cmdutil.UsageError(err)
+		return "", "", cmdutil.UsageError(err)
 	}
-	return layout.Context(), nil
+	if flag != "" {
+		return flag, layout.Workspace(), nil
+	}
+	if l.Sources["volumes_dir"] == config.SourceDefault {
+		if fi, err := os.Stat(containerContextDir); err == nil && fi.IsDir() {
+			workspace := layout.Workspace()
+			if l.WorkspaceDir == "" {
+				workspace = containerWorkspaceDir
+			}
+			return containerContextDir, workspace, nil
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", "", cmdutil.Failed(fmt.Errorf("runtime context dir %s: %w", containerContextDir, err))
+		}
+	}
+	return layout.Context(), layout.Workspace(), nil
 }

@@ -81,3 +81,29 @@ func TestContextCommand(t *testing.T) {
 		}
 	})
 }
+
+// `codingagent context` shows the workspace's AGENTS.md first in the
+// project layer (CLAUDE.md when there is no AGENTS.md), from the default
+// workspace or --workspace.
+func TestContextShowsAgentsMD(t *testing.T) {
+	volumes := t.TempDir()
+	writeFile(t, filepath.Join(volumes, "context", "project", "project-overview.md"), "PROJECT-FROM-VOLUMES\n")
+	writeFile(t, filepath.Join(volumes, "workspace", "AGENTS.md"), "# Conventions\n\nRun `make check` before you finish.\n")
+	own := t.TempDir()
+	writeFile(t, filepath.Join(own, "CLAUDE.md"), "Use tabs, never spaces.\n")
+
+	code, stdout, stderr := run(t, nil, "context", "--volumes", volumes, "--task-id", "t1")
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	doc := strings.Index(stdout, "## [project] AGENTS.md (workspace)\n\n# Conventions\n\nRun `make check` before you finish.\n")
+	overview := strings.Index(stdout, "PROJECT-FROM-VOLUMES")
+	if doc < 0 || overview < doc {
+		t.Errorf("AGENTS.md is not the project layer's first section:\n%s", stdout)
+	}
+
+	code, stdout, stderr = run(t, nil, "context", "--volumes", volumes, "--workspace", own, "--task-id", "t1")
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "## [project] CLAUDE.md (workspace)\n\nUse tabs, never spaces.\n") || strings.Contains(stdout, "make check") {
+		t.Errorf("with --workspace: exit %d, stderr %s, output:\n%s", code, stderr, stdout)
+	}
+}

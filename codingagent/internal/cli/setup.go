@@ -61,7 +61,7 @@ func newAgentSetup(f *cmdutil.Factory, cmd *cobra.Command) (*agentSetup, error) 
 		return nil, cmdutil.UsageError(fmt.Errorf("create sessions dir %s: %w (check --volumes)", layout.Sessions(), err))
 	}
 	// The same global and project layers the watcher gives its tasks.
-	systemContext, err := layers.Combine(layers.Options{RuntimeDir: layout.Context()})
+	systemContext, err := layers.Combine(layers.Options{RuntimeDir: layout.Context(), Workspace: ws.Root()})
 	if err != nil {
 		return nil, cmdutil.UsageError(fmt.Errorf("combine the context layers under %s: %w", layout.Context(), err))
 	}

@@ -3,8 +3,10 @@
 //
 //   - global: every *.md in the templates' global/ (standing instructions
 //     baked into the image);
-//   - project: <runtime>/project/*.md as written by planagent, or the
-//     templates' project/ when the runtime dir holds no enabled file;
+//   - project: the project's own AGENTS.md (or CLAUDE.md) at the root of
+//     the workspace, when Options.Workspace is set, then
+//     <runtime>/project/*.md as written by planagent, or the templates'
+//     project/ when the runtime dir holds no enabled file;
 //   - task: <runtime>/task/<task-id>/*.md, or the templates' task/ likewise.
 //
 // A file whose YAML front matter says `enabled: false` is skipped, so the
@@ -22,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/docker/templates"
+	"github.com/codeagent/codeagent/internal/projectdoc"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
@@ -30,6 +33,9 @@ type Options struct {
 	TaskID     string // validated with protocol.ValidateID when non-empty
 	RuntimeDir string // the runtime context dir (volumes/context); empty = templates only
 	Templates  fs.FS  // the template tree (global/, project/, task/); nil = Embedded()
+	// Workspace is where the task works: its AGENTS.md (or CLAUDE.md)
+	// opens the project layer. Empty: none is read.
+	Workspace string
 }
 
 // Embedded returns the templates built into the binary.
@@ -103,6 +109,7 @@ func Combine(opts Options) (string, error) {
 		return "", err
 	}
 	all = append(all, global...)
+	all = append(all, projectDoc(opts.Workspace)...)
 	project, err := pickLayer(layerProject, runtime(layerProject), template(layerProject))
 	if err != nil {
 		return "", err
@@ -118,6 +125,21 @@ func Combine(opts Options) (string, error) {
 	}
 	all = append(all, task...)
 	return render(all), nil
+}
+
+// projectDoc is the workspace's AGENTS.md (or CLAUDE.md) as a section of
+// the project layer. One that cannot be read (a FIFO, a link out of the
+// workspace) does not stop the task: the section says why it is left out.
+func projectDoc(workspace string) []section {
+	doc, found, err := projectdoc.Read(workspace)
+	if err != nil {
+		return []section{{layer: layerProject, name: projectdoc.Names[0], label: "workspace",
+			body: fmt.Sprintf("[the project's instructions are left out: %v]", err)}}
+	}
+	if !found {
+		return nil
+	}
+	return []section{{layer: layerProject, name: doc.Name, label: "workspace", body: doc.Body()}}
 }
 
 // pickLayer uses the runtime directory when it has at least one enabled

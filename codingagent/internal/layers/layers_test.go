@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/projectdoc"
 )
 
 const disabled = "---\nenabled: false\n---\nplaceholder structure\n"
@@ -370,5 +372,52 @@ func TestRegularFSRefusesFIFOAndSymlink(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("reading %s blocks", name)
 		}
+	}
+}
+
+// The workspace's AGENTS.md opens the project layer, whether the project
+// files come from the runtime dir or the templates; a long one is cut at
+// projectdoc.MaxBytes and says so; one that cannot be read is named as
+// left out, without failing the combination.
+func TestCombineProjectDoc(t *testing.T) {
+	tmpl := fstest.MapFS{"global/g.md": {Data: []byte("G\n")}}
+	runtimeDir := t.TempDir()
+	writeTree(t, runtimeDir, map[string]string{"project/project-overview.md": "OVERVIEW\n"})
+
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{"AGENTS.md": "Run go test ./... before finishing.\n"})
+	got, err := Combine(Options{RuntimeDir: runtimeDir, Templates: tmpl, Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "## [global] g.md (template)\n\nG\n" +
+		"\n## [project] AGENTS.md (workspace)\n\nRun go test ./... before finishing.\n" +
+		"\n## [project] project-overview.md (runtime)\n\nOVERVIEW\n"
+	if got != want {
+		t.Errorf("Combine =\n%q\nwant\n%q", got, want)
+	}
+	if got, _ := Combine(Options{Templates: tmpl, Workspace: ws}); !strings.Contains(got, "## [project] AGENTS.md (workspace)") {
+		t.Errorf("no AGENTS.md without a runtime dir:\n%s", got)
+	}
+	if got, _ := Combine(Options{RuntimeDir: runtimeDir, Templates: tmpl}); strings.Contains(got, "AGENTS.md") {
+		t.Errorf("AGENTS.md without a workspace:\n%s", got)
+	}
+
+	long := t.TempDir()
+	writeTree(t, long, map[string]string{"AGENTS.md": strings.Repeat("0123456789abcdef\n", 4000)})
+	got, err = Combine(Options{Templates: tmpl, Workspace: long})
+	if err != nil || len(got) > projectdoc.MaxBytes+1000 || !strings.Contains(got, "[AGENTS.md is 68000 bytes: only its first") {
+		t.Errorf("a long AGENTS.md: %d bytes, %v:\n%.200s", len(got), err, got[max(0, len(got)-200):])
+	}
+
+	out := t.TempDir()
+	writeTree(t, out, map[string]string{"secret.md": "SECRET\n"})
+	linked := t.TempDir()
+	if err := os.Symlink(filepath.Join(out, "secret.md"), filepath.Join(linked, "AGENTS.md")); err != nil {
+		t.Fatal(err)
+	}
+	got, err = Combine(Options{Templates: tmpl, Workspace: linked})
+	if err != nil || strings.Contains(got, "SECRET") || !strings.Contains(got, "[the project's instructions are left out: ") || !strings.Contains(got, "outside the workspace: refused]") {
+		t.Errorf("AGENTS.md linked out of the workspace: %v\n%s", err, got)
 	}
 }

@@ -80,7 +80,11 @@ func (w *watcher) run(ctx context.Context, cmd *protocol.Command, log *slog.Logg
 }
 
 func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.Logger) *protocol.Report {
-	system, err := layers.Combine(layers.Options{TaskID: cmd.ID, RuntimeDir: w.opts.RuntimeDir, Templates: w.opts.Templates})
+	// The project's AGENTS.md comes from the copy the task works in; a
+	// workspace that does not resolve fails the task in the runner, which
+	// says why.
+	workspace, _ := ResolveWorkspace(w.opts.Layout, cmd.Workspace)
+	system, err := layers.Combine(layers.Options{TaskID: cmd.ID, RuntimeDir: w.opts.RuntimeDir, Templates: w.opts.Templates, Workspace: workspace})
 	if err != nil {
 		return &protocol.Report{Status: protocol.StatusFailed, Error: fmt.Sprintf("combine context layers: %v", err)}
 	}

@@ -105,7 +105,12 @@ func (r *Repo) keep(ctx context.Context, commit string) error {
 	if r.kept[commit] {
 		return nil
 	}
-	if _, err := r.g.run(ctx, "update-ref", keepRef(commit), commit); err != nil {
+	// Not cut short: a git update-ref killed midway leaves its lock file
+	// (refs/codeagent/keep/<commit>.lock), and every later copy of that
+	// commit then fails with "cannot lock ref … File exists". Prewarm's
+	// context is cancelled as soon as the run starts, on a busy machine
+	// while this runs. It takes milliseconds.
+	if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", keepRef(commit), commit); err != nil {
 		return err
 	}
 	if r.kept == nil {

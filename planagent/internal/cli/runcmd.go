@@ -17,6 +17,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/mcp"
+	"github.com/codeagent/codeagent/internal/projectdoc"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/telemetry"
@@ -72,8 +73,18 @@ func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, 
 			}
 		}
 	}
+	// The project's own instructions, as each task gets them in its
+	// project layer (codingagent reads them from its copy).
+	doc, found, err := projectdoc.Read(ws.Root())
+	if err != nil {
+		s.logger.Warn("the project's instructions are left out", "err", err)
+	}
+	instructions := ""
+	if found {
+		instructions = doc.Name + ":\n" + doc.Body()
+	}
 	planner := plan.NewPlanner(client, set, plan.Options{
-		Events: sink, WorkspaceView: workspaceView(ctx, ws.Files()), RepoMap: repoMap,
+		Events: sink, WorkspaceView: workspaceView(ctx, ws.Files()), RepoMap: repoMap, ProjectDoc: instructions,
 	})
 	p, usage, err := planner.Plan(ctx, goal)
 	if err != nil {

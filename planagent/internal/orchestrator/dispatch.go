@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
@@ -15,11 +16,51 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
-// dispatch starts the next attempt of task id: the state first, then the
-// attempt's copy of the workspace, the task context and the command file.
-func (r *run) dispatch(ctx context.Context, id string) error {
+// dispatch starts the next attempts of tasks ids: for each, the state
+// first, then the attempt's copy of the workspace, the task context and
+// the command file, one task after the other; then the runtime launches
+// them all at once. A container takes most of a second to create and start
+// (more on a busy machine): launched one after the other, the last of
+// --parallel N tasks would wait N-1 launch times before it began.
+func (r *run) dispatch(ctx context.Context, ids ...string) error {
+	infos := make([]*TaskInfo, len(ids))
+	for i, id := range ids {
+		info, err := r.prepare(ctx, id)
+		if err != nil {
+			return err
+		}
+		infos[i] = info
+	}
+	if len(ids) == 1 {
+		if err := r.launch(ctx, ids[0], infos[0]); err != nil {
+			return err
+		}
+	} else {
+		// Every launch is waited for, failed or not: the runtime follows
+		// each container it started, and Stop removes them at the run's end.
+		errs := make([]error, len(ids))
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Go(func() { errs[i] = r.launch(ctx, id, infos[i]) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	for i, id := range ids {
+		t, _ := r.g.Get(id)
+		r.o.opts.Events.Emit(events.Event{Type: events.TaskStart, RunID: r.st.RunID, TaskID: id,
+			Text: fmt.Sprintf("%s %s (attempt %d)", r.position(id), titleOf(t), infos[i].Attempt),
+			Data: map[string]any{"attempt": infos[i].Attempt, "title": titleOf(t)}})
+	}
+	return nil
+}
+
+// prepare readies the next attempt of task id for its launch.
+func (r *run) prepare(ctx context.Context, id string) (*TaskInfo, error) {
 	if err := r.g.Start(id); err != nil {
-		return err
+		return nil, err
 	}
 	t, _ := r.g.Get(id)
 	info := r.info(id)
@@ -32,14 +73,14 @@ func (r *run) dispatch(ctx context.Context, id string) error {
 	}
 	// Persist before acting: a crash after this line re-sends the command on resume.
 	if err := r.record(id); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.st.Sync(); err != nil {
-		return err
+		return nil, err
 	}
 	if r.isolated() {
 		if err := r.prepareCopy(ctx, id, info); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var deps []taskgraph.Task
@@ -48,20 +89,14 @@ func (r *run) dispatch(ctx context.Context, id string) error {
 		deps = append(deps, dt)
 	}
 	if err := r.ctxm.WriteTaskContext(t, deps, info.History); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.writeCommand(t, info); err != nil {
-		return err
+		return nil, err
 	}
 	now := r.o.opts.Now()
 	r.inflight[id] = &flight{attempt: info.Attempt, launched: now, deadline: now.Add(r.o.opts.TaskTimeout)}
-	if err := r.launch(ctx, id, info); err != nil {
-		return err
-	}
-	r.o.opts.Events.Emit(events.Event{Type: events.TaskStart, RunID: r.st.RunID, TaskID: id,
-		Text: fmt.Sprintf("%s %s (attempt %d)", r.position(id), titleOf(t), info.Attempt),
-		Data: map[string]any{"attempt": info.Attempt, "title": titleOf(t)}})
-	return nil
+	return info, nil
 }
 
 // writeCommand archives what an earlier attempt left in reports/ and writes

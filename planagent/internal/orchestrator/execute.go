@@ -14,9 +14,27 @@ import (
 // repaired by resume. The records are made durable by the caller, once for
 // all the events it handles in a row, or earlier by a step that needs them
 // on disk first (a dispatch syncs before its command is written).
+//
+// Dispatches in a row are done together, so their launches overlap.
 func (r *run) apply(ctx context.Context, acts []action) error {
-	for _, a := range acts {
-		if err := r.do(ctx, a); err != nil {
+	for i := 0; i < len(acts); i++ {
+		var ids []string
+		for ; i < len(acts); i++ {
+			d, ok := acts[i].(actDispatch)
+			if !ok {
+				break
+			}
+			ids = append(ids, d.ID)
+		}
+		if len(ids) > 0 {
+			if err := r.dispatch(ctx, ids...); err != nil {
+				return err
+			}
+			if i == len(acts) {
+				break
+			}
+		}
+		if err := r.do(ctx, acts[i]); err != nil {
 			return err
 		}
 	}

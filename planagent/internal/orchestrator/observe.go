@@ -137,8 +137,14 @@ func (r *run) checkHeartbeat(ctx context.Context) []event {
 func (r *run) agentDied(ex runtime.Exit) []event {
 	l := r.o.opts.Layout
 	ev := evAgentDied{Cause: ex.Err, Shared: ex.TaskID == ""}
-	for id := range r.inflight {
+	for id, f := range r.inflight {
 		if ex.TaskID != "" && id != ex.TaskID {
+			continue
+		}
+		if ex.Attempt != 0 && f.attempt != ex.Attempt {
+			// An earlier attempt's agent, found dead once the next was
+			// dispatched (its report already archived): the next one lives.
+			r.o.opts.Logger.Info("an earlier attempt's agent ended", "task", id, "attempt", ex.Attempt, "err", ex.Err)
 			continue
 		}
 		for _, p := range []string{filepath.Join(l.Claimed(), id+".md"), filepath.Join(l.Claimed(), id+".owner.json")} {

@@ -29,6 +29,10 @@ type Options struct {
 	WorkspaceView string      // shallow listing of the workspace for the first message
 	RepoMap       string      // optional symbol map of the workspace
 	Limits        Limits      // plan limits (zero fields: the planspec.Default* constants)
+
+	// ProjectDoc is the project's own instructions for coding agents
+	// (its AGENTS.md or CLAUDE.md, named on the first line), or "".
+	ProjectDoc string
 }
 
 // Planner asks the model for a plan of a goal, letting it look at the
@@ -88,6 +92,9 @@ func (p *Planner) Plan(ctx context.Context, goal string) (*Plan, llm.Usage, erro
 func (p *Planner) firstMessage(goal string) string {
 	var b strings.Builder
 	b.WriteString("Goal:\n" + strings.TrimSpace(goal) + "\n")
+	if d := strings.TrimSpace(p.opts.ProjectDoc); d != "" {
+		b.WriteString("\nThe project's instructions for coding agents (every task's agent gets them too; plan by them):\n" + d + "\n")
+	}
 	if v := strings.TrimSpace(p.opts.WorkspaceView); v != "" {
 		b.WriteString("\nWorkspace (top levels; explore further with the tools):\n" + v + "\n")
 	}

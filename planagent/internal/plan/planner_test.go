@@ -296,7 +296,7 @@ func err2text(err error) string {
 // TestPlannerOffersOnlyReadOnlyTools asserts on the wire: the tools the
 // model is offered, and the first message it sees.
 func TestPlannerOffersOnlyReadOnlyTools(t *testing.T) {
-	f := newFixture(t, Options{WorkspaceView: "main.go\ncmd/", RepoMap: "main.go: func main()"},
+	f := newFixture(t, Options{WorkspaceView: "main.go\ncmd/", RepoMap: "main.go: func main()", ProjectDoc: "AGENTS.md:\nRun make check."},
 		llmtest.Calls(llmtest.Call("create_plan", validPlan)))
 	if _, _, err := f.plan.Plan(t.Context(), "add a greeter"); err != nil {
 		t.Fatal(err)
@@ -314,7 +314,8 @@ func TestPlannerOffersOnlyReadOnlyTools(t *testing.T) {
 		t.Errorf("system prompt = %q", req.Messages[0].Content)
 	}
 	user := req.Messages[1].Content
-	for _, want := range []string{"Goal:\nadd a greeter", "main.go\ncmd/", "main.go: func main()"} {
+	for _, want := range []string{"Goal:\nadd a greeter", "main.go\ncmd/", "main.go: func main()",
+		"The project's instructions for coding agents (every task's agent gets them too; plan by them):\nAGENTS.md:\nRun make check.\n"} {
 		if !strings.Contains(user, want) {
 			t.Errorf("first user message lacks %q:\n%s", want, user)
 		}

@@ -13,5 +13,9 @@ type Attempt struct {
 // shared watcher serving every task when TaskID is "".
 type Exit struct {
 	TaskID string
-	Err    error
+	// Attempt is the attempt whose agent died (0: not known). Its death
+	// may be noticed only after the orchestrator dispatched the next
+	// attempt of the task, which must not be taken for dead with it.
+	Attempt int
+	Err     error
 }

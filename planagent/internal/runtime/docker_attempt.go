@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
@@ -141,7 +140,7 @@ func (d *Docker) attemptEnded(c *agentContainer) {
 		err = fmt.Errorf("the agent of task %s (attempt %d) died: %w%s", c.task, c.attempt, err, d.logsTail(c))
 		d.log.Error("an attempt's container ended without its report", "task", c.task, "attempt", c.attempt, "err", err)
 		select {
-		case d.exited <- Exit{TaskID: c.task, Err: err}:
+		case d.exited <- Exit{TaskID: c.task, Attempt: c.attempt, Err: err}:
 		case <-c.bg.Done(): // Stop or a newer attempt took over
 		}
 	}
@@ -157,7 +156,7 @@ func (d *Docker) attemptEnded(c *agentContainer) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
 	defer cancel()
 	c.stopping.Store(true)
-	if _, err := d.api.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+	if _, err := d.api.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true}); !removed(err) {
 		d.log.Warn("remove the attempt's container", "container", shortID(c.id), "err", err)
 	}
 }

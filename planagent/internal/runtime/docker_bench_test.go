@@ -2,11 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +106,68 @@ func benchAttempt(b *testing.B, l volume.Layout, runID, id string) Attempt {
 	}
 	writeTestCommand(b, l, a)
 	return a
+}
+
+// BenchmarkFourLaunches: four attempts launched one after the other (as
+// planagent did before) and all at once (as it does for --parallel 4),
+// timed from the first Launch call to the last return.
+func BenchmarkFourLaunchesSerial(b *testing.B)   { benchFourLaunches(b, false) }
+func BenchmarkFourLaunchesTogether(b *testing.B) { benchFourLaunches(b, true) }
+
+func benchFourLaunches(b *testing.B, together bool) {
+	cli := e2eEngine(b)
+	testImages(b, cli)
+	srv := llmtest.New(b, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey))
+	srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Done.") })
+	l := testLayout(b, os.Getuid(), os.Getgid())
+	runID := testRunID(b, cli)
+	opts := testOptions(b, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts.Logger, opts.Env = discardLogger(), agentEnv(srv)
+	ctx := context.Background()
+	d, err := NewDocker(ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer d.Stop(ctx)
+	var total time.Duration
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		var as []Attempt
+		for i := range 4 {
+			as = append(as, benchAttempt(b, l, runID, fmt.Sprintf("r%dt%d", round, i)))
+		}
+		round++
+		b.StartTimer()
+		began := time.Now()
+		errs := make([]error, len(as))
+		if together {
+			var wg sync.WaitGroup
+			for i, a := range as {
+				wg.Go(func() { errs[i] = d.Launch(ctx, a) })
+			}
+			wg.Wait()
+		} else {
+			for i, a := range as {
+				errs[i] = d.Launch(ctx, a)
+			}
+		}
+		total += time.Since(began)
+		b.StopTimer()
+		if err := errors.Join(errs...); err != nil {
+			b.Fatal(err)
+		}
+		for deadline := time.Now().Add(time.Minute); len(containersOfRun(b, cli, runID)) > 0; {
+			if time.Now().After(deadline) {
+				b.Fatal("the attempts' containers did not go within a minute")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(round), "ms-4-launches")
 }

@@ -81,7 +81,7 @@ func (d *Docker) removeLeftovers(ctx context.Context) error {
 		d.log.Info("removing leftover codingagent container", "container", shortID(c.ID),
 			"run", c.Labels[LabelRun], "state", string(c.State))
 		_, err := d.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
+		if !removed(err) {
 			return fmt.Errorf("remove leftover container %s of run %s: %w", shortID(c.ID), c.Labels[LabelRun], err)
 		}
 		if c.Labels[LabelVolumes] == d.opts.Volumes.Root {
@@ -431,7 +431,7 @@ func (d *Docker) removeContainer(ctx context.Context, c *agentContainer) error {
 	_, err := d.api.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true})
 	c.cancel()
 	c.wg.Wait()
-	if err != nil && !cerrdefs.IsNotFound(err) {
+	if !removed(err) {
 		return fmt.Errorf("remove container %s: %w (remove it with `docker rm -f %s`)", shortID(c.id), err, shortID(c.id))
 	}
 	return nil

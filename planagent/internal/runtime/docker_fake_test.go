@@ -36,7 +36,13 @@ type fakeEngine struct {
 	created    []client.ContainerCreateOptions
 	removed    []string
 	list       []containertypes.Summary
-	n          int
+	// removeErr, by id: what ContainerRemove answers (after removing it,
+	// as a removal already under way does a moment later).
+	removeErr map[string]error
+	// beforeCreate, when set, runs first in every ContainerCreate, outside
+	// the engine's lock.
+	beforeCreate func()
+	n            int
 }
 
 type fakeContainer struct {
@@ -67,6 +73,9 @@ func (e *fakeEngine) ContainerList(context.Context, client.ContainerListOptions)
 }
 
 func (e *fakeEngine) ContainerCreate(_ context.Context, opts client.ContainerCreateOptions) (client.ContainerCreateResult, error) {
+	if e.beforeCreate != nil {
+		e.beforeCreate()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.createErr != nil {
@@ -149,6 +158,10 @@ func (e *fakeEngine) ContainerRemove(_ context.Context, id string, _ client.Cont
 	e.exit(id, 137, false, "")
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err := e.removeErr[id]; err != nil {
+		delete(e.containers, id)
+		return client.ContainerRemoveResult{}, err
+	}
 	if _, ok := e.containers[id]; !ok {
 		return client.ContainerRemoveResult{}, cerrdefs.ErrNotFound
 	}

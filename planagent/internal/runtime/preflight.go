@@ -48,7 +48,7 @@ func (d *Docker) preflight(ctx context.Context, compose string) error {
 	defer func() {
 		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
 		defer rmCancel()
-		if _, err := d.api.ContainerRemove(rmCtx, created.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+		if _, err := d.api.ContainerRemove(rmCtx, created.ID, client.ContainerRemoveOptions{Force: true}); !removed(err) {
 			d.log.Warn("remove the model preflight container", "container", shortID(created.ID), "err", err)
 		}
 	}()
