@@ -51,3 +51,34 @@ func TestRunAsksOnATerminal(t *testing.T) {
 		t.Errorf("commands after declining: %v", m)
 	}
 }
+
+// A plan awaiting confirmation is told to the notify sinks.
+func TestRunNotifiesThePlanAwaitingConfirmation(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	srv := llmtest.New(t)
+	srv.Enqueue(
+		llmtest.Calls(llmtest.Call("create_plan", `{"title":"Greeter","tasks":[{"id":"lib","title":"Write greet.go","description":"add Greet","dependencies":[]}]}`)),
+		llmtest.Text("Planned."),
+	)
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "codingagent"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := filepath.Join(dir, "notified.json")
+	if err := os.WriteFile(filepath.Join(dir, "codeagent.yaml"), []byte("notify:\n  command: \"cat > "+got+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _, errb := testFactory(map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL, "OPENAI_MODEL": "m",
+		"CODEAGENT_RUNTIME": "local", "CODEAGENT_VOLUMES_DIR": filepath.Join(dir, "volumes"), "CODEAGENT_REPO_MAP_TOKENS": "0"})
+	f.Executable = filepath.Join(bin, "planagent")
+	f.IO.IsTerminal = func() bool { return true }
+	f.IO.In = strings.NewReader("n\n")
+	if code := cmdutil.Main(f, NewCmdRoot(f), []string{"run", "greet people"}); code != cmdutil.ExitOK {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errb)
+	}
+	b, err := os.ReadFile(got)
+	if err != nil || !strings.Contains(string(b), `"event":"plan_awaiting"`) || !strings.Contains(string(b), `(1 tasks) awaits your confirmation`) {
+		t.Errorf("the command sink got %q (%v)", b, err)
+	}
+}
