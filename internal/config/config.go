@@ -47,6 +47,11 @@ type Config struct {
 	ContainerCPUs       float64
 	ContainerPids       int
 	Network             string
+	// Kubernetes runtime: namespace ("" the context's), kubeconfig file
+	// and context ("" kubectl's defaults, or in-cluster in a pod).
+	KubeNamespace string
+	Kubeconfig    string
+	KubeContext   string
 	RepoMapTokens       int // 0 turns the repo map off
 	TaskTimeout         time.Duration
 	Parallel            int
