@@ -61,8 +61,6 @@ const (
 	kubePoll         = 300 * time.Millisecond
 	kubeJobTTL       = 300 // seconds a finished Job stays, for `kubectl logs`
 
-
-
 )
 
 // Kube runs each task attempt as a batch/v1 Job in a namespace; nothing is

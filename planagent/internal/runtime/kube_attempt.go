@@ -255,7 +255,9 @@ func (k *Kube) collect(ctx context.Context, pod string, a Attempt, workdir strin
 	script := fmt.Sprintf("cd %s/reports && for f in %s %s; do [ -f \"$f\" ] && set -- \"$@\" \"$f\"; done; tar -c -f - \"$@\" </dev/null; touch %s",
 		containerVolumes, shellQuote(report), shellQuote(events), kubeCollected)
 	pr2, pw2 := io.Pipe()
-	go func() { pw2.CloseWithError(k.exec.Exec(ctx, k.ns, pod, "io", []string{"/bin/sh", "-c", script}, nil, pw2)) }()
+	go func() {
+		pw2.CloseWithError(k.exec.Exec(ctx, k.ns, pod, "io", []string{"/bin/sh", "-c", script}, nil, pw2))
+	}()
 	err = extractTar(pr2, stage, func(name string) (string, bool) {
 		return name, name == report || name == events
 	})
