@@ -52,10 +52,10 @@ type Config struct {
 	KubeNamespace string
 	Kubeconfig    string
 	KubeContext   string
-	RepoMapTokens       int // 0 turns the repo map off
-	TaskTimeout         time.Duration
-	Parallel            int
-	MaxRetries          int
+	RepoMapTokens int // 0 turns the repo map off
+	TaskTimeout   time.Duration
+	Parallel      int
+	MaxRetries    int
 	// Budgets of a run (0: none): tokens of every model call, the run's
 	// running time, and its cost in USD, which needs Prices for the model.
 	BudgetTokens int

@@ -173,7 +173,7 @@ func (k *Kube) carry(ctx context.Context, at *kubeAttempt, a Attempt, workdir st
 	}
 	k.log.Info("inputs sent", "job", at.job, "after", time.Since(created).Round(time.Millisecond))
 	logsDone := make(chan struct{})
-	go func() { defer close(logsDone); k.streamLogs(ctx, pod, a.TaskID) }()
+	go func() { defer close(logsDone); k.streamLogs(ctx, pod) }()
 	p, err := k.waitPodObj(ctx, at.job, func(p *corev1.Pod) bool { return containerTerminated(p, "agent") != nil })
 	if err != nil {
 		return err
@@ -305,8 +305,9 @@ func (k *Kube) heartbeat(ctx context.Context, job string, alive *atomic.Bool) {
 
 // streamLogs copies the agent container's log into the run's log, line by
 // line with the task as prefix and the API key masked.
-func (k *Kube) streamLogs(ctx context.Context, pod, task string) {
+func (k *Kube) streamLogs(ctx context.Context, pod string) {
 	if k.opts.Log == nil {
+		k.log.Debug("no log writer for the agent's log", "pod", pod)
 		return
 	}
 	rc, err := k.cs.CoreV1().Pods(k.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "agent", Follow: true}).Stream(ctx)
@@ -318,13 +319,16 @@ func (k *Kube) streamLogs(ctx context.Context, pod, task string) {
 	key := k.opts.Env[config.APIKeyEnv]
 	sc := bufio.NewScanner(rc)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	n := 0
 	for sc.Scan() {
+		n++
 		line := redact(sc.Text(), key)
-		if !k.opts.Verbose && strings.Contains(line, "level=INFO") {
-			continue
+		if !k.opts.Verbose && !WarningsOnly([]byte(line)) {
+			continue // the task's progress shows from its events, as with docker
 		}
-		fmt.Fprintf(k.opts.Log, "[%s] %s\n", task, line)
+		fmt.Fprintln(k.opts.Log, line)
 	}
+	k.log.Debug("the agent's log ended", "pod", pod, "lines", n, "err", sc.Err())
 }
 
 // reported reports whether the report of task's attempt of this run is in.

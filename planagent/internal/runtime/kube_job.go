@@ -171,12 +171,16 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
 	}
 	wait := fmt.Sprintf(`until [ -e %s ]; do sleep 0.2; done; cd "$1" || exit 125; shift; `, kubeReady)
+	// The agent's root filesystem stays writable, as with docker: images
+	// keep caches there (GOPATH, pip) and the pod is thrown away.
+	agentSC := sc.DeepCopy()
+	agentSC.ReadOnlyRootFilesystem = &no
 	agent := corev1.Container{
 		Name: "agent", Image: k.opts.Image, ImagePullPolicy: k.opts.PullPolicy,
 		Command:         append([]string{"/bin/sh", "-c", wait + `exec "$@"`, "codeagent-wait", s.workdir}, s.command...),
 		Env:             k.podEnv(s.withAgent),
 		VolumeMounts:    mounts,
-		SecurityContext: sc,
+		SecurityContext: agentSC,
 		Resources:       k.agentResources(),
 	}
 	io := corev1.Container{
@@ -233,7 +237,10 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 // podEnv: HOME on the writable /tmp, the model settings (sorted) for an
 // agent, the API key by reference to the run's Secret.
 func (k *Kube) podEnv(withAgent bool) []corev1.EnvVar {
-	env := []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}}
+	// git in the pod trusts the copy whoever owns it, as in docker (by
+	// environment: no config file is written).
+	env := []corev1.EnvVar{{Name: "HOME", Value: "/tmp"},
+		{Name: "GIT_CONFIG_COUNT", Value: "1"}, {Name: "GIT_CONFIG_KEY_0", Value: "safe.directory"}, {Name: "GIT_CONFIG_VALUE_0", Value: "*"}}
 	if !withAgent {
 		// Acceptance commands get none of the model settings (as with docker).
 		return env
