@@ -269,3 +269,78 @@ func TestE2EKubeCheckpointsConflictIsRedoneOnTheNewBase(t *testing.T) {
 	kubeE2E(t)
 	conflictIsRedoneOnTheNewBase(t, kubeRunEnv)
 }
+
+// slowThenQuick is a plan whose first task's model waits 6s before its step.
+func slowThenQuick() *fakeModel {
+	plan := `{"title":"Slow then quick","overview":"Two tasks.","tasks":[
+ {"id":"slow","description":"TOKEN-SLOW: write slow.txt","dependencies":[]},
+ {"id":"quick","description":"TOKEN-QUICK: write quick.txt","dependencies":["slow"]}]}`
+	return &fakeModel{plan: plan, started: make(chan string, 8), tasks: []scriptTask{
+		{token: "TOKEN-SLOW", delay: 6 * time.Second, steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "slow.txt", "content": "slow\n"})}},
+		{token: "TOKEN-QUICK", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "quick.txt", "content": "quick\n"})}},
+	}}
+}
+
+// startUntilSlow starts `planagent run` and returns once the slow task's
+// agent (in its pod) asked the model.
+func startUntilSlow(t *testing.T, e *runEnv, f *fakeModel) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd := e.command("run", "--yes", "make two files")
+	errb := &strings.Builder{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tok := <-f.started:
+		if tok != "TOKEN-SLOW" {
+			t.Fatalf("first task started is %s, want TOKEN-SLOW", tok)
+		}
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the slow task did not start within 90s\n%s", errb.String())
+	}
+	return cmd, errb
+}
+
+// planagent killed with SIGKILL while a task's pod works, then resume: the
+// orphaned Job is deleted, the task sent again, the run completes, and
+// nothing of it stays in the cluster.
+func TestE2EKubePlanagentKilledThenResumed(t *testing.T) {
+	f := slowThenQuick()
+	e := kubeRunEnv(t, f)
+	cmd, _ := startUntilSlow(t, e, f)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	out, stderr, code := e.run("resume")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
+	}
+	if got := e.read("workspace/slow.txt") + e.read("workspace/quick.txt"); got != "slow\nquick\n" {
+		t.Errorf("workspace files = %q", got)
+	}
+	if n := f.startCount("TOKEN-SLOW"); n != 2 {
+		t.Errorf("the slow task started %d times, want 2 (orphaned, then sent again)", n)
+	}
+}
+
+// Ctrl-C mid-task: planagent deletes the run's Jobs and Secret on its way out.
+func TestE2EKubeInterruptCleansUp(t *testing.T) {
+	f := slowThenQuick()
+	e := kubeRunEnv(t, f)
+	cmd, errb := startUntilSlow(t, e, f)
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("planagent did not end within 90s of SIGINT\n%s", errb.String())
+	}
+	if cmd.ProcessState.ExitCode() == 0 {
+		t.Errorf("an interrupted run exited 0\n%s", errb.String())
+	}
+	// assertNothingLeft (the env's cleanup) checks the cluster.
+}
