@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -128,12 +127,11 @@ func (k *Kube) waitGone(ctx context.Context, name string) error {
 // attempt, it just stops (they delete the Job).
 func (k *Kube) follow(ctx context.Context, at *kubeAttempt, a Attempt, workdir string, created time.Time) {
 	defer close(at.done)
-	var alive atomic.Bool
-	alive.Store(true)
+	carried := make(chan struct{})
 	hbDone := make(chan struct{})
-	go func() { defer close(hbDone); k.heartbeat(ctx, at.job, &alive) }()
+	go func() { defer close(hbDone); k.heartbeat(ctx, at.job, carried) }()
 	err := k.carry(ctx, at, a, workdir, created)
-	alive.Store(false)
+	close(carried)
 	<-hbDone
 	if ctx.Err() != nil {
 		return // someone else ended it and deletes the Job
@@ -280,7 +278,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // heartbeat keeps a heartbeat file of the attempt in the host's watchers
 // dir fresh while its goroutine carries it, so the orchestrator's watcher
 // check sees the pod (codingagent's own heartbeat stays in the pod).
-func (k *Kube) heartbeat(ctx context.Context, job string, alive *atomic.Bool) {
+func (k *Kube) heartbeat(ctx context.Context, job string, carried <-chan struct{}) {
 	dir := k.opts.Volumes.Watchers()
 	file := filepath.Join(dir, "kube-"+job+".json")
 	defer os.Remove(file)
@@ -293,10 +291,12 @@ func (k *Kube) heartbeat(ctx context.Context, job string, alive *atomic.Bool) {
 	}
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
-	for alive.Load() {
+	for {
 		beat()
 		select {
 		case <-ctx.Done():
+			return
+		case <-carried:
 			return
 		case <-t.C:
 		}
