@@ -55,13 +55,15 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 		}
 		<-earlier.done
 	}
-	workdir := containerWorkspace
-	if a.Rel != "" {
-		if err := protocol.ValidateWorkspace(a.Rel); err != nil {
-			return fmt.Errorf("task %s: %w", a.TaskID, err)
-		}
-		workdir = path.Join(containerVolumes, a.Rel)
+	// Without shared storage the attempt's results come back by replacing
+	// its directory: that must be its own copy, never the workspace itself.
+	if a.Rel == "" {
+		return fmt.Errorf("task %s: the kubernetes runtime needs the attempt's own copy of the workspace (checkpoints); this run works in the workspace itself: start a new run, or resume it with --runtime docker", a.TaskID)
 	}
+	if err := protocol.ValidateWorkspace(a.Rel); err != nil {
+		return fmt.Errorf("task %s: %w", a.TaskID, err)
+	}
+	workdir := path.Join(containerVolumes, a.Rel)
 	if fi, err := os.Stat(a.Dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("task %s: the attempt's workspace %s is not a directory", a.TaskID, a.Dir)
 	}

@@ -61,7 +61,8 @@ func tail(s string, n int) string {
 // tarEntry is one host path put into the stream under name.
 type tarEntry struct {
 	host, name string
-	optional   bool // skipped when absent
+	optional   bool   // skipped when absent
+	skip       string // a host directory under host left out (the volumes inside a workspace)
 }
 
 // writeTar streams the entries (directories recursively; symlinks as links,
@@ -85,6 +86,9 @@ func writeTar(w io.Writer, entries []tarEntry) error {
 		err = filepath.WalkDir(e.host, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
+			}
+			if e.skip != "" && d.IsDir() && filepath.Clean(p) == filepath.Clean(e.skip) {
+				return filepath.SkipDir
 			}
 			rel, err := filepath.Rel(e.host, p)
 			if err != nil {

@@ -325,3 +325,40 @@ func TestTarRoundTrip(t *testing.T) {
 		t.Error("a file absent from the stream stayed")
 	}
 }
+
+// The volumes inside a workspace stay out of the workspace's stream.
+func TestWriteTarSkipsTheVolumes(t *testing.T) {
+	ws := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(ws, "volumes", "attempts"), 0o755)
+	_ = os.WriteFile(filepath.Join(ws, "volumes", "attempts", "big"), []byte("x"), 0o644)
+	_ = os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644)
+	var buf bytes.Buffer
+	if err := writeTar(&buf, []tarEntry{{host: ws, name: "workspace", skip: filepath.Join(ws, "volumes")}}); err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(&buf)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		names = append(names, h.Name)
+	}
+	if got := strings.Join(names, " "); strings.Contains(got, "volumes") || !strings.Contains(got, "workspace/main.go") {
+		t.Errorf("streamed %v", names)
+	}
+}
+
+// An attempt without its own copy is refused: its results would replace the workspace.
+func TestKubeLaunchNeedsACopy(t *testing.T) {
+	k, _ := newTestKube(t)
+	if err := k.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = k.Stop(context.Background()) }()
+	err := k.Launch(t.Context(), Attempt{RunID: k.opts.RunID, TaskID: "alpha", Attempt: 1, Dir: k.opts.Volumes.Workspace()})
+	if err == nil || !strings.Contains(err.Error(), "own copy") {
+		t.Errorf("err = %v", err)
+	}
+}
