@@ -27,6 +27,7 @@ import (
 // its results.
 type kubeAttempt struct {
 	task, job string
+	uid       string // of the Job this process created: a pod of an earlier Job of the same name is not its
 	attempt   int
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -76,7 +77,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	}
 	job := k.jobSpec(spec)
 	created := time.Now()
-	_, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+	made, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// A Job of this very attempt left by a crashed planagent: its pod
 		// may have run with inputs this process never sent, so start over.
@@ -85,7 +86,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 		err = k.waitGone(dctx, job.Name)
 		cancel()
 		if err == nil {
-			_, err = k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+			made, err = k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 		}
 	}
 	if err != nil {
@@ -93,7 +94,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	}
 	k.log.Info("created the attempt's job", "task", a.TaskID, "attempt", a.Attempt, "job", job.Name, "namespace", k.ns)
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	at := &kubeAttempt{task: a.TaskID, job: job.Name, attempt: a.Attempt, cancel: cancel, done: make(chan struct{})}
+	at := &kubeAttempt{task: a.TaskID, job: job.Name, uid: string(made.UID), attempt: a.Attempt, cancel: cancel, done: make(chan struct{})}
 	k.mu.Lock()
 	if !k.started {
 		k.mu.Unlock()
@@ -163,7 +164,7 @@ func (k *Kube) follow(ctx context.Context, at *kubeAttempt, a Attempt, workdir s
 
 // carry is follow's work; an error means the attempt failed.
 func (k *Kube) carry(ctx context.Context, at *kubeAttempt, a Attempt, workdir string, created time.Time) error {
-	pod, err := k.waitPod(ctx, at.job, func(p *corev1.Pod) bool { return containerRunning(p, "io") })
+	pod, err := k.waitPod(ctx, jobRef{at.job, at.uid}, func(p *corev1.Pod) bool { return containerRunning(p, "io") })
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (k *Kube) carry(ctx context.Context, at *kubeAttempt, a Attempt, workdir st
 	k.log.Info("inputs sent", "job", at.job, "after", time.Since(created).Round(time.Millisecond))
 	logsDone := make(chan struct{})
 	go func() { defer close(logsDone); k.streamLogs(ctx, pod) }()
-	p, err := k.waitPodObj(ctx, at.job, func(p *corev1.Pod) bool { return containerTerminated(p, "agent") != nil })
+	p, err := k.waitPodObj(ctx, jobRef{at.job, at.uid}, func(p *corev1.Pod) bool { return containerTerminated(p, "agent") != nil })
 	if err != nil {
 		return err
 	}
@@ -339,8 +340,11 @@ func (k *Kube) reported(task string, attempt int) bool {
 	return err == nil && rep.RunID == k.opts.RunID && rep.Attempt == attempt
 }
 
+// jobRef names a Job this process created: its name and UID ("" unknown).
+type jobRef struct{ name, uid string }
+
 // waitPod waits for the Job's pod to satisfy ok and returns its name.
-func (k *Kube) waitPod(ctx context.Context, job string, ok func(*corev1.Pod) bool) (string, error) {
+func (k *Kube) waitPod(ctx context.Context, job jobRef, ok func(*corev1.Pod) bool) (string, error) {
 	p, err := k.waitPodObj(ctx, job, ok)
 	if err != nil {
 		return "", err
@@ -351,16 +355,20 @@ func (k *Kube) waitPod(ctx context.Context, job string, ok func(*corev1.Pod) boo
 // waitPodObj polls the Job's pod until ok; a pod that failed, waits on an
 // image it cannot get, or stays pending past kubePendingLimit is an error
 // naming why, as is a Job that failed (deadline) or vanished.
-func (k *Kube) waitPodObj(ctx context.Context, job string, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
+func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	since := time.Now()
+	job := ref.name
 	sel := metav1.ListOptions{LabelSelector: "job-name=" + job}
 	for {
 		list, err := k.cs.CoreV1().Pods(k.ns).List(ctx, sel)
 		if err != nil && ctx.Err() == nil {
 			k.log.Warn("list the attempt's pod", "job", job, "err", err)
 		}
-		if err == nil && len(list.Items) > 0 {
-			p := &list.Items[0]
+		var p *corev1.Pod
+		if err == nil {
+			p = ownPod(list.Items, ref.uid)
+		}
+		if p != nil {
 			if ok(p) {
 				return p, nil
 			}
@@ -388,6 +396,27 @@ func (k *Kube) waitPodObj(ctx context.Context, job string, ok func(*corev1.Pod) 
 		case <-time.After(kubePoll):
 		}
 	}
+}
+
+// ownPod is the pod of the Job with uid that is not being deleted: a
+// Job deleted and created again under the same name (a resumed run) may
+// still have its old pod, terminating, under the same job-name label.
+func ownPod(pods []corev1.Pod, uid string) *corev1.Pod {
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if uid == "" {
+			return p
+		}
+		for _, o := range p.OwnerReferences {
+			if string(o.UID) == uid {
+				return p
+			}
+		}
+	}
+	return nil
 }
 
 func jobFailed(j *batchv1.Job) string {

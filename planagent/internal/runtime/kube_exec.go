@@ -31,7 +31,8 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 	job := k.jobSpec(podSpec{name: name, role: "exec",
 		deadline: int64(math.Ceil(timeout.Seconds())) + int64(kubePendingLimit/time.Second),
 		command:  []string{"/bin/sh", "-c", command}, workdir: workdir})
-	if _, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	made, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: create job %s in namespace %s: %w", command, name, k.ns, err)
 	}
 	defer func() {
@@ -41,7 +42,8 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 			k.log.Warn("delete the acceptance command's job", "job", name, "err", err)
 		}
 	}()
-	pod, err := k.waitPod(ctx, name, func(p *corev1.Pod) bool { return containerRunning(p, "io") })
+	ref := jobRef{name, string(made.UID)}
+	pod, err := k.waitPod(ctx, ref, func(p *corev1.Pod) bool { return containerRunning(p, "io") })
 	if err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
 	}
@@ -51,7 +53,7 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p, err := k.waitPodObj(tctx, name, func(p *corev1.Pod) bool { return containerTerminated(p, "agent") != nil })
+	p, err := k.waitPodObj(tctx, ref, func(p *corev1.Pod) bool { return containerTerminated(p, "agent") != nil })
 	if err != nil {
 		if ctx.Err() == nil && tctx.Err() != nil {
 			out, _ := k.podLog(context.WithoutCancel(ctx), pod)

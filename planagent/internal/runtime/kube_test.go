@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -360,5 +361,25 @@ func TestKubeLaunchNeedsACopy(t *testing.T) {
 	err := k.Launch(t.Context(), Attempt{RunID: k.opts.RunID, TaskID: "alpha", Attempt: 1, Dir: k.opts.Volumes.Workspace()})
 	if err == nil || !strings.Contains(err.Error(), "own copy") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A resumed run deletes and creates again a Job of the same name: the old
+// Job's pod, terminating under the same job-name label, is not the new one's.
+func TestOwnPodSkipsAnEarlierJobsPod(t *testing.T) {
+	now := metav1.Now()
+	owned := func(uid string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{UID: types.UID(uid)}}
+	}
+	pods := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "old", OwnerReferences: owned("u1")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "dying", OwnerReferences: owned("u2"), DeletionTimestamp: &now}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "new", OwnerReferences: owned("u2")}},
+	}
+	if p := ownPod(pods, "u2"); p == nil || p.Name != "new" {
+		t.Errorf("ownPod = %v, want the new Job's pod", p)
+	}
+	if p := ownPod(pods[:2], "u2"); p != nil {
+		t.Errorf("ownPod = %s, want none", p.Name)
 	}
 }
