@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/codeagent/codeagent/internal/cmdutil.version=$(VERSION)
 GOFILES := $(shell git ls-files '*.go' 2>/dev/null | grep -v /testdata/)
 
-.PHONY: build test lint bench e2e image test-images clean
+.PHONY: build test lint bench e2e e2e-k8s image test-images clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/planagent ./planagent
@@ -25,6 +25,11 @@ bench:
 # End-to-end tests against the real Docker engine (built images, containers, compose).
 e2e: image test-images
 	CODEAGENT_E2E=1 CODEAGENT_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -timeout 15m -run 'E2E|Docker' ./...
+
+# End-to-end tests of --runtime kubernetes on a real single-node cluster that
+# scripts/k8s-cluster.sh brings up (and takes down) for the test binary.
+e2e-k8s: image
+	CODEAGENT_E2E=1 CODEAGENT_K8S=1 $(GO) test -count=1 -timeout 15m -run 'E2EKube' ./planagent/
 
 image:
 	scripts/image.sh

@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	kubeDown() // the cluster of the kubernetes e2e tests, when one was started
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -47,7 +47,7 @@ type Config struct {
 	MaxIterations       int // tool-loop iterations per task
 	VolumesDir          string
 	WorkspaceDir        string // "" means <volumes>/workspace
-	Runtime             string // "docker" or "local"
+	Runtime             string // "docker", "local" or "kubernetes"
 	Image               string
 	ContainerMemory     string // docker units: 512m, 2g
 	ContainerCPUs       float64
@@ -64,6 +64,11 @@ type Config struct {
 	BudgetUSD    float64
 	// TaskBudgetTokens stops one task's agent past this many tokens (0: none).
 	TaskBudgetTokens int
+	// Kubernetes runtime: namespace ("" the context's), kubeconfig file
+	// and context ("" kubectl's defaults, or in-cluster in a pod).
+	KubeNamespace string
+	Kubeconfig    string
+	KubeContext   string
 	// Prices are USD per million tokens by model name.
 	Prices map[string]Price
 	// Notify says where to tell a person that a run needs them or ended

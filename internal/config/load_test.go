@@ -236,6 +236,7 @@ func TestKeysMatchesYAMLKeys(t *testing.T) {
 	want := []string{"api_key", "base_url", "model", "api", "summary_model", "context_window", "reserved_output",
 		"compaction_threshold", "keep_messages", "request_timeout", "retries", "max_iterations", "volumes_dir",
 		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
+		"kube_namespace", "kubeconfig", "kube_context",
 		"repo_map_tokens", "task_timeout", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",
 		"task_budget_tokens", "mcp_servers", "mcp_read_only", "prices", "notify", "compat"}
 	if got := Keys(); !reflect.DeepEqual(got, want) {

@@ -44,7 +44,7 @@ func validate(c Config, where func(key string) string) error {
 	check("retries", c.Retries >= 0, "0 or more")
 	check("max_iterations", c.MaxIterations > 0, "at least 1")
 	check("volumes_dir", c.VolumesDir != "", "a directory path")
-	check("runtime", c.Runtime == "docker" || c.Runtime == "local", `"docker" or "local"`)
+	check("runtime", c.Runtime == "docker" || c.Runtime == "local" || c.Runtime == "kubernetes", `"docker", "local" or "kubernetes"`)
 	check("image", c.Image != "", "an image reference such as codeagent/codingagent:latest")
 	_, memErr := ParseMemory(c.ContainerMemory)
 	check("container_memory", memErr == nil, `a positive size in docker units such as "512m" or "2g"`)

@@ -40,10 +40,11 @@ and --max-retries override them.`,
 	fl.String("ui-addr", webui.DefaultAddr, "host:port of the web view of --ui")
 	// Without these flags the run keeps what it was started with (saved in
 	// its state), including --workspace; given, they override it.
-	fl.String("runtime", "", "where the coding agent runs: docker or local (default: as the run was started)")
+	fl.String("runtime", "", "where the coding agent runs: docker, local or kubernetes (default: as the run was started)")
 	fl.String("image", "", "image of the task containers: any local image with /bin/sh (default: config image)")
 	fl.Int("parallel", 0, "dispatch up to N ready tasks at once (default: as the run was started)")
 	fl.Int("max-retries", 0, "retries of a failed task (default: as the run was started)")
-	cmdutil.CompleteValues(cmd, "runtime", "docker", "local")
+	cmdutil.CompleteValues(cmd, "runtime", "docker", "local", "kubernetes")
+	addKubeFlags(cmd)
 	return cmd
 }

@@ -236,6 +236,12 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 			return nil, cmdutil.UsageError(err)
 		}
 		return rt, nil
+	case "kubernetes":
+		rt, err := newKubeRuntime(ctx, s, runID, env, log)
+		if err != nil {
+			return nil, cmdutil.UsageError(err)
+		}
+		return rt, nil
 	case "docker":
 		rt, err := newDockerRuntime(ctx, s, runID, env, log)
 		if err != nil {
@@ -243,7 +249,7 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 		}
 		return rt, nil
 	}
-	return nil, cmdutil.UsageError(fmt.Errorf("unknown runtime %q: use docker or local", s.cfg.Runtime))
+	return nil, cmdutil.UsageError(fmt.Errorf("unknown runtime %q: use docker, local or kubernetes", s.cfg.Runtime))
 }
 
 // workspaceView is the shallow listing the planner starts from: the

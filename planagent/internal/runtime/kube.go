@@ -1,0 +1,311 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/internal/volume"
+)
+
+// ErrClusterUnreachable: no Kubernetes API server answers with the given
+// kubeconfig/context, or the namespace is missing or forbidden.
+var ErrClusterUnreachable = errors.New("kubernetes cluster not usable")
+
+// KubeOptions configures the kubernetes runtime.
+type KubeOptions struct {
+	Volumes volume.Layout
+	RunID   string
+	// Image is the user's toolchain image the agent works in (any image
+	// with /bin/sh); AgentImage holds the static codingagent at
+	// AgentImageBinary and busybox (sh, cp, tar): its init container
+	// copies the binary into the pod and its io container moves the
+	// attempt's files in and out over pods/exec.
+	Image, AgentImage string
+	// Kubeconfig and Context pick the cluster ("" and "": $KUBECONFIG or
+	// ~/.kube/config and its current context, or the in-cluster config when
+	// planagent runs in a pod); Namespace "" is the context's namespace.
+	Kubeconfig, Context, Namespace string
+	PullPolicy                     corev1.PullPolicy // default IfNotPresent
+	TaskTimeout                    time.Duration     // activeDeadlineSeconds of an attempt's Job
+	Memory                         string            // limits.memory in docker units, "" none
+	CPUs                           float64           // limits.cpu, 0 none
+	// Env holds the agent's settings; the API key among them goes into the
+	// run's Secret only, never into a Job spec.
+	Env     map[string]string
+	Logger  *slog.Logger
+	Log     io.Writer // the agents' pod logs, line by line
+	Verbose bool
+}
+
+const (
+	// AgentImageBinary is where `make image` puts the static codingagent.
+	AgentImageBinary = "/app/codingagent"
+	// kubePendingLimit: a pod not running after this long (unschedulable,
+	// image missing) fails its attempt.
+	kubePendingLimit = 3 * time.Minute
+	kubePoll         = 300 * time.Millisecond
+	kubeJobTTL       = 300 // seconds a finished Job stays, for `kubectl logs`
+
+)
+
+// Kube runs each task attempt as a batch/v1 Job in a namespace; nothing is
+// shared with the host but the API server: inputs go in and results come
+// out as tar streams over pods/exec (kube_sync.go).
+type Kube struct {
+	cs     kubernetes.Interface
+	exec   podExecer
+	opts   KubeOptions
+	ns     string
+	log    *slog.Logger
+	exited chan Exit
+	secret string // the run's Secret holding the API key
+	// execSeq numbers the acceptance commands' Jobs of this process.
+	execSeq atomic.Uint64
+
+	mu       sync.Mutex
+	started  bool
+	attempts map[string]*kubeAttempt // by task id
+}
+
+var _ Runtime = (*Kube)(nil)
+
+// NewKube loads the client configuration, checks that the API server
+// answers and that the namespace's Jobs can be listed: a wrong setup is
+// named here, before the run plans anything.
+func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
+	cfg, ns, where, err := kubeClientConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrClusterUnreachable, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: client for %s: %w", ErrClusterUnreachable, where, err)
+	}
+	k, err := newKube(cs, &spdyExec{cfg: cfg, cs: cs}, ns, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		switch {
+		case apierrors.IsForbidden(err):
+			return nil, fmt.Errorf("%w: list jobs in namespace %s at %s is forbidden: bind the Role of the README's Kubernetes section (jobs, pods, pods/exec, pods/log, secrets): %w", ErrClusterUnreachable, ns, where, err)
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("%w: namespace %s not found at %s: create it or pass --namespace: %w", ErrClusterUnreachable, ns, where, err)
+		default:
+			return nil, fmt.Errorf("%w: API server at %s (%s) does not answer: check --kubeconfig/--context: %w", ErrClusterUnreachable, cfg.Host, where, err)
+		}
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: namespace %s not found at %s: create it or pass --namespace", ErrClusterUnreachable, ns, where)
+	}
+	return k, nil
+}
+
+// newKube checks the options; the tests pass a fake clientset.
+func newKube(cs kubernetes.Interface, ex podExecer, ns string, opts KubeOptions) (*Kube, error) {
+	if opts.RunID == "" {
+		return nil, errors.New("kubernetes runtime: empty run id: the orchestrator must pass the run's id")
+	}
+	if opts.Volumes.Root == "" {
+		return nil, errors.New("kubernetes runtime: no volumes dir: pass --volumes")
+	}
+	if opts.Image == "" {
+		opts.Image = DefaultImage
+	}
+	if opts.AgentImage == "" {
+		opts.AgentImage = DefaultImage
+	}
+	if opts.PullPolicy == "" {
+		opts.PullPolicy = corev1.PullIfNotPresent
+	}
+	if opts.TaskTimeout <= 0 {
+		opts.TaskTimeout = 30 * time.Minute
+	}
+	if opts.Memory != "" {
+		if _, err := config.ParseMemory(opts.Memory); err != nil {
+			return nil, fmt.Errorf("memory limit %q: use a size such as 2g or 512m", opts.Memory)
+		}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Log != nil {
+		opts.Log = &lockedWriter{w: opts.Log}
+	}
+	return &Kube{cs: cs, exec: ex, opts: opts, ns: ns, log: logger.With("runtime", "kubernetes"),
+		exited: make(chan Exit, 16), secret: secretName(opts.RunID), attempts: make(map[string]*kubeAttempt)}, nil
+}
+
+// kubeClientConfig: an explicit kubeconfig or context wins; else the
+// in-cluster config when planagent runs in a pod; else kubectl's rules.
+func kubeClientConfig(opts KubeOptions) (*rest.Config, string, string, error) {
+	if opts.Kubeconfig == "" && opts.Context == "" && os.Getenv("KUBECONFIG") == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, "", "", fmt.Errorf("in-cluster config: %w", err)
+		}
+		ns := opts.Namespace
+		if ns == "" {
+			if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+				ns = string(b)
+			}
+		}
+		if ns == "" {
+			ns = "default"
+		}
+		return cfg, ns, "in-cluster", nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = opts.Kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("load kubeconfig (--kubeconfig %q, --context %q): %w", opts.Kubeconfig, opts.Context, err)
+	}
+	ns := opts.Namespace
+	if ns == "" {
+		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
+			ns = "default"
+		}
+	}
+	where := "the kubeconfig's current context"
+	if opts.Context != "" {
+		where = "context " + opts.Context
+	}
+	// Many small calls (status polls, execs) per attempt: the default 5 QPS throttles a --parallel run.
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, ns, where, nil
+}
+
+func (k *Kube) Name() string { return "kubernetes" }
+
+// Namespace is where the run's Jobs and Secret go.
+func (k *Kube) Namespace() string { return k.ns }
+
+// Start creates the run's Secret (the API key) and removes what a crashed
+// earlier process of this run left: its Jobs (their attempts are sent again).
+func (k *Kube) Start(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.started {
+		return nil
+	}
+	if err := k.deleteJobs(ctx, labelSelector(map[string]string{LabelRun: labelValue(k.opts.RunID)})); err != nil {
+		return err
+	}
+	if err := k.ensureSecret(ctx); err != nil {
+		return err
+	}
+	k.started = true
+	return nil
+}
+
+// ensureSecret creates (or replaces) the run's Secret with the API key.
+func (k *Kube) ensureSecret(ctx context.Context) error {
+	s := k.secretSpec()
+	api := k.cs.CoreV1().Secrets(k.ns)
+	_, err := api.Create(ctx, s, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = api.Update(ctx, s, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("create the run's secret %s in namespace %s (RBAC needs create/update/delete on secrets): %w", s.Name, k.ns, err)
+	}
+	return nil
+}
+
+func (k *Kube) Exited() <-chan Exit { return k.exited }
+
+// Abandon deletes the Job of an attempt the orchestrator gave up on.
+func (k *Kube) Abandon(ctx context.Context, taskID string) error {
+	k.mu.Lock()
+	a := k.attempts[taskID]
+	delete(k.attempts, taskID)
+	k.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	a.cancel()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	defer cancel()
+	if err := k.deleteJob(ctx, a.job); err != nil {
+		return fmt.Errorf("task %s: delete the Job of attempt %d: %w", taskID, a.attempt, err)
+	}
+	<-a.done
+	return nil
+}
+
+// Stop deletes every Job of the run (background propagation, so their pods
+// go too) and the run's Secret; idempotent, works with a cancelled ctx.
+func (k *Kube) Stop(ctx context.Context) error {
+	k.mu.Lock()
+	running := make([]*kubeAttempt, 0, len(k.attempts))
+	for _, a := range k.attempts {
+		running = append(running, a)
+	}
+	clear(k.attempts)
+	k.started = false
+	k.mu.Unlock()
+	for _, a := range running {
+		a.cancel()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	defer cancel()
+	var errs []error
+	if err := k.deleteJobs(ctx, labelSelector(map[string]string{LabelRun: labelValue(k.opts.RunID)})); err != nil {
+		errs = append(errs, err)
+	}
+	for _, a := range running {
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+		}
+	}
+	err := k.cs.CoreV1().Secrets(k.ns).Delete(ctx, k.secret, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("delete the run's secret %s: %w", k.secret, err))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteJob deletes one Job with its pods.
+func (k *Kube) deleteJob(ctx context.Context, name string) error {
+	bg := metav1.DeletePropagationBackground
+	err := k.cs.BatchV1().Jobs(k.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// deleteJobs deletes the Jobs matching selector, with their pods.
+func (k *Kube) deleteJobs(ctx context.Context, selector string) error {
+	list, err := k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("list the run's jobs in namespace %s: %w", k.ns, err)
+	}
+	var errs []error
+	for _, j := range list.Items {
+		if err := k.deleteJob(ctx, j.Name); err != nil {
+			errs = append(errs, fmt.Errorf("delete job %s: %w", j.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

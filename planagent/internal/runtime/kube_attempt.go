@@ -1,0 +1,485 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/internal/protocol"
+)
+
+// kubeAttempt is one attempt's Job and the goroutine that feeds it its
+// inputs, mirrors its liveness into a heartbeat on the host and collects
+// its results.
+type kubeAttempt struct {
+	task, job string
+	uid       string // of the Job this process created: a pod of an earlier Job of the same name is not its
+	attempt   int
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// Launch creates the attempt's Job and returns; a goroutine then waits for
+// its pod, streams the inputs in, and once the agent container has exited
+// streams the results out into the attempt's copy and reports/ on the
+// host. An attempt that ends without its report is an Exit on Exited().
+func (k *Kube) Launch(ctx context.Context, a Attempt) error {
+	k.mu.Lock()
+	if !k.started {
+		k.mu.Unlock()
+		return errors.New("kubernetes runtime: Launch before Start: start the runtime first")
+	}
+	earlier := k.attempts[a.TaskID]
+	delete(k.attempts, a.TaskID)
+	k.mu.Unlock()
+	if earlier != nil {
+		earlier.cancel()
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		err := k.deleteJob(dctx, earlier.job)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("task %s: delete the Job of attempt %d: %w", a.TaskID, earlier.attempt, err)
+		}
+		<-earlier.done
+	}
+	// Without shared storage the attempt's results come back by replacing
+	// its directory: that must be its own copy, never the workspace itself.
+	if a.Rel == "" {
+		return fmt.Errorf("task %s: the kubernetes runtime needs the attempt's own copy of the workspace (checkpoints); this run works in the workspace itself: start a new run, or resume it with --runtime docker", a.TaskID)
+	}
+	if err := protocol.ValidateWorkspace(a.Rel); err != nil {
+		return fmt.Errorf("task %s: %w", a.TaskID, err)
+	}
+	workdir := path.Join(containerVolumes, a.Rel)
+	if fi, err := os.Stat(a.Dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("task %s: the attempt's workspace %s is not a directory", a.TaskID, a.Dir)
+	}
+	spec := podSpec{
+		name: jobName(k.opts.RunID, a.TaskID, a.Attempt), role: "attempt", task: a.TaskID, attempt: a.Attempt,
+		deadline:  int64(math.Ceil(k.opts.TaskTimeout.Seconds())),
+		command:   []string{agentBinary, "watch", "--task", a.TaskID, "--volumes", containerVolumes, "--workspace", workdir},
+		workdir:   workdir,
+		withAgent: true,
+	}
+	job := k.jobSpec(spec)
+	created := time.Now()
+	made, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// A Job of this very attempt left by a crashed planagent: its pod
+		// may have run with inputs this process never sent, so start over.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		_ = k.deleteJob(dctx, job.Name)
+		err = k.waitGone(dctx, job.Name)
+		cancel()
+		if err == nil {
+			made, err = k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("task %s attempt %d: create job %s in namespace %s: %w", a.TaskID, a.Attempt, job.Name, k.ns, err)
+	}
+	k.log.Info("created the attempt's job", "task", a.TaskID, "attempt", a.Attempt, "job", job.Name, "namespace", k.ns)
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	at := &kubeAttempt{task: a.TaskID, job: job.Name, uid: string(made.UID), attempt: a.Attempt, cancel: cancel, done: make(chan struct{})}
+	k.mu.Lock()
+	if !k.started {
+		k.mu.Unlock()
+		cancel()
+		dctx, c2 := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		defer c2()
+		_ = k.deleteJob(dctx, job.Name)
+		return errors.New("kubernetes runtime stopped while the attempt's job was created")
+	}
+	k.attempts[a.TaskID] = at
+	k.mu.Unlock()
+	go k.follow(bg, at, a, workdir, created)
+	return nil
+}
+
+// waitGone waits until the Job name is deleted.
+func (k *Kube) waitGone(ctx context.Context, name string) error {
+	for {
+		_, err := k.cs.BatchV1().Jobs(k.ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("job %s still there: %w", name, ctx.Err())
+		case <-time.After(kubePoll):
+		}
+	}
+}
+
+// follow carries an attempt through: inputs in, heartbeat while its agent
+// runs, results out, Job deleted. Cancelled by Abandon, Stop or a newer
+// attempt, it just stops (they delete the Job).
+func (k *Kube) follow(ctx context.Context, at *kubeAttempt, a Attempt, workdir string, created time.Time) {
+	defer close(at.done)
+	carried := make(chan struct{})
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); k.heartbeat(ctx, at.job, carried) }()
+	err := k.carry(ctx, at, a, workdir, created)
+	close(carried)
+	<-hbDone
+	if ctx.Err() != nil {
+		return // someone else ended it and deletes the Job
+	}
+	if err == nil && !k.reported(a.TaskID, a.Attempt) {
+		err = errors.New("the pod ended without the attempt's report")
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
+	if derr := k.deleteJob(dctx, at.job); derr != nil {
+		k.log.Warn("delete the attempt's job", "job", at.job, "err", derr)
+	}
+	cancel()
+	k.mu.Lock()
+	if k.attempts[a.TaskID] == at {
+		delete(k.attempts, a.TaskID)
+	}
+	k.mu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("the agent of task %s (attempt %d) in job %s died: %w", a.TaskID, a.Attempt, at.job, err)
+		k.log.Error("an attempt's pod ended without its report", "task", a.TaskID, "attempt", a.Attempt, "err", err)
+		select {
+		case k.exited <- Exit{TaskID: a.TaskID, Err: err}:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// carry is follow's work; an error means the attempt failed.
+func (k *Kube) carry(ctx context.Context, at *kubeAttempt, a Attempt, workdir string, created time.Time) error {
+	pod, err := k.waitPod(ctx, jobRef{at.job, at.uid}, func(p *corev1.Pod) bool { return containerRunning(p, "io") })
+	if err != nil {
+		return err
+	}
+	k.log.Info("the attempt's pod runs", "job", at.job, "pod", pod, "after", time.Since(created).Round(time.Millisecond))
+	if err := k.sendInputs(ctx, pod, a, workdir); err != nil {
+		return fmt.Errorf("send the inputs to pod %s: %w", pod, err)
+	}
+	k.log.Info("inputs sent", "job", at.job, "after", time.Since(created).Round(time.Millisecond))
+	logsDone := make(chan struct{})
+	go func() { defer close(logsDone); k.streamLogs(ctx, pod) }()
+	p, err := k.waitPodObj(ctx, jobRef{at.job, at.uid}, func(p *corev1.Pod) bool { return containerTerminated(p, "agent") != nil })
+	if err != nil {
+		return err
+	}
+	term := containerTerminated(p, "agent")
+	k.log.Info("the agent exited", "job", at.job, "code", term.ExitCode, "after", time.Since(created).Round(time.Millisecond))
+	if !containerRunning(p, "io") {
+		return fmt.Errorf("the io container of pod %s ended before the results were collected (%s)", pod, podProblem(p))
+	}
+	if err := k.collect(ctx, pod, a, workdir); err != nil {
+		return fmt.Errorf("collect the results from pod %s: %w", pod, err)
+	}
+	select {
+	case <-logsDone:
+	case <-time.After(logsDrain):
+	}
+	if term.ExitCode != 0 && !k.reported(a.TaskID, a.Attempt) {
+		return fmt.Errorf("codingagent exited with code %d (%s)", term.ExitCode, term.Reason)
+	}
+	return nil
+}
+
+// sendInputs streams what the agent reads: the context layers it needs, its
+// command file and its copy of the workspace; then the ready marker.
+func (k *Kube) sendInputs(ctx context.Context, pod string, a Attempt, workdir string) error {
+	v := k.opts.Volumes
+	rel := strings.TrimPrefix(workdir, containerVolumes+"/")
+	entries := []tarEntry{
+		{host: v.ProjectContext(), name: "context/project", optional: true},
+		{host: v.TaskContext(a.TaskID), name: "context/task/" + a.TaskID, optional: true},
+		{host: v.Memory(), name: "context/memory.md", optional: true},
+		{host: v.CommandFile(a.TaskID), name: "commands/" + filepath.Base(v.CommandFile(a.TaskID))},
+		{host: a.Dir, name: rel},
+	}
+	return k.pushTar(ctx, pod, entries)
+}
+
+// pushTar streams entries into the pod's volumes and touches the ready marker.
+func (k *Kube) pushTar(ctx context.Context, pod string, entries []tarEntry) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(writeTar(pw, entries)) }()
+	script := fmt.Sprintf("mkdir -p %[1]s/reports/.watchers %[1]s/commands/.claimed %[1]s/context && tar -x -f - -C %[1]s && touch %[2]s", containerVolumes, kubeReady)
+	err := k.exec.Exec(ctx, k.ns, pod, "io", []string{"/bin/sh", "-c", script}, pr, io.Discard)
+	pr.CloseWithError(err)
+	return err
+}
+
+// collect streams the attempt's copy back into its host directory (swapped
+// in whole) and then its events and report (the report last and by rename:
+// the orchestrator takes its appearance for the attempt's end), then lets
+// the io container end.
+func (k *Kube) collect(ctx context.Context, pod string, a Attempt, workdir string) error {
+	rel := strings.TrimPrefix(workdir, containerVolumes+"/")
+	pr, pw := io.Pipe()
+	var werr error
+	go func() {
+		err := k.exec.Exec(ctx, k.ns, pod, "io", []string{"tar", "-c", "-f", "-", "-C", containerVolumes, rel}, nil, pw)
+		werr = err
+		pw.CloseWithError(err)
+	}()
+	err := replaceDir(pr, a.Dir, func(name string) (string, bool) {
+		if name == rel {
+			return ".", true
+		}
+		r, ok := strings.CutPrefix(name, rel+"/")
+		return filepath.FromSlash(r), ok
+	})
+	pr.CloseWithError(err)
+	if err != nil {
+		return fmt.Errorf("the attempt's workspace: %w", errors.Join(err, werr))
+	}
+	v := k.opts.Volumes
+	stage, err := os.MkdirTemp(v.Reports(), ".kube-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage)
+	report, events := filepath.Base(v.ReportFile(a.TaskID)), filepath.Base(v.EventsFile(a.TaskID))
+	script := fmt.Sprintf("cd %s/reports && for f in %s %s; do [ -f \"$f\" ] && set -- \"$@\" \"$f\"; done; tar -c -f - \"$@\" </dev/null; touch %s",
+		containerVolumes, shellQuote(report), shellQuote(events), kubeCollected)
+	pr2, pw2 := io.Pipe()
+	go func() {
+		pw2.CloseWithError(k.exec.Exec(ctx, k.ns, pod, "io", []string{"/bin/sh", "-c", script}, nil, pw2))
+	}()
+	err = extractTar(pr2, stage, func(name string) (string, bool) {
+		return name, name == report || name == events
+	})
+	pr2.CloseWithError(err)
+	if err != nil {
+		return fmt.Errorf("the attempt's report: %w", err)
+	}
+	for _, f := range []string{events, report} {
+		if fi, err := os.Lstat(filepath.Join(stage, f)); err == nil && fi.Mode().IsRegular() {
+			if err := os.Rename(filepath.Join(stage, f), filepath.Join(v.Reports(), f)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// heartbeat keeps a heartbeat file of the attempt in the host's watchers
+// dir fresh while its goroutine carries it, so the orchestrator's watcher
+// check sees the pod (codingagent's own heartbeat stays in the pod).
+func (k *Kube) heartbeat(ctx context.Context, job string, carried <-chan struct{}) {
+	dir := k.opts.Volumes.Watchers()
+	file := filepath.Join(dir, "kube-"+job+".json")
+	defer os.Remove(file)
+	beat := func() {
+		_ = os.MkdirAll(dir, 0o755)
+		tmp := filepath.Join(dir, ".kube-"+job+".tmp")
+		if os.WriteFile(tmp, fmt.Appendf(nil, `{"host":%q,"runtime":"kubernetes","time":%q}`+"\n", job, time.Now().UTC().Format(time.RFC3339)), 0o644) == nil {
+			_ = os.Rename(tmp, file)
+		}
+	}
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		beat()
+		select {
+		case <-ctx.Done():
+			return
+		case <-carried:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// streamLogs copies the agent container's log into the run's log, line by
+// line with the task as prefix and the API key masked.
+func (k *Kube) streamLogs(ctx context.Context, pod string) {
+	if k.opts.Log == nil {
+		k.log.Debug("no log writer for the agent's log", "pod", pod)
+		return
+	}
+	rc, err := k.cs.CoreV1().Pods(k.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "agent", Follow: true}).Stream(ctx)
+	if err != nil {
+		k.log.Warn("stream the agent's log", "pod", pod, "err", err)
+		return
+	}
+	defer rc.Close()
+	key := k.opts.Env[config.APIKeyEnv]
+	sc := bufio.NewScanner(rc)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := redact(sc.Text(), key)
+		if !k.opts.Verbose && !WarningsOnly([]byte(line)) {
+			continue // the task's progress shows from its events, as with docker
+		}
+		fmt.Fprintln(k.opts.Log, line)
+	}
+	k.log.Debug("the agent's log ended", "pod", pod, "lines", n, "err", sc.Err())
+}
+
+// reported reports whether the report of task's attempt of this run is in.
+func (k *Kube) reported(task string, attempt int) bool {
+	rep, err := protocol.ReadReport(k.opts.Volumes.ReportFile(task))
+	return err == nil && rep.RunID == k.opts.RunID && rep.Attempt == attempt
+}
+
+// jobRef names a Job this process created: its name and UID ("" unknown).
+type jobRef struct{ name, uid string }
+
+// waitPod waits for the Job's pod to satisfy ok and returns its name.
+func (k *Kube) waitPod(ctx context.Context, job jobRef, ok func(*corev1.Pod) bool) (string, error) {
+	p, err := k.waitPodObj(ctx, job, ok)
+	if err != nil {
+		return "", err
+	}
+	return p.Name, nil
+}
+
+// waitPodObj polls the Job's pod until ok; a pod that failed, waits on an
+// image it cannot get, or stays pending past kubePendingLimit is an error
+// naming why, as is a Job that failed (deadline) or vanished.
+func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
+	since := time.Now()
+	job := ref.name
+	sel := metav1.ListOptions{LabelSelector: "job-name=" + job}
+	for {
+		list, err := k.cs.CoreV1().Pods(k.ns).List(ctx, sel)
+		if err != nil && ctx.Err() == nil {
+			k.log.Warn("list the attempt's pod", "job", job, "err", err)
+		}
+		var p *corev1.Pod
+		if err == nil {
+			p = ownPod(list.Items, ref.uid)
+		}
+		if p != nil {
+			if ok(p) {
+				return p, nil
+			}
+			if msg := podProblem(p); msg != "" {
+				return nil, fmt.Errorf("pod %s: %s", p.Name, msg)
+			}
+			if p.Status.Phase == corev1.PodPending && time.Since(since) > kubePendingLimit {
+				return nil, fmt.Errorf("pod %s pending for %s: %s", p.Name, kubePendingLimit, pendingReason(p))
+			}
+		} else if err == nil {
+			j, jerr := k.cs.BatchV1().Jobs(k.ns).Get(ctx, job, metav1.GetOptions{})
+			if apierrors.IsNotFound(jerr) {
+				return nil, fmt.Errorf("job %s was deleted", job)
+			}
+			if jerr == nil && jobFailed(j) != "" {
+				return nil, fmt.Errorf("job %s failed: %s", job, jobFailed(j))
+			}
+			if time.Since(since) > kubePendingLimit {
+				return nil, fmt.Errorf("job %s has no pod after %s (quota? admission?)", job, kubePendingLimit)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(kubePoll):
+		}
+	}
+}
+
+// ownPod is the pod of the Job with uid that is not being deleted: a
+// Job deleted and created again under the same name (a resumed run) may
+// still have its old pod, terminating, under the same job-name label.
+func ownPod(pods []corev1.Pod, uid string) *corev1.Pod {
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if uid == "" {
+			return p
+		}
+		for _, o := range p.OwnerReferences {
+			if string(o.UID) == uid {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+func jobFailed(j *batchv1.Job) string {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
+}
+
+// podProblem names what makes a pod unable to go on ("" when nothing does).
+func podProblem(p *corev1.Pod) string {
+	if p.Status.Phase == corev1.PodFailed {
+		return fmt.Sprintf("failed: %s %s", p.Status.Reason, p.Status.Message)
+	}
+	all := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+	for _, s := range all {
+		if w := s.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImageNeverPull", "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+				return fmt.Sprintf("container %s cannot start: %s: %s (import the image into the node, or check imagePullPolicy)", s.Name, w.Reason, w.Message)
+			}
+		}
+		if t := s.State.Terminated; t != nil && t.ExitCode != 0 && isInit(p, s.Name) {
+			return fmt.Sprintf("init container %s failed with code %d: %s", s.Name, t.ExitCode, t.Message)
+		}
+	}
+	return ""
+}
+
+func isInit(p *corev1.Pod, name string) bool {
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func pendingReason(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+			return "unschedulable: " + c.Message
+		}
+	}
+	return "not started"
+}
+
+func containerRunning(p *corev1.Pod, name string) bool {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == name {
+			return s.State.Running != nil
+		}
+	}
+	return false
+}
+
+func containerTerminated(p *corev1.Pod, name string) *corev1.ContainerStateTerminated {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == name {
+			return s.State.Terminated
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/codeagent/codeagent/internal/config"
+)
+
+// Exec runs an acceptance command (sh -c) in a fresh Job of the user's
+// image on a copy of dir streamed into its pod, with none of the model
+// settings; its output is the agent container's log, its exit code the
+// container's. What the command changes in the pod stays there.
+func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
+	workdir, err := k.podPath(dir)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	if timeout <= 0 {
+		timeout = execDefaultTimeout
+	}
+	name := execJobName(k.opts.RunID, k.execSeq.Add(1))
+	job := k.jobSpec(podSpec{name: name, role: "exec",
+		deadline: int64(math.Ceil(timeout.Seconds())) + int64(kubePendingLimit/time.Second),
+		command:  []string{"/bin/sh", "-c", command}, workdir: workdir})
+	made, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: create job %s in namespace %s: %w", command, name, k.ns, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		defer cancel()
+		if err := k.deleteJob(dctx, name); err != nil {
+			k.log.Warn("delete the acceptance command's job", "job", name, "err", err)
+		}
+	}()
+	ref := jobRef{name, string(made.UID)}
+	pod, err := k.waitPod(ctx, ref, func(p *corev1.Pod) bool { return containerRunning(p, "io") })
+	if err != nil {
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
+	}
+	rel := strings.TrimPrefix(workdir, containerVolumes+"/")
+	if err := k.pushTar(ctx, pod, []tarEntry{{host: dir, name: rel, skip: k.opts.Volumes.Root}}); err != nil {
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: send %s to pod %s: %w", command, dir, pod, err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p, err := k.waitPodObj(tctx, ref, func(p *corev1.Pod) bool { return containerTerminated(p, "agent") != nil })
+	if err != nil {
+		if ctx.Err() == nil && tctx.Err() != nil {
+			out, _ := k.podLog(context.WithoutCancel(ctx), pod)
+			return ExecResult{Output: out + fmt.Sprintf("\n[command timed out after %s]", timeout), ExitCode: timeoutExitCode}, nil
+		}
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
+	}
+	out, err := k.podLog(ctx, pod)
+	if err != nil {
+		return ExecResult{Output: out, ExitCode: -1}, err
+	}
+	return ExecResult{Output: out, ExitCode: int(containerTerminated(p, "agent").ExitCode)}, nil
+}
+
+// podLog is the agent container's whole log, its end kept, the key masked.
+func (k *Kube) podLog(ctx context.Context, pod string) (string, error) {
+	rc, err := k.cs.CoreV1().Pods(k.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "agent"}).Stream(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read the output of pod %s (RBAC needs get on pods/log): %w", pod, err)
+	}
+	defer rc.Close()
+	out := &tailBuffer{limit: execOutputCap}
+	_, err = io.Copy(out, rc)
+	s := redact(out.String(), k.opts.Env[config.APIKeyEnv])
+	if err != nil {
+		return s, fmt.Errorf("read the output of pod %s: %w", pod, err)
+	}
+	return s, nil
+}
+
+// podPath maps a host directory under the volumes to its path in the pod.
+func (k *Kube) podPath(dir string) (string, error) {
+	v := k.opts.Volumes
+	if sameDir(dir, v.Workspace()) {
+		return containerWorkspace, nil
+	}
+	if rel, err := filepath.Rel(v.Attempts(), dir); err == nil && rel != "." && filepath.IsLocal(rel) {
+		return containerVolumes + "/attempts/" + filepath.ToSlash(rel), nil
+	}
+	return "", fmt.Errorf("kubernetes runtime: %s is neither the workspace nor under %s", dir, v.Attempts())
+}

@@ -1,0 +1,182 @@
+package runtime
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/codeagent/codeagent/internal/protocol"
+)
+
+// podFiles plays the io container: it keeps what planagent streams in and
+// answers the results streams with the files given.
+type podFiles struct {
+	mu       sync.Mutex
+	in       map[string]string // names in the input tar → content
+	results  map[string]string // what `tar -c` of the copy returns (names under the copy's rel)
+	report   []byte            // reports/<id>.md in the pod, nil for none
+	reportID string
+	pushed   chan struct{}
+}
+
+func (p *podFiles) Exec(_ context.Context, _, _, container string, argv []string, stdin io.Reader, stdout io.Writer) error {
+	if container != "io" {
+		return io.ErrUnexpectedEOF
+	}
+	if stdin != nil {
+		tr := tar.NewReader(stdin)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			b, _ := io.ReadAll(tr)
+			p.in[h.Name] = string(b)
+		}
+		close(p.pushed)
+		return nil
+	}
+	tw := tar.NewWriter(stdout)
+	add := func(name string, b []byte) {
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg})
+		_, _ = tw.Write(b)
+	}
+	if argv[0] == "tar" { // the copy
+		for name, c := range p.results {
+			add(name, []byte(c))
+		}
+	} else if p.report != nil { // reports/
+		add(p.reportID+".md", p.report)
+	}
+	return tw.Close()
+}
+
+// runFakeAttempt launches alpha's attempt 1 on the fake clientset, plays
+// its pod (io running, then the agent exited with code) and returns the
+// attempt's host copy.
+func runFakeAttempt(t *testing.T, pf *podFiles, code int32) (*Kube, string) {
+	t.Helper()
+	k, cs := newTestKube(t)
+	k.exec = pf
+	ctx := t.Context()
+	if err := k.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	rel := "attempts/r/alpha.1"
+	dir := filepath.Join(k.opts.Volumes.Root, rel)
+	_ = os.MkdirAll(dir, 0o755)
+	_ = os.WriteFile(filepath.Join(dir, "old.txt"), []byte("base\n"), 0o644)
+	_ = os.MkdirAll(filepath.Dir(k.opts.Volumes.CommandFile("alpha")), 0o755)
+	_ = os.WriteFile(k.opts.Volumes.CommandFile("alpha"), []byte("command"), 0o644)
+	if err := k.Launch(ctx, Attempt{RunID: k.opts.RunID, TaskID: "alpha", Attempt: 1, Dir: dir, Rel: rel}); err != nil {
+		t.Fatal(err)
+	}
+	job := jobName(k.opts.RunID, "alpha", 1)
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job + "-x", Namespace: "agents", Labels: map[string]string{"job-name": job}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "agent", State: running}, {Name: "io", State: running}}}}
+	if _, err := cs.CoreV1().Pods("agents").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-pf.pushed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no inputs were streamed into the pod")
+	}
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}
+	if _, err := cs.CoreV1().Pods("agents").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return k, dir
+}
+
+// The whole way of an attempt without a cluster: the inputs go in, the
+// copy comes back swapped in whole, the report lands, the Job goes.
+func TestKubeAttemptCarriesFilesBothWays(t *testing.T) {
+	var rep bytes.Buffer
+	tmp := filepath.Join(t.TempDir(), "alpha.md")
+	if err := protocol.WriteReport(tmp, &protocol.Report{ID: "alpha", RunID: "run-20261125-1", Attempt: 1, Status: protocol.StatusCompleted, Summary: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(tmp)
+	rep.Write(b)
+	pf := &podFiles{in: map[string]string{}, pushed: make(chan struct{}), reportID: "alpha", report: rep.Bytes(),
+		results: map[string]string{"attempts/r/alpha.1/new.txt": "made in the pod\n"}}
+	k, dir := runFakeAttempt(t, pf, 0)
+	deadline := time.Now().Add(30 * time.Second)
+	for !k.reported("alpha", 1) {
+		if time.Now().After(deadline) {
+			t.Fatal("the report never reached the host")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pf.mu.Lock()
+	if pf.in["commands/alpha.md"] != "command" || pf.in["attempts/r/alpha.1/old.txt"] != "base\n" {
+		t.Errorf("inputs streamed: %v", pf.in)
+	}
+	pf.mu.Unlock()
+	if b, _ := os.ReadFile(filepath.Join(dir, "new.txt")); string(b) != "made in the pod\n" {
+		t.Errorf("new.txt on the host = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "old.txt")); err == nil {
+		t.Error("a file deleted in the pod stayed on the host")
+	}
+	waitJobGone(t, k, jobName(k.opts.RunID, "alpha", 1))
+	select {
+	case ex := <-k.Exited():
+		t.Errorf("an attempt with its report is an Exit: %v", ex.Err)
+	default:
+	}
+	entries, _ := os.ReadDir(k.opts.Volumes.Watchers())
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "kube-") {
+			t.Errorf("heartbeat %s stayed after the attempt", e.Name())
+		}
+	}
+}
+
+// An agent that exits without a report is an Exit naming its exit code.
+func TestKubeAttemptWithoutReportIsAnExit(t *testing.T) {
+	pf := &podFiles{in: map[string]string{}, pushed: make(chan struct{}), reportID: "alpha", results: map[string]string{}}
+	k, _ := runFakeAttempt(t, pf, 3)
+	select {
+	case ex := <-k.Exited():
+		if ex.TaskID != "alpha" || ex.Err == nil || !strings.Contains(ex.Err.Error(), "code 3") {
+			t.Errorf("exit %q: %v", ex.TaskID, ex.Err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Exit for an agent that died without its report")
+	}
+	waitJobGone(t, k, jobName(k.opts.RunID, "alpha", 1))
+}
+
+func waitJobGone(t *testing.T, k *Kube, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := k.cs.BatchV1().Jobs("agents").Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still there after the attempt", name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,284 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/codeagent/codeagent/internal/config"
+)
+
+// The labels are the docker ones (LabelManaged, LabelRun, LabelTask,
+// LabelAttempt, LabelRole): values sanitised, the exact run and task ids
+// in annotations of the same keys.
+const (
+	// secretKey is the key of the API key in the run's Secret.
+	secretKey = "api-key"
+	// The pod's one emptyDir, mounted at agentDir in every container:
+	// bin/ (codingagent), volumes/ (the attempt's files), run/ (markers).
+	kubeVolume    = "codeagent"
+	kubeTmpVolume = "tmp"
+	kubeReady     = agentDir + "/run/inputs-ready" // planagent: the inputs are in
+	kubeCollected = agentDir + "/run/collected"    // planagent: the results are out
+	// kubeUID is the agent user of `make image`; any non-root uid works:
+	// the emptyDir is writable by the pod's fsGroup.
+	kubeUID = 10001
+)
+
+var dnsUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// dnsPart lowercases s and keeps [a-z0-9-], for names and label values.
+func dnsPart(s string) string {
+	return strings.Trim(dnsUnsafe.ReplaceAllString(strings.ToLower(s), "-"), "-")
+}
+
+// jobName is the attempt's Job name: deterministic (a restarted planagent
+// finds it again), DNS-1123 and at most 63 characters (the Job controller
+// puts it in a label of the pod); long ids are cut and a hash of the full
+// triple keeps names distinct.
+func jobName(run, task string, attempt int) string {
+	return kubeName("ca", run, task, "a"+strconv.Itoa(attempt))
+}
+
+// execJobName names the Job of one acceptance command.
+func execJobName(run string, seq uint64) string {
+	return kubeName("ca", run, "x", strconv.FormatUint(seq, 10))
+}
+
+// secretName is the run's Secret.
+func secretName(run string) string { return kubeName("ca", run, "key") }
+
+func kubeName(parts ...string) string {
+	clean := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if c := dnsPart(p); c != "" {
+			clean = append(clean, c)
+		}
+	}
+	name := strings.Join(clean, "-")
+	if len(name) <= 63 && slices.Equal(clean, parts) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	h := hex.EncodeToString(sum[:])[:10]
+	if len(name) > 52 {
+		name = strings.TrimRight(name[:52], "-")
+	}
+	return name + "-" + h
+}
+
+// labelValue makes s a valid label value (≤ 63, alphanumeric at both ends).
+func labelValue(s string) string {
+	v := strings.Trim(regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(s, "-"), "-_.")
+	if len(v) > 63 || v != s {
+		sum := sha256.Sum256([]byte(s))
+		h := hex.EncodeToString(sum[:])[:8]
+		if len(v) > 54 {
+			v = strings.Trim(v[:54], "-_.")
+		}
+		v = strings.Trim(v+"-"+h, "-_.")
+	}
+	return v
+}
+
+func labelSelector(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// podSpec is what an attempt's or an acceptance command's pod runs.
+type podSpec struct {
+	name, role string
+	task       string
+	attempt    int
+	deadline   int64    // activeDeadlineSeconds
+	command    []string // run by the agent container once the inputs are in
+	workdir    string
+	withAgent  bool // the init container brings codingagent, the env the model settings
+}
+
+// secretSpec is the run's Secret: the API key, nothing else.
+func (k *Kube) secretSpec() *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: k.secret, Namespace: k.ns,
+			Labels:      map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID)},
+			Annotations: map[string]string{LabelRun: k.opts.RunID}},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: nil,
+		Data:      map[string][]byte{secretKey: []byte(k.opts.Env[config.APIKeyEnv])},
+	}
+}
+
+// jobSpec builds the Job: one pod, never restarted (planagent owns
+// retries), bounded by activeDeadlineSeconds, removed by the TTL
+// controller if planagent did not delete it, without a service account
+// token, every container non-root without privileges. Its pod has
+//
+//   - init container "codingagent" (AgentImage): copies the static binary
+//     into the shared emptyDir (withAgent only);
+//   - container "agent" (the user's Image): waits for the inputs-ready
+//     marker, then runs the command in the workdir; its exit is the
+//     attempt's end as the API reports it, which the agent cannot forge;
+//   - container "io" (AgentImage, busybox tar): the end planagent's
+//     pods/exec tar streams talk to; it keeps the pod (and its emptyDir)
+//     alive after the agent exits until planagent has collected the
+//     results (activeDeadlineSeconds bounds it).
+//
+// The API key comes from the run's Secret by reference (secretKeyRef).
+func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
+	labels := map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID), LabelRole: s.role}
+	annotations := map[string]string{LabelRun: k.opts.RunID}
+	if s.task != "" {
+		labels[LabelTask] = labelValue(s.task)
+		labels[LabelAttempt] = strconv.Itoa(s.attempt)
+		annotations[LabelTask] = s.task
+		annotations[LabelAttempt] = strconv.Itoa(s.attempt)
+	}
+	no, yes := false, true
+	uid := int64(kubeUID)
+	ttl := int32(kubeJobTTL)
+	backoff := int32(0)
+	deadline := s.deadline
+	sc := &corev1.SecurityContext{
+		RunAsNonRoot:             &yes,
+		AllowPrivilegeEscalation: &no,
+		Privileged:               &no,
+		ReadOnlyRootFilesystem:   &yes,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	mounts := []corev1.VolumeMount{{Name: kubeVolume, MountPath: agentDir}, {Name: kubeTmpVolume, MountPath: "/tmp"}}
+	small := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+	}
+	wait := fmt.Sprintf(`until [ -e %s ]; do sleep 0.2; done; cd "$1" || exit 125; shift; `, kubeReady)
+	// The agent's root filesystem stays writable, as with docker: images
+	// keep caches there (GOPATH, pip) and the pod is thrown away.
+	agentSC := sc.DeepCopy()
+	agentSC.ReadOnlyRootFilesystem = &no
+	agent := corev1.Container{
+		Name: "agent", Image: k.opts.Image, ImagePullPolicy: k.opts.PullPolicy,
+		Command:         append([]string{"/bin/sh", "-c", wait + `exec "$@"`, "codeagent-wait", s.workdir}, s.command...),
+		Env:             k.podEnv(s.withAgent),
+		VolumeMounts:    mounts,
+		SecurityContext: agentSC,
+		Resources:       k.agentResources(),
+	}
+	io := corev1.Container{
+		Name: "io", Image: k.opts.AgentImage, ImagePullPolicy: k.opts.PullPolicy,
+		// activeDeadlineSeconds ends it when planagent never collects.
+		Command:         []string{"/bin/sh", "-c", fmt.Sprintf(`until [ -e %s ]; do sleep 0.2; done`, kubeCollected)},
+		Env:             []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
+		VolumeMounts:    mounts,
+		SecurityContext: sc,
+		Resources:       small,
+	}
+	pod := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		AutomountServiceAccountToken:  &no,
+		EnableServiceLinks:            &no,
+		TerminationGracePeriodSeconds: ptr(int64(stopGrace)),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Containers: []corev1.Container{agent, io},
+		Volumes: []corev1.Volume{
+			{Name: kubeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: kubeTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		},
+	}
+	if s.withAgent {
+		pod.InitContainers = []corev1.Container{{
+			Name: "codingagent", Image: k.opts.AgentImage, ImagePullPolicy: k.opts.PullPolicy,
+			Command: []string{"/bin/sh", "-c", fmt.Sprintf("mkdir -p %[1]s/bin %[1]s/volumes %[1]s/run && cp %[2]s %[3]s && chmod 0555 %[3]s",
+				agentDir, AgentImageBinary, agentBinary)},
+			VolumeMounts:    mounts,
+			SecurityContext: sc,
+			Resources:       small,
+		}}
+	} else {
+		io.Command[2] = fmt.Sprintf("mkdir -p %[1]s/volumes %[1]s/run && ", agentDir) + io.Command[2]
+		pod.Containers[1] = io
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: k.ns, Labels: labels, Annotations: annotations},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            &backoff,
+			ActiveDeadlineSeconds:   &deadline,
+			TTLSecondsAfterFinished: &ttl,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+				Spec:       pod,
+			},
+		},
+	}
+}
+
+// podEnv: HOME on the writable /tmp, the model settings (sorted) for an
+// agent, the API key by reference to the run's Secret.
+func (k *Kube) podEnv(withAgent bool) []corev1.EnvVar {
+	// git in the pod trusts the copy whoever owns it, as in docker (by
+	// environment: no config file is written).
+	env := []corev1.EnvVar{{Name: "HOME", Value: "/tmp"},
+		{Name: "GIT_CONFIG_COUNT", Value: "1"}, {Name: "GIT_CONFIG_KEY_0", Value: "safe.directory"}, {Name: "GIT_CONFIG_VALUE_0", Value: "*"}}
+	if !withAgent {
+		// Acceptance commands get none of the model settings (as with docker).
+		return env
+	}
+	keys := make([]string, 0, len(k.opts.Env))
+	for key := range k.opts.Env {
+		if key != config.APIKeyEnv {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		env = append(env, corev1.EnvVar{Name: key, Value: k.opts.Env[key]})
+	}
+	if k.opts.Env[config.APIKeyEnv] != "" {
+		env = append(env, corev1.EnvVar{Name: config.APIKeyEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: k.secret}, Key: secretKey},
+		}})
+	}
+	return env
+}
+
+// agentResources: the configured limits; small requests so a busy node
+// still schedules the pod.
+func (k *Kube) agentResources() corev1.ResourceRequirements {
+	r := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits:   corev1.ResourceList{},
+	}
+	if k.opts.Memory != "" {
+		if m, err := config.ParseMemory(k.opts.Memory); err == nil {
+			r.Limits[corev1.ResourceMemory] = *resource.NewQuantity(m, resource.BinarySI)
+		}
+	}
+	if k.opts.CPUs > 0 {
+		r.Limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(k.opts.CPUs*1000), resource.DecimalSI)
+	}
+	return r
+}
+
+func ptr[T any](v T) *T { return &v }

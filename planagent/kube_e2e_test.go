@@ -1,0 +1,346 @@
+package main
+
+// End-to-end tests of `planagent run --runtime kubernetes` on a real
+// single-node cluster (scripts/k8s-cluster.sh): the real planagent binary,
+// the image `make image` built imported into the node, every attempt a Job
+// whose files move over pods/exec, and the llmtest server reached by the
+// pods through the CNI bridge gateway.
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
+)
+
+// kubeGateway is where pods reach this host: the first address of the
+// cluster's POD_SUBNET (scripts/k8s-cluster.sh's default 10.244.0.0/24).
+const kubeGateway = "10.244.0.1"
+
+type kubeCluster struct {
+	kubeconfig string
+	cs         kubernetes.Interface
+}
+
+var (
+	kubeOnce sync.Once
+	kubeUp   *kubeCluster
+	kubeErr  error
+)
+
+// kubeE2E returns the cluster, bringing it up once per test binary
+// (removed by the first test's cleanup chain: see kubeTestMainDown), or
+// skips unless CODEAGENT_E2E=1 and CODEAGENT_K8S=1. KUBE_E2E_KUBECONFIG
+// reuses a cluster that is already up (and leaves it up).
+func kubeE2E(t *testing.T) *kubeCluster {
+	t.Helper()
+	if os.Getenv("CODEAGENT_E2E") != "1" || os.Getenv("CODEAGENT_K8S") != "1" {
+		t.Skip("kubernetes end-to-end test: set CODEAGENT_E2E=1 CODEAGENT_K8S=1 (make e2e-k8s) to run it")
+	}
+	kubeOnce.Do(func() {
+		kc := os.Getenv("KUBE_E2E_KUBECONFIG")
+		if kc == "" {
+			dir, err := os.MkdirTemp("", "codeagent-k8s-")
+			if err != nil {
+				kubeErr = err
+				return
+			}
+			kubeDir = filepath.Join(dir, "cluster")
+			start := time.Now()
+			cmd := exec.Command("../scripts/k8s-cluster.sh", "up", kubeDir, e2eImage())
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				kubeErr = fmt.Errorf("cluster up: %v\n%s", err, out)
+				return
+			}
+			fmt.Fprintf(os.Stderr, "kubernetes cluster up in %s\n", time.Since(start).Round(time.Millisecond))
+			kc = filepath.Join(kubeDir, "kubeconfig")
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		if err != nil {
+			kubeErr = err
+			return
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			kubeErr = err
+			return
+		}
+		kubeUp = &kubeCluster{kubeconfig: kc, cs: cs}
+		// A bare pod first: the CNI bridge (and its gateway address, where
+		// the model listens) exists once a pod ran; its time is the
+		// baseline of the attempt figures.
+		start := time.Now()
+		if err := bareProbe(cs); err != nil {
+			kubeErr = fmt.Errorf("a bare pod of %s: %w", e2eImage(), err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "bare pod of %s: created -> Succeeded in %s\n", e2eImage(), time.Since(start).Round(time.Millisecond))
+	})
+	if kubeErr != nil {
+		t.Fatalf("CODEAGENT_K8S=1 but the cluster did not come up: %v", kubeErr)
+	}
+	return kubeUp
+}
+
+// bareProbe runs a pod of the image that exits at once and deletes it.
+func bareProbe(cs kubernetes.Interface) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	no := false
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "codeagent-probe-"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{Name: "probe", Image: e2eImage(), ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"/bin/sh", "-c", "true"}}}},
+	}
+	p, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cs.CoreV1().Pods("default").Delete(context.Background(), p.Name, metav1.DeleteOptions{}) }()
+	for {
+		got, err := cs.CoreV1().Pods("default").Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		switch got.Status.Phase {
+		case corev1.PodSucceeded:
+			return nil
+		case corev1.PodFailed:
+			return fmt.Errorf("pod %s failed: %s", p.Name, got.Status.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pod %s: %w (phase %s)", p.Name, ctx.Err(), got.Status.Phase)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// kubeDir is the cluster this test binary started ("" none); TestMain's
+// kubeDown takes it down.
+var kubeDir string
+
+// kubeDown stops the cluster this binary started; called from TestMain.
+func kubeDown() {
+	if kubeDir == "" {
+		return
+	}
+	out, err := exec.Command("../scripts/k8s-cluster.sh", "down", kubeDir).CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cluster down: %v\n%s", err, out)
+	}
+	_ = os.RemoveAll(filepath.Dir(kubeDir))
+}
+
+// kubeRunEnv is a run env for --runtime kubernetes: the model on every
+// interface requiring e2eKey, its URL through the bridge gateway.
+func kubeRunEnv(t *testing.T, f *fakeModel) *runEnv {
+	k := kubeE2E(t)
+	e := newRunEnv(t, f, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(e2eKey))
+	e.key = e2eKey
+	u, err := url.Parse(e.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = fmt.Sprintf("%s:%d", kubeGateway, e.srv.Port())
+	e.env = append(e.env, "CODEAGENT_RUNTIME=kubernetes", "KUBECONFIG="+k.kubeconfig, "OPENAI_BASE_URL="+u.String(),
+		"CODEAGENT_CONTAINER_MEMORY=512m", "CODEAGENT_CONTAINER_CPUS=1")
+	t.Cleanup(func() { assertNothingLeft(t, k) })
+	return e
+}
+
+// assertNothingLeft: no Job, pod or Secret of codeagent in the namespace.
+func assertNothingLeft(t *testing.T, k *kubeCluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}
+	// Pods go with their Job in the background: give the garbage collector time.
+	var left []string
+	for {
+		left = left[:0]
+		jobs, err := k.cs.BatchV1().Jobs("default").List(ctx, sel)
+		if err != nil {
+			t.Errorf("list jobs: %v", err)
+			return
+		}
+		pods, _ := k.cs.CoreV1().Pods("default").List(ctx, sel)
+		secrets, _ := k.cs.CoreV1().Secrets("default").List(ctx, sel)
+		for _, j := range jobs.Items {
+			left = append(left, "job/"+j.Name)
+		}
+		for _, p := range pods.Items {
+			left = append(left, "pod/"+p.Name)
+		}
+		for _, s := range secrets.Items {
+			left = append(left, "secret/"+s.Name)
+		}
+		if len(left) == 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(left) != 0 {
+		t.Errorf("left in the cluster after the run: %v", left)
+	}
+}
+
+// TestE2EKubeRunThreeTasks: three tasks, each attempt a Job; the key
+// reaches the agent only through the Secret (the strict server wants it),
+// appears in no Job spec and in no output; nothing is left behind.
+func TestE2EKubeRunThreeTasks(t *testing.T) {
+	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	e := kubeRunEnv(t, f)
+	k := kubeUp
+	// Record every Job's spec while the run goes (a list every 200ms: a
+	// Job lives seconds), to check the key is in none.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	specs := map[string]string{}
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for ctx.Err() == nil {
+			list, err := k.cs.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"})
+			if err == nil {
+				for _, j := range list.Items {
+					specs[j.Name] = j.Labels[runtime.LabelRole] + " " + j.String()
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	out, stderr, code := e.run("run", "--yes", "--json", "-v", "write greeting files")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	t.Logf("run of three tasks on kubernetes: %s", time.Since(start).Round(time.Millisecond))
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.Contains(l, "the attempt's pod runs") || strings.Contains(l, "inputs sent") || strings.Contains(l, "the agent exited") {
+			t.Log(l)
+		}
+	}
+	cancel()
+	<-watched
+	e.assertThreeTasksDone()
+	if strings.Contains(out+stderr, e2eKey) {
+		t.Errorf("planagent's output holds the API key")
+	}
+	if r := e.srv.Rejections(); len(r) != 0 {
+		t.Errorf("the strict server rejected requests: %v", r)
+	}
+	if len(specs) < 3 {
+		t.Errorf("jobs seen: %d, want at least one per task", len(specs))
+	}
+	for name, s := range specs {
+		if strings.Contains(s, e2eKey) {
+			t.Errorf("the spec of job %s holds the API key", name)
+		}
+		if strings.HasPrefix(s, "attempt ") && !strings.Contains(s, "SecretKeyRef") {
+			t.Errorf("the spec of job %s takes no key from the Secret", name)
+		}
+	}
+	assertNoKey(t, e.volumes, e2eKey)
+}
+
+// The isolation scenarios of isolation_e2e_test.go with every attempt a Job.
+func TestE2EKubeCheckpointsFailedAttemptLeavesNothing(t *testing.T) {
+	kubeE2E(t)
+	failedAttemptLeavesNothing(t, kubeRunEnv)
+}
+
+func TestE2EKubeCheckpointsConflictIsRedoneOnTheNewBase(t *testing.T) {
+	kubeE2E(t)
+	conflictIsRedoneOnTheNewBase(t, kubeRunEnv)
+}
+
+// slowThenQuick is a plan whose first task's model waits 6s before its step.
+func slowThenQuick() *fakeModel {
+	plan := `{"title":"Slow then quick","overview":"Two tasks.","tasks":[
+ {"id":"slow","description":"TOKEN-SLOW: write slow.txt","dependencies":[]},
+ {"id":"quick","description":"TOKEN-QUICK: write quick.txt","dependencies":["slow"]}]}`
+	return &fakeModel{plan: plan, started: make(chan string, 8), tasks: []scriptTask{
+		{token: "TOKEN-SLOW", delay: 6 * time.Second, steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "slow.txt", "content": "slow\n"})}},
+		{token: "TOKEN-QUICK", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "quick.txt", "content": "quick\n"})}},
+	}}
+}
+
+// startUntilSlow starts `planagent run` and returns once the slow task's
+// agent (in its pod) asked the model.
+func startUntilSlow(t *testing.T, e *runEnv, f *fakeModel) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd := e.command("run", "--yes", "make two files")
+	errb := &strings.Builder{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tok := <-f.started:
+		if tok != "TOKEN-SLOW" {
+			t.Fatalf("first task started is %s, want TOKEN-SLOW", tok)
+		}
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the slow task did not start within 90s\n%s", errb.String())
+	}
+	return cmd, errb
+}
+
+// planagent killed with SIGKILL while a task's pod works, then resume: the
+// orphaned Job is deleted, the task sent again, the run completes, and
+// nothing of it stays in the cluster.
+func TestE2EKubePlanagentKilledThenResumed(t *testing.T) {
+	f := slowThenQuick()
+	e := kubeRunEnv(t, f)
+	cmd, _ := startUntilSlow(t, e, f)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	out, stderr, code := e.run("resume")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
+	}
+	if got := e.read("workspace/slow.txt") + e.read("workspace/quick.txt"); got != "slow\nquick\n" {
+		t.Errorf("workspace files = %q", got)
+	}
+	if n := f.startCount("TOKEN-SLOW"); n != 2 {
+		t.Errorf("the slow task started %d times, want 2 (orphaned, then sent again)", n)
+	}
+}
+
+// Ctrl-C mid-task: planagent deletes the run's Jobs and Secret on its way out.
+func TestE2EKubeInterruptCleansUp(t *testing.T) {
+	f := slowThenQuick()
+	e := kubeRunEnv(t, f)
+	cmd, errb := startUntilSlow(t, e, f)
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("planagent did not end within 90s of SIGINT\n%s", errb.String())
+	}
+	if cmd.ProcessState.ExitCode() == 0 {
+		t.Errorf("an interrupted run exited 0\n%s", errb.String())
+	}
+	// assertNothingLeft (the env's cleanup) checks the cluster.
+}
