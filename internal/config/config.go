@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/catalog"
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // DefaultFile is read when no --config is given; its absence is not an error.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/catalog"
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // Print writes every key with its effective value and source as an aligned

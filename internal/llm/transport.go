@@ -19,7 +19,7 @@ type exchange struct {
 	retryAfter time.Duration
 	patch      *bodyPatch   // the profile's body rewrite (wirebody.go)
 	raw        bytes.Buffer // a copy of a 200 answer's body, for what go-openai does not read (extras.go)
-	extra      usageExtra // usage figures go-openai does not read (servercost.go)
+	extra      usageExtra   // usage figures go-openai does not read (servercost.go)
 }
 
 type exchangeKey struct{}
