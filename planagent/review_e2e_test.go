@@ -92,7 +92,7 @@ func TestE2EReviewInTheWebPage(t *testing.T) {
 		t.Skip("browser end-to-end test: set CODEAGENT_E2E=1 (make e2e) to run it")
 	}
 	exe := chromium(t)
-	plan := `{"title":"Greet","overview":"x","tasks":[{"id":"t1","title":"Write greet.txt","description":"TOKEN-GREET: write greet.txt","dependencies":[]}]}`
+	plan := `{"title":"Greet","overview":"x","tasks":[{"id":"t1","title":"Write greet.txt","description":"TOKEN-GREET: write greet.txt","dependencies":[],"acceptance":["echo checked-greet && test -f greet.txt"]}]}`
 	f := &fakeModel{plan: plan, tasks: []scriptTask{
 		{token: "TOKEN-WEB", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "greet.txt", "content": "hello from the review\n"})}},
 		{token: "TOKEN-GREET", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "greet.txt", "content": "hi\n"})}},
@@ -154,6 +154,8 @@ func TestE2EReviewInTheWebPage(t *testing.T) {
 	page.waitFor(`document.querySelector('#graph [data-task="t1"][data-status="completed"]')`)
 	page.eval(`document.querySelector('#graph [data-task="t1"]').dispatchEvent(new MouseEvent("click"))`)
 	dom := page.waitFor(`document.querySelector('#detail-diff .dl.add[data-file="greet.txt"][data-line="1"]')`)
+	// Its acceptance output and summary are beside the diff.
+	page.waitFor(`document.getElementById("detail-acceptance").textContent.includes("$ echo checked-greet && test -f greet.txt\nchecked-greet\n(exit 0)") && document.getElementById("detail-summary").textContent.length > 0`)
 	if !strings.Contains(dom, `class="dl add"`) || !strings.Contains(dom, `class="dl hunk"`) {
 		t.Errorf("the diff is not drawn line by line with its kinds:\n%s", dom)
 	}

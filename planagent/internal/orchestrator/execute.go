@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
@@ -72,6 +73,7 @@ func (r *run) do(ctx context.Context, a action) error {
 		}
 		r.dropCopy(a.ID)
 		info := r.info(a.ID)
+		info.Acceptance = a.Acceptance
 		r.checkpointed(info)
 		info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(a.Summary, 300)))
 		if err := r.g.Complete(a.ID, oneLine(a.Summary, 500)); err != nil {
@@ -165,29 +167,43 @@ func (r *run) startAcceptance(ctx context.Context, id string) {
 	summary := r.info(id).Summary
 	r.accepting++
 	go func() {
-		r.send(evAccepted{ID: id, Failure: r.accept(ctx, t), Summary: summary})
+		failure, output := r.accept(ctx, t)
+		r.send(evAccepted{ID: id, Failure: failure, Summary: summary, Output: output})
 	}()
 }
 
 // accept runs the acceptance commands in the shared workspace (a run
 // without checkpoints); "" means all passed.
-func (r *run) accept(ctx context.Context, t taskgraph.Task) string {
+func (r *run) accept(ctx context.Context, t taskgraph.Task) (failure, output string) {
 	return r.runAcceptance(ctx, r.o.opts.Layout.Workspace(), t.Acceptance)
 }
 
-// runAcceptance runs commands in dir through the runtime; "" means all passed.
-func (r *run) runAcceptance(ctx context.Context, dir string, commands []string) string {
+// runAcceptance runs commands in dir through the runtime; failure "" means
+// all passed. output is what each command printed (its tail), for the
+// person reviewing the task.
+func (r *run) runAcceptance(ctx context.Context, dir string, commands []string) (failure, output string) {
+	var out strings.Builder
 	for _, c := range commands {
 		res, err := r.o.opts.Runtime.Exec(ctx, dir, c, r.o.opts.AcceptTime)
 		if err != nil {
-			return fmt.Sprintf("acceptance command %q could not run: %v", c, err)
+			return fmt.Sprintf("acceptance command %q could not run: %v", c, err), out.String()
 		}
+		printed := tail(res.Output, acceptanceKept)
+		fmt.Fprintf(&out, "$ %s\n%s", c, printed)
+		if printed != "" && !strings.HasSuffix(printed, "\n") {
+			out.WriteString("\n")
+		}
+		fmt.Fprintf(&out, "(exit %d)\n", res.ExitCode)
 		if res.ExitCode != 0 {
-			return fmt.Sprintf("acceptance command %q exited %d: %s", c, res.ExitCode, tail(res.Output, 1500))
+			return fmt.Sprintf("acceptance command %q exited %d: %s", c, res.ExitCode, tail(res.Output, 1500)), out.String()
 		}
 	}
-	return ""
+	return "", out.String()
 }
+
+// acceptanceKept is how much of each acceptance command's output a task
+// keeps for its review.
+const acceptanceKept = 4000
 
 // startDecision asks the decider off the loop; the answer comes back as
 // evDecided. ctx cancels the call (Ctrl-C).

@@ -37,6 +37,7 @@ type evBadReport struct {
 // passed. Summary is the agent's, from its report.
 type evAccepted struct {
 	ID, Failure, Summary string
+	Output               string // what the acceptance commands printed
 }
 
 // evDecided: the decider answered about a failed task.
@@ -52,6 +53,7 @@ type evDecided struct {
 // acceptance command.
 type evMerged struct {
 	ID, Candidate, Failure, Summary string
+	Acceptance                      string // what the acceptance commands printed
 	Changed                         bool
 	Conflict                        []string
 }
@@ -96,7 +98,7 @@ type actMerge struct{ ID string }
 
 // actComplete marks the task completed; with checkpoints, Commit is the
 // merged state the integration branch moves to first.
-type actComplete struct{ ID, Summary, Commit string }
+type actComplete struct{ ID, Summary, Commit, Acceptance string }
 
 // actFail marks the task failed (its dependants are skipped) and notes why.
 type actFail struct{ ID, Reason string }
@@ -202,7 +204,7 @@ func next(v view, ev event) []action {
 		if ev.Failure != "" {
 			return failure(v, ev.ID, ev.Failure)
 		}
-		return []action{actComplete{ID: ev.ID, Summary: ev.Summary}}
+		return []action{actComplete{ID: ev.ID, Summary: ev.Summary, Acceptance: ev.Output}}
 	case evMerged:
 		return onMerged(v, ev)
 	case evTimedOut:
@@ -297,7 +299,7 @@ func onMerged(v view, ev evMerged) []action {
 	case ev.Failure != "":
 		return failure(v, ev.ID, ev.Failure)
 	}
-	a := actComplete{ID: ev.ID, Summary: ev.Summary}
+	a := actComplete{ID: ev.ID, Summary: ev.Summary, Acceptance: ev.Acceptance}
 	if ev.Changed {
 		a.Commit = ev.Candidate
 	}

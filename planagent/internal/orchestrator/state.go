@@ -63,6 +63,9 @@ type TaskInfo struct {
 	// Spans are the task's attempts on the wall clock, oldest first: the
 	// timeline of the summary and the web view.
 	Spans []Span `json:"spans,omitempty"`
+	// Acceptance is what the completed task's acceptance commands printed
+	// (each command, the tail of its output, its exit code), for review.
+	Acceptance string `json:"acceptance,omitempty"`
 	// Reason is the reason code of the attempt's last report (protocol's
 	// ReasonBudget, ReasonModel), "" when it gave none.
 	Reason string `json:"reason,omitempty"`

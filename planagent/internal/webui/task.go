@@ -37,6 +37,10 @@ type TaskDetail struct {
 	Diff         string   `json:"diff,omitempty"`
 	// DiffNote says why there is no diff (no checkpoint yet, a failure).
 	DiffNote string `json:"diff_note,omitempty"`
+	// Summary is the agent's summary of the task; Acceptance what its
+	// acceptance commands printed when it completed.
+	Summary    string `json:"summary,omitempty"`
+	Acceptance string `json:"acceptance,omitempty"`
 }
 
 func (s *Server) task(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +54,7 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("run %s has no task %q", st.RunID, id), http.StatusNotFound)
 		return
 	}
-	d := TaskDetail{ID: id, FilesChanged: in.FilesChanged, Commit: in.Commit}
+	d := TaskDetail{ID: id, FilesChanged: in.FilesChanged, Commit: in.Commit, Summary: in.Summary, Acceptance: in.Acceptance}
 	d.ReportFile, d.Report = s.report(st.RunID, id)
 	d.Diff, d.DiffNote = diff(r.Context(), st, in.Commit)
 	writeJSON(w, d)

@@ -211,6 +211,8 @@ async function showTask(id) {
   document.getElementById("detail").hidden = false;
   document.getElementById("detail-title").textContent = "Task " + id + (d.commit ? " · commit " + d.commit.slice(0, 12) : "");
   document.getElementById("detail-files").textContent = "Files changed: " + ((d.files_changed || []).join(", ") || "none reported");
+  document.getElementById("detail-summary").textContent = d.summary || "";
+  document.getElementById("detail-acceptance").textContent = d.acceptance || "(no acceptance commands ran for it)";
   document.getElementById("detail-report").textContent = d.report || "(no report yet)";
   shownTask = id;
   drawDiff(document.getElementById("detail-diff"), d.diff || "", d.diff_note || "", d.commit && TOKEN);
