@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
@@ -30,7 +31,7 @@ func TestE2EDockerCheckpointsFailedAttemptLeavesNothing(t *testing.T) {
 // Two containers edit the same line; the one merged second is redone on
 // the new base in a third.
 func TestE2EDockerCheckpointsConflictIsRedoneOnTheNewBase(t *testing.T) {
-	conflictIsRedoneOnTheNewBase(t, dockerRuntime)
+	conflictIsRedoneOnTheNewBase(t, dockerRuntime, 500*time.Millisecond)
 }
 
 // `git status` and `git diff` in the attempt's container, in its copy.

@@ -338,10 +338,13 @@ func TestE2ECheckpointsAcceptanceRunsOnTheMergedTree(t *testing.T) {
 // Two tasks edit the same line: the one merged second conflicts and is
 // redone on the new base, told which file clashed.
 func TestE2ECheckpointsConflictIsRedoneOnTheNewBase(t *testing.T) {
-	conflictIsRedoneOnTheNewBase(t, localRuntime)
+	conflictIsRedoneOnTheNewBase(t, localRuntime, 500*time.Millisecond)
 }
 
-func conflictIsRedoneOnTheNewBase(t *testing.T, rt e2eRuntime) {
+// conflictIsRedoneOnTheNewBase: wait is how long second waits after first's
+// last model call, so that first has merged by then (its results reach the
+// host later on some runtimes).
+func conflictIsRedoneOnTheNewBase(t *testing.T, rt e2eRuntime, wait time.Duration) {
 	plan := `{"title":"Clash","overview":"x","tasks":[
  {"id":"first","title":"Edit notes first","description":"TOKEN-FIRST: edit notes","dependencies":[]},
  {"id":"second","title":"Edit notes second","description":"TOKEN-SECOND: edit notes","dependencies":[]}]}`
@@ -349,7 +352,7 @@ func conflictIsRedoneOnTheNewBase(t *testing.T, rt e2eRuntime) {
 		{token: "TOKEN-FIRST", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "notes.txt", "content": "one\nTWO (first)\nthree\n"})}},
 		// Second edits once first has finished (and, a moment later,
 		// merged), so it is the one that conflicts.
-		{token: "TOKEN-SECOND", after: "TOKEN-FIRST", delay: 500 * time.Millisecond, steps: []llmtest.ToolCall{
+		{token: "TOKEN-SECOND", after: "TOKEN-FIRST", delay: wait, steps: []llmtest.ToolCall{
 			// cat: the redone attempt's copy holds first's line.
 			llmtest.Call("shell_exec", map[string]any{"command": "cat notes.txt; sed -i 's/^.*two.*$/TWO (second)/I' notes.txt"})}},
 	}}

@@ -267,7 +267,9 @@ func TestE2EKubeCheckpointsFailedAttemptLeavesNothing(t *testing.T) {
 
 func TestE2EKubeCheckpointsConflictIsRedoneOnTheNewBase(t *testing.T) {
 	kubeE2E(t)
-	conflictIsRedoneOnTheNewBase(t, kubeRunEnv)
+	// A pod's results come back (and first merges) seconds after its
+	// agent's last model call: second waits longer before its edit.
+	conflictIsRedoneOnTheNewBase(t, kubeRunEnv, 15*time.Second)
 }
 
 // slowThenQuick is a plan whose first task's model waits 6s before its step.
