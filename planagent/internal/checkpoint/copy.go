@@ -715,5 +715,15 @@ func copyRegular(dst, src string) error {
 		out.Close()
 		return err
 	}
-	return out.Close()
+	if err := out.Close(); err != nil {
+		return err
+	}
+	// The copy keeps the source's mtime: git tells a file changed within
+	// the same second as its index was written ("racily clean") by
+	// comparing with the index file's own mtime, which a fresh copy would
+	// move forward, hiding such a change from the squash.
+	if fi, err := f.Stat(); err == nil {
+		return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+	}
+	return nil
 }
