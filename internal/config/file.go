@@ -64,40 +64,23 @@ func (st *state) applyFile(data []byte, path, abs string) {
 			fail(k.Line, "", "keys must be plain names, got %s", describe(k))
 			continue
 		}
-		if k.Value == keyPrices {
-			if first, dup := seen[k.Value]; dup {
-				fail(k.Line, k.Value, "set twice (first at line %d): keep one", first)
-				continue
-			}
-			seen[k.Value] = k.Line
-			st.applyPricesNode(k, v, origin{kind: fromFile, name: path, abs: abs, line: k.Line})
-			continue
+		// Structured keys are parsed by their own files (prices.go,
+		// notify.go, compat.go, mcp.go); the rest by the field table.
+		o := origin{kind: fromFile, name: path, abs: abs, line: k.Line}
+		structured := map[string]func(){
+			keyPrices:      func() { st.applyPricesNode(k, v, o) },
+			keyNotify:      func() { st.applyNotifyNode(v, o) },
+			keyCompat:      func() { st.applyCompatNode(v, o) },
+			keyMCPServers:  func() { st.applyMCPNode(k, v, path, abs) },
+			keyMCPReadOnly: func() { st.applyMCPNode(k, v, path, abs) },
 		}
-		if k.Value == keyNotify {
+		if apply, ok := structured[k.Value]; ok {
 			if first, dup := seen[k.Value]; dup {
 				fail(k.Line, k.Value, "set twice (first at line %d): keep one", first)
 				continue
 			}
 			seen[k.Value] = k.Line
-			st.applyNotifyNode(v, origin{kind: fromFile, name: path, abs: abs, line: k.Line})
-			continue
-		}
-		if k.Value == keyCompat {
-			if first, dup := seen[k.Value]; dup {
-				fail(k.Line, k.Value, "set twice (first at line %d): keep one", first)
-				continue
-			}
-			seen[k.Value] = k.Line
-			st.applyCompatNode(v, origin{kind: fromFile, name: path, abs: abs, line: k.Line})
-			continue
-		}
-		if k.Value == keyMCPServers || k.Value == keyMCPReadOnly {
-			if first, dup := seen[k.Value]; dup {
-				fail(k.Line, k.Value, "set twice (first at line %d): keep one", first)
-				continue
-			}
-			seen[k.Value] = k.Line
-			st.applyMCPNode(k, v, path, abs)
+			apply()
 			continue
 		}
 		f, ok := known[k.Value]

@@ -186,15 +186,7 @@ func (c *Client) dialectError(ctx context.Context, model string, rec *exchange, 
 	default:
 		e.Retriable, e.Message = true, err.Error()
 	}
-	if e.Status >= 400 {
-		e.Retriable = retriableStatus(e.Status, e.Code)
-		e.RetryAfter = rec.retryAfter
-	}
-	if e.Message == "" && e.Status != 0 {
-		e.Message = http.StatusText(e.Status)
-	}
-	e.Message = c.redact(e.Message)
-	return e
+	return c.settle(e, rec)
 }
 
 // redactedError keeps the chain of a library's error (errors.As still

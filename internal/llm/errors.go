@@ -143,15 +143,7 @@ func (c *Client) attemptError(ctx context.Context, model string, rec *exchange, 
 		// ended early: the kind of failure another attempt may not hit.
 		e.Retriable, e.Message = true, err.Error()
 	}
-	if e.Status >= 400 {
-		e.Retriable = retriableStatus(e.Status, e.Code)
-		e.RetryAfter = rec.retryAfter
-	}
-	if e.Message == "" && e.Status != 0 {
-		e.Message = http.StatusText(e.Status)
-	}
-	e.Message = c.redact(e.Message)
-	return e
+	return c.settle(e, rec)
 }
 
 func retriableStatus(status int, code string) bool {
@@ -182,4 +174,18 @@ func (c *Client) redact(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, c.cfg.APIKey, "[redacted]")
+}
+
+// settle finishes an error of either wire: retriable by its status, the
+// server's Retry-After, a message even without a body, the key redacted.
+func (c *Client) settle(e *Error, rec *exchange) *Error {
+	if e.Status >= 400 {
+		e.Retriable = retriableStatus(e.Status, e.Code)
+		e.RetryAfter = rec.retryAfter
+	}
+	if e.Message == "" && e.Status != 0 {
+		e.Message = http.StatusText(e.Status)
+	}
+	e.Message = c.redact(e.Message)
+	return e
 }
