@@ -84,6 +84,7 @@ func BenchmarkStdlibRunPeakRSS(b *testing.B) {
 
 // newBenchEnv is newRunEnv for a benchmark.
 func newBenchEnv(b *testing.B, f *fakeModel) *runEnv {
+	buildPrograms(b)
 	f.starts = map[string]int{}
 	srv := llmtest.New(b)
 	srv.Handle(f.handle)

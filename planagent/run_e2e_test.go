@@ -21,27 +21,55 @@ import (
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
-var binDir string
+// binDir holds the planagent and codingagent binaries the process-level
+// tests run, built once, by the first test that needs them.
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+)
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "planagent-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	for _, prog := range []string{"planagent", "codingagent"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, prog), "github.com/codeagent/codeagent/"+prog)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", prog, err, out)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
 	kubeDown() // the cluster of the kubernetes e2e tests, when one was started
-	os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
+}
+
+// processE2E skips a test that runs the built programs as subprocesses
+// unless CODEAGENT_E2E=1 (make e2e, which .ci/run runs): they take minutes
+// in all and keep `go test ./...` out of the edit-test loop.
+func processE2E(t *testing.T) {
+	t.Helper()
+	if os.Getenv("CODEAGENT_E2E") != "1" {
+		t.Skip("process-level end-to-end test (builds and runs planagent and codingagent): set CODEAGENT_E2E=1 (make e2e) to run it")
+	}
+}
+
+// buildPrograms builds planagent and codingagent into binDir once.
+func buildPrograms(tb testing.TB) {
+	tb.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "planagent-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir = dir
+		for _, prog := range []string{"planagent", "codingagent"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, prog), "github.com/codeagent/codeagent/"+prog)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("build %s: %w\n%s", prog, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
 }
 
 // scriptTask is what the fake model does for one task: a sequence of tool
@@ -264,6 +292,8 @@ type runEnv struct {
 // that a container reaches it) and a fresh volumes dir.
 func newRunEnv(t *testing.T, f *fakeModel, opts ...llmtest.Option) *runEnv {
 	t.Helper()
+	processE2E(t)
+	buildPrograms(t)
 	f.starts = map[string]int{}
 	srv := llmtest.New(t, opts...)
 	srv.Handle(f.handle)
