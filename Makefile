@@ -5,24 +5,44 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/codeagent/codeagent/internal/cmdutil.version=$(VERSION)
 GOFILES := $(shell git ls-files '*.go' 2>/dev/null | grep -v /testdata/)
 
-.PHONY: build test lint bench e2e e2e-k8s image test-images clean
+# golangci-lint is built from the Go module proxy into a cache outside the
+# checkout, once per version.
+GOLANGCI_VERSION ?= v2.15.0
+TOOLS_DIR        ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/codeagent/tools
+GOLANGCI         := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
+
+.PHONY: build test test-short vet lint bench e2e e2e-k8s image test-images clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/planagent ./planagent
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/codingagent ./codingagent
 
-lint:
+vet:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# The README's test command: formatting, vet, and every unit and integration test with the race detector.
-test: lint
+# gofmt, vet and golangci-lint with .golangci.yml (staticcheck, errorlint,
+# unparam, unused, ineffassign, usetesting).
+lint: vet $(GOLANGCI)
+	$(GOLANGCI) run ./...
+
+$(GOLANGCI):
+	GOBIN=$(dir $@) GOFLAGS=-buildvcs=false $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+
+# The README's test command: formatting, vet, and every test that needs no
+# engine, cluster or built binaries, with the race detector.
+test: vet
 	$(GO) test -race -count=1 ./...
+
+# The edit-test loop: without the slow tests (testing.Short).
+test-short:
+	$(GO) test -short ./...
 
 bench:
 	scripts/bench.sh
 
-# End-to-end tests against the real Docker engine (built images, containers, compose).
+# End-to-end tests: planagent and codingagent built and run as subprocesses,
+# and the real Docker engine (built images, containers, compose).
 e2e: image test-images
 	CODEAGENT_E2E=1 CODEAGENT_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -timeout 15m -run 'E2E|Docker' ./...
 

@@ -24,6 +24,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -368,22 +369,24 @@ func TestE2EDockerKilledMidTask(t *testing.T) {
 	// The agent can reach the model before the engine records its container
 	// as running (the state flips after the process is started): wait for it.
 	var victim string
-	for wait := time.Now().Add(10 * time.Second); victim == ""; time.Sleep(20 * time.Millisecond) {
+	var states []string
+	running := poll.Wait(t.Context(), 30*time.Second, func() bool {
 		list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true,
 			Filters: make(client.Filters).Add("label", label, runtime.LabelRole+"=attempt")})
 		if err != nil {
 			fail("list containers labelled %s: %v", label, err)
 		}
-		var states []string
+		states = states[:0]
 		for _, c := range list.Items {
 			states = append(states, string(c.State))
 			if c.State == "running" {
 				victim = c.ID
 			}
 		}
-		if victim == "" && time.Now().After(wait) {
-			fail("no running attempt container labelled %s within 10s of the task's first request (states %v)", label, states)
-		}
+		return victim != ""
+	})
+	if !running {
+		fail("no running attempt container labelled %s within 30s of the task's first request (states %v)", label, states)
 	}
 	assertKeyNotInLabels(t, cli, victim, e.srv.Port())
 	if _, err := cli.ContainerKill(t.Context(), victim, client.ContainerKillOptions{Signal: "KILL"}); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/poll"
 )
 
 // Two `planagent resume` of one run: the second refuses (exit 2) naming
@@ -40,17 +41,17 @@ func TestE2ETwoResumesOfOneRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
-	locks, _ := filepath.Glob(filepath.Join(e.volumes, "runs", "*", "lock"))
-	deadline := time.Now().Add(30 * time.Second)
-	for holder := ""; holder != strconv.Itoa(a.Process.Pid); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first resume (pid %d) never held the run lock %v (holder %q); stderr:\n%s", a.Process.Pid, locks, holder, aErr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	var locks []string
+	holder := ""
+	held := poll.Wait(t.Context(), 30*time.Second, func() bool {
 		if locks, _ = filepath.Glob(filepath.Join(e.volumes, "runs", "*", "lock")); len(locks) == 1 {
 			b, _ := os.ReadFile(locks[0])
 			holder = strings.TrimSpace(string(b))
 		}
+		return holder == strconv.Itoa(a.Process.Pid)
+	})
+	if !held {
+		t.Fatalf("the first resume (pid %d) never held the run lock %v (holder %q); stderr:\n%s", a.Process.Pid, locks, holder, aErr.String())
 	}
 	_, stderr, code := e.run("resume")
 	if code != 2 || !strings.Contains(stderr, "pid "+strconv.Itoa(a.Process.Pid)) || !strings.Contains(stderr, "being driven by another planagent") {

@@ -13,6 +13,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/poll"
 )
 
 const oneTaskPlan = `{"title":"Notes","overview":"One file.","tasks":[
@@ -143,12 +144,11 @@ func runOnTerminal(t *testing.T, e *runEnv, answer string, wait func(), args ...
 // waitForCopies waits up to 20 s for n finished copies in the pool and
 // returns those there are.
 func waitForCopies(t *testing.T, e *runEnv, n int) []string {
-	deadline := time.Now().Add(20 * time.Second)
-	copies := pooledCopies(t, e)
-	for len(copies) < n && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	var copies []string
+	poll.Wait(t.Context(), 20*time.Second, func() bool {
 		copies = pooledCopies(t, e)
-	}
+		return len(copies) >= n
+	})
 	return copies
 }
 

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/poll"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver: it decodes the collector
@@ -186,10 +187,7 @@ func assertOneRunTrace(t *testing.T, recv *otlpReceiver, e *runEnv, shape traceS
 		}
 		return toolsSeen >= 4 && agentChats >= 3
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for !want(recv.snapshot()) && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
+	poll.Wait(t.Context(), 30*time.Second, func() bool { return want(recv.snapshot()) })
 	spans := recv.snapshot()
 	if !want(spans) {
 		t.Fatalf("the receiver got %d spans, not the coding agent's chat and tool spans", len(spans))
@@ -328,10 +326,8 @@ func TestE2ETraceFlushedOnCtrlC(t *testing.T) {
 	}
 	// planagent has exited: what it flushed is here; the agent may end a
 	// moment later.
-	deadline := time.Now().Add(15 * time.Second)
 	var run, attempt, agentChat bool
-	for time.Now().Before(deadline) && !(run && attempt && agentChat) {
-		time.Sleep(200 * time.Millisecond)
+	poll.Wait(t.Context(), 30*time.Second, func() bool {
 		for _, s := range recv.snapshot() {
 			switch {
 			case s.span.Name == "invoke_agent planagent":
@@ -343,7 +339,8 @@ func TestE2ETraceFlushedOnCtrlC(t *testing.T) {
 				agentChat = true
 			}
 		}
-	}
+		return run && attempt && agentChat
+	})
 	if !run || !attempt || !agentChat {
 		t.Fatalf("after Ctrl-C: run span %v, interrupted attempt span %v, the agent's chat span %v", run, attempt, agentChat)
 	}

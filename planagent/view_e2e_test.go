@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/poll"
 )
 
 // statusJSON is the part of `status --json` the tests read.
@@ -425,15 +427,15 @@ func TestE2EViewWebPageLive(t *testing.T) {
 		_ = ui.Process.Signal(os.Interrupt)
 		_ = ui.Wait()
 	}()
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	listening := poll.Wait(t.Context(), 30*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			break
 		}
-		if i > 100 {
-			t.Fatalf("planagent ui does not listen on %s:\n%s", addr, uiErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil
+	})
+	if !listening {
+		t.Fatalf("planagent ui does not listen on %s:\n%s", addr, uiErr.String())
 	}
 	dom = startBrowser(t, exe, "http://"+addr+"/").waitFor(`document.querySelectorAll('[data-status="completed"]').length >= 6`)
 	if !strings.Contains(dom, "completed") || !strings.Contains(dom, "write greeting files") {

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 // HEAD at the old or the new commit, and running Advance again finishes
 // the move: a clean tree at the new commit.
 func TestAdvanceKilledThenRedone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 of subprocesses moving an 800-file tree, seconds each: not in -short")
+	}
 	for _, delay := range []time.Duration{10 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond} {
 		t.Run(delay.String(), func(t *testing.T) {
 			ws := userRepo(t)

@@ -245,6 +245,9 @@ func TestJournalKill9(t *testing.T) {
 		journalWriter(t)
 		return
 	}
+	if testing.Short() {
+		t.Skip("kill -9 of a subprocess writing 1 000 transitions, three rounds: not in -short")
+	}
 	for round := range 3 {
 		vols := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestJournalKill9$")

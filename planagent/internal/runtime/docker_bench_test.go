@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/volume"
 )
 
@@ -83,12 +84,7 @@ func BenchmarkAttemptStartToHeartbeat(b *testing.B) {
 		b.StopTimer()
 		_ = w.Close()
 		// The attempt completes and its container goes before the next.
-		for deadline := time.Now().Add(30 * time.Second); len(containersOfRun(b, cli, runID)) > 0; {
-			if time.Now().After(deadline) {
-				b.Fatal("the attempt's container did not go within 30s")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		poll.Until(b, 30*time.Second, "the attempt's container to go", func() bool { return len(containersOfRun(b, cli, runID)) == 0 })
 		b.StartTimer()
 	}
 	slices.Sort(samples)
@@ -161,12 +157,7 @@ func benchFourLaunches(b *testing.B, together bool) {
 		if err := errors.Join(errs...); err != nil {
 			b.Fatal(err)
 		}
-		for deadline := time.Now().Add(time.Minute); len(containersOfRun(b, cli, runID)) > 0; {
-			if time.Now().After(deadline) {
-				b.Fatal("the attempts' containers did not go within a minute")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		poll.Until(b, time.Minute, "the attempts' containers to go", func() bool { return len(containersOfRun(b, cli, runID)) == 0 })
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(round), "ms-4-launches")

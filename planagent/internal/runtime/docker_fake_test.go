@@ -20,6 +20,7 @@ import (
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 )
@@ -293,13 +294,8 @@ func TestDockerFakeAttemptErrors(t *testing.T) {
 					t.Fatalf("no Exit, want one with %q", tc.exitErr)
 				}
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for fake.live() != 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("the attempt's container was not removed after it ended")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			poll.Until(t, 30*time.Second, "the attempt's container to be removed after it ended",
+				func() bool { return fake.live() == 0 })
 		})
 	}
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 )
@@ -177,32 +179,20 @@ func writeTestCommand(t testing.TB, l volume.Layout, a Attempt) {
 // waitReport waits for the report of id's attempt n.
 func waitReport(t *testing.T, l volume.Layout, id string, n int, within time.Duration) *protocol.Report {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if rep, err := protocol.ReadReport(l.ReportFile(id)); err == nil && rep.Attempt == n {
-			return rep
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no report of %s attempt %d within %s", id, n, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var rep *protocol.Report
+	poll.Until(t, within, fmt.Sprintf("the report of %s attempt %d", id, n), func() bool {
+		r, err := protocol.ReadReport(l.ReportFile(id))
+		rep = r
+		return err == nil && r.Attempt == n
+	})
+	return rep
 }
 
 // waitGone waits until no container of runID is left.
 func waitGone(t *testing.T, cli *client.Client, runID string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ids := containersOfRun(t, cli, runID)
-		if len(ids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("containers of run %s still there: %v", runID, ids)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, "no container of run "+runID+" left",
+		func() bool { return len(containersOfRun(t, cli, runID)) == 0 })
 }
 
 // TestDockerAttemptInBusyboxImage runs an attempt in an image that has
@@ -529,13 +519,7 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, what, cond)
 }
 
 func TestDockerEngineUnreachable(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
@@ -120,13 +121,7 @@ func TestKubeAttemptCarriesFilesBothWays(t *testing.T) {
 	pf := &podFiles{in: map[string]string{}, pushed: make(chan struct{}), reportID: "alpha", report: rep.Bytes(),
 		results: map[string]string{"attempts/r/alpha.1/new.txt": "made in the pod\n"}}
 	k, dir := runFakeAttempt(t, pf, 0)
-	deadline := time.Now().Add(30 * time.Second)
-	for !k.reported("alpha", 1) {
-		if time.Now().After(deadline) {
-			t.Fatal("the report never reached the host")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, "the report to reach the host", func() bool { return k.reported("alpha", 1) })
 	pf.mu.Lock()
 	if pf.in["commands/alpha.md"] != "command" || pf.in["attempts/r/alpha.1/old.txt"] != "base\n" {
 		t.Errorf("inputs streamed: %v", pf.in)
@@ -169,14 +164,8 @@ func TestKubeAttemptWithoutReportIsAnExit(t *testing.T) {
 
 func waitJobGone(t *testing.T, k *Kube, name string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := k.cs.BatchV1().Jobs("agents").Get(context.Background(), name, metav1.GetOptions{}); err != nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s still there after the attempt", name)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, "job "+name+" to be deleted after the attempt", func() bool {
+		_, err := k.cs.BatchV1().Jobs("agents").Get(t.Context(), name, metav1.GetOptions{})
+		return err != nil
+	})
 }
