@@ -84,6 +84,7 @@ func attempt(t *testing.T, r *Repo, base, id string, edit func(dir string)) (dir
 }
 
 func TestGitModeCheckpointsAndIsolation(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	if r.Mode() != "git" || r.Branch() != "main" {
@@ -146,6 +147,7 @@ func TestGitModeCheckpointsAndIsolation(t *testing.T) {
 }
 
 func TestDirty(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	vol := filepath.Join(ws, "volumes")
 	write(t, vol, "reports/x.md", "planagent's own files\n")
@@ -166,6 +168,7 @@ func TestDirty(t *testing.T) {
 }
 
 func TestConflict(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
@@ -186,6 +189,7 @@ func TestConflict(t *testing.T) {
 }
 
 func TestAdvanceNeverOverwritesTheUsersWork(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
@@ -208,6 +212,7 @@ func TestAdvanceNeverOverwritesTheUsersWork(t *testing.T) {
 // A move cut short (some files written, the branch not moved; or the
 // branch moved, the index not) is finished by running it again.
 func TestAdvanceFinishesAnInterruptedMove(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
@@ -236,6 +241,7 @@ func TestAdvanceFinishesAnInterruptedMove(t *testing.T) {
 // lock) is put back: HEAD, the index and the files stay where the caller
 // recorded them, and the same move succeeds once the lock is gone.
 func TestAdvanceWithTheIndexLockedMovesNothing(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
@@ -267,6 +273,7 @@ func TestAdvanceWithTheIndexLockedMovesNothing(t *testing.T) {
 // Killed after the branch moved but before the index did: the redo (HEAD
 // already at the target) brings the files and the index there too.
 func TestAdvanceRedoneAfterTheBranchMoved(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
@@ -282,6 +289,7 @@ func TestAdvanceRedoneAfterTheBranchMoved(t *testing.T) {
 }
 
 func TestRollback(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
@@ -311,6 +319,7 @@ func TestRollback(t *testing.T) {
 }
 
 func TestShadowMode(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	write(t, ws, "main.py", "print('hi')\n")
 	shadow := filepath.Join(t.TempDir(), "shadow.git")
@@ -363,6 +372,7 @@ func TestShadowMode(t *testing.T) {
 }
 
 func TestUnchangedAttemptSquashesToItsBase(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	start, _ := r.Head(t.Context())
@@ -375,6 +385,7 @@ func TestUnchangedAttemptSquashesToItsBase(t *testing.T) {
 // A copy thrown into the pool comes back as an exact copy of the commit
 // asked for: no file, ignored file, config or hook of the attempt before.
 func TestPooledCopyIsExact(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	r.SetPool(filepath.Join(t.TempDir(), "pool"), 2)
@@ -435,6 +446,7 @@ func pooledRepo(t *testing.T, max int) (r *Repo, pool, head string) {
 // attempts then take them (no clone, no full checkout) and get exact copies
 // of the commit they ask for, even one the copies were not made at.
 func TestPrewarmFillsThePool(t *testing.T) {
+	t.Parallel()
 	r, pool, start := pooledRepo(t, 3)
 	ctx := t.Context()
 	n, err := r.Prewarm(ctx, start)
@@ -471,6 +483,7 @@ func TestPrewarmFillsThePool(t *testing.T) {
 
 // Prewarm stops when its context ends, leaving no half-made copy.
 func TestPrewarmStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
 	r, pool, start := pooledRepo(t, 3)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

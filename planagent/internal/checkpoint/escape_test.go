@@ -20,6 +20,7 @@ import (
 // (the marker), the user's repository must be intact (fsck, hooks, config,
 // branch), and the attempt must end cleanly or with a named error.
 func TestHostileCopyRunsNothingOnTheHost(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"git", "shadow"} {
 		for _, p := range hostile.All {
 			t.Run(mode+"/"+p.Name, func(t *testing.T) {
@@ -181,6 +182,7 @@ func gitStatus(t *testing.T, dir string) string {
 // A task that writes inside a submodule gets a named error, not a
 // completion that silently drops the writes.
 func TestWriteInsideASubmoduleIsANamedError(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	sub := sh(t, ws, "mkdir lib && cd lib && git init -q && git -c user.name=U -c user.email=u@e commit -q --allow-empty -m sub && git rev-parse HEAD")
 	sh(t, ws, "git update-index --add --cacheinfo 160000,"+sub+",lib && git commit -q -m 'add lib'")
@@ -202,6 +204,7 @@ func TestWriteInsideASubmoduleIsANamedError(t *testing.T) {
 // A nested repository's files are committed as plain files, and what was
 // removed is named.
 func TestNestedRepositoryIsCommittedAsFiles(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
@@ -227,6 +230,7 @@ func TestNestedRepositoryIsCommittedAsFiles(t *testing.T) {
 // A directory replaced by a file or a link merges into the workspace, and
 // back.
 func TestDirectoryBecomesAFileOrALink(t *testing.T) {
+	t.Parallel()
 	for _, replace := range []string{"rm -rf lib && echo now-a-file > lib", "rm -rf lib && ln -s notes.txt lib"} {
 		t.Run(replace, func(t *testing.T) {
 			ws := userRepo(t)
@@ -255,6 +259,7 @@ func TestDirectoryBecomesAFileOrALink(t *testing.T) {
 
 // A path under a link in the workspace is never written through the link.
 func TestAdvanceNeverWritesThroughALink(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
