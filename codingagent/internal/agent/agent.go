@@ -195,6 +195,10 @@ type Agent struct {
 	turn      Turn              // the mode of the Send in progress
 	planTool  planTool
 	repoMap   repoMapCache
+	stable    stableView // the request's frozen prefix
+	// reshapeEachTurn shapes every request afresh (the behaviour before
+	// the frozen prefix), for the tests and benchmarks that compare.
+	reshapeEachTurn bool
 }
 
 // repoMapCache keeps the last repo map section and the focus it was made for.
