@@ -78,7 +78,7 @@ type Report struct {
 	// Subagents are the sub-agents the task's agent started, each with
 	// what it used; their tokens are also counted in Tokens.
 	Subagents []Subagent `yaml:"subagents,omitempty"`
-	Body   string `yaml:"-"` // details (markdown)
+	Body      string     `yaml:"-"` // details (markdown)
 }
 
 // ParseReport parses a report file; name as for ParseCommand.

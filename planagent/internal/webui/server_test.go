@@ -56,7 +56,7 @@ func newFixture(t testing.TB) *fixture {
 	st.Tasks[1].Status, st.Tasks[1].Attempts = taskgraph.InProgress, 1
 	st.Info["a"] = &orchestrator.TaskInfo{Attempt: 1, Tokens: protocol.Tokens{Prompt: 100, Completion: 20}, FilesChanged: []string{"a.txt"},
 		Subagents: []orchestrator.Subagent{{Attempt: 1, ID: "a.sub1", Goal: "look around", Tokens: protocol.Tokens{Prompt: 40, Completion: 5}}},
-		Spans: []orchestrator.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
+		Spans:     []orchestrator.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
 	st.Info["b"] = &orchestrator.TaskInfo{Attempt: 1, Spans: []orchestrator.Span{{Attempt: 1, Start: now.Add(6 * time.Second)}}}
 	if err := st.Save(l, now.Add(7*time.Second)); err != nil {
 		t.Fatal(err)
