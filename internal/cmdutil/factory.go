@@ -40,6 +40,8 @@ func AddConfigFlags(cmd *cobra.Command) {
 	pf.String("model", "", "model name (env OPENAI_MODEL)")
 	pf.String("base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL)")
 	pf.String("api", "", "wire API: auto, chat, anthropic or responses (env CODEAGENT_API; default auto: anthropic for api.anthropic.com, responses for OpenAI's *-codex models, else chat)")
+	pf.String("reasoning-effort", "", "how hard a reasoning model thinks: none, minimal, low, medium, high or xhigh (env CODEAGENT_REASONING_EFFORT; default: the model's)")
+	pf.Int("thinking-budget", 0, "Anthropic extended thinking budget in tokens (env CODEAGENT_THINKING_BUDGET; default 0: from --reasoning-effort, else off)")
 	pf.String("volumes", "", "volumes dir holding context/, commands/, reports/, workspace/ (default ./volumes)")
 	pf.String("workspace", "", "workspace dir (default <volumes>/workspace)")
 }
@@ -75,15 +77,17 @@ func (f *Factory) LLM(cfg config.Config) *llm.Client {
 // Retry-After may be minutes).
 func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wait time.Duration, err error)) *llm.Client {
 	return llm.New(llm.Config{
-		BaseURL:        cfg.BaseURL,
-		API:            cfg.API,
-		APIKey:         cfg.APIKey,
-		Model:          cfg.Model,
-		RequestTimeout: cfg.RequestTimeout,
-		MaxRetries:     cfg.Retries,
-		MaxTokens:      cfg.ReservedOutput,
-		Compat:         cfg.Compat,
-		OnRetry:        onRetry,
+		BaseURL:         cfg.BaseURL,
+		API:             cfg.API,
+		APIKey:          cfg.APIKey,
+		Model:           cfg.Model,
+		RequestTimeout:  cfg.RequestTimeout,
+		MaxRetries:      cfg.Retries,
+		MaxTokens:       cfg.ReservedOutput,
+		Compat:          cfg.Compat,
+		ReasoningEffort: cfg.ReasoningEffort,
+		ThinkingBudget:  cfg.ThinkingBudget,
+		OnRetry:         onRetry,
 	})
 }
 

@@ -20,6 +20,7 @@ func TestAgentEnvRoundTrips(t *testing.T) {
 	want.RequestTimeout = 90 * time.Second
 	want.Retries = 2
 	want.MaxIterations = 7
+	want.ReasoningEffort = "low"
 	want.RepoMapTokens = 0
 	want.TaskTimeout = 90 * time.Minute
 	want.Parallel = 3

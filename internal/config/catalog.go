@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/catalog"
@@ -28,6 +29,16 @@ func (st *state) applyCatalog(lookup func(baseURL, model string) (catalog.Model,
 			st.origins["reserved_output"] = from
 		}
 		st.priceFrom(c.Model, m)
+		// A model that does not reason refuses (or ignores) the effort and
+		// the thinking: none is sent.
+		if !m.Reasoning && (c.ReasoningEffort != "" || c.ThinkingBudget > 0) {
+			st.warnings = append(st.warnings, fmt.Sprintf(
+				"reasoning_effort %q and thinking_budget %d are not sent: the model catalog says %s does not reason",
+				c.ReasoningEffort, c.ThinkingBudget, m.Name()))
+			c.ReasoningEffort, c.ThinkingBudget = "", 0
+			dropped := origin{kind: fromCatalog, name: m.Name() + " does not reason: not sent"}
+			st.origins["reasoning_effort"], st.origins["thinking_budget"] = dropped, dropped
+		}
 	}
 	if s := c.SummaryModel; s != "" && s != c.Model {
 		if sm, ok := lookup(c.BaseURL, s); ok {

@@ -99,3 +99,48 @@ func TestPricesWithCache(t *testing.T) {
 		t.Errorf("m2 = %+v (an explicit 0 is free, a missing one the input price)", got)
 	}
 }
+
+// reasoning_effort and thinking_budget come from flag/env/file with their
+// source; bad values are refused naming the key; for a model the catalog
+// says does not reason neither is sent, and config says why.
+func TestReasoningSettings(t *testing.T) {
+	t.Chdir(t.TempDir())
+	reasons := func(reasoning bool) func(string, string) (catalog.Model, bool) {
+		return func(string, model string) (catalog.Model, bool) {
+			return catalog.Model{Provider: "openai", ID: model, Reasoning: reasoning}, true
+		}
+	}
+	vars := map[string]string{"OPENAI_MODEL": "o-test", "CODEAGENT_REASONING_EFFORT": "high", "CODEAGENT_THINKING_BUDGET": "2048"}
+	l, err := Load(Options{Getenv: env(vars), Catalog: reasons(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ReasoningEffort != "high" || l.Sources["reasoning_effort"] != "env CODEAGENT_REASONING_EFFORT" || l.ThinkingBudget != 2048 {
+		t.Errorf("effort %q from %q, budget %d", l.ReasoningEffort, l.Sources["reasoning_effort"], l.ThinkingBudget)
+	}
+	if got := AgentEnv(&l.Config)["CODEAGENT_REASONING_EFFORT"]; got != "high" {
+		t.Errorf("the coding agent's environment carries effort %q", got)
+	}
+
+	l, err = Load(Options{Getenv: env(vars), Catalog: reasons(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ReasoningEffort != "" || l.ThinkingBudget != 0 || len(l.Warnings) == 0 {
+		t.Errorf("a model that does not reason gets effort %q, budget %d (warnings %q)", l.ReasoningEffort, l.ThinkingBudget, l.Warnings)
+	}
+	var out bytes.Buffer
+	if err := l.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "catalog: openai/o-test does not reason: not sent") {
+		t.Errorf("config does not say why no effort is sent:\n%s", out.String())
+	}
+
+	for key, bad := range map[string]string{"CODEAGENT_REASONING_EFFORT": "extreme", "CODEAGENT_THINKING_BUDGET": "100000"} {
+		_, err := Load(Options{Getenv: env(map[string]string{"OPENAI_MODEL": "o-test", key: bad}), Catalog: reasons(true)})
+		if err == nil || !strings.Contains(err.Error(), strings.ToLower(strings.TrimPrefix(key, "CODEAGENT_"))) {
+			t.Errorf("%s=%s: err = %v, want one naming the key", key, bad, err)
+		}
+	}
+}

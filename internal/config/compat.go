@@ -98,5 +98,5 @@ func FormatCompat(c map[string]string) string {
 // Profile is the provider profile the LLM client will use, and where each
 // of its fields came from.
 func (c Config) Profile() (llm.Profile, []llm.ProfileField, error) {
-	return llm.ResolveProfile(c.BaseURL, c.Compat)
+	return llm.ResolveProfile(c.BaseURL, c.Compat, c.ReasoningEffort)
 }

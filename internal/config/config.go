@@ -36,6 +36,11 @@ type Config struct {
 	// API is the wire dialect: auto, chat, anthropic or responses
 	// (llm.ResolveAPI says what auto becomes, and why).
 	API string
+	// ReasoningEffort is how hard a reasoning model thinks: none, minimal,
+	// low, medium, high, xhigh ("" the model's default); ThinkingBudget is
+	// Anthropic's thinking budget in tokens (0: from ReasoningEffort).
+	ReasoningEffort string
+	ThinkingBudget  int
 	// SummaryModel is a cheaper model for compaction summaries; "" means Model.
 	SummaryModel        string
 	ContextWindow       int     // tokens

@@ -33,6 +33,11 @@ func fields() []field {
 			usage: "model name", agent: true},
 		{key: "api", ptr: func(c *Config) any { return &c.API },
 			usage: "wire API: auto, chat (Chat Completions), anthropic (Messages) or responses (OpenAI Responses)", agent: true},
+		{key: "reasoning_effort", ptr: func(c *Config) any { return &c.ReasoningEffort },
+			usage: "how hard a reasoning model thinks: none, minimal, low, medium, high or xhigh (empty: the model's default); " +
+				"sent as reasoning_effort (chat), reasoning.effort (responses) or a thinking budget (anthropic)", agent: true},
+		{key: "thinking_budget", ptr: func(c *Config) any { return &c.ThinkingBudget },
+			usage: "anthropic: extended thinking budget in tokens, at least 1024 and below reserved_output (0: from reasoning_effort, else off)", agent: true},
 		{key: "summary_model", ptr: func(c *Config) any { return &c.SummaryModel },
 			usage: "cheaper model for compaction summaries (empty: same as model)", agent: true},
 		{key: "context_window", ptr: func(c *Config) any { return &c.ContextWindow },

@@ -233,7 +233,7 @@ func TestLoadWarnsAboutIgnoredEnv(t *testing.T) {
 }
 
 func TestKeysMatchesYAMLKeys(t *testing.T) {
-	want := []string{"api_key", "base_url", "model", "api", "summary_model", "context_window", "reserved_output",
+	want := []string{"api_key", "base_url", "model", "api", "reasoning_effort", "thinking_budget", "summary_model", "context_window", "reserved_output",
 		"compaction_threshold", "keep_messages", "request_timeout", "retries", "max_iterations", "volumes_dir",
 		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
 		"kube_namespace", "kubeconfig", "kube_context",

@@ -11,6 +11,10 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 )
 
+// Efforts are the reasoning_effort values: the union of what OpenAI,
+// xAI, DeepSeek and the others document; a chat profile may accept fewer.
+var Efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
 // validate checks c and reports every bad value with where it came from;
 // where(key) returns "codeagent.yaml:7", "env X", "flag --x", "default" or "".
 func validate(c Config, where func(key string) string) error {
@@ -36,6 +40,10 @@ func validate(c Config, where func(key string) string) error {
 	check("base_url", isHTTPURL(c.BaseURL), `an http(s) URL such as "https://api.openai.com/v1" or "http://localhost:11434/v1"`)
 	check("model", strings.TrimSpace(c.Model) != "", "a model name (set OPENAI_MODEL or model in the file)")
 	check("api", slices.Contains(llm.APIs, c.API), `one of "auto" (chosen from base_url and model), "chat", "anthropic", "responses"`)
+	check("reasoning_effort", c.ReasoningEffort == "" || slices.Contains(Efforts, c.ReasoningEffort),
+		`"" (the model's default) or one of "`+strings.Join(Efforts, `", "`)+`"`)
+	check("thinking_budget", c.ThinkingBudget == 0 || (c.ThinkingBudget >= 1024 && c.ThinkingBudget < c.ReservedOutput),
+		fmt.Sprintf("0 (from reasoning_effort) or at least 1024 tokens and below reserved_output (%d), which must hold the thinking and the answer", c.ReservedOutput))
 	check("context_window", c.ContextWindow > 0, "a positive number of tokens")
 	check("reserved_output", c.ReservedOutput > 0, "a positive number of tokens")
 	check("compaction_threshold", c.CompactionThreshold > 0 && c.CompactionThreshold <= 1, "a fraction greater than 0 and at most 1, e.g. 0.9")
@@ -77,8 +85,13 @@ func validate(c Config, where func(key string) string) error {
 		errs = append(errs, &Error{Where: where(key), Key: key, Msg: fmt.Sprintf(
 			"%s is not allowed: want %s %s (%s, %s)", shown[key], relation, other, shown[other], otherAt)})
 	}
-	if _, _, err := c.Profile(); err != nil {
+	if _, _, err := llm.ResolveProfile(c.BaseURL, c.Compat, ""); err != nil {
 		errs = append(errs, &Error{Where: where(keyCompat), Key: keyCompat, Msg: err.Error()})
+	} else if slices.Contains(Efforts, c.ReasoningEffort) {
+		if _, _, err := c.Profile(); err != nil {
+			errs = append(errs, &Error{Where: where("reasoning_effort"), Key: "reasoning_effort", Msg: err.Error() +
+				` (or keep it off this server's wire with compat: {reasoning_effort: ""})`})
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -47,7 +47,7 @@ func newAnthropic(c *Client, doer httpDoer) *anthropicDialect {
 		api:      anthropic.NewClient(opts...),
 		cfg:      &c.cfg,
 		idle:     c.idle,
-		thinking: int64(max(c.cfg.ThinkingBudget, 0)),
+		thinking: int64(thinkingBudget(c.cfg.ThinkingBudget, c.cfg.ReasoningEffort, c.cfg.MaxTokens)),
 	}
 }
 
@@ -465,4 +465,35 @@ func (*anthropicDialect) classify(err error, e *Error) bool {
 		e.Code = "context_length_exceeded"
 	}
 	return true
+}
+
+// minThinkingBudget is Anthropic's smallest thinking budget.
+const minThinkingBudget = 1024
+
+// effortBudgets maps the reasoning_effort setting to a thinking budget
+// (Anthropic's API has budgets, not efforts): low is the 4k Anthropic's
+// docs start from, each step doubles it, and none turns thinking off.
+var effortBudgets = map[string]int{
+	"minimal": minThinkingBudget, "low": 4096, "medium": 8192, "high": 16384, "xhigh": 32768, "max": 32768,
+}
+
+// thinkingBudget is the budget sent: the thinking_budget setting when set
+// (config checks it is below max_tokens, as the API requires), else the
+// effort's, capped so that max_tokens leaves the answer 1024 tokens; 0
+// (off) when that leaves less than the API's minimum.
+func thinkingBudget(budget int, effort string, maxTokens int) int {
+	if budget > 0 {
+		return budget
+	}
+	budget = effortBudgets[effort]
+	if budget <= 0 {
+		return 0
+	}
+	if maxTokens > 0 {
+		budget = min(budget, maxTokens-1024)
+	}
+	if budget < minThinkingBudget {
+		return 0
+	}
+	return budget
 }

@@ -376,3 +376,46 @@ func TestAnthropicForeignCallIDs(t *testing.T) {
 		t.Errorf("ids not rewritten: %s", s.Bodies()[0])
 	}
 }
+
+// TestAnthropicEffortTurnsOnThinking: the reasoning_effort setting alone
+// turns extended thinking on, with its budget capped below max_tokens, and
+// the thinking block (with its signature) goes back on the turn after the
+// tool call: the strict fake answers 400 without it.
+func TestAnthropicEffortTurnsOnThinking(t *testing.T) {
+	s := anthropictest.New(t,
+		anthropictest.Reply{Thinking: "Read it first.", Calls: []anthropictest.Call{{Name: "read_file", Input: `{"path":"main.go"}`}}},
+		anthropictest.Reply{Thinking: "Done.", Text: "It is fine."},
+	)
+	c := newAnthropicClient(t, s, func(c *llm.Config) { c.ReasoningEffort = "high"; c.MaxTokens = 8192 })
+	resp, _ := loop(t, c, false, 3)
+	if rej := s.Rejections(); len(rej) > 0 {
+		t.Fatalf("the fake refused: %q", rej)
+	}
+	if resp.Message.Content != "It is fine." {
+		t.Errorf("final = %q", resp.Message.Content)
+	}
+	for i, body := range s.Bodies() {
+		var req struct {
+			Thinking struct {
+				Type   string `json:"type"`
+				Budget int    `json:"budget_tokens"`
+			} `json:"thinking"`
+			Messages []struct {
+				Role    string           `json:"role"`
+				Content []map[string]any `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		if req.Thinking.Type != "enabled" || req.Thinking.Budget != 8192-1024 {
+			t.Errorf("request %d: thinking %+v, want enabled with 7168 (high's 16384 capped below max_tokens 8192)", i, req.Thinking)
+		}
+		if i == 1 {
+			asst := req.Messages[1]
+			if asst.Role != "assistant" || len(asst.Content) == 0 || asst.Content[0]["type"] != "thinking" || asst.Content[0]["signature"] == "" {
+				t.Errorf("second request's assistant message does not start with the signed thinking block: %+v", asst)
+			}
+		}
+	}
+}

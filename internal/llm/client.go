@@ -69,9 +69,9 @@ func New(cfg Config) *Client {
 	// Proxies such as OpenRouter send comment lines as keep-alives while a
 	// model thinks; go-openai fails a stream after this many in a row.
 	oc.EmptyMessagesLimit = 1 << 20
-	profile, _, perr := ResolveProfile(cfg.BaseURL, cfg.Compat)
+	profile, _, perr := ResolveProfile(cfg.BaseURL, cfg.Compat, cfg.ReasoningEffort)
 	if perr != nil {
-		profile, _, _ = ResolveProfile(cfg.BaseURL, nil)
+		profile, _, _ = ResolveProfile(cfg.BaseURL, nil, "")
 	}
 	c := &Client{
 		cfg:        cfg,

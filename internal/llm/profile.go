@@ -244,7 +244,7 @@ func compatFields() []compatField {
 		boolean("developer_role", func(p *Profile) *bool { return &p.DeveloperRole }),
 		boolean("parallel_tool_calls", func(p *Profile) *bool { return &p.ParallelToolCalls }),
 		boolean("stream_options", func(p *Profile) *bool { return &p.StreamOptions }),
-		{key: "reasoning_effort",
+		{key: compatEffortKey,
 			get: func(p *Profile) string { return p.ReasoningEffort },
 			set: func(p *Profile, v string) error {
 				v = strings.TrimSpace(v)
@@ -262,6 +262,9 @@ func compatFields() []compatField {
 	}
 }
 
+// compatEffortKey is the compat key (and the chat wire field) of the effort.
+const compatEffortKey = "reasoning_effort"
+
 // CompatKeys lists the keys a `compat:` map may hold.
 func CompatKeys() []string {
 	keys := []string{CompatProfileKey}
@@ -271,10 +274,13 @@ func CompatKeys() []string {
 	return keys
 }
 
-// ResolveProfile is the profile for baseURL with compat's overrides, and
-// where each field came from. An unknown key or a bad value is an error
-// naming the key and what it takes.
-func ResolveProfile(baseURL string, compat map[string]string) (Profile, []ProfileField, error) {
+// ResolveProfile is the profile for baseURL with the reasoning_effort
+// setting (effort, "" for none) and compat's overrides, and where each
+// field came from. The setting is the one knob for effort in every
+// dialect; compat's reasoning_effort only overrides what goes on this
+// server's wire (e.g. "" where the field is refused). An unknown key or a
+// bad value is an error naming the key and what it takes.
+func ResolveProfile(baseURL string, compat map[string]string, effort string) (Profile, []ProfileField, error) {
 	name, why := detectProfile(baseURL)
 	src := "profile " + name + " (" + why + ")"
 	if forced, ok := compat[CompatProfileKey]; ok {
@@ -312,14 +318,24 @@ func ResolveProfile(baseURL string, compat map[string]string) (Profile, []Profil
 		}
 		overridden[k] = true
 	}
+	fromSetting := false
+	if effort = strings.TrimSpace(effort); effort != "" && !overridden[compatEffortKey] {
+		if err := byKey[compatEffortKey].set(&p, effort); err != nil {
+			errs = append(errs, fmt.Sprintf("reasoning_effort: %v", err))
+		}
+		fromSetting = true
+	}
 	if len(errs) > 0 {
 		return Profile{}, nil, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	out := []ProfileField{{Key: CompatProfileKey, Value: p.Name, Source: src}}
 	for _, f := range fields {
 		s := "profile " + p.Name
-		if overridden[f.key] {
+		switch {
+		case overridden[f.key]:
 			s = "compat"
+		case f.key == compatEffortKey && fromSetting:
+			s = "setting reasoning_effort"
 		}
 		out = append(out, ProfileField{Key: f.key, Value: f.get(&p), Source: s})
 	}

@@ -37,7 +37,7 @@ func TestProfileFromBaseURL(t *testing.T) {
 		{"http://127.0.0.1:40123/v1", "default"},
 	}
 	for _, tt := range tests {
-		p, fields, err := llm.ResolveProfile(tt.url, nil)
+		p, fields, err := llm.ResolveProfile(tt.url, nil, "")
 		if err != nil || p.Name != tt.want {
 			t.Errorf("%s: profile %q (%v), want %q", tt.url, p.Name, err, tt.want)
 			continue
@@ -49,7 +49,7 @@ func TestProfileFromBaseURL(t *testing.T) {
 }
 
 func TestCompatOverrides(t *testing.T) {
-	p, fields, err := llm.ResolveProfile("https://api.deepseek.com", map[string]string{"reasoning": "none", "stream_options": "false"})
+	p, fields, err := llm.ResolveProfile("https://api.deepseek.com", map[string]string{"reasoning": "none", "stream_options": "false"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestCompatOverrides(t *testing.T) {
 		{"profile": "nope"}, {"reasoning": "maybe"}, {"temperature": "yes please"}, {"tokenfield": "x"},
 		{"profile": "openai", "reasoning_effort": "extreme"},
 	} {
-		if _, _, err := llm.ResolveProfile("https://api.openai.com/v1", bad); err == nil {
+		if _, _, err := llm.ResolveProfile("https://api.openai.com/v1", bad, ""); err == nil {
 			t.Errorf("compat %v accepted", bad)
 		}
 	}
@@ -162,6 +162,7 @@ func TestProfileTopLevelFields(t *testing.T) {
 	tests := []struct {
 		name   string
 		compat map[string]string
+		effort string // the reasoning_effort setting
 		check  func(t *testing.T, r llmtest.Request)
 	}{
 		{name: "default: system role, stream_options, temperature", check: func(t *testing.T, r llmtest.Request) {
@@ -172,6 +173,16 @@ func TestProfileTopLevelFields(t *testing.T) {
 		{name: "openai keeps developer", compat: map[string]string{"profile": "openai", "temperature": "false", "reasoning_effort": "low"}, check: func(t *testing.T, r llmtest.Request) {
 			if r.Messages[0].Role != "developer" || r.Temperature != nil || r.ReasoningEffort != "low" {
 				t.Errorf("sent role %s, temperature %v, effort %q", r.Messages[0].Role, r.Temperature, r.ReasoningEffort)
+			}
+		}},
+		{name: "the effort setting", compat: map[string]string{"profile": "openai"}, effort: "high", check: func(t *testing.T, r llmtest.Request) {
+			if r.ReasoningEffort != "high" {
+				t.Errorf("effort %q, want the setting's high", r.ReasoningEffort)
+			}
+		}},
+		{name: "compat strips the setting's effort where refused", compat: map[string]string{"reasoning_effort": ""}, effort: "high", check: func(t *testing.T, r llmtest.Request) {
+			if r.ReasoningEffort != "" {
+				t.Errorf("effort %q sent despite compat reasoning_effort: \"\"", r.ReasoningEffort)
 			}
 		}},
 		{name: "mistral: no stream_options", compat: map[string]string{"profile": "mistral"}, check: func(t *testing.T, r llmtest.Request) {
@@ -189,7 +200,7 @@ func TestProfileTopLevelFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := llmtest.New(t)
 			s.Enqueue(llmtest.Text("ok"))
-			c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = tt.compat })
+			c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat, cfg.ReasoningEffort = tt.compat, tt.effort })
 			msgs := []llm.Message{{Role: llm.RoleDeveloper, Content: "be brief"}, userMsg("hi")}
 			if _, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: tools, Stream: true, Temperature: &temp}, nil); err != nil {
 				t.Fatal(err)
@@ -208,5 +219,22 @@ func TestProviderErrorNamesCompatKey(t *testing.T) {
 	_, err = twoTurns(t, llmtest.ModeGroq, 0, map[string]string{"profile": "deepseek"}, true)
 	if err == nil || !strings.Contains(err.Error(), "reasoning: none") {
 		t.Fatalf("err = %v, want the compat key that fixes it", err)
+	}
+}
+
+// The effort setting shows as the profile's reasoning_effort with its
+// source, and is checked against the values the provider documents.
+func TestProfileEffortSetting(t *testing.T) {
+	p, fields, err := llm.ResolveProfile("https://api.openai.com/v1", nil, "low")
+	if err != nil || p.ReasoningEffort != "low" {
+		t.Fatalf("profile %+v, err %v", p, err)
+	}
+	for _, f := range fields {
+		if f.Key == "reasoning_effort" && (f.Value != "low" || f.Source != "setting reasoning_effort") {
+			t.Errorf("field %+v", f)
+		}
+	}
+	if _, _, err := llm.ResolveProfile("https://api.openai.com/v1", nil, "extreme"); err == nil || !strings.Contains(err.Error(), "reasoning_effort") {
+		t.Errorf("err = %v, want one naming reasoning_effort", err)
 	}
 }

@@ -85,7 +85,7 @@ func replayProvider(t *testing.T, dir string) {
 	readJSON(t, filepath.Join(dir, "accepted.json"), &accepted)
 
 	// The profile comes from the recorded base URL (or the fixture's compat).
-	profile, _, err := llm.ResolveProfile(fx.URL, fx.Compat)
+	profile, _, err := llm.ResolveProfile(fx.URL, fx.Compat, "")
 	if err != nil {
 		t.Fatal(err)
 	}

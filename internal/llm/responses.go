@@ -48,6 +48,9 @@ func (d *responsesDialect) request(r dialectRequest) openai.CreateResponseReques
 		Include:         []openai.ResponseInclude{openai.ResponseIncludeReasoningEncryptedContent},
 		MaxOutputTokens: d.cfg.MaxTokens,
 	}
+	if e := d.cfg.ReasoningEffort; e != "" {
+		req.Reasoning = &openai.ResponseReasoning{Effort: e}
+	}
 	req.Instructions, req.Input = responsesInput(r.sent)
 	for _, t := range r.tools {
 		req.Tools = append(req.Tools, openai.NewResponseFunctionTool(openai.FunctionDefinition{

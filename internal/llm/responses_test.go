@@ -105,3 +105,29 @@ func TestResponsesErrors(t *testing.T) {
 		t.Fatalf("401: %v", err)
 	}
 }
+
+// TestResponsesReasoningEffort: the reasoning_effort setting goes out as
+// reasoning.effort, which the fake checks against OpenAI's values; without
+// the setting no reasoning object is sent.
+func TestResponsesReasoningEffort(t *testing.T) {
+	for _, effort := range []string{"high", ""} {
+		s := responsestest.New(t, responsestest.Reply{Text: "ok"})
+		c := llm.New(llm.Config{API: llm.APIResponses, BaseURL: s.URL + "/v1", APIKey: testKey, Model: "gpt-5.1-codex",
+			ReasoningEffort: effort, BackoffBase: time.Millisecond})
+		if _, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil); err != nil {
+			t.Fatalf("effort %q: %v (fake: %q)", effort, err, s.Rejections())
+		}
+		var body struct {
+			Reasoning *struct{ Effort string } `json:"reasoning"`
+		}
+		if err := json.Unmarshal(s.Bodies()[0], &body); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case effort == "" && body.Reasoning != nil:
+			t.Errorf("no effort set, but sent reasoning %+v", body.Reasoning)
+		case effort != "" && (body.Reasoning == nil || body.Reasoning.Effort != effort):
+			t.Errorf("effort %q sent as %+v", effort, body.Reasoning)
+		}
+	}
+}

@@ -128,8 +128,14 @@ type Config struct {
 	// API is the wire dialect: "chat", "anthropic", "responses", or ""
 	// (or "auto") to choose from BaseURL and Model (ResolveAPI).
 	API string
+	// ReasoningEffort is how hard a reasoning model thinks ("": the
+	// model's default): reasoning_effort on Chat Completions (through the
+	// profile), reasoning.effort on the Responses API, and on Anthropic's
+	// API a thinking budget unless ThinkingBudget sets one (thinkingBudget).
+	ReasoningEffort string
 	// ThinkingBudget turns on Anthropic extended thinking with this many
-	// budget tokens (0: off); the other dialects ignore it.
+	// budget tokens (0: from ReasoningEffort, else off); the other
+	// dialects ignore it.
 	ThinkingBudget int
 	// NoPromptCache leaves out the Anthropic cache breakpoints (the
 	// caching benchmark's baseline); the other dialects ignore it.

@@ -43,6 +43,13 @@ func (t *Tokens) Add(o Tokens) {
 	t.CostUSD += o.CostUSD
 }
 
+// Subagent is one sub-agent of an attempt (the task tool) and what it used.
+type Subagent struct {
+	ID     string `yaml:"id"`   // <task>.sub<n>
+	Goal   string `yaml:"goal"` // what the lead agent asked of it
+	Tokens Tokens `yaml:"tokens"`
+}
+
 // Report is codingagent's answer to one command, written to reports/<id>.md.
 // ReasonBudget is the Reason of a task stopped at its token budget.
 const ReasonBudget = "budget"
@@ -68,7 +75,10 @@ type Report struct {
 	// Reason classifies a failure for the planner: "budget" when the task
 	// passed its token budget; "" otherwise.
 	Reason string `yaml:"reason,omitempty"`
-	Body   string `yaml:"-"` // details (markdown)
+	// Subagents are the sub-agents the task's agent started, each with
+	// what it used; their tokens are also counted in Tokens.
+	Subagents []Subagent `yaml:"subagents,omitempty"`
+	Body      string     `yaml:"-"` // details (markdown)
 }
 
 // ParseReport parses a report file; name as for ParseCommand.
@@ -95,18 +105,11 @@ func parseReport(name string, data []byte) (*Report, error) {
 		{"status", stringField(&status)},
 		{"summary", stringField(&r.Summary)},
 		{"files_changed", stringListField(&r.FilesChanged)},
-		{"tokens", func(path string, v *yaml.Node) error {
-			return decodeFields(path+".", v, []field{
-				{"prompt", intField(&r.Tokens.Prompt)},
-				{"completion", intField(&r.Tokens.Completion)},
-				{"cached", intField(&r.Tokens.Cached)},
-				{"cache_write", intField(&r.Tokens.CacheWrite)},
-				{"cost_usd", floatField(&r.Tokens.CostUSD)},
-			})
-		}},
+		{"tokens", tokensField(&r.Tokens)},
 		{"duration", durationField(&r.Duration)},
 		{"error", stringField(&r.Error)},
 		{"reason", stringField(&r.Reason)},
+		{"subagents", subagentsField(&r.Subagents)},
 	})
 	if err != nil {
 		return nil, err
@@ -137,8 +140,16 @@ func (r *Report) validate(name string) error {
 	if r.Tokens.Completion < 0 {
 		return &ParseError{Field: "tokens.completion", Problem: "must be >= 0"}
 	}
-	if r.Tokens.Cached < 0 || r.Tokens.CacheWrite < 0 || r.Tokens.CostUSD < 0 {
+	if !r.Tokens.valid() {
 		return &ParseError{Field: "tokens", Problem: "cached, cache_write and cost_usd must be >= 0"}
+	}
+	for i, s := range r.Subagents {
+		if s.ID == "" {
+			return &ParseError{Field: fmt.Sprintf("subagents[%d].id", i), Problem: "missing"}
+		}
+		if !s.Tokens.valid() || s.Tokens.Prompt < 0 || s.Tokens.Completion < 0 {
+			return &ParseError{Field: fmt.Sprintf("subagents[%d].tokens", i), Problem: "every count must be >= 0"}
+		}
 	}
 	if r.Duration < 0 {
 		return &ParseError{Field: "duration", Problem: fmt.Sprintf("must not be negative, got %s", r.Duration)}
@@ -156,19 +167,7 @@ func (r *Report) header() mapping {
 	m.str("status", string(r.Status))
 	m.str("summary", r.Summary)
 	m.list("files_changed", r.FilesChanged)
-	tokens := newMapping()
-	tokens.integer("prompt", r.Tokens.Prompt)
-	tokens.integer("completion", r.Tokens.Completion)
-	if r.Tokens.Cached > 0 {
-		tokens.integer("cached", r.Tokens.Cached)
-	}
-	if r.Tokens.CacheWrite > 0 {
-		tokens.integer("cache_write", r.Tokens.CacheWrite)
-	}
-	if r.Tokens.CostUSD > 0 {
-		tokens.float("cost_usd", r.Tokens.CostUSD)
-	}
-	m.add("tokens", tokens.n)
+	m.add("tokens", r.Tokens.node())
 	m.duration("duration", r.Duration)
 	if r.Error != "" {
 		m.str("error", r.Error)
@@ -176,7 +175,70 @@ func (r *Report) header() mapping {
 	if r.Reason != "" {
 		m.str("reason", r.Reason)
 	}
+	if len(r.Subagents) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, s := range r.Subagents {
+			sm := newMapping()
+			sm.str("id", s.ID)
+			sm.str("goal", s.Goal)
+			sm.add("tokens", s.Tokens.node())
+			seq.Content = append(seq.Content, sm.n)
+		}
+		m.add("subagents", seq)
+	}
 	return m
+}
+
+func (t Tokens) valid() bool { return t.Cached >= 0 && t.CacheWrite >= 0 && t.CostUSD >= 0 }
+
+// node lays out t as the report's tokens mapping.
+func (t Tokens) node() *yaml.Node {
+	tokens := newMapping()
+	tokens.integer("prompt", t.Prompt)
+	tokens.integer("completion", t.Completion)
+	if t.Cached > 0 {
+		tokens.integer("cached", t.Cached)
+	}
+	if t.CacheWrite > 0 {
+		tokens.integer("cache_write", t.CacheWrite)
+	}
+	if t.CostUSD > 0 {
+		tokens.float("cost_usd", t.CostUSD)
+	}
+	return tokens.n
+}
+
+// tokensField decodes a tokens mapping.
+func tokensField(t *Tokens) func(string, *yaml.Node) error {
+	return func(path string, v *yaml.Node) error {
+		return decodeFields(path+".", v, []field{
+			{"prompt", intField(&t.Prompt)},
+			{"completion", intField(&t.Completion)},
+			{"cached", intField(&t.Cached)},
+			{"cache_write", intField(&t.CacheWrite)},
+			{"cost_usd", floatField(&t.CostUSD)},
+		})
+	}
+}
+
+func subagentsField(dst *[]Subagent) func(string, *yaml.Node) error {
+	return func(path string, v *yaml.Node) error {
+		return listField(path, v, func(p string, e *yaml.Node) error {
+			if e.Kind != yaml.MappingNode {
+				return typeError(p, e, "a mapping like {id: t1.sub1, goal: ..., tokens: {prompt: 0, completion: 0}}")
+			}
+			var s Subagent
+			if err := decodeFields(p+".", e, []field{
+				{"id", stringField(&s.ID)},
+				{"goal", stringField(&s.Goal)},
+				{"tokens", tokensField(&s.Tokens)},
+			}); err != nil {
+				return err
+			}
+			*dst = append(*dst, s)
+			return nil
+		})
+	}
 }
 
 // Marshal renders the report as a file. It refuses a report ParseReport

@@ -38,6 +38,12 @@ func TestReportRoundTrip(t *testing.T) {
 			r.Tokens = Tokens{Prompt: 1000, Completion: 50, Cached: 800, CacheWrite: 150, CostUSD: 0.001234}
 		}},
 		{"config", func(r *Report) { r.Status, r.Error, r.Reason = StatusFailed, "tool call as text", ReasonConfig }},
+		{"subagents", func(r *Report) {
+			r.Subagents = []Subagent{
+				{ID: "t2.sub1", Goal: "Find where the router is built", Tokens: Tokens{Prompt: 900, Completion: 40, Cached: 600, CacheWrite: 100, CostUSD: 0.0004}},
+				{ID: "t2.sub2", Goal: "Write the tests: \"health\" → 200", Tokens: Tokens{Prompt: 300, Completion: 20}},
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,5 +121,20 @@ func TestReportMarshalRefusesInvalid(t *testing.T) {
 				t.Fatalf("Marshal error = %v, want a *ParseError for field %q", err, tt.field)
 			}
 		})
+	}
+}
+
+// A sub-agent entry is parsed as strictly as the rest of the report.
+func TestReportSubagentsStrict(t *testing.T) {
+	head := "---\nid: t1\nrun_id: r1\nattempt: 1\nstatus: completed\nsummary: ok\nfiles_changed: []\ntokens: {prompt: 1, completion: 1}\nduration: 1s\n"
+	for name, sub := range map[string]string{
+		"not a mapping":  "subagents: [t1.sub1]\n",
+		"no id":          "subagents: [{goal: g, tokens: {prompt: 1, completion: 1}}]\n",
+		"unknown key":    "subagents: [{id: t1.sub1, goal: g, cost: 3, tokens: {prompt: 1, completion: 1}}]\n",
+		"negative count": "subagents: [{id: t1.sub1, goal: g, tokens: {prompt: 1, completion: 1, cached: -2}}]\n",
+	} {
+		if _, err := ParseReport("reports/t1.md", []byte(head+sub+"---\n")); err == nil || !strings.Contains(err.Error(), "subagents") {
+			t.Errorf("%s: err = %v, want one naming subagents", name, err)
+		}
 	}
 }

@@ -163,13 +163,14 @@ const (
 // Result is the outcome of RunTask or Send.
 type Result struct {
 	Status       Status
-	Answer       string    // the model's final text
-	Error        string    // why it failed or stopped, for the report
-	Reason       string    // "budget" when it stopped at BudgetTokens, "config" when the server cannot serve it
-	FilesChanged []string  // workspace-relative, sorted, unique
-	Usage        llm.Usage // every model call of the run, sub-agents and summaries included
-	Iterations   int       // model calls of the loop
-	Plan         *Plan     // the last valid plan create_plan made in this run, if any
+	Answer       string          // the model's final text
+	Error        string          // why it failed or stopped, for the report
+	Reason       string          // "budget" when it stopped at BudgetTokens, "config" when the server cannot serve it
+	FilesChanged []string        // workspace-relative, sorted, unique
+	Usage        llm.Usage       // every model call of the run, sub-agents and summaries included
+	Subagents    []SubagentUsage // each sub-agent of the run and its part of Usage
+	Iterations   int             // model calls of the loop
+	Plan         *Plan           // the last valid plan create_plan made in this run, if any
 	// Err is the model call's error when that is what failed the run, so
 	// callers can tell a server they cannot use (llm.IsSetup) from a task
 	// that went wrong; nil otherwise.
@@ -195,6 +196,10 @@ type Agent struct {
 	turn      Turn              // the mode of the Send in progress
 	planTool  planTool
 	repoMap   repoMapCache
+	stable    stableView // the request's frozen prefix
+	// reshapeEachTurn shapes every request afresh (the behaviour before
+	// the frozen prefix), for the tests and benchmarks that compare.
+	reshapeEachTurn bool
 }
 
 // repoMapCache keeps the last repo map section and the focus it was made for.
@@ -204,10 +209,18 @@ type repoMapCache struct {
 	built   bool
 }
 
+// SubagentUsage is one sub-agent of a run and what its model calls used.
+type SubagentUsage struct {
+	ID    string // <task>.sub<n>
+	Goal  string
+	Usage llm.Usage
+}
+
 // runState is what one RunTask/Send accumulates.
 type runState struct {
-	usage   llm.Usage
-	changed map[string]bool
+	usage     llm.Usage
+	subagents []SubagentUsage
+	changed   map[string]bool
 
 	taskID    string
 	started   bool     // response_start emitted

@@ -28,6 +28,9 @@ func TestDeduplication(t *testing.T) {
 		llmtest.Text("done"),
 	)
 	a := e.agent(nil)
+	// The shaping rules, applied at every request: how often they apply is
+	// stableView's business (TestRequestPrefixStable).
+	a.reshapeEachTurn = true
 	res, err := a.RunTask(t.Context(), Task{ID: "dedup"})
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +170,7 @@ func TestSupersededReads(t *testing.T) {
 		llmtest.Text("done"),
 	)
 	a := e.agent(func(o *Options) { o.FocusFiles = 1 }) // b.go pushes a.go out
+	a.reshapeEachTurn = true                            // the rules, at every request
 	if _, err := a.RunTask(t.Context(), Task{ID: "superseded"}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,10 @@ import (
 	"github.com/codeagent/codeagent/internal/tools"
 )
 
-// focusSet is the files whose current content the system prompt carries
-// (the "focused files"): each file lives there once, re-read from disk
-// on every request, instead of once per read in the history.
+// focusSet is the files whose content the system prompt carries (the
+// "focused files"): each file lives there once, re-read from disk each
+// time the request is shaped anew (see stableView), instead of once per
+// read in the history.
 type focusSet struct {
 	cap      int          // characters
 	maxFiles int          // files: the working set, not every file of the session
@@ -133,8 +134,9 @@ func renderFocused(files []focusedFile) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("## Focused files\n\nThe current content of the files you read or changed, re-read from disk for this request. " +
-		"Earlier tool results for these files are abbreviated in the conversation: rely on this section. " +
+	b.WriteString("## Focused files\n\nThe content of the files you read or changed, read from disk when the conversation was last condensed. " +
+		"Earlier tool results for these files are abbreviated in the conversation: rely on this section, " +
+		"and on the tool calls that follow in full in the conversation, which are newer. " +
 		"Line prefixes are line numbers (not part of the file).\n")
 	for _, ff := range files {
 		state := "read"

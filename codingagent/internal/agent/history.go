@@ -16,6 +16,7 @@ type history struct {
 	msgs   []llm.Message
 	taskID string // task whose conversation this is ("" for chat)
 	pinned int    // index of the task's first message, which compaction keeps; -1 = none
+	gen    int    // compactions so far: a shaped prefix of an older generation is void
 }
 
 func newHistory() history { return history{pinned: -1} }
@@ -47,6 +48,7 @@ func (h *history) compact(start, end int, summary string) {
 	out = append(out, summaryMessage(summary))
 	out = append(out, h.msgs[end:]...)
 	h.msgs = out
+	h.gen++
 	if h.pinned >= end {
 		h.pinned -= end - start - 1
 	}

@@ -50,6 +50,11 @@ func (a *Agent) prepare(ctx context.Context) llm.Request {
 	if a.monitor.usage(req) <= a.limit() {
 		return req
 	}
+	// The frozen prefix may be what fills the window: shaping afresh is
+	// the cheapest room there is.
+	if req = a.reshape(); a.monitor.usage(req) <= a.limit() {
+		return req
+	}
 	if err := a.compact(ctx, false); err != nil {
 		// The request may still fit the real window; if not, the server says so
 		// and call() compacts harder.
@@ -64,7 +69,7 @@ func (a *Agent) compact(ctx context.Context, force bool) error {
 	before := a.monitor.usage(a.buildRequest())
 	if mask := a.unitStart(len(a.hist.msgs) - a.opts.KeepMessages); mask > a.monitor.maskBefore {
 		a.monitor.maskBefore = mask
-		after := a.monitor.usage(a.buildRequest())
+		after := a.monitor.usage(a.reshape())
 		if after < before {
 			a.emitCompaction("mask", before, after, 0)
 			before = after
@@ -89,7 +94,7 @@ func (a *Agent) compact(ctx context.Context, force bool) error {
 		return err
 	}
 	a.monitor.maskBefore = 0
-	after := a.monitor.usage(a.buildRequest())
+	after := a.monitor.usage(a.reshape())
 	a.emitCompaction("summary", before, after, end-start)
 	return nil
 }

@@ -30,6 +30,7 @@ func TestRepoMapFollowsFocus(t *testing.T) {
 			return prompter(ctx, focus)
 		}
 	})
+	a.reshapeEachTurn = true // the map follows the focus at each reshape; here every request is one
 	if _, err := a.RunTask(t.Context(), Task{ID: "map"}); err != nil {
 		t.Fatal(err)
 	}

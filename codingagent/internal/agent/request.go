@@ -32,9 +32,10 @@ type viewOpts struct {
 	maskBefore int  // tool results before this index are masked when bulky
 }
 
-// buildRequest assembles what goes to the model: the system prompt (with the
-// focused files read from disk now) and the shaped history.
-func (a *Agent) buildRequest() llm.Request {
+// shape is the request shaped now: the system prompt (with the focused
+// files read from disk now) and the shaped history. buildRequest decides
+// when it replaces the frozen prefix.
+func (a *Agent) shape() llm.Request {
 	return a.buildRequestWith(viewOpts{dedup: true, maskBefore: a.monitor.maskBefore})
 }
 

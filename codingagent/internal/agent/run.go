@@ -94,6 +94,7 @@ func (a *Agent) startResponse(resp *llm.Response) {
 func (a *Agent) finish(res Result) Result {
 	a.startResponse(nil)
 	res.Usage = a.run.usage
+	res.Subagents = a.run.subagents
 	res.Plan = a.run.plan
 	res.FilesChanged = make([]string, 0, len(a.run.changed))
 	for p := range a.run.changed {

@@ -35,16 +35,7 @@ type scriptedRequest struct {
 func scriptedSession(tb testing.TB) (*Agent, []scriptedRequest, []scriptCall) {
 	tb.Helper()
 	dir := tb.TempDir()
-	for i := range scriptFiles {
-		var src strings.Builder
-		fmt.Fprintf(&src, "package pkg%02d\n\n", i)
-		for j := range 60 {
-			fmt.Fprintf(&src, "func F%02d_%02d(x int) int { return x*%d + %d } // helper %d of file %d\n", i, j, j, i, j, i)
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.go", i)), []byte(src.String()), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	writeScriptFiles(tb, dir)
 	a, set := offlineAgent(tb, dir, "# Task script: rework the helpers of every file")
 	var reqs []scriptedRequest
 	measure := func() {
@@ -76,6 +67,21 @@ func scriptedSession(tb testing.TB) (*Agent, []scriptedRequest, []scriptCall) {
 	}
 	measure()
 	return a, reqs, script
+}
+
+// writeScriptFiles writes the session's files into dir.
+func writeScriptFiles(tb testing.TB, dir string) {
+	tb.Helper()
+	for i := range scriptFiles {
+		var src strings.Builder
+		fmt.Fprintf(&src, "package pkg%02d\n\n", i)
+		for j := range 60 {
+			fmt.Fprintf(&src, "func F%02d_%02d(x int) int { return x*%d + %d } // helper %d of file %d\n", i, j, j, i, j, i)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.go", i)), []byte(src.String()), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }
 
 type scriptCall struct {
@@ -129,10 +135,12 @@ func BenchmarkScriptedSession(b *testing.B) {
 }
 
 // TestScriptedSessionTokens: no request of the scripted session is larger
-// than the naive history, the whole session sends at most 40% of the naive
-// tokens, and the last request still carries what later turns need: the
-// current content of the files in play, no stale version of an edited
-// line, and every command's outcome.
+// than the naive history, the whole session sends at most 45% of the naive
+// tokens (35% when every request was shaped afresh, which broke the prompt
+// cache each turn; see stableView), and the last request still carries
+// what later turns need: the current content of the files in play, no
+// stale version of an edited line after its edit, and every command's
+// outcome.
 func TestScriptedSessionTokens(t *testing.T) {
 	a, reqs, script := scriptedSession(t)
 	shaped, naive := 0, 0
@@ -143,18 +151,25 @@ func TestScriptedSessionTokens(t *testing.T) {
 			t.Errorf("request %d: %d tokens, more than the naive history's %d", i, r.shaped, r.naive)
 		}
 	}
-	if ratio := float64(shaped) / float64(naive); ratio > 0.40 {
-		t.Errorf("the session sent %d tokens, %.0f%% of the naive %d; want at most 40%%", shaped, 100*ratio, naive)
+	if ratio := float64(shaped) / float64(naive); ratio > 0.45 {
+		t.Errorf("the session sent %d tokens, %.0f%% of the naive %d; want at most 45%%", shaped, 100*ratio, naive)
 	}
 	last := reqs[len(reqs)-1].req
-	var text strings.Builder
-	for _, m := range last.Messages {
-		text.WriteString(m.Content)
+	// texts[i] is message i and everything after it: what the model reads
+	// as newer than message i.
+	texts := make([]string, len(last.Messages)+1)
+	calledAt := map[string]int{} // tool call id → its message
+	for i := len(last.Messages) - 1; i >= 0; i-- {
+		m := last.Messages[i]
+		var b strings.Builder
+		b.WriteString(m.Content)
 		for _, c := range m.ToolCalls {
-			text.WriteString(c.Arguments)
+			b.WriteString(c.Arguments)
+			calledAt[c.ID] = i
 		}
+		texts[i] = b.String() + texts[i+1]
 	}
-	all := text.String()
+	all := texts[0]
 	// The files of the last two groups of turns, current and complete.
 	for _, k := range []int{18, 19, (18 + 7) % scriptFiles, (19 + 7) % scriptFiles} {
 		data, err := os.ReadFile(filepath.Join(a.opts.Workspace.Root(), fmt.Sprintf("f%02d.go", k)))
@@ -169,8 +184,14 @@ func TestScriptedSessionTokens(t *testing.T) {
 	for turn, c := range script {
 		switch c.name {
 		case "edit_file":
-			if old := c.args["old_string"].(string); strings.Contains(all, old) {
-				t.Errorf("the last request shows f%02d.go's line before turn %d's edit: %q", c.file, turn, old)
+			// The frozen part may show the line as it was before the edit,
+			// but nothing after the edit may.
+			at, ok := calledAt[fmt.Sprintf("call_%d", turn)]
+			if !ok {
+				at = 0 // condensed away: nothing may show the old line
+			}
+			if old := c.args["old_string"].(string); strings.Contains(texts[at], old) {
+				t.Errorf("the last request shows f%02d.go's line before turn %d's edit after that edit: %q", c.file, turn, old)
 			}
 			if !strings.Contains(all, strings.TrimSuffix(c.args["new_string"].(string), "\n")) {
 				t.Errorf("the last request lacks turn %d's edit of f%02d.go", turn, c.file)

@@ -90,8 +90,10 @@ func (a *Agent) runSubagent(ctx context.Context, p taskParams) (tools.Result, er
 		return tools.Result{}, fmt.Errorf("sub-agent %s: %w", id, err)
 	}
 	a.run.usage.Add(res.Usage)
+	a.run.subagents = append(a.run.subagents, SubagentUsage{ID: id, Goal: goal, Usage: res.Usage})
 	end := events.Event{Type: events.SubagentEnd, TaskID: id, Status: string(res.Status),
-		Usage: &events.Usage{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion, Cached: res.Usage.Cached}}
+		Usage: &events.Usage{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion, Cached: res.Usage.Cached,
+			CacheWrite: res.Usage.CacheWrite, CostUSD: res.Usage.CostUSD}}
 	out := tools.Result{}
 	for _, f := range res.FilesChanged {
 		out.Files = append(out.Files, tools.FileRef{Path: f, Changed: true})

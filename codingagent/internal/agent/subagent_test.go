@@ -80,6 +80,19 @@ func TestSubagent(t *testing.T) {
 	if !slices.Equal(res.FilesChanged, []string{"lib/foo_test.go"}) {
 		t.Errorf("FilesChanged = %v, want the sub-agent's file", res.FilesChanged)
 	}
+	// The sub-agent's part of the usage, split out under its id and goal:
+	// some of the run's tokens, not all (the parent's are not in it), and
+	// what its subagent_end event says.
+	if len(res.Subagents) != 1 || res.Subagents[0].ID != "T1.sub1" || res.Subagents[0].Goal != "Find what Foo returns and add a test file" {
+		t.Fatalf("sub-agents %+v, want T1.sub1 with its goal", res.Subagents)
+	}
+	sub := res.Subagents[0].Usage
+	if sub.Prompt <= 0 || sub.Completion <= 0 || sub.Prompt >= res.Usage.Prompt || sub.Completion >= res.Usage.Completion {
+		t.Errorf("sub-agent usage %+v, want a part of the run's %+v", sub, res.Usage)
+	}
+	if ends := e.events.ofType(events.SubagentEnd); len(ends) == 1 && (ends[0].Usage == nil || ends[0].Usage.Prompt != sub.Prompt || ends[0].Usage.Completion != sub.Completion) {
+		t.Errorf("subagent_end usage %+v, want %+v", ends[0].Usage, sub)
+	}
 	starts, ends := e.events.ofType(events.SubagentStart), e.events.ofType(events.SubagentEnd)
 	if len(starts) != 1 || len(ends) != 1 || ends[0].Status != "completed" || ends[0].TaskID != "T1.sub1" {
 		t.Errorf("subagent events: start %+v, end %+v", starts, ends)

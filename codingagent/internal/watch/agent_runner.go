@@ -144,8 +144,10 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 		Error:        res.Error,
 		Reason:       res.Reason,
 		FilesChanged: res.FilesChanged,
-		Tokens: protocol.Tokens{Prompt: res.Usage.Prompt, Completion: res.Usage.Completion,
-			Cached: res.Usage.Cached, CacheWrite: res.Usage.CacheWrite, CostUSD: res.Usage.CostUSD},
+		Tokens:       tokensOf(res.Usage),
+	}
+	for _, s := range res.Subagents {
+		rep.Subagents = append(rep.Subagents, protocol.Subagent{ID: s.ID, Goal: s.Goal, Tokens: tokensOf(s.Usage)})
 	}
 	if err != nil {
 		return rep, fmt.Errorf("task %s: %w", cmd.ID, err)
@@ -191,4 +193,8 @@ func endsWithAnswer(msgs []llm.Message) bool {
 	}
 	m := msgs[len(msgs)-1]
 	return m.Role == llm.RoleAssistant && len(m.ToolCalls) == 0
+}
+
+func tokensOf(u llm.Usage) protocol.Tokens {
+	return protocol.Tokens{Prompt: u.Prompt, Completion: u.Completion, Cached: u.Cached, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD}
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +89,10 @@ type request struct {
 	Store   *bool             `json:"store"`
 	Include []string          `json:"include"`
 	Stream  bool              `json:"stream"`
+	// Reasoning.Effort is checked against the values OpenAI documents.
+	Reasoning *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
@@ -159,6 +164,9 @@ func (s *Server) validate(req request) string {
 	}
 	if len(req.Input) == 0 {
 		return "input: at least one item is required"
+	}
+	if r := req.Reasoning; r != nil && !slices.Contains([]string{"none", "minimal", "low", "medium", "high", "xhigh"}, r.Effort) {
+		return fmt.Sprintf("Invalid value: '%s'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', and 'xhigh'. (param reasoning.effort)", r.Effort)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

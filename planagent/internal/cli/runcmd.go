@@ -496,8 +496,12 @@ func runEnd(st *orchestrator.State, view *runview.Run, summaryFile string) event
 func perTask(view *runview.Run) []map[string]any {
 	out := make([]map[string]any, 0, len(view.Tasks))
 	for _, t := range view.Tasks {
-		out = append(out, map[string]any{"id": t.ID, "status": t.Status, "attempts": t.Attempts,
-			"tokens": t.Tokens, "cost_usd": t.CostUSD, "duration_ms": t.DurationMS, "elapsed_ms": t.ElapsedMS})
+		line := map[string]any{"id": t.ID, "status": t.Status, "attempts": t.Attempts,
+			"tokens": t.Tokens, "cost_usd": t.CostUSD, "duration_ms": t.DurationMS, "elapsed_ms": t.ElapsedMS}
+		if len(t.Subagents) > 0 {
+			line["subagents"] = t.Subagents
+		}
+		out = append(out, line)
 	}
 	return out
 }

@@ -53,6 +53,9 @@ func (r *run) do(ctx context.Context, a action) error {
 		info.Summary = rep.Summary
 		info.FilesChanged = rep.FilesChanged
 		info.Tokens.Add(rep.Tokens)
+		for _, s := range rep.Subagents {
+			info.Subagents = append(info.Subagents, Subagent{Attempt: rep.Attempt, ID: s.ID, Goal: s.Goal, Tokens: s.Tokens})
+		}
 		r.agentTokens.Add(rep.Tokens)
 		info.Duration += time.Duration(rep.Duration)
 		info.Reason = rep.Reason

@@ -36,6 +36,14 @@ func (s RunStatus) Finished() bool {
 	return s == RunCompleted || s == RunFailed || s == RunAborted
 }
 
+// Subagent is one sub-agent an attempt's agent started, and its tokens.
+type Subagent struct {
+	Attempt int             `json:"attempt"`
+	ID      string          `json:"id"`
+	Goal    string          `json:"goal"`
+	Tokens  protocol.Tokens `json:"tokens"`
+}
+
 // TaskInfo is the per-task run record beyond the graph's status.
 type TaskInfo struct {
 	Attempt      int             `json:"attempt"` // attempt of the command last dispatched
@@ -44,8 +52,11 @@ type TaskInfo struct {
 	Summary      string          `json:"summary,omitempty"`
 	FilesChanged []string        `json:"files_changed,omitempty"`
 	Tokens       protocol.Tokens `json:"tokens"`
-	Duration     time.Duration   `json:"duration"`
-	History      []string        `json:"history,omitempty"` // one line per finished attempt
+	// Subagents are the sub-agents of every attempt, each with its part
+	// of Tokens.
+	Subagents []Subagent    `json:"subagents,omitempty"`
+	Duration  time.Duration `json:"duration"`
+	History   []string      `json:"history,omitempty"` // one line per finished attempt
 	// Commit is the checkpoint of the completed task: its one commit on the
 	// integration branch (see Checkpoints).
 	Commit string `json:"commit,omitempty"`

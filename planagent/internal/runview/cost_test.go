@@ -1,7 +1,9 @@
 package runview
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +80,46 @@ func TestBuildCacheAwareCost(t *testing.T) {
 	// The planner's 1M prompt tokens all came from the cache: $0.10.
 	if want := 0.1 + 0.6*0.1 + 0.4*1.25 + 0.25; r.CostUSD == nil || !near(*r.CostUSD, want) {
 		t.Errorf("run cost %v, want %v (the parts' sum)", r.CostUSD, want)
+	}
+}
+
+// A task's sub-agents are priced apart (the cache-aware rules, the
+// server's figure), shown in the view that status --json and the web view
+// render, and listed in the summary; they stay part of the task's cost.
+func TestSubagentCost(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := &plan.Plan{Title: "T", Tasks: []plan.Task{{ID: "a", Description: "a"}}}
+	st, err := orchestrator.NewState("r1", "goal", p, llm.Usage{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Info["a"] = &orchestrator.TaskInfo{Tokens: protocol.Tokens{Prompt: 3_000_000, Completion: 100_000, Cached: 1_000_000},
+		Subagents: []orchestrator.Subagent{
+			{Attempt: 1, ID: "a.sub1", Goal: "Map the | router", Tokens: protocol.Tokens{Prompt: 1_000_000, Cached: 1_000_000}},
+			{Attempt: 2, ID: "a.sub1", Goal: "Write the tests", Tokens: protocol.Tokens{Prompt: 5, Completion: 5, CostUSD: 0.25}},
+		}}
+	r := Build(st, Options{Model: "m", Prices: Prices{"m": {Input: 1, Output: 2, CachedInput: 0.1, CacheWrite: 1.25}}})
+	subs := r.Tasks[0].Subagents
+	if len(subs) != 2 || subs[0].ID != "a.sub1" || subs[0].Attempt != 1 || subs[1].Attempt != 2 || subs[1].Goal != "Write the tests" {
+		t.Fatalf("sub-agents %+v", subs)
+	}
+	if c := subs[0].CostUSD; c == nil || !near(*c, 0.1) {
+		t.Errorf("sub-agent 1 cost %v, want 0.1 (1M tokens read from the cache)", c)
+	}
+	if c := subs[1].CostUSD; c == nil || !near(*c, 0.25) {
+		t.Errorf("sub-agent 2 cost %v, want the server's 0.25", c)
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"subagents":[{"id":"a.sub1","attempt":1,"goal":"Map the | router","tokens":{"prompt":1000000,"completion":0,"total":1000000,"cached":1000000},"cost_usd":0.1`) {
+		t.Errorf("status --json lacks the sub-agents: %s", raw)
+	}
+	md := Markdown(r)
+	for _, want := range []string{"| a.sub1 | 1 | Map the \\| router | 1000000/0 | $0.1000 |", "| a.sub1 | 2 | Write the tests | 5/5 | $0.2500 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
 	}
 }

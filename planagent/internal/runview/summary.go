@@ -49,6 +49,7 @@ func Summary(r *Run) string {
 		}
 		fmt.Fprintf(&b, " %s | %s |\n", ms(t.ElapsedMS), strings.ReplaceAll(oneLine(what, 200), "|", "\\|"))
 	}
+	writeSubagents(&b, r, priced)
 	c := r.Counts
 	fmt.Fprintf(&b, "\nTotals: %d tasks: %d completed, %d failed, %d skipped, %d pending. Agent tokens %d prompt / %d completion; planner and decisions %d / %d",
 		len(r.Tasks), c["completed"], c["failed"], c["skipped"], c["pending"]+c["in_progress"],
@@ -147,4 +148,35 @@ func usd(c *float64) string {
 
 func oneLine(s string, n int) string {
 	return firstLine(strings.Join(strings.Fields(s), " "), n)
+}
+
+// writeSubagents is the table of the tasks' sub-agents (none: nothing),
+// whose tokens and cost are part of their task's above.
+func writeSubagents(b *strings.Builder, r *Run, priced bool) {
+	n := 0
+	for _, t := range r.Tasks {
+		n += len(t.Subagents)
+	}
+	if n == 0 {
+		return
+	}
+	b.WriteString("\nSub-agents (part of their task's tokens and cost):\n\n| sub-agent | attempt | goal | tokens (prompt/completion) |")
+	if priced {
+		b.WriteString(" cost |")
+	}
+	b.WriteString("\n|---|---|---|---|")
+	if priced {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, t := range r.Tasks {
+		for _, s := range t.Subagents {
+			fmt.Fprintf(b, "| %s | %d | %s | %d/%d |", s.ID, s.Attempt, strings.ReplaceAll(oneLine(s.Goal, 120), "|", "\\|"),
+				s.Tokens.Prompt, s.Tokens.Completion)
+			if priced {
+				fmt.Fprintf(b, " %s |", usd(s.CostUSD))
+			}
+			b.WriteString("\n")
+		}
+	}
 }

@@ -127,7 +127,10 @@ type Task struct {
 	Attempts     int      `json:"attempts"`
 	Tokens       Tokens   `json:"tokens"`
 	CostUSD      *float64 `json:"cost_usd,omitempty"`
-	DurationMS   int64    `json:"duration_ms"` // the agent's time over all attempts
+	// Subagents are the sub-agents of the task's attempts, each with its
+	// part of Tokens and CostUSD.
+	Subagents  []Subagent `json:"subagents,omitempty"`
+	DurationMS int64      `json:"duration_ms"` // the agent's time over all attempts
 	// ElapsedMS is dispatch to end summed over the attempts (copy, agent,
 	// acceptance and merge): what the progress line's "completed in" says.
 	ElapsedMS int64 `json:"elapsed_ms"`
@@ -143,6 +146,16 @@ type Task struct {
 	Timeline     []Span     `json:"timeline"`
 	// Level is the task's depth in the graph (0: no dependencies), for layout.
 	Level int `json:"level"`
+}
+
+// Subagent is one sub-agent of a task's attempt: its tokens are counted in
+// the task's too.
+type Subagent struct {
+	ID      string   `json:"id"`
+	Attempt int      `json:"attempt"`
+	Goal    string   `json:"goal"`
+	Tokens  Tokens   `json:"tokens"`
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 }
 
 // Span is one attempt of a task.
@@ -201,6 +214,13 @@ func Build(st *orchestrator.State, opts Options) *Run {
 		}
 		if c, ok := opts.Prices.Cost(r.Model, v.Tokens); ok {
 			v.CostUSD = &c
+		}
+		for _, s := range in.Subagents {
+			sv := Subagent{ID: s.ID, Attempt: s.Attempt, Goal: s.Goal, Tokens: TokensOf(s.Tokens)}
+			if c, ok := opts.Prices.Cost(r.Model, sv.Tokens); ok {
+				sv.CostUSD = &c
+			}
+			v.Subagents = append(v.Subagents, sv)
 		}
 		if n := len(v.Timeline); n > 0 {
 			v.Started = &v.Timeline[0].Start

@@ -55,7 +55,8 @@ func newFixture(t testing.TB) *fixture {
 	st.Tasks[0].Status, st.Tasks[0].Attempts, st.Tasks[0].Result = taskgraph.Completed, 1, "a done"
 	st.Tasks[1].Status, st.Tasks[1].Attempts = taskgraph.InProgress, 1
 	st.Info["a"] = &orchestrator.TaskInfo{Attempt: 1, Tokens: protocol.Tokens{Prompt: 100, Completion: 20}, FilesChanged: []string{"a.txt"},
-		Spans: []orchestrator.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
+		Subagents: []orchestrator.Subagent{{Attempt: 1, ID: "a.sub1", Goal: "look around", Tokens: protocol.Tokens{Prompt: 40, Completion: 5}}},
+		Spans:     []orchestrator.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
 	st.Info["b"] = &orchestrator.TaskInfo{Attempt: 1, Spans: []orchestrator.Span{{Attempt: 1, Start: now.Add(6 * time.Second)}}}
 	if err := st.Save(l, now.Add(7*time.Second)); err != nil {
 		t.Fatal(err)
@@ -152,6 +153,10 @@ func TestAPI(t *testing.T) {
 	if code := get(t, base+"/api/runs/"+runID+"/tasks/a", &d); code != 200 || !strings.Contains(d.Report, "All of a is done.") ||
 		len(d.FilesChanged) != 1 || d.Diff != "" || !strings.Contains(d.DiffNote, "no checkpoint") {
 		t.Errorf("task a: %d %+v", code, d)
+	}
+	// The detail pane lists the sub-agents with their part of the cost.
+	if len(d.Subagents) != 1 || d.Subagents[0].ID != "a.sub1" || d.Subagents[0].Tokens.Prompt != 40 || d.Subagents[0].CostUSD == nil {
+		t.Errorf("task a's sub-agents: %+v", d.Subagents)
 	}
 	for path, want := range map[string]int{
 		"/api/runs/run-nope":                  404,

@@ -18,6 +18,7 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runview"
 )
 
 // Caps on what one task view carries: reports and diffs are written by the
@@ -41,6 +42,9 @@ type TaskDetail struct {
 	// acceptance commands printed when it completed.
 	Summary    string `json:"summary,omitempty"`
 	Acceptance string `json:"acceptance,omitempty"`
+	// Subagents are the task's sub-agents with their tokens and cost, as
+	// the run view prices them.
+	Subagents []runview.Subagent `json:"subagents,omitempty"`
 }
 
 func (s *Server) task(w http.ResponseWriter, r *http.Request) {
@@ -55,6 +59,11 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := TaskDetail{ID: id, FilesChanged: in.FilesChanged, Commit: in.Commit, Summary: in.Summary, Acceptance: in.Acceptance}
+	for _, t := range runview.Build(st, s.opts.View).Tasks {
+		if t.ID == id {
+			d.Subagents = t.Subagents
+		}
+	}
 	d.ReportFile, d.Report = s.report(st.RunID, id)
 	d.Diff, d.DiffNote = diff(r.Context(), st, in.Commit)
 	writeJSON(w, d)

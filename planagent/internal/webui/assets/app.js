@@ -212,6 +212,9 @@ async function showTask(id) {
   document.getElementById("detail-title").textContent = "Task " + id + (d.commit ? " · commit " + d.commit.slice(0, 12) : "");
   document.getElementById("detail-files").textContent = "Files changed: " + ((d.files_changed || []).join(", ") || "none reported");
   document.getElementById("detail-summary").textContent = d.summary || "";
+  document.getElementById("detail-subagents").textContent = (d.subagents || []).map((s) =>
+    `${s.id} (attempt ${s.attempt}): ${s.goal} · tokens ${s.tokens.prompt}/${s.tokens.completion} · cost ${fmtUSD(s.cost_usd)}`).join("\n") ||
+    "(no sub-agents)";
   document.getElementById("detail-acceptance").textContent = d.acceptance || "(no acceptance commands ran for it)";
   document.getElementById("detail-report").textContent = d.report || "(no report yet)";
   shownTask = id;
