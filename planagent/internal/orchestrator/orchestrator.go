@@ -91,6 +91,10 @@ type Options struct {
 	MaxRetries  int           // retries of a failed task
 	TaskTimeout time.Duration // no report within this → failed (default 30m)
 	AcceptTime  time.Duration // per acceptance command (default 10m)
+	// SetupCommand runs in each fresh copy: by the coding agent before it
+	// starts (the command file's setup), and before the acceptance
+	// commands in their copy.
+	SetupCommand string
 	// HeartbeatTimeout: with tasks in flight and no watcher heartbeat this
 	// fresh, the watcher is taken for dead (default 30s; watchers beat every 2s).
 	HeartbeatTimeout time.Duration
