@@ -205,6 +205,17 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 	if err := r.save(); err != nil {
 		return err
 	}
+	// A run that cannot go on (a copy that cannot be made, the engine
+	// gone, the disk full) is not left "running" for good: it is
+	// interrupted, resumable, with the cause in its state.
+	defer func() {
+		if err != nil && !errors.Is(err, context.Canceled) && st.Status == RunRunning {
+			st.Status, st.Stop = RunInterrupted, &Stop{Reason: StopSetupError, Detail: firstLine(err.Error())}
+			if serr := r.save(); serr != nil {
+				err = errors.Join(err, serr)
+			}
+		}
+	}()
 	if err := r.ctxm.InitProject(g); err != nil {
 		return err
 	}
