@@ -56,6 +56,13 @@ if git_bin="$(command -v git)"; then
   cp "$git_bin" "$root/usr/bin/git"
   # Builtins re-exec "git" from the exec path (gc --auto after commit, ...).
   ln -s /usr/bin/git "$root/usr/lib/git-core/git"
+  # The transport's server side runs as its own program: a clone or fetch
+  # from a local path (planagent's task copies) execs git-upload-pack, a
+  # push git-receive-pack. Each is the git binary under that name.
+  for server in git-upload-pack git-receive-pack git-upload-archive; do
+    ln -s /usr/bin/git "$root/usr/lib/git-core/$server"
+    ln -s git "$root/usr/bin/$server"
+  done
   # ldd prints "name => /path" for libraries and the loader's path on its own.
   ldd "$git_bin" | awk '/=> \// {print $3} /^[[:space:]]*\/.*ld-linux/ {print $1}' | while read -r lib; do
     mkdir -p "$root$(dirname "$lib")"

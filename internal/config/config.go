@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -60,8 +61,14 @@ type Config struct {
 	Network             string
 	RepoMapTokens       int // 0 turns the repo map off
 	TaskTimeout         time.Duration
-	Parallel            int
-	MaxRetries          int
+	// IncludeIgnored are gitignore patterns of the workspace's ignored
+	// files copied into every task copy (besides .worktreeinclude).
+	IncludeIgnored []string
+	// SetupCommand runs in each fresh task copy before the agent and
+	// before the acceptance commands.
+	SetupCommand string
+	Parallel     int
+	MaxRetries   int
 	// Budgets of a run (0: none): tokens of every model call, the run's
 	// running time, and its cost in USD, which needs Prices for the model.
 	BudgetTokens int
@@ -317,7 +324,25 @@ func (st *state) applyFlags(flags *pflag.FlagSet) {
 		if fl == nil || !fl.Changed {
 			continue
 		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			st.setList(f, sv.GetSlice(), origin{kind: fromFlag, name: "--" + f.flag})
+			continue
+		}
 		st.set(f, fl.Value.String(), origin{kind: fromFlag, name: "--" + f.flag})
+	}
+}
+
+// setList sets a list field from items given one by one (a YAML list, a
+// repeated flag), so an item may hold a comma.
+func (st *state) setList(f field, items []string, o origin) {
+	if p, ok := f.ptr(&st.cfg).(*[]string); ok {
+		*p = nil
+		for _, it := range items {
+			if it = strings.TrimSpace(it); it != "" {
+				*p = append(*p, it)
+			}
+		}
+		st.origins[f.key] = o
 	}
 }
 

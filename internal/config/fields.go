@@ -80,6 +80,10 @@ func fields() []field {
 			usage: "token budget of the repo map (0: off)", agent: true},
 		{key: "task_timeout", ptr: func(c *Config) any { return &c.TaskTimeout },
 			usage: "time limit of one task, e.g. 30m", agent: true},
+		{key: "include_ignored", ptr: func(c *Config) any { return &c.IncludeIgnored },
+			usage: "ignored paths of the workspace copied into every task's copy: gitignore patterns (comma-separated), besides the workspace's .worktreeinclude"},
+		{key: "setup_command", ptr: func(c *Config) any { return &c.SetupCommand },
+			usage: "shell command run in each fresh task copy before the agent starts and before the acceptance commands (e.g. \"npm ci\")"},
 		{key: "parallel", ptr: func(c *Config) any { return &c.Parallel },
 			usage: "tasks run at the same time", agent: true},
 		{key: "max_retries", ptr: func(c *Config) any { return &c.MaxRetries },
@@ -147,6 +151,8 @@ func (f field) parse(c *Config, raw string) error {
 			return fmt.Errorf("want a number, got %q", raw)
 		}
 		*p = x
+	case *[]string:
+		*p = splitList(raw)
 	case *time.Duration:
 		d, err := time.ParseDuration(strings.TrimSpace(raw))
 		if err != nil {
@@ -170,8 +176,22 @@ func (f field) format(c *Config) string {
 		return strconv.FormatFloat(*p, 'g', -1, 64)
 	case *time.Duration:
 		return formatDuration(*p)
+	case *[]string:
+		return strings.Join(*p, ",")
 	}
 	return fmt.Sprint(f.ptr(c))
+}
+
+// splitList reads a list given as one string (env, flag): comma-separated
+// items, blanks dropped.
+func splitList(raw string) []string {
+	var out []string
+	for _, item := range strings.Split(raw, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // formatDuration drops Go's trailing zero units: "10m" rather than "10m0s".

@@ -96,6 +96,15 @@ func (st *state) applyFile(data []byte, path, abs string) {
 		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 			continue // "key:" with no value leaves the default in place
 		}
+		if _, list := f.ptr(&st.cfg).(*[]string); list && v.Kind == yaml.SequenceNode {
+			var items []string
+			if err := v.Decode(&items); err != nil {
+				fail(k.Line, k.Value, "want a list of strings, got %s", describe(v))
+				continue
+			}
+			st.setList(f, items, origin{kind: fromFile, name: path, abs: abs, line: k.Line})
+			continue
+		}
 		if v.Kind != yaml.ScalarNode {
 			fail(k.Line, k.Value, "want a single value, got %s", describe(v))
 			continue

@@ -237,7 +237,7 @@ func TestKeysMatchesYAMLKeys(t *testing.T) {
 		"compaction_threshold", "keep_messages", "request_timeout", "retries", "max_iterations", "volumes_dir",
 		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
 		"kube_namespace", "kubeconfig", "kube_context",
-		"repo_map_tokens", "task_timeout", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",
+		"repo_map_tokens", "task_timeout", "include_ignored", "setup_command", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",
 		"task_budget_tokens", "mcp_servers", "mcp_read_only", "prices", "notify", "compat"}
 	if got := Keys(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Keys() = %v\nwant %v", got, want)
@@ -271,5 +271,38 @@ func TestPrices(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", body, err, want)
 		}
+	}
+}
+
+// include_ignored is a list: a YAML list or comma-separated in the file,
+// comma-separated in the environment; setup_command one string.
+func TestIncludeIgnoredAndSetupCommand(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "codeagent.yaml")
+	if err := os.WriteFile(p, []byte("include_ignored:\n  - .env\n  - node_modules/\nsetup_command: npm ci && make gen\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(Options{File: p, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(l.IncludeIgnored, []string{".env", "node_modules/"}) || l.SetupCommand != "npm ci && make gen" ||
+		!strings.Contains(string(l.Sources["include_ignored"]), "codeagent.yaml:1") {
+		t.Errorf("from the file: %q %q %s", l.IncludeIgnored, l.SetupCommand, l.Sources["include_ignored"])
+	}
+	env := map[string]string{"CODEAGENT_INCLUDE_IGNORED": "gen/, .venv/ ,"}
+	l, err = Load(Options{File: p, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(l.IncludeIgnored, []string{"gen/", ".venv/"}) {
+		t.Errorf("from the environment: %q", l.IncludeIgnored)
+	}
+	var b strings.Builder
+	if err := l.Print(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "gen/,.venv/") || !strings.Contains(b.String(), "npm ci && make gen") {
+		t.Errorf("config does not show them:\n%s", b.String())
 	}
 }

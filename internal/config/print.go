@@ -165,6 +165,8 @@ func AddFlags(fs *pflag.FlagSet, keys ...string) error {
 			fs.Float64(f.flag, *p, f.usage)
 		case *time.Duration:
 			fs.Duration(f.flag, *p, f.usage)
+		case *[]string:
+			fs.StringArray(f.flag, *p, f.usage)
 		}
 	}
 	return nil

@@ -37,8 +37,12 @@ type Command struct {
 	// BudgetTokens stops the agent once the task's tokens (prompt plus
 	// completion, every model call) pass it: the report is failed with
 	// reason "budget". 0 is no limit.
-	BudgetTokens int    `yaml:"budget_tokens,omitempty"`
-	Body         string `yaml:"-"` // the task description (markdown)
+	BudgetTokens int `yaml:"budget_tokens,omitempty"`
+	// Setup is a shell command the coding agent runs in the workspace
+	// before the agent starts (the run's setup_command): installing
+	// dependencies, generating code. Its failure fails the attempt.
+	Setup string `yaml:"setup,omitempty"`
+	Body  string `yaml:"-"` // the task description (markdown)
 }
 
 // ParseCommand parses a command file. name is the file's name or path: it is
@@ -71,6 +75,7 @@ func parseCommand(name string, data []byte) (*Command, error) {
 		{"workspace", stringField(&c.Workspace)},
 		{"budget_tokens", intField(&c.BudgetTokens)},
 		{"traceparent", stringField(&c.TraceParent)},
+		{"setup", stringField(&c.Setup)},
 	})
 	if err != nil {
 		return nil, err
@@ -233,6 +238,9 @@ func (c *Command) header() mapping {
 	}
 	if c.TraceParent != "" {
 		m.str("traceparent", c.TraceParent)
+	}
+	if c.Setup != "" {
+		m.str("setup", c.Setup)
 	}
 	return m
 }

@@ -168,7 +168,7 @@ func TestParseErrorMessage(t *testing.T) {
 		t.Fatalf("error = %v, want %s", err, want)
 	}
 	_, err = ParseCommand("commands/t1.md", []byte("---\n"+validHeader+"foo: 1\n---\n"))
-	if want := `commands/t1.md:6: field "foo": unknown field; known fields are id, run_id, attempt, title, dependencies, resources, hints, acceptance, timeout, workspace, budget_tokens, traceparent`; err == nil || err.Error() != want {
+	if want := `commands/t1.md:6: field "foo": unknown field; known fields are id, run_id, attempt, title, dependencies, resources, hints, acceptance, timeout, workspace, budget_tokens, traceparent, setup`; err == nil || err.Error() != want {
 		t.Fatalf("error = %v, want %s", err, want)
 	}
 }

@@ -62,6 +62,10 @@ const ReasonModel = "model"
 // impossible (it returned a tool call as text): the run stops, exit 2.
 const ReasonConfig = "config"
 
+// ReasonSetup is the Reason of an attempt whose setup command failed:
+// the agent never started.
+const ReasonSetup = "setup"
+
 type Report struct {
 	ID           string   `yaml:"id"`
 	RunID        string   `yaml:"run_id"`

@@ -53,11 +53,45 @@ func shellExec(ctx context.Context, ws *Workspace, opts Options, p shellExecPara
 		timeout = min(time.Duration(p.TimeoutSeconds)*time.Second, shellMaxTimeout)
 	}
 
+	res, err := Shell(ctx, ws, opts, p.Command, timeout)
+	if err != nil && !res.Cancelled {
+		return Result{}, fmt.Errorf("shell_exec: %w", err)
+	}
+	content := res.Output
+	if strings.TrimSpace(content) == "" {
+		content = "(no output)"
+	}
+	switch {
+	case res.Cancelled:
+		return Result{Content: content + "\n\ncancelled", IsError: true},
+			fmt.Errorf("shell_exec %q: %w", p.Command, ctx.Err())
+	case res.TimedOut:
+		return Result{Content: fmt.Sprintf("%s\n\ntimed out after %s; the command and its child processes were killed. Run it with a larger timeout_seconds (max %d) or make it faster",
+			content, timeout, int(shellMaxTimeout.Seconds())), IsError: true}, nil
+	}
+	return Result{Content: content + "\n\n" + res.Status}, nil
+}
+
+// ShellResult is what a command run by Shell did.
+type ShellResult struct {
+	Output    string // stdout and stderr as they came, head and tail kept within the output cap, secrets redacted
+	ExitCode  int
+	Status    string // "exit code: N", with the signal that killed it
+	TimedOut  bool
+	Cancelled bool
+}
+
+// Shell runs command with /bin/sh -c in the workspace root as shell_exec
+// does: the environment without the API key, the output capped, the whole
+// process group killed at the timeout or when ctx ends. It is also how a
+// task's setup command runs before its agent starts.
+func Shell(ctx context.Context, ws *Workspace, opts Options, command string, timeout time.Duration) (ShellResult, error) {
+	opts = opts.withDefaults()
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return Result{}, fmt.Errorf("shell_exec: create output pipe: %w", err)
+		return ShellResult{}, fmt.Errorf("create output pipe: %w", err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", p.Command)
+	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = ws.Root()
 	cmd.Env = shellEnv(os.Environ(), opts.Env, opts.HideEnv)
 	// One *os.File for both streams: the child writes straight into the
@@ -68,7 +102,7 @@ func shellExec(ctx context.Context, ws *Workspace, opts Options, p shellExecPara
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
-		return Result{}, fmt.Errorf("shell_exec: start /bin/sh: %w", err)
+		return ShellResult{}, fmt.Errorf("start /bin/sh: %w", err)
 	}
 	pw.Close()
 
@@ -84,17 +118,17 @@ func shellExec(ctx context.Context, ws *Workspace, opts Options, p shellExecPara
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var waitErr error
-	timedOut, cancelled := false, false
+	var res ShellResult
 	select {
 	case waitErr = <-exited:
 	case <-timer.C:
-		timedOut = true
+		res.TimedOut = true
 	case <-ctx.Done():
-		cancelled = true
+		res.Cancelled = true
 	}
 	// Whatever ended the wait, nothing the command started may outlive it.
 	killProcessGroup(cmd)
-	if timedOut || cancelled {
+	if res.TimedOut || res.Cancelled {
 		waitErr = <-exited
 	}
 	drainTimer := time.NewTimer(pipeDrainGrace)
@@ -107,19 +141,13 @@ func shellExec(ctx context.Context, ws *Workspace, opts Options, p shellExecPara
 	drainTimer.Stop()
 	pr.Close()
 
-	content := Redact(strings.TrimRight(out.String(), "\n"), opts.Secrets)
-	if strings.TrimSpace(content) == "" {
-		content = "(no output)"
+	res.Output = Redact(strings.TrimRight(out.String(), "\n"), opts.Secrets)
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	res.Status = exitStatus(cmd, waitErr)
+	if res.Cancelled {
+		return res, ctx.Err()
 	}
-	switch {
-	case cancelled:
-		return Result{Content: content + "\n\ncancelled", IsError: true},
-			fmt.Errorf("shell_exec %q: %w", p.Command, ctx.Err())
-	case timedOut:
-		return Result{Content: fmt.Sprintf("%s\n\ntimed out after %s; the command and its child processes were killed. Run it with a larger timeout_seconds (max %d) or make it faster",
-			content, timeout, int(shellMaxTimeout.Seconds())), IsError: true}, nil
-	}
-	return Result{Content: content + "\n\n" + exitStatus(cmd, waitErr)}, nil
+	return res, nil
 }
 
 func exitStatus(cmd *exec.Cmd, waitErr error) string {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/internal/events"
@@ -92,6 +93,11 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 		return nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
 	ws.Exclude(r.cfg.Exclude...)
+	if cmd.Setup != "" {
+		if rep, err := r.setup(ctx, cmd, ws, ev); rep != nil || err != nil {
+			return rep, err
+		}
+	}
 	set := tools.Coding(ws, r.cfg.Tools)
 	var repoMap func(context.Context, []string) string
 	if r.cfg.RepoMapTokens > 0 {
@@ -197,4 +203,51 @@ func endsWithAnswer(msgs []llm.Message) bool {
 
 func tokensOf(u llm.Usage) protocol.Tokens {
 	return protocol.Tokens{Prompt: u.Prompt, Completion: u.Completion, Cached: u.Cached, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD}
+}
+
+// setupTimeout bounds a setup command when the command file gives no
+// task timeout.
+const setupTimeout = 30 * time.Minute
+
+// setup runs the command's setup in the workspace before the agent
+// starts, its output in the task's events (the task's log). A report comes
+// back only when it failed: the attempt failed, with the setup's tail.
+func (r *AgentRunner) setup(ctx context.Context, cmd *protocol.Command, ws *tools.Workspace, ev events.Sink) (*protocol.Report, error) {
+	timeout := time.Duration(cmd.Timeout)
+	if timeout <= 0 {
+		timeout = setupTimeout
+	}
+	ev.Emit(events.Event{Type: events.Log, Text: "setup: $ " + cmd.Setup})
+	start := time.Now()
+	res, err := tools.Shell(ctx, ws, r.cfg.Tools, cmd.Setup, timeout)
+	if res.Output != "" {
+		ev.Emit(events.Event{Type: events.Log, Text: "setup: " + res.Output})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("task %s: setup command: %w", cmd.ID, err)
+	}
+	status := res.Status
+	if res.TimedOut {
+		status = "timed out after " + timeout.String()
+	}
+	ev.Emit(events.Event{Type: events.Log, Text: fmt.Sprintf("setup: %s in %s", status, time.Since(start).Round(time.Millisecond))})
+	if !res.TimedOut && res.ExitCode == 0 {
+		return nil, nil
+	}
+	msg := fmt.Sprintf("setup command %q failed (%s)", cmd.Setup, status)
+	if t := setupTail(res.Output); t != "" {
+		msg += ": " + t
+	}
+	return &protocol.Report{Status: protocol.StatusFailed, Error: msg, Reason: protocol.ReasonSetup,
+		Body: "The setup command failed before the agent started:\n\n```\n" + res.Output + "\n```\n"}, nil
+}
+
+// setupTail is the end of a failed setup's output, where the cause is.
+func setupTail(out string) string {
+	out = strings.TrimSpace(out)
+	const keep = 1000
+	if len(out) > keep {
+		out = "…" + out[len(out)-keep:]
+	}
+	return out
 }

@@ -47,10 +47,13 @@ type Repo struct {
 	// task's commit, as it would of theirs).
 	copyArgs     []string
 	objectFormat string
-	objectsDir   string     // the repository's objects (a worktree's are in its common dir)
-	cacheMu      sync.Mutex // the copies' object cache (copyObjects)
-	keepMu       sync.Mutex
-	kept         map[string]bool // commits whose keep ref this process made
+	objectsDir   string // the repository's objects (a worktree's are in its common dir)
+	// include are the workspace's ignored files every copy gets
+	// (SetInclude, before the first copy; read-only after).
+	include []string
+	cacheMu sync.Mutex // the copies' object cache (copyObjects)
+	keepMu  sync.Mutex
+	kept    map[string]bool // commits whose keep ref this process made
 
 	poolMu  sync.Mutex
 	pool    string // thrown-away copies kept for reuse ("" = none)

@@ -152,6 +152,9 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 	if _, err := c.run(ctx, "clean", "-q", "-ffdx"); err != nil {
 		return err
 	}
+	if err := r.copyIncluded(dir); err != nil {
+		return err
+	}
 	return r.saveState(dir)
 }
 

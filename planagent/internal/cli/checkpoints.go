@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
@@ -29,6 +31,45 @@ func (s *session) openCheckpoints(ctx context.Context) (*checkpoint.Repo, error)
 	// task and one for acceptance), so a copy costs the files that changed.
 	repo.SetPool(checkpoint.ShadowDir(filepath.Join(s.layout.Attempts(), ".pool"), repo.GitDir()), max(1, s.cfg.Parallel)+1)
 	return repo, nil
+}
+
+// addCopyFlags adds the flags of what a task copy gets besides the tracked
+// files (run, resume).
+func addCopyFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringArray("include-ignored", nil, "an ignored path (gitignore pattern) of the workspace to copy into every task's copy, besides .worktreeinclude; repeatable (config include_ignored)")
+	fl.String("setup-command", "", "shell command run in each fresh task copy before the agent starts and before the acceptance commands (config setup_command)")
+}
+
+// includeIgnored makes every copy of the run get the workspace's ignored
+// files that .worktreeinclude and include_ignored name, and says how many
+// in one line. Before any copy is made (the prewarm).
+func (s *session) includeIgnored(ctx context.Context, repo *checkpoint.Repo, w io.Writer) error {
+	found, err := repo.SetInclude(ctx, s.cfg.IncludeIgnored)
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
+	}
+	if found.Files > 0 {
+		fmt.Fprintf(w, "checkpoints: %d ignored files (%s) from %s and include_ignored are copied into every task's copy\n",
+			found.Files, sizeOf(found.Bytes), checkpoint.IncludeFile)
+	}
+	for _, sk := range found.Skipped {
+		fmt.Fprintf(w, "checkpoints: not copied into the tasks' copies: %s\n", sk)
+	}
+	return nil
+}
+
+// sizeOf is a byte count for people.
+func sizeOf(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // prewarm makes the attempts' first copies of commit in the background,
@@ -116,6 +157,9 @@ func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoin
 	if err := s.refuseDirty(ctx, repo); err != nil {
 		return nil, nil, err
 	}
+	if err := s.includeIgnored(ctx, repo, w); err != nil {
+		return nil, nil, err
+	}
 	head, err := repo.Head(ctx)
 	if err != nil {
 		return nil, nil, cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
@@ -153,6 +197,9 @@ func (s *session) resumeCheckpoints(ctx context.Context, st *orchestrator.State,
 	if repo.Mode() != cp.Mode || repo.Branch() != cp.Branch {
 		return nil, cmdutil.UsageError(fmt.Errorf("run %s commits to %s %q, but the workspace is now on %s %q: switch back (git switch %s) to resume",
 			st.RunID, cp.Mode, cp.Branch, repo.Mode(), repo.Branch(), cp.Branch))
+	}
+	if err := s.includeIgnored(ctx, repo, w); err != nil {
+		return nil, err
 	}
 	for _, in := range st.Info {
 		if in.Merging != "" {

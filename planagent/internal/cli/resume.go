@@ -46,5 +46,6 @@ and --max-retries override them.`,
 	fl.Int("max-retries", 0, "retries of a failed task (default: as the run was started)")
 	cmdutil.CompleteValues(cmd, "runtime", "docker", "local", "kubernetes")
 	addKubeFlags(cmd)
+	addCopyFlags(cmd)
 	return cmd
 }

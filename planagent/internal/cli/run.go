@@ -69,5 +69,6 @@ writes a file it accepts.`,
 	fl.StringVar(&opts.UIAddr, "ui-addr", webui.DefaultAddr, "host:port of the web view of --ui")
 	cmdutil.CompleteValues(cmd, "runtime", "docker", "local", "kubernetes")
 	addKubeFlags(cmd)
+	addCopyFlags(cmd)
 	return cmd
 }

@@ -1,9 +1,12 @@
 package orchestrator
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,5 +101,46 @@ func TestDriveTimedOutCopyIsNeverRecycled(t *testing.T) {
 	}
 	if _, err := os.Stat(l.Attempt(st.RunID, "slow", 1)); !os.IsNotExist(err) {
 		t.Errorf("the timed-out attempt's copy is still there: %v", err)
+	}
+}
+
+// failingCopyRepo cannot make copies, as a base image without
+// git-upload-pack could not.
+type failingCopyRepo struct{ *checkpoint.Repo }
+
+func (failingCopyRepo) NewCopy(context.Context, string, string) error {
+	return errors.New("git: 'upload-pack' is not a git command")
+}
+
+// A run whose attempt's copy cannot be made ends interrupted (resumable)
+// with the cause in its saved state, not "running" for good.
+func TestDriveCopyThatCannotBeMadeEndsTheRun(t *testing.T) {
+	ctx := t.Context()
+	l := newLayout(t)
+	ws := l.Workspace()
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := checkpoint.Open(ctx, ws, checkpoint.ShadowDir(filepath.Join(l.Root, "checkpoints"), ws), []string{l.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report { return completed(c) })
+	st := newTestState(t, plan.Task{ID: "a", Description: "anything"})
+	st.Checkpoints = &Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
+	err = New(Options{Layout: l, Runtime: rt, Repo: failingCopyRepo{repo}}).Drive(ctx, st)
+	if err == nil || !strings.Contains(err.Error(), "upload-pack") {
+		t.Fatalf("Drive: %v, want the copy's error", err)
+	}
+	saved, err := LoadState(l, st.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Status != RunInterrupted || saved.Stop == nil || saved.Stop.Reason != StopSetupError || !strings.Contains(saved.Stop.Detail, "upload-pack") {
+		t.Errorf("saved run: status %s, stop %+v; want interrupted with the copy's error", saved.Status, saved.Stop)
 	}
 }

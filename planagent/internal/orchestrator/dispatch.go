@@ -128,6 +128,7 @@ func (r *run) writeCommand(t taskgraph.Task, info *TaskInfo) error {
 		ID: t.ID, RunID: r.st.RunID, Attempt: info.Attempt, Title: titleOf(t),
 		Dependencies: deps, Hints: hints, Acceptance: t.Acceptance,
 		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description, TraceParent: r.traceparents[t.ID],
+		Setup: r.o.opts.SetupCommand,
 	}
 	if r.isolated() {
 		cmd.Workspace = l.AttemptRel(r.st.RunID, t.ID, info.Attempt)

@@ -178,27 +178,41 @@ func (r *run) startAcceptance(ctx context.Context, id string) {
 // accept runs the acceptance commands in the shared workspace (a run
 // without checkpoints); "" means all passed.
 func (r *run) accept(ctx context.Context, t taskgraph.Task) (failure, output string) {
-	return r.runAcceptance(ctx, r.o.opts.Layout.Workspace(), t.Acceptance)
+	return r.runAcceptance(ctx, r.o.opts.Layout.Workspace(), t.Acceptance, false)
 }
 
 // runAcceptance runs commands in dir through the runtime; failure "" means
 // all passed. output is what each command printed (its tail), for the
-// person reviewing the task.
-func (r *run) runAcceptance(ctx context.Context, dir string, commands []string) (failure, output string) {
+// person reviewing the task. In a copy made for them (isolated), the run's
+// setup command runs first, as it did before the agent: the copy holds
+// only what git tracks and the included ignored files.
+func (r *run) runAcceptance(ctx context.Context, dir string, commands []string, isolated bool) (failure, output string) {
 	var out strings.Builder
+	type step struct{ command, what string }
+	var steps []step
+	if setup := r.o.opts.SetupCommand; setup != "" && isolated {
+		steps = append(steps, step{setup, "setup command"})
+	}
 	for _, c := range commands {
-		res, err := r.o.opts.Runtime.Exec(ctx, dir, c, r.o.opts.AcceptTime)
+		steps = append(steps, step{c, "acceptance command"})
+	}
+	for _, s := range steps {
+		timeout := r.o.opts.AcceptTime
+		if s.what == "setup command" {
+			timeout = r.o.opts.TaskTimeout
+		}
+		res, err := r.o.opts.Runtime.Exec(ctx, dir, s.command, timeout)
 		if err != nil {
-			return fmt.Sprintf("acceptance command %q could not run: %v", c, err), out.String()
+			return fmt.Sprintf("%s %q could not run: %v", s.what, s.command, err), out.String()
 		}
 		printed := tail(res.Output, acceptanceKept)
-		fmt.Fprintf(&out, "$ %s\n%s", c, printed)
+		fmt.Fprintf(&out, "$ %s\n%s", s.command, printed)
 		if printed != "" && !strings.HasSuffix(printed, "\n") {
 			out.WriteString("\n")
 		}
 		fmt.Fprintf(&out, "(exit %d)\n", res.ExitCode)
 		if res.ExitCode != 0 {
-			return fmt.Sprintf("acceptance command %q exited %d: %s", c, res.ExitCode, tail(res.Output, 1500)), out.String()
+			return fmt.Sprintf("%s %q exited %d: %s", s.what, s.command, res.ExitCode, tail(res.Output, 1500)), out.String()
 		}
 	}
 	return "", out.String()

@@ -169,7 +169,7 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) evMerged {
 		out.Failure = fmt.Sprintf("copy the merged tree for the acceptance commands: %v", err)
 		return out
 	}
-	out.Failure, out.Acceptance = r.runAcceptance(ctx, dir, job.acceptance)
+	out.Failure, out.Acceptance = r.runAcceptance(ctx, dir, job.acceptance, true)
 	return out
 }
 

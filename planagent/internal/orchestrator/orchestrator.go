@@ -91,6 +91,10 @@ type Options struct {
 	MaxRetries  int           // retries of a failed task
 	TaskTimeout time.Duration // no report within this → failed (default 30m)
 	AcceptTime  time.Duration // per acceptance command (default 10m)
+	// SetupCommand runs in each fresh copy: by the coding agent before it
+	// starts (the command file's setup), and before the acceptance
+	// commands in their copy.
+	SetupCommand string
 	// HeartbeatTimeout: with tasks in flight and no watcher heartbeat this
 	// fresh, the watcher is taken for dead (default 30s; watchers beat every 2s).
 	HeartbeatTimeout time.Duration
@@ -201,6 +205,17 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 	if err := r.save(); err != nil {
 		return err
 	}
+	// A run that cannot go on (a copy that cannot be made, the engine
+	// gone, the disk full) is not left "running" for good: it is
+	// interrupted, resumable, with the cause in its state.
+	defer func() {
+		if err != nil && !errors.Is(err, context.Canceled) && st.Status == RunRunning {
+			st.Status, st.Stop = RunInterrupted, &Stop{Reason: StopSetupError, Detail: firstLine(err.Error())}
+			if serr := r.save(); serr != nil {
+				err = errors.Join(err, serr)
+			}
+		}
+	}()
 	if err := r.ctxm.InitProject(g); err != nil {
 		return err
 	}

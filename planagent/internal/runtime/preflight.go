@@ -122,6 +122,17 @@ func (d *Docker) probeFailed(code int, output, where string) error {
 	if where != "" {
 		cause = "in " + where + ": " + cause
 	}
+	// From the host first: a server that is down or a name without DNS
+	// is not fixed by listening on 0.0.0.0. (A compose watcher got its
+	// URL from compose, not from planagent: no host check then.)
+	if raw := d.opts.Env["OPENAI_BASE_URL"]; raw != "" && where == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*hostProbeTimeout)
+		advice, loopbackOnly := hostAdvice(ctx, raw)
+		cancel()
+		if !loopbackOnly {
+			return fmt.Errorf("%w: %s; %s", ErrModelUnreachable, cause, advice)
+		}
+	}
 	return fmt.Errorf("%w: %s. Make the server listen on 0.0.0.0 or the docker bridge (Ollama: OLLAMA_HOST=0.0.0.0), or set OPENAI_BASE_URL to a URL the container can reach",
 		ErrModelUnreachable, cause)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
 // Summary is the end-of-run summary for the terminal: per task status,
@@ -39,15 +40,16 @@ func Summary(r *Run) string {
 	}
 	b.WriteString("---|---|\n")
 	for _, t := range r.Tasks {
-		what := t.Result
+		what := oneLine(t.Result, 200)
 		if t.Status != "completed" && t.Error != "" {
-			what = t.Error
+			// The cause of an error is at its end: keep both ends.
+			what = taskgraph.KeepEnds(strings.Join(strings.Fields(t.Error), " "), 200)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d/%d |", t.ID, t.Status, t.Attempts, t.Tokens.Prompt, t.Tokens.Completion)
 		if priced {
 			fmt.Fprintf(&b, " %s |", usd(t.CostUSD))
 		}
-		fmt.Fprintf(&b, " %s | %s |\n", ms(t.ElapsedMS), strings.ReplaceAll(oneLine(what, 200), "|", "\\|"))
+		fmt.Fprintf(&b, " %s | %s |\n", ms(t.ElapsedMS), strings.ReplaceAll(what, "|", "\\|"))
 	}
 	writeSubagents(&b, r, priced)
 	c := r.Counts

@@ -265,3 +265,19 @@ func TestFirstLineCut(t *testing.T) {
 		t.Errorf("mermaid label of a long title not cut with …:\n%s", m)
 	}
 }
+
+// A failed task's cell in the table (the terminal's and summary.md) keeps
+// the end of its error, where the cause is.
+func TestSummaryErrorCellKeepsItsTail(t *testing.T) {
+	st := testState(t)
+	for i := range st.Tasks {
+		if st.Tasks[i].ID == "c.x-1" {
+			st.Tasks[i].Error = "task c.x-1: attempt 1: " + strings.Repeat("a long middle ", 30) + "\nexec: \"/bin/sh\": stat /bin/sh: no such file or directory"
+		}
+	}
+	for name, s := range map[string]string{"summary.md": Markdown(Build(st, Options{})), "table": Summary(Build(st, Options{}))} {
+		if !strings.Contains(s, `exec: "/bin/sh": stat /bin/sh: no such file or directory`) || !strings.Contains(s, "| task c.x-1: attempt 1:") {
+			t.Errorf("%s: the error cell lost an end:\n%s", name, s)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func (g *Graph) summaryLine(b *strings.Builder, i int) {
 	case InProgress:
 		b.WriteString("[>] " + head)
 	case Failed:
-		b.WriteString("[!] " + head + suffix(t.Error))
+		b.WriteString("[!] " + head + errorSuffix(t.Error))
 	case Skipped:
 		fmt.Fprintf(b, "[-] %s (skipped: depends on %s)", head, t.SkippedBy)
 	default:
@@ -137,6 +137,28 @@ func suffix(s string) string {
 		return ""
 	}
 	return " — " + shorten(s, summaryTextMax)
+}
+
+// errorSuffix is suffix for an error: every line of it, and when it is too
+// long its start and its end, where the cause is ("…: exec: \"/bin/sh\":
+// no such file or directory"), not its start alone.
+func errorSuffix(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return ""
+	}
+	return " — " + KeepEnds(s, summaryTextMax)
+}
+
+// KeepEnds shortens s to about n runes by cutting its middle: a third of
+// n from its start, the rest from its end.
+func KeepEnds(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	head := n / 3
+	return strings.TrimSpace(string(r[:head])) + " … " + strings.TrimSpace(string(r[len(r)-(n-head-3):]))
 }
 
 func shorten(s string, n int) string {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,41 @@ func TestSummaryGolden(t *testing.T) {
 				t.Errorf("Summary() mismatch with %s:\n got:\n%s\nwant:\n%s", path, got, want)
 			}
 		})
+	}
+}
+
+// A long error keeps its end, where the cause is, in the summary line
+// (status's): its start too, never its start twice.
+func TestSummaryErrorKeepsItsTail(t *testing.T) {
+	g := mustNew(t, tk("build"))
+	if err := g.Start("build"); err != nil {
+		t.Fatal(err)
+	}
+	long := `acceptance command "go test ./..." could not run: create the acceptance container from codeagent/busybox:local: ` +
+		strings.Repeat("some detail in the middle ", 20) + "\nOCI runtime create failed: exec: \"/bin/sh\": stat /bin/sh: no such file or directory"
+	if err := g.Fail("build", long); err != nil {
+		t.Fatal(err)
+	}
+	s := g.Summary()
+	for _, want := range []string{`acceptance command "go test`, `exec: "/bin/sh": stat /bin/sh: no such file or directory`, " … "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Count(s, "acceptance command") != 1 {
+		t.Errorf("the error's start is doubled:\n%s", s)
+	}
+}
+
+func TestKeepEnds(t *testing.T) {
+	if got := KeepEnds("short", 10); got != "short" {
+		t.Errorf("%q", got)
+	}
+	got := KeepEnds("0123456789abcdefghijklmnopqrstuvwxyz", 18)
+	if got != "012345 … uvwxyz" && !strings.HasPrefix(got, "012345 … ") {
+		t.Errorf("%q", got)
+	}
+	if !strings.HasSuffix(got, "xyz") || len([]rune(got)) > 18 {
+		t.Errorf("%q: want the end kept within 18 runes", got)
 	}
 }
