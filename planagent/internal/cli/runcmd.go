@@ -255,7 +255,7 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 		Layout: s.layout, Runtime: rt, Events: sink, Logger: s.logger,
 		Decider:  &orchestrator.LLMDecider{Client: client, Model: s.cfg.Model},
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
-		Budget: s.runBudget, Repo: repoOption(s.repo), Failpoint: failpoint(),
+		Budget: s.runBudget, Repo: repoOption(s.repo), Failpoint: failpoint(), Watch: s.watch,
 	})
 	defer s.logs.Flush()
 	// Ctrl-C is answered at once: stopping takes seconds (the watcher gets
