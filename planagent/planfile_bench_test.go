@@ -4,10 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
 // BenchmarkRunPlanFile10000 is the whole product on a 10 000-task chain:
@@ -46,34 +52,164 @@ func benchRunPlanFile(b *testing.B, n int) {
 		if err != nil {
 			b.Fatalf("run --plan: %v", err)
 		}
-		starts := map[string]time.Time{}
-		var end map[string]any
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			var ev struct {
-				Type   string    `json:"type"`
-				TaskID string    `json:"task_id"`
-				Time   time.Time `json:"time"`
-			}
-			if json.Unmarshal([]byte(line), &ev) != nil {
-				continue
-			}
-			if ev.Type == "task_start" {
-				starts[ev.TaskID] = ev.Time
-			}
-			if ev.Type == "run_end" {
-				_ = json.Unmarshal([]byte(line), &end)
-			}
-		}
+		starts, end := planEvents(out)
 		if end == nil || end["status"] != "completed" || len(starts) != n {
 			b.Fatalf("run did not complete: %d tasks started, run_end %v", len(starts), end)
 		}
-		per := func(from, to int) float64 {
-			return float64(starts[fmt.Sprintf("t%05d", to)].Sub(starts[fmt.Sprintf("t%05d", from)]).Microseconds()) / 1000 / float64(to-from)
-		}
 		b.ReportMetric(float64(elapsed.Microseconds())/1000/float64(n), "ms/task")
 		tenth := n / 10
-		b.ReportMetric(per(0, tenth), "first-tenth-ms/task")
-		b.ReportMetric(per(n-1-tenth, n-1), "last-tenth-ms/task")
+		b.ReportMetric(perTask(starts, 0, tenth), "first-tenth-ms/task")
+		b.ReportMetric(perTask(starts, n-1-tenth, n-1), "last-tenth-ms/task")
 		b.StartTimer()
 	}
+}
+
+// planEvents reads a `run --json` stream: each task's start time, and the
+// run_end event (nil when there is none).
+func planEvents(out []byte) (map[string]time.Time, map[string]any) {
+	starts := map[string]time.Time{}
+	var end map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var ev struct {
+			Type   string    `json:"type"`
+			TaskID string    `json:"task_id"`
+			Time   time.Time `json:"time"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		if ev.Type == "task_start" {
+			starts[ev.TaskID] = ev.Time
+		}
+		if ev.Type == "run_end" {
+			_ = json.Unmarshal([]byte(line), &end)
+		}
+	}
+	return starts, end
+}
+
+// perTask is the time per task from task from's start to task to's, in ms.
+func perTask(starts map[string]time.Time, from, to int) float64 {
+	d := starts[fmt.Sprintf("t%05d", to)].Sub(starts[fmt.Sprintf("t%05d", from)])
+	return float64(d.Microseconds()) / 1000 / float64(to-from)
+}
+
+// BenchmarkRunPlanFileWrites100 is the chain of benchRunPlanFile with real
+// work to checkpoint: each task writes a file of its own, and its
+// acceptance command checks it, in a git workspace. Beside it the same
+// number of floor steps (a process spawn and an fsync each) are timed, so
+// the ratio holds on a disk whose latency drifts.
+func BenchmarkRunPlanFileWrites100(b *testing.B) { benchRunPlanFileWrites(b, 100) }
+
+// BenchmarkRunPlanFileWrites1000 is the same at ten times the size.
+func BenchmarkRunPlanFileWrites1000(b *testing.B) { benchRunPlanFileWrites(b, 1000) }
+
+var writeToken = regexp.MustCompile(`TOKEN-WRITE (w\d+\.txt)`)
+
+func benchRunPlanFileWrites(b *testing.B, n int) {
+	var plan strings.Builder
+	plan.WriteString("title: a long chain of writes\ntasks:\n")
+	for i := range n {
+		fmt.Fprintf(&plan, "  - id: t%05d\n    description: \"TOKEN-WRITE w%05d.txt\"\n    acceptance: [\"test -s w%05d.txt\"]\n", i, i, i)
+		if i > 0 {
+			fmt.Fprintf(&plan, "    dependencies: [t%05d]\n", i-1)
+		}
+	}
+	for b.Loop() {
+		b.StopTimer()
+		f := &fakeModel{}
+		e := newBenchEnv(b, f)
+		// One write per task, named by its description; the final answer
+		// once the write's result is in.
+		e.srv.Handle(func(req llmtest.Request) llmtest.Reply {
+			m := writeToken.FindStringSubmatch(firstUser(req))
+			if m == nil {
+				return f.handle(req)
+			}
+			if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+				return llmtest.Text("Finished the task; all files written.")
+			}
+			return llmtest.Calls(llmtest.Call("write_file", map[string]any{"path": m[1], "content": m[1] + "\n"}))
+		})
+		ws := benchGitWorkspace(b, e.dir)
+		planFile := filepath.Join(e.dir, "plan.yaml")
+		if err := os.WriteFile(planFile, []byte(plan.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cmd := e.command("run", "--plan", planFile, "--yes", "--json", "--workspace", ws)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		b.StartTimer()
+		start := time.Now()
+		out, err := cmd.Output()
+		elapsed := time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatalf("run --plan: %v\n%s", err, stderr.String())
+		}
+		starts, end := planEvents(out)
+		if end == nil || end["status"] != "completed" || len(starts) != n {
+			b.Fatalf("run did not complete: %d tasks started, run_end %v\n%s", len(starts), end, stderr.String())
+		}
+		if got, err := exec.Command("git", "-C", ws, "rev-list", "--count", "HEAD").Output(); err != nil || strings.TrimSpace(string(got)) != strconv.Itoa(n+1) {
+			b.Fatalf("the workspace has %s commits (%v), want %d", got, err, n+1)
+		}
+		floor := benchFloor(b, n)
+		per := float64(elapsed.Microseconds()) / 1000 / float64(n)
+		b.ReportMetric(per, "ms/task")
+		tenth := n / 10
+		b.ReportMetric(perTask(starts, 0, tenth), "first-tenth-ms/task")
+		b.ReportMetric(perTask(starts, n-1-tenth, n-1), "last-tenth-ms/task")
+		b.ReportMetric(floor, "floor-ms/task")
+		b.ReportMetric(per/floor, "x-floor")
+		b.StartTimer()
+	}
+}
+
+// benchGitWorkspace is a user's small project: a repository with one commit.
+func benchGitWorkspace(b *testing.B, dir string) string {
+	ws := filepath.Join(dir, "project")
+	for i := range 20 {
+		p := filepath.Join(ws, fmt.Sprintf("src/pkg%d/file%d.go", i%4, i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("package pkg%d\n\nconst N%d = %d\n", i%4, i, i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "-m", "the user's commit"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return ws
+}
+
+// benchFloor is what a task cannot cost less than, in ms: one process
+// spawn (the acceptance command's) and one fsync (the journal's) on the
+// same disk, averaged over n.
+func benchFloor(b *testing.B, n int) float64 {
+	f, err := os.Create(filepath.Join(b.TempDir(), "floor"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	start := time.Now()
+	for range n {
+		if err := exec.Command("sh", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.WriteString("a journal record\n"); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64(time.Since(start).Microseconds()) / 1000 / float64(n)
 }

@@ -27,6 +27,9 @@ run -bench 'GoStdlib' -benchtime 3x ./internal/repomap/
 run -bench 'StdlibRunPeakRSS' -benchtime 1x ./planagent/
 run -bench 'RunPlanFile1000$' -benchtime 1x -timeout 10m ./planagent/
 [ -n "$quick" ] || run -bench 'RunPlanFile10000$' -benchtime 1x -timeout 60m ./planagent/
+# Tasks that write files and have acceptance: 100 in the quick run, 1 000 in full.
+run -bench 'RunPlanFileWrites100$' -benchtime 1x -timeout 20m ./planagent/
+[ -n "$quick" ] || run -bench 'RunPlanFileWrites1000$' -benchtime 1x -timeout 60m ./planagent/
 run -bench 'Stdio' -benchtime 200x ./internal/mcp/
 run -bench 'StreamUpdate' -benchtime 100x ./planagent/internal/webui/
 if docker info >/dev/null 2>&1; then

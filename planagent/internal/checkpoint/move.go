@@ -36,13 +36,12 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 	if head != old && head != new {
 		return fmt.Errorf("%w: HEAD is at %s, not at %s where the run left it", ErrMoved, short(head), short(old))
 	}
-	out, err := r.g.run(ctx, "diff", "--name-only", "-z", "--no-renames", old, new)
+	paths, from, to, err := r.diffTrees(ctx, old, new)
 	if err != nil {
 		return err
 	}
-	paths := splitZ(out)
 	if len(paths) > 0 {
-		if err := r.moveFiles(ctx, old, new, paths); err != nil {
+		if err := r.moveFiles(ctx, paths, from, to); err != nil {
 			return err
 		}
 	}
@@ -51,14 +50,14 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 		return r.readTree(ctx, new)
 	}
 	if err := r.moveRef(ctx, old, new); err != nil {
-		return r.putBack(ctx, old, new, paths, err)
+		return r.putBack(ctx, paths, from, to, err)
 	}
 	if err := r.readTree(ctx, new); err != nil {
 		// Not under ctx: a cancelled move must still be put back.
 		if uerr := r.moveRef(context.WithoutCancel(ctx), new, old); uerr != nil {
 			return fmt.Errorf("%w (and moving %s back failed: %v; run `git reset --hard %s` once nothing else uses the repository)", err, r.Branch(), uerr, short(new))
 		}
-		return r.putBack(ctx, old, new, paths, err)
+		return r.putBack(ctx, paths, from, to, err)
 	}
 	return nil
 }
@@ -89,28 +88,22 @@ func (r *Repo) readTree(ctx context.Context, commit string) error {
 
 // putBack returns the files a failed move wrote to how old has them, and
 // returns cause.
-func (r *Repo) putBack(ctx context.Context, old, new string, paths []string, cause error) error {
+func (r *Repo) putBack(ctx context.Context, paths []string, from, to map[string]entry, cause error) error {
 	if len(paths) == 0 {
 		return cause
 	}
-	if err := r.moveFiles(context.WithoutCancel(ctx), new, old, paths); err != nil {
+	if err := r.moveFiles(context.WithoutCancel(ctx), paths, to, from); err != nil {
 		return fmt.Errorf("%w (and putting the files back failed: %v)", cause, err)
 	}
 	return cause
 }
 
-func (r *Repo) moveFiles(ctx context.Context, old, new string, paths []string) error {
+// moveFiles writes the workspace's paths from the entries from to those of
+// to (a missing entry: no file).
+func (r *Repo) moveFiles(ctx context.Context, paths []string, from, to map[string]entry) error {
 	want := map[string]bool{}
 	for _, p := range paths {
 		want[p] = true
-	}
-	from, err := r.tree(ctx, old, want)
-	if err != nil {
-		return err
-	}
-	to, err := r.tree(ctx, new, want)
-	if err != nil {
-		return err
 	}
 	cur, err := r.current(ctx, paths)
 	if err != nil {
@@ -253,33 +246,33 @@ func (e *ChangedError) Error() string {
 		" (commit or revert them first)"
 }
 
-// tree lists the entries of commit's tree among paths.
-func (r *Repo) tree(ctx context.Context, commit string, paths map[string]bool) (map[string]entry, error) {
-	args := []string{"ls-tree", "-r", "-z", "--full-tree", commit}
-	if len(paths) <= 1000 {
-		// Only the paths of the move (a 10 000-file tree is listed in
-		// tens of milliseconds); literal, so a name with * is itself.
-		args = append(args, "--")
-		for p := range paths {
-			args = append(args, ":(literal)"+p)
-		}
-	}
-	out, err := r.g.run(ctx, args...)
+// diffTrees lists the paths that differ between the trees of old and new,
+// with their entries on each side (none where a side has no file), in one
+// git process.
+func (r *Repo) diffTrees(ctx context.Context, old, new string) ([]string, map[string]entry, map[string]entry, error) {
+	out, err := r.g.run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	m := map[string]entry{}
-	for _, line := range splitZ(out) {
-		meta, path, ok := strings.Cut(line, "\t")
-		if !ok || !paths[path] {
-			continue
+	var paths []string
+	from, to := map[string]entry{}, map[string]entry{}
+	fields := splitZ(out)
+	for i := 0; i+1 < len(fields); i += 2 {
+		// ":<old mode> <new mode> <old id> <new id> <status>", then the path.
+		f := strings.Fields(strings.TrimPrefix(fields[i], ":"))
+		if len(f) != 5 {
+			return nil, nil, nil, fmt.Errorf("git diff-tree: unexpected %q", fields[i])
 		}
-		f := strings.Fields(meta)
-		if len(f) == 3 {
-			m[path] = entry{mode: f[0], blob: f[2]}
+		p := fields[i+1]
+		paths = append(paths, p)
+		if strings.Trim(f[2], "0") != "" {
+			from[p] = entry{mode: f[0], blob: f[2]}
+		}
+		if strings.Trim(f[3], "0") != "" {
+			to[p] = entry{mode: f[1], blob: f[3]}
 		}
 	}
-	return m, nil
+	return paths, from, to, nil
 }
 
 // current hashes the workspace's files at paths as git would; a missing

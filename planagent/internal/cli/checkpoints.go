@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
@@ -238,6 +239,18 @@ func repoOption(repo *checkpoint.Repo) orchestrator.Repo {
 		return nil
 	}
 	return repo
+}
+
+// newWatcher is fsnotify's, unless CODEAGENT_FAILPOINT=inotify makes it
+// fail as it does once the per-user inotify instances are all taken: how
+// the end-to-end tests prove that a run then polls.
+func newWatcher(getenv func(string) string) func() (*fsnotify.Watcher, error) {
+	if getenv("CODEAGENT_FAILPOINT") != "inotify" {
+		return fsnotify.NewWatcher
+	}
+	return func() (*fsnotify.Watcher, error) {
+		return nil, fmt.Errorf("couldn't initialize inotify: %w", syscall.EMFILE)
+	}
 }
 
 // failpoint kills planagent with SIGKILL at the point named by

@@ -256,7 +256,7 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 		Decider:  &orchestrator.LLMDecider{Client: client, Model: s.cfg.Model},
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
 		SetupCommand: s.cfg.SetupCommand,
-		Budget:       s.runBudget, Repo: repoOption(s.repo), Failpoint: failpoint(),
+		Budget:       s.runBudget, Repo: repoOption(s.repo), Failpoint: failpoint(), Watch: s.watch,
 	})
 	defer s.logs.Flush()
 	// Ctrl-C is answered at once: stopping takes seconds (the watcher gets

@@ -79,5 +79,5 @@ func (s *session) listenUI(addr string) (net.Listener, error) {
 
 // serveUI serves the web view on ln until ctx ends.
 func (s *session) serveUI(ctx context.Context, ln net.Listener, token string) error {
-	return webui.New(webui.Options{Layout: s.layout, View: s.viewOptions(), Logger: s.logger, Token: token}).Serve(ctx, ln)
+	return webui.New(webui.Options{Layout: s.layout, View: s.viewOptions(), Logger: s.logger, Token: token, Watch: s.watch}).Serve(ctx, ln)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/filetree"
+	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -43,6 +44,9 @@ type session struct {
 	runBudget orchestrator.Budget
 	// repo holds the checkpoints of the run being driven (run and resume set it).
 	repo *checkpoint.Repo
+	// watch opens the process's file watchers: one warning when none can
+	// be had, and polling.
+	watch *fswatch.Opener
 }
 
 func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
@@ -64,7 +68,8 @@ func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
 	}
 	logs := newLogView(f.IO.Err)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
-	s := &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger, logs: logs, verbose: verbose}
+	s := &session{f: f, cfg: l.Config, file: l.File, layout: layout, logger: logger, logs: logs, verbose: verbose,
+		watch: &fswatch.Opener{New: newWatcher(f.Getenv), Logger: logger}}
 	// Volumes named by the flag are not remembered anywhere: the hints a
 	// command prints repeat the flag, so they work as printed.
 	if strings.HasPrefix(string(l.Sources["volumes_dir"]), "flag") {
@@ -231,7 +236,7 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 		}
 		sort.Strings(kv)
 		rt, err := runtime.NewLocal(runtime.LocalOptions{Volumes: s.layout, Executable: s.f.Executable,
-			Env: kv, APIKey: env[config.APIKeyEnv], Log: log, Logger: s.logger, Verbose: s.verbose})
+			Env: kv, APIKey: env[config.APIKeyEnv], Log: log, Logger: s.logger, Verbose: s.verbose, Watch: s.watch})
 		if err != nil {
 			return nil, cmdutil.UsageError(err)
 		}

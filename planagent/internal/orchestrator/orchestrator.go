@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -84,9 +85,11 @@ type Options struct {
 	Failpoint func(name string)
 	// Repo holds the run's checkpoints; with it (and State.Checkpoints set)
 	// every attempt works in its own copy and is merged when it completes.
-	Repo        Repo
-	Events      events.Sink
-	Logger      *slog.Logger
+	Repo   Repo
+	Events events.Sink
+	Logger *slog.Logger
+	// Watch opens the reports' watcher (nil: fsnotify, polling without it).
+	Watch       *fswatch.Opener
 	Parallel    int           // default 1
 	MaxRetries  int           // retries of a failed task
 	TaskTimeout time.Duration // no report within this → failed (default 30m)
@@ -130,6 +133,9 @@ func New(opts Options) *Orchestrator {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Watch == nil {
+		opts.Watch = &fswatch.Opener{Logger: opts.Logger}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -220,14 +226,10 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 		return err
 	}
 
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watch reports: %w", err)
-	}
-	defer w.Close()
-	if err := w.Add(l.Reports()); err != nil {
-		return fmt.Errorf("watch %s: %w", l.Reports(), err)
-	}
+	// Without file events (no inotify instance left) the ticker's
+	// collect below finds the reports.
+	w := o.opts.Watch.Watch(l.Reports())
+	defer fswatch.Close(w)
 
 	if err := o.opts.Runtime.Start(ctx); err != nil {
 		return fmt.Errorf("start the coding agent: %w", err)
@@ -307,13 +309,13 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 			r.merging = false
 		}
 		return []event{ev}, nil
-	case fe, ok := <-w.Events:
+	case fe, ok := <-fswatch.Events(w):
 		if !ok {
 			return nil, errors.New("reports watcher closed")
 		}
 		r.progress(fe.Name)
 		return r.collect(), nil
-	case werr, ok := <-w.Errors:
+	case werr, ok := <-fswatch.Errors(w):
 		if !ok {
 			return nil, errors.New("reports watcher closed")
 		}

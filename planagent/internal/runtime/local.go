@@ -15,9 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/volume"
 )
 
@@ -42,6 +41,9 @@ type LocalOptions struct {
 	StartTimeout time.Duration // default 20s
 	StopGrace    time.Duration // SIGTERM → SIGKILL, default 15s
 	Verbose      bool          // show the watcher's INFO log lines too
+	// Watch opens the heartbeats' watcher; without file events the watcher
+	// process is told to poll too (nil: fsnotify, its own fallback).
+	Watch *fswatch.Opener
 }
 
 // Local runs `codingagent watch` as a subprocess on the same volumes: no
@@ -112,16 +114,20 @@ func (l *Local) Start(ctx context.Context) error {
 	if err := os.MkdirAll(watchers, 0o755); err != nil {
 		return fmt.Errorf("watchers dir: %w", err)
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watch heartbeats: %w", err)
-	}
-	defer w.Close()
-	if err := w.Add(watchers); err != nil {
-		return fmt.Errorf("watch %s: %w", watchers, err)
+	w := l.opts.Watch.Watch(watchers)
+	defer fswatch.Close(w)
+	var poll <-chan time.Time
+	if w == nil {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		poll = t.C
 	}
 	since := time.Now().Add(-time.Second)
 	args := append([]string{"watch", "--volumes", l.opts.Volumes.Root, "--workspace", l.opts.Volumes.Workspace()}, l.opts.Args...)
+	if l.opts.Watch.Polling() {
+		// It would fail to get events too, and say so a second time.
+		args = append(args, "--poll", "1s")
+	}
 	cmd := exec.Command(l.opts.Binary, args...)
 	cmd.Env = withoutKey(append(os.Environ(), l.opts.Env...))
 	keyPipe, err := keyPipe(l.opts.APIKey)
@@ -172,8 +178,9 @@ func (l *Local) Start(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-w.Events:
-		case <-w.Errors:
+		case <-fswatch.Events(w):
+		case <-fswatch.Errors(w):
+		case <-poll:
 		case <-done:
 			return fmt.Errorf("codingagent watch exited before its first heartbeat: %v (its output is above)", waitErr)
 		case <-deadline.C:

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
@@ -41,6 +42,9 @@ type Options struct {
 	// Token is the session's token, without which the page cannot write
 	// (review comments, sending them); "" makes the view read-only.
 	Token string
+	// Watch opens the streams' watchers; without file events a stream
+	// re-reads the run every Reconcile (nil: fsnotify).
+	Watch *fswatch.Opener
 }
 
 // Server serves the web view. It only reads, but for review comments

@@ -12,10 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
@@ -50,13 +49,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := s.opts.Layout
-	watcher, err := fsnotify.NewWatcher()
-	if err != nil {
-		http.Error(w, "watch the run: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	defer watcher.Close()
+	watcher := s.opts.Watch.Watch() // nil: the reconcile tick below re-reads
+	defer fswatch.Close(watcher)
 	for _, dir := range []string{l.Run(st.RunID), l.Reports()} {
+		if watcher == nil {
+			break
+		}
 		if err := watcher.Add(dir); err != nil {
 			s.opts.Logger.Warn("web view: watch", "dir", dir, "err", err)
 		}
@@ -117,7 +115,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			// The server stops (the run ended): the page gets the last picture.
 			_ = reload()
 			return
-		case ev, ok := <-watcher.Events:
+		case ev, ok := <-fswatch.Events(watcher):
 			if !ok {
 				return
 			}
@@ -133,7 +131,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			if refresh() != nil {
 				return
 			}
-		case werr, ok := <-watcher.Errors:
+		case werr, ok := <-fswatch.Errors(watcher):
 			if !ok {
 				return
 			}
