@@ -185,8 +185,8 @@ tasks:
 		t.Fatalf("err = %v, want ErrInvalidPlan", err)
 	}
 	want := []string{
-		`plan.yaml:10: unknown task field "dependecies"`,
-		`plan.yaml:6: task "b" has an empty description`,
+		`plan.yaml:10: unknown task field "dependecies" (a task has id, title, description, dependencies, acceptance, risks, budget_tokens, task_budget_tokens)`,
+		`plan.yaml:6: task "b" has an empty description: say what to change and how to check it`,
 		`plan.yaml:12: task "d" depends on unknown task "nope"`,
 		"plan.yaml:3: dependency cycle: a -> c -> d -> a: remove one of these dependencies (the tasks on lines 3 -> 8 -> 12 -> 3)",
 	}
