@@ -13,9 +13,17 @@ GOLANGCI         := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
 
 .PHONY: build test test-short vet lint bench e2e e2e-k8s image test-images clean
 
+# Containers run Linux: on any other host (macOS, Windows) the codingagent
+# they run is cross-built into bin/linux-<arch>/, where planagent looks first.
+HOSTOS   := $(shell $(GO) env GOOS)
+HOSTARCH := $(shell $(GO) env GOARCH)
+
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/planagent ./planagent
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/codingagent ./codingagent
+ifneq ($(HOSTOS),linux)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(HOSTARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/linux-$(HOSTARCH)/codingagent ./codingagent
+endif
 
 vet:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi

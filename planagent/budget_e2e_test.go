@@ -169,6 +169,12 @@ func TestE2EBudgetUSD(t *testing.T) {
 	if !strings.Contains(data["paused"].(string), "cost budget reached") || cost < 2 {
 		t.Errorf("run_end: paused %q cost %v", data["paused"], data["cost_usd"])
 	}
+	if !strings.Contains(stderr, "--budget-usd USD") || strings.Contains(stderr, "--budget-tokens") {
+		t.Errorf("the pause's hint must name the cost budget's flag:\n%s", stderr)
+	}
+	if text, _, _ := e.run("status"); !strings.Contains(text, "--budget-usd USD continues") {
+		t.Errorf("status of the run paused at its cost budget:\n%s", text)
+	}
 	if stop, _ := data["stop_reason"].(map[string]any); stop["reason"] != "budget_usd" || stop["limit"] != 2.0 || stop["used"].(float64) < 2 {
 		t.Errorf("run_end's stop_reason = %v, want budget_usd, limit 2 and what was spent", stop)
 	}

@@ -64,3 +64,77 @@ func TestE2ECtrlCSaysStoppingAtOnce(t *testing.T) {
 	}
 	t.Logf("stopping… %v after Ctrl-C; exit after %v", stopping.Round(time.Millisecond), time.Since(sent).Round(time.Millisecond))
 }
+
+// The first Ctrl-C names the second; the second stops the run without the
+// watcher's grace (10 s), and the summary shows the running task as
+// interrupted, its totals counting it so.
+func TestE2ESecondCtrlCStopsNow(t *testing.T) {
+	if os.Getenv("CODEAGENT_E2E") != "1" {
+		t.Skip("end-to-end test with the local watcher: set CODEAGENT_E2E=1 (make e2e) to run it")
+	}
+	plan := `{"title":"Slow","overview":"x","tasks":[{"id":"slow","description":"TOKEN-SLOW","dependencies":[]}]}`
+	f := &fakeModel{plan: plan, started: make(chan string, 4), tasks: []scriptTask{{token: "TOKEN-SLOW", delay: time.Minute,
+		steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "slow.txt", "content": "1"})}}}}
+	e := newRunEnv(t, f)
+	cmd := e.command("run", "--yes", "--runtime", "local", "be slow")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case <-f.started:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the task never started")
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for l := range lines {
+		seen = append(seen, l)
+		if strings.HasPrefix(l, "stopping…") {
+			break
+		}
+	}
+	if last := seen[len(seen)-1]; !strings.Contains(last, "Ctrl-C again to stop now") {
+		t.Fatalf("the first Ctrl-C's line does not name the second:\n%s", strings.Join(seen, "\n"))
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	second := time.Now()
+	for l := range lines {
+		seen = append(seen, l)
+	}
+	err = cmd.Wait()
+	took := time.Since(second)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130\n%s", err, strings.Join(seen, "\n"))
+	}
+	// The watcher's grace is 10 s: the second Ctrl-C must not wait it out.
+	if took > 7*time.Second {
+		t.Errorf("exit %v after the second Ctrl-C (the grace is 10 s):\n%s", took, strings.Join(seen, "\n"))
+	}
+	if !strings.Contains(strings.Join(seen, "\n"), "stopping now") {
+		t.Errorf("the second Ctrl-C was not answered:\n%s", strings.Join(seen, "\n"))
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "| slow | interrupted |") || !strings.Contains(out, "0 pending, 1 interrupted") || strings.Contains(out, "in_progress") {
+		t.Errorf("the summary of the interrupted run:\n%s", out)
+	}
+	t.Logf("exit %v after the second Ctrl-C", took.Round(time.Millisecond))
+}

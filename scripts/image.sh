@@ -14,9 +14,15 @@ image="${IMAGE:-codeagent/codingagent:latest}"
 version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 ldflags="-s -w -X github.com/codeagent/codeagent/internal/cmdutil.version=$version"
 
+# The image runs Linux whatever the host is: on macOS or Windows its
+# binaries are cross-built into bin/linux-<arch>/ (the host's stay in bin/).
+bindir=bin
+if [ "$(go env GOOS)" != linux ]; then
+  bindir="bin/linux-$(go env GOARCH)"
+fi
 for prog in codingagent planagent; do
-  echo "building bin/$prog ($version, static)"
-  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "bin/$prog" "./$prog"
+  echo "building $bindir/$prog ($version, static, linux)"
+  CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "$ldflags" -o "$bindir/$prog" "./$prog"
 done
 
 if [ -n "${BASE:-}" ]; then
@@ -37,5 +43,5 @@ echo "building $image from $base"
 # DOCKER_BUILDKIT=0: the classic builder resolves FROM from the local store;
 # BuildKit would try the registry.
 DOCKER_BUILDKIT=0 docker build --pull=false -f docker/Dockerfile \
-  --build-arg BASE="$base" -t "$image" .
+  --build-arg BASE="$base" --build-arg BIN="$bindir" -t "$image" .
 echo "built $image"

@@ -14,13 +14,16 @@ type IOStreams struct {
 	Err io.Writer
 	// IsTerminal reports whether stdin is a terminal (interactive confirmation).
 	IsTerminal func() bool
+	// OutIsTerminal reports whether stdout is a terminal (colour, a
+	// pager); nil is never.
+	OutIsTerminal func() bool
 }
 
 // System returns the process's streams.
 func System() IOStreams {
-	return IOStreams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTerminal: func() bool {
-		return IsTerminal(os.Stdin)
-	}}
+	return IOStreams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
+		IsTerminal:    func() bool { return IsTerminal(os.Stdin) },
+		OutIsTerminal: func() bool { return IsTerminal(os.Stdout) }}
 }
 
 // IsTerminal reports whether f is a terminal. A character device is not

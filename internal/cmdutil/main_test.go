@@ -60,3 +60,27 @@ func TestMainExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// --version is the version in both programs; -v is never the version (it
+// is planagent's --verbose), and the error names --version.
+func TestVersionIsTheLongFlagOnly(t *testing.T) {
+	run := func(verbose bool, args ...string) (int, string, string) {
+		root := &cobra.Command{Use: "prog", RunE: func(*cobra.Command, []string) error { return nil }}
+		SetupRoot(root)
+		if verbose {
+			root.PersistentFlags().BoolP("verbose", "v", false, "")
+		}
+		var out, errb bytes.Buffer
+		code := Main(&Factory{IO: IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb}}, root, args)
+		return code, out.String(), errb.String()
+	}
+	if code, out, _ := run(false, "--version"); code != ExitOK || !strings.HasPrefix(out, "prog ") {
+		t.Errorf("--version: exit %d, stdout %q", code, out)
+	}
+	if code, out, errb := run(false, "-v"); code != ExitUsage || out != "" || !strings.Contains(errb, "the version is --version") {
+		t.Errorf("-v without a verbose flag: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+	if code, out, errb := run(true, "-v"); code != ExitOK || out != "" {
+		t.Errorf("-v as --verbose: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+}

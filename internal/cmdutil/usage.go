@@ -15,6 +15,9 @@ import (
 func SetupRoot(root *cobra.Command) {
 	root.Version = Version()
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	// Declared here so cobra adds no -v: -v is --verbose where a program
+	// has it, and means the same in both programs.
+	root.Flags().Bool("version", false, "print "+root.Name()+"'s version")
 	root.SetFlagErrorFunc(suggestFlag)
 }
 
@@ -54,6 +57,9 @@ func suggestFlag(cmd *cobra.Command, err error) error {
 	msg := err.Error()
 	name, ok := strings.CutPrefix(msg, "unknown flag: --")
 	if !ok {
+		if strings.HasPrefix(msg, "unknown shorthand flag: 'v'") {
+			return fmt.Errorf("%w: the version is --version (see %s --help)", err, cmd.CommandPath())
+		}
 		return fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())
 	}
 	var names []string

@@ -22,6 +22,16 @@ type Price struct {
 
 const keyPrices = "prices"
 
+// FormatUSD writes an amount of dollars with its cents and every further
+// digit it has: a budget of $0.015 must not read as $0.01.
+func FormatUSD(v float64) string {
+	exact, cents := strconv.FormatFloat(v, 'f', -1, 64), strconv.FormatFloat(v, 'f', 2, 64)
+	if len(exact) < len(cents) {
+		return "$" + cents
+	}
+	return "$" + exact
+}
+
 // PriceOf is the price of model, and false when the config has none.
 func (c Config) PriceOf(model string) (Price, bool) {
 	p, ok := c.Prices[model]

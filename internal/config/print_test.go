@@ -111,3 +111,18 @@ func TestAddFlagsUnknownKey(t *testing.T) {
 		t.Errorf("AddFlags(modle) error = %v, want one naming the key", err)
 	}
 }
+
+func TestFormatUSD(t *testing.T) {
+	for v, want := range map[float64]string{
+		0.015:  "$0.015",
+		2:      "$2.00",
+		0.1:    "$0.10",
+		2.5:    "$2.50",
+		12.345: "$12.345",
+		0:      "$0.00",
+	} {
+		if got := FormatUSD(v); got != want {
+			t.Errorf("FormatUSD(%g) = %q, want %q", v, got, want)
+		}
+	}
+}

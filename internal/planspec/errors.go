@@ -22,6 +22,10 @@ type ValidationError struct {
 	// is about, or -1 for the plan as a whole (so a plan file can point at
 	// the task's line).
 	Tasks []int
+	// Cycle is, when a problem is a dependency cycle, the indices in
+	// Plan.Tasks of the tasks around it (the first repeated at the end),
+	// so a plan file can name the lines of all of them.
+	Cycle []int
 }
 
 func (e *ValidationError) Error() string { return strings.Join(e.Problems, "; ") }
@@ -35,3 +39,20 @@ func (e *ValidationError) Unwrap() error { return ErrInvalidPlan }
 func Problem(err error) string {
 	return strings.TrimPrefix(err.Error(), ErrInvalidPlan.Error()+": ")
 }
+
+// CycleError is a dependency loop: Path holds the indices into IDs around
+// it, the first repeated at the end. It wraps ErrCycle.
+type CycleError struct {
+	IDs  []string
+	Path []int
+}
+
+func (e *CycleError) Error() string {
+	names := make([]string, len(e.Path))
+	for k, i := range e.Path {
+		names[k] = e.IDs[i]
+	}
+	return ErrCycle.Error() + ": " + strings.Join(names, " -> ")
+}
+
+func (e *CycleError) Unwrap() error { return ErrCycle }

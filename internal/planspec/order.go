@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // Order returns p's tasks in dependency order, stable by plan order. The
@@ -72,7 +71,7 @@ func TopoOrder(ids []string, deps func(i int) []string) ([]int, error) {
 		}
 	}
 	if len(order) < len(ids) {
-		return nil, fmt.Errorf("%w: %s", ErrCycle, cyclePath(ids, deps, index, emitted))
+		return nil, &CycleError{IDs: ids, Path: cyclePath(deps, index, emitted)}
 	}
 	return order, nil
 }
@@ -90,16 +89,16 @@ func (h *intHeap) Pop() any {
 	return x
 }
 
-// cyclePath names one cycle among the items Kahn could not emit. Each of
-// them has a dependency that was not emitted either, so following the first
-// such dependency from any of them must revisit an item: that loop is a cycle.
-func cyclePath(ids []string, deps func(int) []string, index map[string]int, emitted []bool) string {
+// cyclePath is one cycle among the items Kahn could not emit, as indices
+// with the first repeated at the end. Each of them has a dependency that
+// was not emitted either, so following the first such dependency from any
+// of them must revisit an item: that loop is a cycle.
+func cyclePath(deps func(int) []string, index map[string]int, emitted []bool) []int {
 	seenAt := map[int]int{}
 	var walk []int
 	for i := slices.Index(emitted, false); ; {
 		if pos, seen := seenAt[i]; seen {
-			walk = append(walk[pos:], i)
-			break
+			return append(walk[pos:], i)
 		}
 		seenAt[i] = len(walk)
 		walk = append(walk, i)
@@ -110,9 +109,4 @@ func cyclePath(ids []string, deps func(int) []string, index map[string]int, emit
 			}
 		}
 	}
-	names := make([]string, len(walk))
-	for k, i := range walk {
-		names[k] = ids[i]
-	}
-	return strings.Join(names, " -> ")
 }

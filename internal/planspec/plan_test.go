@@ -73,6 +73,9 @@ func TestValidate(t *testing.T) {
 		{name: "self dependency", plan: &Plan{Tasks: []Task{task("a", "a")}}, want: []string{`task "a" depends on itself`}},
 		{name: "cycle", plan: &Plan{Tasks: []Task{task("a", "b"), task("b", "a")}},
 			want: []string{"dependency cycle: a -> b -> a: remove one of these dependencies"}},
+		{name: "a cycle beside other problems", plan: &Plan{Tasks: []Task{task("a", "b", "z"), task("b", "a"), {ID: "c"}}},
+			want: []string{`task "c" has an empty description: say what to change and how to check it`,
+				`task "a" depends on unknown task "z"`, "dependency cycle: a -> b -> a: remove one of these dependencies"}},
 		{name: "duplicate id", plan: &Plan{Tasks: []Task{task("a"), task("a")}},
 			want: []string{`task id "a" is used by more than one task: ids must be unique`}},
 		{name: "id escaping its directory", plan: &Plan{Tasks: []Task{task("../x")}},
@@ -123,6 +126,17 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Error() = %q", err.Error())
 			}
 		})
+	}
+}
+
+func TestValidateNamesTheTasksOfTheCycle(t *testing.T) {
+	p := &Plan{Tasks: []Task{task("x"), task("a", "c"), task("b"), task("c", "a", "b")}}
+	var ve *ValidationError
+	if err := Validate(p, Limits{}); !errors.As(err, &ve) || !errors.Is(err, ErrInvalidPlan) {
+		t.Fatalf("Validate() = %v, want a ValidationError", err)
+	}
+	if !slices.Equal(ve.Cycle, []int{1, 3, 1}) || !slices.Equal(ve.Tasks, []int{1}) {
+		t.Errorf("cycle at %v, problems about tasks %v; want [1 3 1] and [1]", ve.Cycle, ve.Tasks)
 	}
 }
 

@@ -1,6 +1,7 @@
 package planspec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -86,19 +87,45 @@ func Validate(p *Plan, limits Limits) error {
 			}
 		}
 	}
-	if len(v.problems) == 0 {
-		// Only a structurally sound plan can have a meaningful cycle.
-		if _, err := Order(p); err != nil {
-			v.add(-1, err.Error()+": remove one of these dependencies")
-		}
-	}
+	v.cycle(p)
 	return v.err()
+}
+
+// cycle reports a dependency loop along with the plan's other problems
+// (so a plan file needs no second run to learn of it): over the
+// dependencies that name another known task, when the ids are unique.
+func (v *validator) cycle(p *Plan) {
+	ids := make([]string, len(p.Tasks))
+	known := make(map[string]bool, len(p.Tasks))
+	for i, t := range p.Tasks {
+		if known[t.ID] {
+			return // a duplicate id makes the graph ambiguous; that is reported already
+		}
+		ids[i], known[t.ID] = t.ID, true
+	}
+	_, err := TopoOrder(ids, func(i int) []string {
+		var deps []string
+		for _, d := range p.Tasks[i].Dependencies {
+			if d != ids[i] && known[d] {
+				deps = append(deps, d)
+			}
+		}
+		return deps
+	})
+	var ce *CycleError
+	if errors.As(err, &ce) {
+		if len(v.problems) < maxProblems {
+			v.cycleAt = ce.Path
+		}
+		v.add(ce.Path[0], ce.Error()+": remove one of these dependencies")
+	}
 }
 
 type validator struct {
 	problems []string
 	tasks    []int
 	dropped  int
+	cycleAt  []int // the tasks of the cycle reported, if any
 }
 
 // add records a problem about the task at index task (-1: the plan).
@@ -155,5 +182,5 @@ func (v *validator) err() error {
 		v.problems = append(v.problems, fmt.Sprintf("and %d more problems", v.dropped))
 		v.tasks = append(v.tasks, -1)
 	}
-	return &ValidationError{Problems: v.problems, Tasks: v.tasks}
+	return &ValidationError{Problems: v.problems, Tasks: v.tasks, Cycle: v.cycleAt}
 }

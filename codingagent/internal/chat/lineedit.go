@@ -2,6 +2,7 @@ package chat
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -158,21 +159,48 @@ func (e *editor) search(line string, pos int, older bool) (string, int, bool) {
 	return found, len(found), true
 }
 
-// keyReader rewrites Ctrl-P and Ctrl-C (see keyTogglePlan).
+// keyReader rewrites Ctrl-P and Ctrl-C (see keyTogglePlan), and the Home
+// and End keys as tmux, screen and xterm's application mode send them
+// (ESC[1~ ESC[4~ ESC[7~ ESC[8~, ESC O H, ESC O F), which x/term does not
+// know, as the Ctrl-A and Ctrl-E it does. A sequence split across reads
+// is held until its end arrives.
 type keyReader struct {
 	r           io.Reader
 	interrupted atomic.Bool
+	pending     []byte // the start of a sequence that a read ended inside
+}
+
+// keySequences are the escape sequences keyReader rewrites.
+var keySequences = []struct{ seq, key string }{
+	{"\x1b[1~", "\x01"}, {"\x1b[7~", "\x01"}, {"\x1bOH", "\x01"}, // Home
+	{"\x1b[4~", "\x05"}, {"\x1b[8~", "\x05"}, {"\x1bOF", "\x05"}, // End
 }
 
 func (k *keyReader) Read(p []byte) (int, error) {
-	if len(p) < 4 {
+	if len(p) < 16 {
 		return k.r.Read(p)
 	}
-	buf := make([]byte, len(p)/3)
+	// A byte becomes at most 3 (a private-use rune), so a third of p
+	// (less what is pending) always fits once rewritten.
+	buf := make([]byte, len(p)/3-len(k.pending))
 	n, err := k.r.Read(buf)
+	in := append(k.pending, buf[:n]...)
+	k.pending = nil
 	out := p[:0]
-	for _, b := range buf[:n] {
-		switch b {
+	for len(in) > 0 {
+		if in[0] == 0x1b {
+			key, used, partial := matchKeySequence(in)
+			if partial && err == nil {
+				k.pending = append([]byte(nil), in...)
+				break
+			}
+			if used > 0 {
+				out = append(out, key...)
+				in = in[used:]
+				continue
+			}
+		}
+		switch b := in[0]; b {
 		case 0x10:
 			out = append(out, string(keyTogglePlan)...)
 		case 0x03:
@@ -181,8 +209,23 @@ func (k *keyReader) Read(p []byte) (int, error) {
 		default:
 			out = append(out, b)
 		}
+		in = in[1:]
 	}
 	return len(out), err
+}
+
+// matchKeySequence is the key that in starts with (and its length), or
+// partial when in is the unfinished start of one.
+func matchKeySequence(in []byte) (key string, used int, partial bool) {
+	for _, s := range keySequences {
+		switch {
+		case bytes.HasPrefix(in, []byte(s.seq)):
+			return s.key, len(s.seq), false
+		case len(in) < len(s.seq) && bytes.HasPrefix([]byte(s.seq), in):
+			partial = true
+		}
+	}
+	return "", 0, partial
 }
 
 // history is x/term's History kept in a file, one line per entry (newest

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,6 +102,36 @@ func TestE2EChatTmux(t *testing.T) {
 	keys("C-a", "#")
 	waitUntil("an edit at the start of the line", func(s string) bool { return lastLine(s) == "> #/mode plan" })
 	keys("C-e", "C-u")
+	waitUntil("the line cleared", func(s string) bool { return lastLine(s) == ">" })
+	// Home, End and Delete as tmux and screen send them (ESC[1~ ESC[4~
+	// ESC[3~) and xterm's application mode (ESC O H, ESC O F), byte by
+	// byte as a terminal may; then tmux's own Home and DC keys.
+	hex := func(seq string) {
+		t.Helper()
+		args := []string{"send-keys", "-t", "chat", "-H"}
+		for _, b := range []byte(seq) {
+			args = append(args, fmt.Sprintf("%02x", b))
+		}
+		if out, err := tm(args...); err != nil {
+			t.Fatalf("send-keys -H %q: %v\n%s", seq, err, out)
+		}
+	}
+	keys("abc")
+	hex("\x1b[1~")
+	keys("X")
+	hex("\x1b[4~")
+	keys("Y")
+	waitUntil("Home and End as tmux sends them", func(s string) bool { return lastLine(s) == "> XabcY" })
+	hex("\x1bOH")
+	keys("Z")
+	hex("\x1bOF")
+	keys("W")
+	waitUntil("Home and End in application mode", func(s string) bool { return lastLine(s) == "> ZXabcYW" })
+	hex("\x1bOH")
+	hex("\x1b[3~")
+	keys("Home", "DC", "End", "V")
+	waitUntil("Delete at the start of the line, twice", func(s string) bool { return lastLine(s) == "> abcYWV" })
+	keys("C-u")
 	waitUntil("the line cleared", func(s string) bool { return lastLine(s) == ">" })
 	// Ctrl-R finds an older input by a word in it; Enter runs it.
 	keys("C-r", "answer")

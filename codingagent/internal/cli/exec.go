@@ -40,7 +40,9 @@ The system prompt carries the global and project context layers (as for
 watch) and the --context-file, if given.
 
 The conversation is kept in <volumes>/context/sessions/exec-<time>.jsonl and
-long-term memory in <volumes>/context/memory.md. Progress goes to stderr, or
+long-term memory in <volumes>/context/memory.md (<volumes>: --volumes, else
+./volumes; with --workspace DIR and no ./volumes, DIR/volumes, never a new
+dir in the current directory). Progress goes to stderr, or
 with --json one JSON event per line to stdout (the report is the last event,
 task_end).
 

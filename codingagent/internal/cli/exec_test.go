@@ -292,3 +292,22 @@ func TestExecRefusesASmallLocalWindow(t *testing.T) {
 		t.Errorf("%d chat requests", n)
 	}
 }
+
+// exec --workspace DIR run from elsewhere keeps its sessions and memory in
+// DIR/volumes: nothing is written into the current directory.
+func TestExecWithAWorkspaceLeavesTheCurrentDirectoryAlone(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Handle(memoryAware(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Nothing to do.") }))
+	cwd, ws := t.TempDir(), t.TempDir()
+	t.Chdir(cwd)
+	code, _, stderr := run(t, execEnv(srv), "exec", "Say hello", "--workspace", ws)
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if entries, _ := os.ReadDir(cwd); len(entries) != 0 {
+		t.Errorf("exec wrote into the current directory: %v", entries)
+	}
+	if sessions, _ := filepath.Glob(filepath.Join(ws, "volumes", "context", "sessions", "exec-*.jsonl")); len(sessions) != 1 {
+		t.Errorf("sessions in the workspace's volumes: %v, want one", sessions)
+	}
+}

@@ -27,7 +27,7 @@ func NewCmdRepomap(f *cmdutil.Factory) *cobra.Command {
 	opts := &repomapOptions{}
 	cmd := &cobra.Command{
 		Use:   "repomap [PATH]",
-		Short: "Print a ranked map of the code in PATH (default: the workspace)",
+		Short: "Print a ranked map of the code in PATH (default: the workspace, else .)",
 		Long: `Print the repo map the agents see: the source files of PATH ranked by how much
 the rest of the code refers to them, each with the signatures of its most
 important symbols, within a token budget (≈ characters/4). Languages: Go,
@@ -37,6 +37,9 @@ out, and so are tests and testdata/ unless --tests asks for them.
 
 Parsed files are cached in <volumes>/context/.repomap-cache when that
 context dir exists, so a second map of an unchanged tree is fast.
+
+Without PATH it maps the workspace (--workspace, else <volumes>/workspace),
+and the current directory when neither exists.
 
 --json prints every ranked file with all its symbols (kind, name, signature,
 doc, lines, rank) and resolved imports, plus the rendered text.`,
@@ -71,6 +74,10 @@ func runRepomap(cmd *cobra.Command, f *cmdutil.Factory, opts *repomapOptions) er
 	root := opts.path
 	if root == "" {
 		root = layout.Workspace()
+		if fi, err := os.Stat(root); l.WorkspaceDir == "" && (err != nil || !fi.IsDir()) {
+			// Run inside a project that has no volumes tree: the project.
+			root = "."
+		}
 	}
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return cmdutil.UsageError(fmt.Errorf("repomap: %s is not a directory: give the project directory to map (or set --workspace)", root))

@@ -76,6 +76,20 @@ func TestRepomapCommand(t *testing.T) {
 	}
 }
 
+// Inside a project without a volumes tree, repomap maps the project.
+func TestRepomapDefaultsToTheCurrentDirectory(t *testing.T) {
+	project := t.TempDir()
+	writeFile(t, filepath.Join(project, "main.go"), "package main\n\nfunc Serve() {}\n\nfunc main() { Serve() }\n")
+	t.Chdir(project)
+	code, out, errOut := runRepomapCmd(t)
+	if code != 0 || !strings.Contains(out, "main.go:\n  func Serve()") {
+		t.Errorf("repomap in a project: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(project, "volumes")); !os.IsNotExist(err) {
+		t.Errorf("repomap made a volumes dir in the project: %v", err)
+	}
+}
+
 func TestRepomapJSON(t *testing.T) {
 	t.Chdir(t.TempDir())
 	project := t.TempDir()

@@ -42,7 +42,7 @@ func newAgentSetup(f *cmdutil.Factory, cmd *cobra.Command) (*agentSetup, error) 
 	if cfg.APIKey == "" {
 		return nil, cmdutil.UsageError(errors.New("no API key: set OPENAI_API_KEY (or api_key in the config file); a server that needs none accepts any value"))
 	}
-	layout, err := volume.New(cfg.VolumesDir, cfg.WorkspaceDir)
+	layout, err := volume.New(volumesFor(l), cfg.WorkspaceDir)
 	if err != nil {
 		return nil, cmdutil.UsageError(err)
 	}
@@ -68,6 +68,20 @@ func newAgentSetup(f *cmdutil.Factory, cmd *cobra.Command) (*agentSetup, error) 
 	servers := newMCPManager(f, cfg, ws.Root())
 	return &agentSetup{cfg: cfg, warnings: l.Warnings, layout: layout, ws: ws, systemContext: systemContext, mcp: servers,
 		tools: tools.Coding(ws, shellOptions(cfg, servers))}, nil
+}
+
+// volumesFor is the volumes dir of an agent run: the configured one, but
+// with --workspace given and no volumes dir named, the project's own
+// ./volumes (where running inside it would put them), not one made in
+// whatever directory the command runs from.
+func volumesFor(l *config.Loaded) string {
+	if l.WorkspaceDir == "" || l.Sources["volumes_dir"] != config.SourceDefault {
+		return l.VolumesDir
+	}
+	if fi, err := os.Stat(l.VolumesDir); err == nil && fi.IsDir() {
+		return l.VolumesDir // a volumes tree here already: it is meant
+	}
+	return filepath.Join(l.WorkspaceDir, "volumes")
 }
 
 // shellOptions keep the key and the MCP servers' secrets from the model:

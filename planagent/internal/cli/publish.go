@@ -36,7 +36,8 @@ without this command. Needs a run in a git repository (not a shadow one).`,
 		Example: `  planagent publish --branch codeagent/add-healthz
   planagent publish run-20261121-084500-1a2b --branch codeagent/healthz --pr
   planagent publish --branch try --no-push`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRun(f, false, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Run = args[0]

@@ -17,10 +17,11 @@ reports that arrived while planagent was down are read, and the remaining
 tasks are dispatched. A failed run continues with --retry-failed: its failed
 tasks, and the tasks skipped because of them, are tried again. A finished
 run with review comments (planagent comment) continues with their follow-up
-tasks. The run keeps the runtime, workspace, parallelism, retry
-limit and task timeout it was started with; --runtime, --workspace, --parallel
-and --max-retries override them.`,
-		Args: cobra.MaximumNArgs(1),
+tasks. The run keeps the runtime, image, workspace, parallelism, retry
+limit and task timeout it was started with; --runtime, --image, --workspace,
+--parallel and --max-retries override them.`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRun(f, false, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run := ""
 			if len(args) == 1 {

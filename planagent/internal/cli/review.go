@@ -28,7 +28,8 @@ context, depending on TASK), carried out, accepted and committed like any
 other. planagent review RUN lists the comments.`,
 		Example: `  planagent comment run-20261121-084500-1a2b handler main.go:42 "return 404, not 500, when the id is unknown"
   planagent resume run-20261121-084500-1a2b`,
-		Args: cobra.ExactArgs(4),
+		Args:              cobra.ExactArgs(4),
+		ValidArgsFunction: completeRun(f, true, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd, args)
@@ -70,9 +71,10 @@ func runComment(cmd *cobra.Command, f *cmdutil.Factory, args []string) error {
 func NewCmdReview(f *cmdutil.Factory, runF func(*cobra.Command, string, bool) error) *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "review [RUN] [--json]",
-		Short: "List the review comments of a run, and what became of them",
-		Args:  cobra.MaximumNArgs(1),
+		Use:               "review [RUN] [--json]",
+		Short:             "List the review comments of a run, and what became of them",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRun(f, false, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run := ""
 			if len(args) == 1 {

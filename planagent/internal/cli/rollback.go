@@ -31,11 +31,15 @@ func NewCmdDiff(f *cmdutil.Factory, runF func(*cobra.Command, *DiffOptions) erro
 		Long: `Print the patch of TASK's checkpoint (its one commit), or with no TASK the
 whole run's: from the commit it started from to its last checkpoint. RUN
 defaults to the latest run; a single argument that is not a run id is a task
-of the latest run.`,
+of the latest run.
+
+On a terminal the patch is coloured and shown through a pager ($PAGER, else
+less, with LESS=FRX as git sets it); piped or redirected it is plain.`,
 		Example: `  planagent diff
   planagent diff add-tests
   planagent diff run-20261121-084500-1a2b add-tests | git apply --stat`,
-		Args: cobra.MaximumNArgs(2),
+		Args:              cobra.MaximumNArgs(2),
+		ValidArgsFunction: completeRun(f, true, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch len(args) {
 			case 2:
@@ -77,7 +81,7 @@ func runDiff(cmd *cobra.Command, f *cmdutil.Factory, opts *DiffOptions) error {
 			return cmdutil.UsageError(fmt.Errorf("task %s is %s: only a completed task has a checkpoint", opts.Task, t.Status))
 		}
 		if in.Commit == "" {
-			fmt.Fprintf(f.IO.Err, "task %s completed without changing any file\n", opts.Task)
+			fmt.Fprintf(f.IO.Err, "no changes: task %s completed without changing any file\n", opts.Task)
 			return nil
 		}
 		from, to = in.Commit+"^", in.Commit
@@ -86,8 +90,11 @@ func runDiff(cmd *cobra.Command, f *cmdutil.Factory, opts *DiffOptions) error {
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
 	}
-	fmt.Fprint(f.IO.Out, patch)
-	return nil
+	if patch == "" {
+		fmt.Fprintf(f.IO.Err, "no changes in run %s\n", st.RunID)
+		return nil
+	}
+	return showPatch(ctx, f.IO, f.Getenv, patch)
 }
 
 // RollbackOptions are the arguments of `planagent rollback`.
@@ -114,7 +121,8 @@ commits it takes off the branch stay in the repository under
 refs/codeagent/rollback/.`,
 		Example: `  planagent rollback --to add-parser
   planagent rollback run-20261121-084500-1a2b --start`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRun(f, false, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Run = args[0]
@@ -130,6 +138,7 @@ refs/codeagent/rollback/.`,
 	}
 	cmd.Flags().StringVar(&opts.To, "to", "", "the task whose checkpoint to go back to")
 	cmd.Flags().BoolVar(&opts.Start, "start", false, "go back to where the run began")
+	_ = cmd.RegisterFlagCompletionFunc("to", completeTaskFlag(f))
 	return cmd
 }
 

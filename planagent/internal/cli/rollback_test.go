@@ -189,3 +189,78 @@ func TestDiffAndRollbackStart(t *testing.T) {
 		})
 	}
 }
+
+// On a terminal the patch is coloured and goes through $PAGER; piped it is
+// the plain patch; a run that changed nothing says so.
+func TestDiffOnATerminalAndOfNothing(t *testing.T) {
+	vol, ws, _, st := checkpointedRun(t, true)
+	paged := filepath.Join(t.TempDir(), "paged")
+	f, out, errb := testFactory(map[string]string{"PAGER": "cat > '" + paged + "'"})
+	f.IO.OutIsTerminal = func() bool { return true }
+	if code := cmdutil.Main(f, NewCmdRoot(f), []string{"diff", st.RunID, "b", "--volumes", vol, "--workspace", ws}); code != 0 {
+		t.Fatalf("diff on a terminal: exit %d\n%s", code, errb)
+	}
+	b, err := os.ReadFile(paged)
+	if err != nil {
+		t.Fatalf("the pager got nothing: %v (stdout %q)", err, out)
+	}
+	for _, want := range []string{ansiBold + "diff --git a/b.txt b/b.txt" + ansiReset + "\n", ansiCyan + "@@ -0,0 +1 @@" + ansiReset + "\n", ansiGreen + "+b" + ansiReset + "\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the paged patch lacks %q:\n%q", want, b)
+		}
+	}
+	if code, plain, _ := runPlanagent(t, vol, ws, "diff", st.RunID, "b"); code != 0 || strings.Contains(plain, "\x1b[") || !strings.Contains(plain, "\n+b\n") {
+		t.Errorf("piped diff: exit %d, want the plain patch:\n%q", code, plain)
+	}
+
+	l, err := volume.New(vol, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Checkpoints.Head = st.Checkpoints.Start
+	if err := st.Save(l, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	code, plain, errOut := runPlanagent(t, vol, ws, "diff", st.RunID)
+	if code != 0 || plain != "" || !strings.Contains(errOut, "no changes in run "+st.RunID) {
+		t.Errorf("diff of a run that changed nothing: exit %d, stdout %q, stderr %q", code, plain, errOut)
+	}
+}
+
+// Shell completion offers the runs under the volumes and their tasks.
+func TestCompletionOffersRunsAndTasks(t *testing.T) {
+	vol, ws, _, st := checkpointedRun(t, false)
+	complete := func(args ...string) []string {
+		t.Helper()
+		// The word being completed comes last, after the volumes' flags.
+		f, o, e := testFactory(nil)
+		line := append([]string{"__complete", args[0], "--volumes", vol, "--workspace", ws}, args[1:]...)
+		code, out, errOut := cmdutil.Main(f, NewCmdRoot(f), line), o.String(), e.String()
+		if code != 0 {
+			t.Fatalf("__complete %v: exit %d\n%s", args, code, errOut)
+		}
+		var names []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(line, ":") { // the directive line
+				names = append(names, strings.SplitN(line, "\t", 2)[0])
+			}
+		}
+		return names
+	}
+	same := func(got []string, want ...string) bool { return strings.Join(got, " ") == strings.Join(want, " ") }
+	if got := complete("status", ""); !same(got, st.RunID) {
+		t.Errorf("status RUN: %v, want %s", got, st.RunID)
+	}
+	if got := complete("diff", ""); !same(got, st.RunID, "a", "b") {
+		t.Errorf("diff [RUN|TASK]: %v, want the run and the latest run's tasks", got)
+	}
+	if got := complete("diff", st.RunID, ""); !same(got, "a", "b") {
+		t.Errorf("diff RUN TASK: %v, want a b", got)
+	}
+	if got := complete("rollback", "--to", ""); !same(got, "a", "b") {
+		t.Errorf("rollback --to: %v, want a b", got)
+	}
+	if got := complete("comment", st.RunID, ""); !same(got, "a", "b") {
+		t.Errorf("comment RUN TASK: %v, want a b", got)
+	}
+}

@@ -215,7 +215,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		startPrewarm()
 	}
 	if !opts.JSON {
-		fmt.Fprint(f.IO.Err, renderPlan(p)+s.budgetLine())
+		fmt.Fprint(f.IO.Err, renderPlan(p)+budgetLine(s.cfg))
 	}
 	if asks {
 		notifier.Send(ctx, notify.Event{Kind: "plan_awaiting", RunID: runID, Goal: opts.Goal,
@@ -251,28 +251,17 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 
 // drive runs the orchestrator and reports the outcome; shared by run and resume.
 func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestrator.Runtime, client *llm.Client, sink events.Sink, jsonOut bool) error {
+	now, driven := watchInterrupts(ctx, s.f.IO.Err)
 	o := orchestrator.New(orchestrator.Options{
-		Layout: s.layout, Runtime: rt, Events: sink, Logger: s.logger,
+		Layout: s.layout, Runtime: stopNowRuntime{Runtime: rt, now: now}, Events: sink, Logger: s.logger,
 		Decider:  &orchestrator.LLMDecider{Client: client, Model: s.cfg.Model},
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
 		SetupCommand: s.cfg.SetupCommand,
 		Budget:       s.runBudget, Repo: repoOption(s.repo), Failpoint: failpoint(), Watch: s.watch,
 	})
 	defer s.logs.Flush()
-	// Ctrl-C is answered at once: stopping takes seconds (the watcher gets
-	// time to report its running tasks as interrupted) before the summary.
-	driving, answered := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(answered)
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(s.f.IO.Err, "stopping… (the running tasks are reported interrupted, then the summary)")
-		case <-driving:
-		}
-	}()
 	err := o.Drive(ctx, st)
-	close(driving)
-	<-answered
+	driven()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// The run could not go on (the engine, the disk, the workspace):
 		// scripts hear it as setup_error; the run stays resumable.
@@ -301,8 +290,8 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 		// fix is a setting, as for any configuration error (exit 2).
 		return cmdutil.UsageError(fmt.Errorf("%s (then continue with `planagent resume %s`)", st.ConfigError, st.RunID))
 	case st.Status == orchestrator.RunPaused:
-		fmt.Fprintf(s.f.IO.Err, "paused: %s. Continue with a larger budget: `planagent resume %s --budget-tokens N` (or --budget-time, --budget-usd)\n",
-			st.Paused, s.ref(st.RunID))
+		fmt.Fprintf(s.f.IO.Err, "paused: %s. Continue with a larger budget: `planagent resume %s %s`\n",
+			st.Paused, s.ref(st.RunID), budgetFlag(st.Stop))
 		return cmdutil.Silent(cmdutil.ExitPaused)
 	case st.Status == orchestrator.RunCompleted:
 		return nil
@@ -455,7 +444,7 @@ func (s *session) startUI(ctx context.Context, ln net.Listener, runID string) (s
 			s.logger.Warn("web view", "err", err)
 		}
 	}()
-	fmt.Fprintf(s.f.IO.Err, "web view: http://%s/?token=%s#%s\n", ln.Addr(), token, runID)
+	fmt.Fprintf(s.f.IO.Err, "web view: %s/?token=%s#%s\n", webui.URL(ln), token, runID)
 	return func() {
 		cancel()
 		<-done

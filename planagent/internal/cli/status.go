@@ -26,7 +26,8 @@ cost when the config has prices, time) and every task with its status,
 attempts, tokens, cost, times, dependencies and timeline of attempts.`,
 		Example: `  planagent status
   planagent status run-20261121-084500-1a2b --json | jq '.tasks[] | {id, status}'`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRun(f, false, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Run = args[0]

@@ -57,7 +57,7 @@ func runUI(cmd *cobra.Command, f *cmdutil.Factory, opts *UIOptions) error {
 		return err
 	}
 	token := webui.NewToken()
-	fmt.Fprintf(f.IO.Err, "web view of %s: http://%s/?token=%s (Ctrl-C to stop)\n", s.layout.Runs(), ln.Addr(), token)
+	fmt.Fprintf(f.IO.Err, "web view of %s: %s/?token=%s (Ctrl-C to stop)\n", s.layout.Runs(), webui.URL(ln), token)
 	if err := s.serveUI(cmd.Context(), ln, token); err != nil {
 		return err
 	}

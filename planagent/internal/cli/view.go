@@ -57,7 +57,8 @@ coloured by status (paste it into any markdown that renders mermaid), in
 graphviz's dot language (render with dot -Tsvg), or as JSON nodes and edges.`,
 		Example: `  planagent graph --format dot | dot -Tsvg > run.svg
   planagent graph run-20261121-084500-1a2b --format json`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRun(f, false, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Run = args[0]
@@ -109,7 +110,7 @@ func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) erro
 	fmt.Fprintf(f.IO.Out, "Run %s (%s), updated %s\nGoal: %s\n", st.RunID, st.Status,
 		st.Updated.Local().Format(time.DateTime), st.Goal)
 	if st.Paused != "" {
-		fmt.Fprintf(f.IO.Out, "Paused: %s (planagent resume %s --budget-tokens N continues)\n", st.Paused, st.RunID)
+		fmt.Fprintf(f.IO.Out, "Paused: %s (planagent resume %s %s continues)\n", st.Paused, st.RunID, budgetFlag(st.Stop))
 	}
 	fmt.Fprintf(f.IO.Out, "\n%s", g.Summary())
 	return nil
@@ -187,4 +188,17 @@ func addBudgetFlags(cmd *cobra.Command) {
 	fl.Int("budget-tokens", 0, "pause the run once its tokens (agents, planner, decisions) reach N: no new task starts; exit 3 (config budget_tokens)")
 	fl.Duration("budget-time", 0, "pause the run once it has run this long, e.g. 30m; exit 3 (config budget_time)")
 	fl.Float64("budget-usd", 0, "pause the run once its cost reaches X USD; needs prices for the model in the config; exit 3 (config budget_usd)")
+}
+
+// budgetFlag is the flag that raises the budget a paused run reached, with
+// a placeholder for its new value: a cost pause is not lifted by tokens.
+func budgetFlag(stop *orchestrator.Stop) string {
+	switch {
+	case stop != nil && stop.Reason == orchestrator.StopBudgetUSD:
+		return "--budget-usd USD"
+	case stop != nil && stop.Reason == orchestrator.StopBudgetTime:
+		return "--budget-time DURATION"
+	default:
+		return "--budget-tokens N"
+	}
 }

@@ -319,8 +319,7 @@ func (s *session) budget(model string) (orchestrator.Budget, error) {
 }
 
 // budgetLine says the run's budgets for the plan confirmation; "" without any.
-func (s *session) budgetLine() string {
-	c := s.cfg
+func budgetLine(c config.Config) string {
 	var parts []string
 	if c.BudgetTokens > 0 {
 		parts = append(parts, fmt.Sprintf("%d tokens", c.BudgetTokens))
@@ -329,7 +328,7 @@ func (s *session) budgetLine() string {
 		parts = append(parts, c.BudgetTime.String()+" of running time")
 	}
 	if c.BudgetUSD > 0 {
-		parts = append(parts, fmt.Sprintf("$%.2f", c.BudgetUSD))
+		parts = append(parts, config.FormatUSD(c.BudgetUSD))
 	}
 	if c.TaskBudgetTokens > 0 {
 		parts = append(parts, fmt.Sprintf("%d tokens per task", c.TaskBudgetTokens))

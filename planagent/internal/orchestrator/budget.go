@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
@@ -51,7 +52,7 @@ func (b Budget) exceeded(used protocol.Tokens, elapsed time.Duration) limitHit {
 	}
 	if b.USD > 0 && b.Cost != nil {
 		if c := b.Cost(used); c >= b.USD {
-			return limitHit{StopBudgetUSD, b.USD, c, fmt.Sprintf("cost budget reached: $%.4f of $%.2f", c, b.USD)}
+			return limitHit{StopBudgetUSD, b.USD, c, fmt.Sprintf("cost budget reached: $%.4f of %s", c, config.FormatUSD(b.USD))}
 		}
 	}
 	return limitHit{}

@@ -8,9 +8,12 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/codeagent/codeagent/internal/planspec"
 )
 
 // MaxFileTasks bounds a plan file: a checked-in task graph may be far
@@ -73,35 +76,93 @@ func ParseFile(name string, data []byte) (*Plan, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var doc fileDoc
+	var decoded []string // "line: problem" of what did not decode
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fileError(name, err)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, fileError(name, err) // a syntax error: nothing was decoded
+		}
+		// The decoder went on past the bad fields: the rest of the plan is
+		// validated too, so every problem comes in one run.
+		decoded = te.Errors
 	}
 	p := doc.Plan
 	tasksKey := "tasks"
 	if len(p.Tasks) == 0 && len(doc.Steps) > 0 {
 		p.Tasks, tasksKey = doc.Steps, "steps"
 	}
+	lines := taskLines(root.Content[0], tasksKey)
+	problems := fileProblems(name, decoded)
 	if err := Validate(&p, Limits{MaxTasks: MaxFileTasks}); err != nil {
 		var ve *ValidationError
 		if !errors.As(err, &ve) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		lines := taskLines(root.Content[0], tasksKey)
-		msgs := make([]string, len(ve.Problems))
-		for i, problem := range ve.Problems {
-			line := 0
-			if i < len(ve.Tasks) && ve.Tasks[i] >= 0 && ve.Tasks[i] < len(lines) {
-				line = lines[ve.Tasks[i]]
+		problems = append(problems, validationProblems(name, ve, lines, decodedTasks(decoded, lines))...)
+	}
+	if len(problems) == 0 {
+		return &p, nil
+	}
+	return nil, fmt.Errorf("%w:\n%s", ErrInvalidPlan, strings.Join(problems, "\n"))
+}
+
+// validationProblems are ve's problems as "file:line: problem" lines. A
+// problem of a task whose fields did not decode is left out (its decode
+// error says what is wrong; the task's missing field would only echo it),
+// and so are the plan's own problems then (no tasks, when the tasks list
+// did not decode). A cycle names the line of every task around it.
+func validationProblems(name string, ve *ValidationError, lines []int, undecoded map[int]bool) []string {
+	lineOf := func(task int) int {
+		if task >= 0 && task < len(lines) {
+			return lines[task]
+		}
+		return 0
+	}
+	var out []string
+	for i, problem := range ve.Problems {
+		task := -1
+		if i < len(ve.Tasks) {
+			task = ve.Tasks[i]
+		}
+		if undecoded[task] || (task < 0 && len(undecoded) > 0) {
+			continue
+		}
+		if len(ve.Cycle) > 0 && task == ve.Cycle[0] && strings.HasPrefix(problem, planspec.ErrCycle.Error()) {
+			at := make([]string, len(ve.Cycle))
+			for k, c := range ve.Cycle {
+				at[k] = fmt.Sprint(lineOf(c))
 			}
-			if line > 0 {
-				msgs[i] = fmt.Sprintf("%s:%d: %s", name, line, problem)
-			} else {
-				msgs[i] = fmt.Sprintf("%s: %s", name, problem)
+			problem += " (the tasks on lines " + strings.Join(at, " -> ") + ")"
+		}
+		if line := lineOf(task); line > 0 {
+			out = append(out, fmt.Sprintf("%s:%d: %s", name, line, problem))
+		} else {
+			out = append(out, fmt.Sprintf("%s: %s", name, problem))
+		}
+	}
+	return out
+}
+
+// decodedTasks are the indices of the tasks (starting at lines) that the
+// decode errors are in; -1 for an error outside every task.
+func decodedTasks(errs []string, lines []int) map[int]bool {
+	in := map[int]bool{}
+	for _, e := range errs {
+		m := yamlLine.FindStringSubmatch(strings.TrimSpace(e))
+		if m == nil {
+			in[-1] = true
+			continue
+		}
+		line, _ := strconv.Atoi(m[1])
+		task := -1
+		for k, start := range lines {
+			if start <= line {
+				task = k
 			}
 		}
-		return nil, fmt.Errorf("%w:\n%s", ErrInvalidPlan, strings.Join(msgs, "\n"))
+		in[task] = true
 	}
-	return &p, nil
+	return in
 }
 
 // taskLines returns the line of each task of the plan mapping m.
@@ -137,8 +198,10 @@ var (
 	unknownField = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
 )
 
-// fileError rewrites a YAML error as "file:line: problem" lines, naming the
-// known fields when a field is unknown.
+// maxDecodeProblems keeps a file wrong on every line readable.
+const maxDecodeProblems = 10
+
+// fileError is a YAML error as "file:line: problem" lines.
 func fileError(name string, err error) error {
 	var lines []string
 	var te *yaml.TypeError
@@ -147,8 +210,19 @@ func fileError(name string, err error) error {
 	} else {
 		lines = []string{err.Error()}
 	}
-	out := make([]string, 0, len(lines))
-	for _, l := range lines {
+	return fmt.Errorf("%w:\n%s", ErrInvalidPlan, strings.Join(fileProblems(name, lines), "\n"))
+}
+
+// fileProblems rewrites YAML decode errors as "file:line: problem" lines,
+// naming the known fields when a field is unknown; at most
+// maxDecodeProblems of them.
+func fileProblems(name string, errs []string) []string {
+	out := make([]string, 0, len(errs))
+	for i, l := range errs {
+		if i == maxDecodeProblems {
+			out = append(out, fmt.Sprintf("%s: and %d more problems", name, len(errs)-i))
+			break
+		}
 		l = strings.TrimSpace(l)
 		m := yamlLine.FindStringSubmatch(l)
 		if m == nil {
@@ -165,7 +239,7 @@ func fileError(name string, err error) error {
 		}
 		out = append(out, fmt.Sprintf("%s:%s: %s", name, m[1], problem))
 	}
-	return fmt.Errorf("%w:\n%s", ErrInvalidPlan, strings.Join(out, "\n"))
+	return out
 }
 
 // fieldNames are the YAML keys of struct type t in field order, inline

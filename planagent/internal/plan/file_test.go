@@ -132,7 +132,7 @@ func TestReadFileErrorsNameTheLine(t *testing.T) {
 			[]string{"plan.yaml:5: task 2:"}},
 		{"reserved id", "title: x\ntasks:\n  - id: summary\n    description: a\n", []string{`plan.yaml:3: task id "summary" is reserved`}},
 		{"cycle", "title: x\ntasks:\n  - id: a\n    description: a\n    dependencies: [b]\n  - id: b\n    description: b\n    dependencies: [a]\n",
-			[]string{"plan.yaml: dependency cycle: a -> b -> a"}},
+			[]string{"plan.yaml:3: dependency cycle: a -> b -> a: remove one of these dependencies (the tasks on lines 3 -> 6 -> 3)"}},
 		{"no tasks", "title: x\noverview: y\n", []string{"plan.yaml: the plan has no tasks"}},
 		{"empty", "\n  \n", []string{"plan.yaml: the plan file is empty"}},
 		{"a list", "- id: a\n  description: a\n", []string{"plan.yaml:1: a plan file is a mapping", "not a list"}},
@@ -159,5 +159,57 @@ func TestReadFileErrorsNameTheLine(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("a missing plan file: %v", err)
+	}
+}
+
+// A plan file wrong in several places says all of it in one run: what did
+// not decode, what does not validate and the cycle, each at its line.
+func TestReadFileReportsEveryProblemAtOnce(t *testing.T) {
+	content := `title: x
+tasks:
+  - id: a
+    description: a
+    dependencies: [c]
+  - id: b
+    description: " "
+  - id: c
+    description: c
+    dependecies: [a]
+    dependencies: [d]
+  - id: d
+    description: d
+    dependencies: [a, nope]
+`
+	_, err := ParseFile("plan.yaml", []byte(content))
+	if !errors.Is(err, ErrInvalidPlan) {
+		t.Fatalf("err = %v, want ErrInvalidPlan", err)
+	}
+	want := []string{
+		`plan.yaml:10: unknown task field "dependecies" (a task has id, title, description, dependencies, acceptance, risks, budget_tokens, task_budget_tokens)`,
+		`plan.yaml:6: task "b" has an empty description: say what to change and how to check it`,
+		`plan.yaml:12: task "d" depends on unknown task "nope"`,
+		"plan.yaml:3: dependency cycle: a -> c -> d -> a: remove one of these dependencies (the tasks on lines 3 -> 8 -> 12 -> 3)",
+	}
+	got := strings.Split(err.Error(), "\n")[1:]
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A field of the wrong type is one problem, not also the empty value the
+// decoder left behind; and a file wrong everywhere gets a bounded list.
+func TestReadFileDecodeProblems(t *testing.T) {
+	_, err := ParseFile("plan.yaml", []byte("title: x\ntasks:\n  - id: a\n    description: [a, b]\n"))
+	if err == nil || !strings.Contains(err.Error(), "plan.yaml:4: cannot unmarshal") || strings.Contains(err.Error(), "empty description") {
+		t.Errorf("a description of the wrong type: %v", err)
+	}
+	var b strings.Builder
+	b.WriteString("tasks:\n")
+	for i := range 15 {
+		fmt.Fprintf(&b, "  - id: t%d\n    description: x\n    typo: 1\n", i)
+	}
+	_, err = ParseFile("plan.yaml", []byte(b.String()))
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != 12 || lines[11] != "plan.yaml: and 5 more problems" {
+		t.Errorf("15 unknown fields: %d lines:\n%v", len(lines), err)
 	}
 }

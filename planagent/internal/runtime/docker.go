@@ -216,7 +216,7 @@ func (d *Docker) connect(ctx context.Context) error {
 // findBinary finds the codingagent to bind-mount and checks it is static.
 func (d *Docker) findBinary() error {
 	if d.opts.Binary == "" {
-		b, err := FindCodingAgent(d.opts.Executable)
+		b, err := findContainerCodingAgent(d.opts.Executable, hostPlatform())
 		if err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func (d *Docker) findBinary() error {
 	if abs, err := filepath.Abs(d.opts.Binary); err == nil {
 		d.opts.Binary = abs
 	}
-	return checkStatic(d.opts.Binary)
+	return checkStatic(d.opts.Binary, hostPlatform())
 }
 
 func (d *Docker) imageMissing() error {
@@ -285,12 +285,15 @@ func (d *Docker) Stop(ctx context.Context) error {
 	clear(d.attempts)
 	d.compose, d.started = "", false
 	d.mu.Unlock()
+	// A cancelled ctx (a second Ctrl-C) cuts the agents' grace short; the
+	// containers are removed either way.
+	hurry := ctx.Done()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
 	defer cancel()
 	errs := make([]error, len(running))
 	var wg sync.WaitGroup
 	for i, c := range running {
-		wg.Go(func() { errs[i] = d.stopContainer(ctx, c) })
+		wg.Go(func() { errs[i] = d.stopContainer(ctx, c, hurry) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -41,7 +41,7 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 		// An attempt the orchestrator gave up on (timed out): it must not
 		// write into the volumes beside the new one.
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
-		err := d.stopContainer(stopCtx, earlier)
+		err := d.stopContainer(stopCtx, earlier, nil)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("task %s: remove the container of attempt %d: %w", a.TaskID, earlier.attempt, err)
@@ -66,7 +66,7 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	// Stop ran meanwhile and did not see this container.
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
 	defer cancel()
-	_ = d.stopContainer(stopCtx, c)
+	_ = d.stopContainer(stopCtx, c, nil)
 	return errors.New("docker runtime stopped while the attempt's container started")
 }
 

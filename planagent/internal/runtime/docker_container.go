@@ -412,10 +412,21 @@ func (d *Docker) exitError(ctx context.Context, c *agentContainer, res container
 	return 0, nil
 }
 
-func (d *Docker) stopContainer(ctx context.Context, c *agentContainer) error {
+// stopContainer stops c with the agent's grace, cut short when hurry
+// closes, and removes it.
+func (d *Docker) stopContainer(ctx context.Context, c *agentContainer, hurry <-chan struct{}) error {
 	c.stopping.Store(true)
 	grace := stopGrace
-	if _, err := d.api.ContainerStop(ctx, c.id, client.ContainerStopOptions{Timeout: &grace}); err != nil && !cerrdefs.IsNotFound(err) {
+	stopCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-hurry: // no more grace: the forced removal below kills it
+			cancel()
+		case <-stopCtx.Done():
+		}
+	}()
+	if _, err := d.api.ContainerStop(stopCtx, c.id, client.ContainerStopOptions{Timeout: &grace}); err != nil && !cerrdefs.IsNotFound(err) && stopCtx.Err() == nil {
 		d.log.Warn("stop container; removing it by force", "container", shortID(c.id), "err", err)
 	}
 	err := d.removeContainer(ctx, c)
@@ -471,12 +482,14 @@ func (d *Docker) newLogTail() *lineTail {
 	return t
 }
 
-// checkStatic refuses a dynamically linked codingagent: the images it is
-// brought into need not have its C library.
-func checkStatic(binary string) error {
+// checkStatic refuses a codingagent that is not a Linux executable (a
+// macOS build, say) or is dynamically linked: the images it is brought
+// into need not have its C library.
+func checkStatic(binary string, p platform) error {
 	f, err := elf.Open(binary)
 	if err != nil {
-		return fmt.Errorf("%w: %s is not a Linux executable (%v): run `make build`", ErrNoCodingAgent, binary, err)
+		return fmt.Errorf("%w: %s is not a Linux executable (%v), and containers run Linux: build one with %s",
+			ErrNoCodingAgent, binary, err, p.crossBuild())
 	}
 	defer f.Close()
 	for _, p := range f.Progs {

@@ -281,3 +281,22 @@ func TestSummaryErrorCellKeepsItsTail(t *testing.T) {
 		}
 	}
 }
+
+// A task in progress when the run was interrupted is shown as such in the
+// table, and the totals count what the table shows.
+func TestSummaryOfAnInterruptedRunAgreesWithItsTotals(t *testing.T) {
+	st := testState(t)
+	st.Tasks[2].Status, st.Tasks[2].Error = taskgraph.InProgress, ""
+	st.Tasks[3].Status = taskgraph.Pending
+	st.Status = orchestrator.RunInterrupted
+	s := Summary(Build(st, Options{}))
+	for _, want := range []string{"| c.x-1 | interrupted | 1 |", "| d | pending | 0 |",
+		"Totals: 4 tasks: 2 completed, 0 failed, 0 skipped, 1 pending, 1 interrupted (resume starts them again)."} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "in_progress") {
+		t.Errorf("an interrupted run's summary shows a task in progress:\n%s", s)
+	}
+}

@@ -144,7 +144,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sent, err := review.Send(s.opts.Layout, st, pending, func(commit string) string {
-		d, _ := diff(r.Context(), st, commit)
+		d, _ := diff(r.Context(), st, commit, true)
 		return d
 	})
 	if err != nil {

@@ -108,6 +108,21 @@ func Listen(addr string) (net.Listener, string, error) {
 	return ln, warning, nil
 }
 
+// URL is the address of the view on ln that a browser on this machine can
+// open: a listener on every interface (0.0.0.0, ::) has no host to type,
+// and the loopback address reaches it.
+func URL(ln net.Listener) string {
+	addr := ln.Addr().String()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
 // Serve serves the web view on ln until ctx ends. On a loopback listener
 // it answers only requests addressed to a loopback name.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {

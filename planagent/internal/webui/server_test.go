@@ -222,6 +222,30 @@ func TestListenRefusesBadAddr(t *testing.T) {
 	}
 }
 
+// The printed URL of a view on every interface is one a browser can open.
+func TestURLOfAnyInterfaceIsUsable(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0", "127.0.0.1:0"} {
+		ln, _, err := Listen(addr)
+		if err != nil {
+			t.Logf("%s: %v (no such interface here)", addr, err)
+			continue
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })}
+		go func() { _ = srv.Serve(ln) }()
+		u := URL(ln)
+		if strings.Contains(u, "[::]") || strings.Contains(u, "0.0.0.0") {
+			t.Errorf("URL of %s = %s: not an address to open", addr, u)
+		}
+		resp, err := http.Get(u + "/")
+		if err != nil {
+			t.Errorf("GET %s (listening on %s): %v", u, addr, err)
+		} else {
+			_ = resp.Body.Close()
+		}
+		_ = srv.Close()
+	}
+}
+
 // sseEvent is one server-sent event.
 type sseEvent struct {
 	name, data string
@@ -388,5 +412,15 @@ func TestTaskDiffFromCheckpoint(t *testing.T) {
 	var bad TaskDetail
 	if get(t, base+"/api/runs/"+runID+"/tasks/a", &bad); bad.Diff != "" || !strings.Contains(bad.DiffNote, "not readable") {
 		t.Errorf("a bad commit name gave %q / %q", bad.Diff, bad.DiffNote)
+	}
+	// A completed task of a run with checkpoints that has no commit
+	// changed nothing: it says so, not "no checkpoint".
+	f.st.Info["a"].Commit = ""
+	if err := f.st.Save(f.l, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	var none TaskDetail
+	if get(t, base+"/api/runs/"+runID+"/tasks/a", &none); none.Diff != "" || !strings.HasPrefix(none.DiffNote, "no changes") {
+		t.Errorf("a task that changed nothing gave %q / %q", none.Diff, none.DiffNote)
 	}
 }

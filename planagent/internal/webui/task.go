@@ -19,6 +19,7 @@ import (
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
 // Caps on what one task view carries: reports and diffs are written by the
@@ -65,7 +66,13 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.ReportFile, d.Report = s.report(st.RunID, id)
-	d.Diff, d.DiffNote = diff(r.Context(), st, in.Commit)
+	completed := false
+	for _, t := range st.Tasks {
+		if t.ID == id {
+			completed = t.Status == taskgraph.Completed
+		}
+	}
+	d.Diff, d.DiffNote = diff(r.Context(), st, in.Commit, completed)
 	writeJSON(w, d)
 }
 
@@ -94,10 +101,13 @@ func (s *Server) report(runID, id string) (string, string) {
 
 var commitRE = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 
-// diff is the patch of a completed task's checkpoint commit.
-func diff(ctx context.Context, st *orchestrator.State, commit string) (string, string) {
+// diff is the patch of a completed task's checkpoint commit. A completed
+// task of a run with checkpoints and no commit changed nothing.
+func diff(ctx context.Context, st *orchestrator.State, commit string, completed bool) (string, string) {
 	cp := st.Checkpoints
 	switch {
+	case commit == "" && completed && cp != nil:
+		return "", "no changes: the task completed without changing any file"
 	case commit == "":
 		return "", "no checkpoint for this task (it has not completed, or the run has no checkpoints): see files changed"
 	case !commitRE.MatchString(commit) || cp == nil:

@@ -39,6 +39,34 @@ function fmtMS(ms) {
   return m + "m" + Math.round(s - 60 * m) + "s";
 }
 
+// statusText is a task status as people read it: the legend's words.
+function statusText(s) {
+  return String(s).replace("_", " ");
+}
+
+// taskTime is a task's time for the table: its elapsed time once an
+// attempt ended, and the time since it started while it runs.
+function taskTime(t) {
+  if (t.status === "in_progress" && t.started) return "running " + fmtMS(Math.max(0, Date.now() - Date.parse(t.started)));
+  return fmtMS(t.elapsed_ms);
+}
+
+// connText says whether the page follows a live run: an ended run's page
+// is its final picture, whatever the stream does.
+function connText(open) {
+  if (lastRun && lastRun.status !== "running") return "run " + lastRun.status + " (ended)";
+  return open ? "live" : "reconnecting…";
+}
+
+// fitText shortens label (keeping suffix whole) until the text element
+// fits width pixels: the status after a title must stay inside its box.
+function fitText(node, label, suffix, width) {
+  node.textContent = label + suffix;
+  for (let n = label.length - 1; n > 0 && node.getComputedTextLength() > width; n--) {
+    node.textContent = label.slice(0, n) + "…" + suffix;
+  }
+}
+
 function fmtUSD(c) {
   return c === undefined || c === null ? "-" : "$" + c.toFixed(4);
 }
@@ -89,11 +117,8 @@ function select(id) {
   // The first picture comes from a plain request, the live updates from the stream.
   getJSON("/api/runs/" + encodeURIComponent(id)).then(render).catch((e) => setConn(String(e)));
   source = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream");
-  source.addEventListener("open", () => setConn("live"));
-  source.addEventListener("error", () => {
-    const ended = lastRun && lastRun.status !== "running";
-    setConn(ended ? "run " + lastRun.status + " (live view stopped)" : "reconnecting…");
-  });
+  source.addEventListener("open", () => setConn(connText(true)));
+  source.addEventListener("error", () => setConn(connText(false)));
   source.addEventListener("run", (m) => render(JSON.parse(m.data)));
   source.addEventListener("task_event", (m) => addEvent(JSON.parse(m.data)));
   source.addEventListener("problem", (m) => setConn("problem: " + JSON.parse(m.data).error));
@@ -103,6 +128,7 @@ function render(run) {
   if (run.id !== current) return;
   if (lastRun && lastRun.status !== run.status) loadRuns().catch(() => {});
   lastRun = run;
+  if (run.status !== "running") setConn(connText(false));
   document.getElementById("run-title").textContent = run.id + ": " + run.status;
   document.getElementById("run-goal").textContent = "Goal: " + run.goal + (run.paused ? " · paused: " + run.paused : "");
   const c = run.counts;
@@ -121,7 +147,8 @@ function budgetText(b) {
   const parts = [];
   if (b.tokens) parts.push(b.tokens + " tokens");
   if (b.time_ms) parts.push(fmtMS(b.time_ms));
-  if (b.usd) parts.push("$" + b.usd.toFixed(2));
+  // Every digit of the budget: $0.015 is not $0.01 (as config.FormatUSD).
+  if (b.usd) parts.push("$" + (String(b.usd).length < b.usd.toFixed(2).length ? b.usd.toFixed(2) : String(b.usd)));
   if (b.task_tokens) parts.push(b.task_tokens + " tokens per task");
   return parts.join(", ");
 }
@@ -148,18 +175,21 @@ function drawGraph(run) {
       root.append(svg("path", { class: "edge", d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, "marker-end": "url(#arrow)" }));
     }
   }
+  const labels = [];
   for (const t of run.tasks) {
     const p = pos[t.id];
-    const title = t.title.length > 28 ? t.title.slice(0, 27) + "…" : t.title;
+    const id = svg("text", { class: "id", x: 8, y: 18 });
+    const label = svg("text", { class: "label", x: 8, y: 36 });
     const g = svg("g", { class: "node st-" + t.status, "data-task": t.id, "data-status": t.status, transform: `translate(${p.x},${p.y})` },
-      svg("title", {}, `${t.id}: ${t.title} (${t.status})`),
-      svg("rect", { width: W, height: H, rx: 6 }),
-      svg("text", { class: "id", x: 8, y: 18 }, t.id),
-      svg("text", { x: 8, y: 36 }, title + " · " + t.status.replace("_", " ")));
+      svg("title", {}, `${t.id}: ${t.title} (${statusText(t.status)})`),
+      svg("rect", { width: W, height: H, rx: 6 }), id, label);
+    labels.push([id, t.id, ""], [label, t.title, " · " + statusText(t.status)]);
     g.addEventListener("click", () => showTask(t.id));
     root.append(g);
   }
   document.getElementById("graph").replaceChildren(root);
+  // Measured once drawn: the text's width depends on the font.
+  for (const [node, text, suffix] of labels) fitText(node, text, suffix, W - 16);
 }
 
 function drawTable(run) {
@@ -167,9 +197,9 @@ function drawTable(run) {
   body.replaceChildren();
   for (const t of run.tasks) {
     const tr = el("tr", { "data-task": t.id, "data-status": t.status },
-      el("td", {}, t.id), el("td", {}, t.title), el("td", { class: "status st-" + t.status }, t.status),
+      el("td", {}, t.id), el("td", {}, t.title), el("td", { class: "status st-" + t.status }, statusText(t.status)),
       el("td", {}, String(t.attempts)), el("td", {}, `${t.tokens.prompt}/${t.tokens.completion}`),
-      el("td", {}, fmtUSD(t.cost_usd)), el("td", {}, fmtMS(t.elapsed_ms)), el("td", {}, fmtTime(t.started)));
+      el("td", {}, fmtUSD(t.cost_usd)), el("td", { class: "time" }, taskTime(t)), el("td", {}, fmtTime(t.started)));
     tr.addEventListener("click", () => showTask(t.id));
     body.append(tr);
   }
@@ -297,7 +327,7 @@ async function drawReview() {
 }
 
 function legend() {
-  document.getElementById("legend").replaceChildren(...STATUSES.map((s) => el("span", { class: "st-" + s }, s.replace("_", " "))));
+  document.getElementById("legend").replaceChildren(...STATUSES.map((s) => el("span", { class: "st-" + s }, statusText(s))));
 }
 
 async function start() {
@@ -313,7 +343,7 @@ async function start() {
   }
   window.addEventListener("hashchange", () => select(location.hash.slice(1)));
   // A running attempt's bar grows between updates of the run.
-  setInterval(() => { if (lastRun && lastRun.status === "running") drawTimeline(lastRun); }, 1000);
+  setInterval(() => { if (lastRun && lastRun.status === "running") { drawTimeline(lastRun); drawTable(lastRun); } }, 1000);
   // New runs appear in the list without a reload.
   setInterval(() => loadRuns().catch(() => {}), 10000);
 }
