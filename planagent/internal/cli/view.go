@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -82,8 +82,8 @@ func (s *session) viewOptions() runview.Options {
 }
 
 // loadView reads a run's state (the latest run for "") and builds its view.
-func (s *session) loadView(runID string) (*orchestrator.State, *runview.Run, error) {
-	st, err := orchestrator.LoadState(s.layout, runID, false)
+func (s *session) loadView(runID string) (*runrecord.State, *runview.Run, error) {
+	st, err := runrecord.LoadState(s.layout, runID, false)
 	if err != nil {
 		return nil, nil, cmdutil.UsageError(err)
 	}

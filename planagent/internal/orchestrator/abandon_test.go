@@ -11,6 +11,7 @@ import (
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -77,7 +78,7 @@ func TestDriveTimedOutCopyIsNeverRecycled(t *testing.T) {
 		return completed(c)
 	})
 	st := newTestState(t, plan.Task{ID: "slow", Description: "times out once"})
-	st.Checkpoints = &Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
+	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
 	o := New(Options{Layout: l, Runtime: rt, Repo: rec, TaskTimeout: 300 * time.Millisecond, MaxRetries: 1})
 	if err := o.Drive(ctx, st); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/protocol"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 // Caps on what one task view carries: reports and diffs are written by the
@@ -86,7 +86,7 @@ func (s *Server) report(runID, id string) (string, string) {
 var commitRE = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 
 // diff is the patch of a completed task's checkpoint commit.
-func diff(ctx context.Context, st *orchestrator.State, commit string) (string, string) {
+func diff(ctx context.Context, st *runrecord.State, commit string) (string, string) {
 	cp := st.Checkpoints
 	switch {
 	case commit == "":
