@@ -67,6 +67,16 @@ func (l Layout) CommandFile(id string) string { return filepath.Join(l.Commands(
 // exactly one watcher wins). Same filesystem as Commands, so rename is atomic.
 func (l Layout) Claimed() string { return filepath.Join(l.Commands(), ".claimed") }
 
+// ClaimFile is .claimed/<id>.md, the command of task id a watcher took.
+func (l Layout) ClaimFile(id string) string { return filepath.Join(l.Claimed(), id+".md") }
+
+// OwnerSuffix ends the name of a claim's owner file.
+const OwnerSuffix = ".owner.json"
+
+// OwnerFile is .claimed/<id>.owner.json: which watcher (id, pid, host) holds
+// the claim of task id.
+func (l Layout) OwnerFile(id string) string { return filepath.Join(l.Claimed(), id+OwnerSuffix) }
+
 // Reports is where codingagent writes reports.
 func (l Layout) Reports() string { return filepath.Join(l.Root, "reports") }
 

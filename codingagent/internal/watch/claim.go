@@ -28,13 +28,9 @@ const (
 	claimBusy             // a claim for this id is still being worked on
 )
 
-func (w *watcher) claimedFile(id string) string {
-	return filepath.Join(w.opts.Layout.Claimed(), id+".md")
-}
+func (w *watcher) claimedFile(id string) string { return w.opts.Layout.ClaimFile(id) }
 
-func (w *watcher) ownerFile(id string) string {
-	return filepath.Join(w.opts.Layout.Claimed(), id+".owner.json")
-}
+func (w *watcher) ownerFile(id string) string { return w.opts.Layout.OwnerFile(id) }
 
 // claim moves commands/<id>.md into .claimed/. Rename is atomic, so when
 // several watchers race exactly one succeeds and the others see ENOENT.

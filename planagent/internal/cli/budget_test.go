@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/config"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 func TestBudgetLineKeepsEveryDigitOfTheUSDBudget(t *testing.T) {
@@ -20,11 +20,11 @@ func TestBudgetLineKeepsEveryDigitOfTheUSDBudget(t *testing.T) {
 
 func TestBudgetFlagNamesTheBudgetReached(t *testing.T) {
 	for reason, want := range map[string]string{
-		orchestrator.StopBudgetUSD:  "--budget-usd",
-		orchestrator.StopBudgetTime: "--budget-time",
-		orchestrator.StopBudgetTok:  "--budget-tokens",
+		runrecord.StopBudgetUSD:    "--budget-usd",
+		runrecord.StopBudgetTime:   "--budget-time",
+		runrecord.StopBudgetTok: "--budget-tokens",
 	} {
-		if got := budgetFlag(&orchestrator.Stop{Reason: reason}); !strings.HasPrefix(got, want+" ") {
+		if got := budgetFlag(&runrecord.Stop{Reason: reason}); !strings.HasPrefix(got, want+" ") {
 			t.Errorf("budgetFlag(%s) = %q, want %s", reason, got, want)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 // openCheckpoints opens the checkpoint repository of the workspace: the
@@ -147,7 +148,7 @@ func samePath(a, b string) bool {
 
 // startCheckpoints prepares the checkpoints of a new run and says in one
 // line where they go.
-func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoint.Repo, *orchestrator.Checkpoints, error) {
+func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoint.Repo, *runrecord.Checkpoints, error) {
 	repo, err := s.openCheckpoints(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -180,13 +181,13 @@ func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoin
 		}
 		fmt.Fprintf(w, "checkpoints: submodules are not copied into the tasks' workspaces and stay as they are: %s\n", strings.Join(subs, ", "))
 	}
-	return repo, &orchestrator.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}, nil
+	return repo, &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}, nil
 }
 
 // resumeCheckpoints reopens a run's checkpoints. Commits the user added on
 // top of the run's last checkpoint are kept (the run goes on from them);
 // a branch that went elsewhere, or uncommitted work, is refused.
-func (s *session) resumeCheckpoints(ctx context.Context, st *orchestrator.State, w io.Writer) (*checkpoint.Repo, error) {
+func (s *session) resumeCheckpoints(ctx context.Context, st *runrecord.State, w io.Writer) (*checkpoint.Repo, error) {
 	cp := st.Checkpoints
 	if cp == nil {
 		return nil, nil // a run from before checkpoints: one shared workspace

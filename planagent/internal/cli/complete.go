@@ -9,7 +9,7 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 // maxCompletedRuns bounds what a completion reads: each run's state is
@@ -72,7 +72,7 @@ func runCompletions(l volume.Layout) []cobra.Completion {
 		if len(out) == maxCompletedRuns {
 			break
 		}
-		st, err := orchestrator.LoadState(l, id, false)
+		st, err := runrecord.LoadState(l, id, false)
 		if err != nil {
 			continue // not a run (or unreadable): nothing to offer
 		}
@@ -84,7 +84,7 @@ func runCompletions(l volume.Layout) []cobra.Completion {
 // taskCompletions are the tasks of run ("" the latest), each described by
 // its status and title.
 func taskCompletions(l volume.Layout, run string) []cobra.Completion {
-	st, err := orchestrator.LoadState(l, run, false)
+	st, err := runrecord.LoadState(l, run, false)
 	if err != nil {
 		return nil
 	}

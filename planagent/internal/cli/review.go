@@ -11,8 +11,8 @@ import (
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/review"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -44,7 +44,7 @@ func runComment(cmd *cobra.Command, f *cmdutil.Factory, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := orchestrator.LoadState(s.layout, args[0], false)
+	st, err := runrecord.LoadState(s.layout, args[0], false)
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
@@ -95,7 +95,7 @@ func runReview(cmd *cobra.Command, f *cmdutil.Factory, runID string, jsonOut boo
 	if err != nil {
 		return err
 	}
-	st, err := orchestrator.LoadState(s.layout, runID, false)
+	st, err := runrecord.LoadState(s.layout, runID, false)
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
@@ -139,19 +139,19 @@ func (s *session) pendingReview(runID string) ([]review.Comment, error) {
 // resumableState is the run resume drives: RUN, or the latest unfinished
 // run, or else the latest run when it has review comments waiting (or any
 // latest run with --retry-failed).
-func (s *session) resumableState(runID string, retryFailed bool) (*orchestrator.State, error) {
-	st, err := orchestrator.LoadState(s.layout, runID, runID == "" && !retryFailed)
-	if err == nil || runID != "" || !errors.Is(err, orchestrator.ErrNoRun) {
+func (s *session) resumableState(runID string, retryFailed bool) (*runrecord.State, error) {
+	st, err := runrecord.LoadState(s.layout, runID, runID == "" && !retryFailed)
+	if err == nil || runID != "" || !errors.Is(err, runrecord.ErrNoRun) {
 		return st, err
 	}
-	last, lerr := orchestrator.LoadState(s.layout, "", false)
+	last, lerr := runrecord.LoadState(s.layout, "", false)
 	if lerr != nil {
 		return nil, err
 	}
 	if p, perr := s.pendingReview(last.RunID); perr == nil && len(p) > 0 {
 		return last, nil
 	}
-	if last.Status == orchestrator.RunFailed || last.Status == orchestrator.RunAborted {
+	if last.Status == runrecord.RunFailed || last.Status == runrecord.RunAborted {
 		return nil, fmt.Errorf("%w; the latest run %s %s: try its failed tasks again with `planagent resume %s --retry-failed`", err, last.RunID, last.Status, last.RunID)
 	}
 	return nil, err
@@ -159,7 +159,7 @@ func (s *session) resumableState(runID string, retryFailed bool) (*orchestrator.
 
 // addFollowUps turns the run's pending comments into follow-up tasks, one
 // per task reviewed (review.Send), and says so.
-func (s *session) addFollowUps(ctx context.Context, st *orchestrator.State, repo *checkpoint.Repo, pending []review.Comment, w io.Writer) error {
+func (s *session) addFollowUps(ctx context.Context, st *runrecord.State, repo *checkpoint.Repo, pending []review.Comment, w io.Writer) error {
 	sent, err := review.Send(s.layout, st, pending, func(commit string) string {
 		if repo == nil {
 			return ""

@@ -12,8 +12,8 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -148,7 +148,7 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 	if err != nil {
 		return err
 	}
-	st, err := orchestrator.LoadState(s.layout, opts.Run, false)
+	st, err := runrecord.LoadState(s.layout, opts.Run, false)
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
@@ -198,7 +198,7 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 		cp.Merges = keep
 	}
 	if len(reset) > 0 && st.Status.Finished() {
-		st.Status = orchestrator.RunInterrupted // resumable
+		st.Status = runrecord.RunInterrupted // resumable
 	}
 	if err := st.Save(s.layout, time.Now()); err != nil {
 		return err
@@ -213,13 +213,13 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 // resetAfter makes every task that is not completed at or before the
 // checkpoint numbered keep pending again and returns those that had been
 // completed or tried.
-func resetAfter(st *orchestrator.State, keep int) []string {
+func resetAfter(st *runrecord.State, keep int) []string {
 	var reset []string
 	for i := range st.Tasks {
 		t := &st.Tasks[i]
 		in := st.Info[t.ID]
 		if in == nil {
-			in = &orchestrator.TaskInfo{}
+			in = &runrecord.TaskInfo{}
 			st.Info[t.ID] = in
 		}
 		if t.Status == taskgraph.Completed && in.Merge > 0 && in.Merge <= keep {
@@ -238,8 +238,8 @@ func resetAfter(st *orchestrator.State, keep int) []string {
 }
 
 // runCheckpoints loads a run and its checkpoint repository.
-func (s *session) runCheckpoints(ctx context.Context, runID string) (*orchestrator.State, *checkpoint.Repo, error) {
-	st, err := orchestrator.LoadState(s.layout, runID, false)
+func (s *session) runCheckpoints(ctx context.Context, runID string) (*runrecord.State, *checkpoint.Repo, error) {
+	st, err := runrecord.LoadState(s.layout, runID, false)
 	if err != nil {
 		return nil, nil, cmdutil.UsageError(err)
 	}
@@ -263,7 +263,7 @@ func (s *session) runCheckpoints(ctx context.Context, runID string) (*orchestrat
 	return st, repo, nil
 }
 
-func taskOf(st *orchestrator.State, id string) (taskgraph.Task, bool) {
+func taskOf(st *runrecord.State, id string) (taskgraph.Task, bool) {
 	for _, t := range st.Tasks {
 		if t.ID == id {
 			return t, true

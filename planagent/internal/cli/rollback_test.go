@@ -12,8 +12,8 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -29,7 +29,7 @@ func gitOut(t *testing.T, gitDir string, args ...string) string {
 // checkpointedRun makes a real run state whose two tasks a and b completed
 // as two checkpoints made through the checkpoint package, in a git
 // workspace or (git false) a plain directory with a shadow repository.
-func checkpointedRun(t *testing.T, useGit bool) (vol, ws string, repo *checkpoint.Repo, st *orchestrator.State) {
+func checkpointedRun(t *testing.T, useGit bool) (vol, ws string, repo *checkpoint.Repo, st *runrecord.State) {
 	t.Helper()
 	ctx := t.Context()
 	vol, ws = t.TempDir(), t.TempDir()
@@ -57,12 +57,12 @@ func checkpointedRun(t *testing.T, useGit bool) (vol, ws string, repo *checkpoin
 		{ID: "b", Title: "Step b", Description: "write b.txt"},
 	}}
 	now := time.Now()
-	st, err = orchestrator.NewState(orchestrator.NewRunID(now), "two files", p, llm.Usage{}, now)
+	st, err = runrecord.NewState(runrecord.NewRunID(now), "two files", p, llm.Usage{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Settings = &orchestrator.Settings{Workspace: ws}
-	st.Checkpoints = &orchestrator.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: start, Head: start}
+	st.Settings = &runrecord.Settings{Workspace: ws}
+	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: start, Head: start}
 	for i, id := range []string{"a", "b"} {
 		base := st.Checkpoints.Head
 		dir := filepath.Join(t.TempDir(), id)
@@ -90,7 +90,7 @@ func checkpointedRun(t *testing.T, useGit bool) (vol, ws string, repo *checkpoin
 		st.Info[id].Commit, st.Info[id].Checkpoint, st.Info[id].Merge = c, c, i+1
 		st.Checkpoints.Head, st.Checkpoints.Merges = c, i+1
 	}
-	st.Status = orchestrator.RunCompleted
+	st.Status = runrecord.RunCompleted
 	l, err := volume.New(vol, ws)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestDiffAndRollbackStart(t *testing.T) {
 			}
 
 			l, _ := volume.New(vol, ws)
-			got, err := orchestrator.LoadState(l, st.RunID, false)
+			got, err := runrecord.LoadState(l, st.RunID, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 	"github.com/codeagent/codeagent/planagent/internal/webui"
@@ -162,7 +163,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	notifier := notify.New(s.cfg.Notify, s.logger)
 	defer notifier.Wait()
 	sink := notify.Sink(ctx, s.sink(opts.JSON), notifier, opts.Goal)
-	runID := orchestrator.NewRunID(time.Now())
+	runID := runrecord.NewRunID(time.Now())
 	ctx, span := traceRun(ctx, runID, "")
 	defer span.End()
 	// The web view's address is taken before planning, so a busy port costs
@@ -227,7 +228,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 			return cmdutil.Silent(cmdutil.ExitOK)
 		}
 	}
-	st, err := orchestrator.NewState(runID, opts.Goal, p, usage, time.Now())
+	st, err := runrecord.NewState(runID, opts.Goal, p, usage, time.Now())
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
@@ -250,7 +251,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 }
 
 // drive runs the orchestrator and reports the outcome; shared by run and resume.
-func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestrator.Runtime, client *llm.Client, sink events.Sink, jsonOut bool) error {
+func drive(ctx context.Context, s *session, st *runrecord.State, rt orchestrator.Runtime, client *llm.Client, sink events.Sink, jsonOut bool) error {
 	now, driven := watchInterrupts(ctx, s.f.IO.Err)
 	o := orchestrator.New(orchestrator.Options{
 		Layout: s.layout, Runtime: stopNowRuntime{Runtime: rt, now: now}, Events: sink, Logger: s.logger,
@@ -265,7 +266,7 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// The run could not go on (the engine, the disk, the workspace):
 		// scripts hear it as setup_error; the run stays resumable.
-		st.Stop = &orchestrator.Stop{Reason: orchestrator.StopSetupError, Detail: err.Error()}
+		st.Stop = &runrecord.Stop{Reason: runrecord.StopSetupError, Detail: err.Error()}
 		sink.Emit(runEnd(st, runview.Build(st, s.viewOptions()), s.layout.Summary()))
 		var ee *cmdutil.ExitError
 		if !errors.As(err, &ee) {
@@ -282,18 +283,18 @@ func drive(ctx context.Context, s *session, st *orchestrator.State, rt orchestra
 		fmt.Fprint(s.f.IO.Out, "\n"+runview.Summary(view))
 	}
 	switch {
-	case err != nil || st.Status == orchestrator.RunInterrupted:
+	case err != nil || st.Status == runrecord.RunInterrupted:
 		fmt.Fprintf(s.f.IO.Err, "interrupted: continue with `planagent resume %s`\n", s.ref(st.RunID))
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
 	case st.ConfigError != "":
 		// The model server cannot serve the agent as configured: the
 		// fix is a setting, as for any configuration error (exit 2).
 		return cmdutil.UsageError(fmt.Errorf("%s (then continue with `planagent resume %s`)", st.ConfigError, st.RunID))
-	case st.Status == orchestrator.RunPaused:
+	case st.Status == runrecord.RunPaused:
 		fmt.Fprintf(s.f.IO.Err, "paused: %s. Continue with a larger budget: `planagent resume %s %s`\n",
 			st.Paused, s.ref(st.RunID), budgetFlag(st.Stop))
 		return cmdutil.Silent(cmdutil.ExitPaused)
-	case st.Status == orchestrator.RunCompleted:
+	case st.Status == runrecord.RunCompleted:
 		return nil
 	default:
 		if st.Stop != nil && len(st.Stop.Tasks) > 0 {
@@ -358,7 +359,7 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	}
 	defer lock.Release()
 	// Read again under the lock: a holder that just ended has moved it on.
-	if st, err = orchestrator.LoadState(s.layout, st.RunID, false); err != nil {
+	if st, err = runrecord.LoadState(s.layout, st.RunID, false); err != nil {
 		return cmdutil.UsageError(err)
 	}
 	pending, err := s.pendingReview(st.RunID)
@@ -380,7 +381,7 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	}
 	if st.Status.Finished() && len(pending) == 0 {
 		hint := fmt.Sprintf("review comments (`planagent comment %s TASK FILE:LINE TEXT`) would become follow-up tasks", st.RunID)
-		if st.Status != orchestrator.RunCompleted {
+		if st.Status != runrecord.RunCompleted {
 			hint = fmt.Sprintf("`planagent resume %s --retry-failed` tries its failed tasks again", st.RunID)
 		}
 		return cmdutil.UsageError(fmt.Errorf("run %s is already %s; nothing to resume (%s)", st.RunID, st.Status, hint))
@@ -453,7 +454,7 @@ func (s *session) startUI(ctx context.Context, ln net.Listener, runID string) (s
 
 // runEnd is the run_end event: the outcome and the totals of the summary.
 // Its usage is every token of the run (agents, planner and decisions).
-func runEnd(st *orchestrator.State, view *runview.Run, summaryFile string) events.Event {
+func runEnd(st *runrecord.State, view *runview.Run, summaryFile string) events.Event {
 	counts := map[taskgraph.Status]int{}
 	var agent events.Usage
 	var agentTime time.Duration

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -83,8 +83,8 @@ func (s *session) viewOptions() runview.Options {
 }
 
 // loadView reads a run's state (the latest run for "") and builds its view.
-func (s *session) loadView(runID string) (*orchestrator.State, *runview.Run, error) {
-	st, err := orchestrator.LoadState(s.layout, runID, false)
+func (s *session) loadView(runID string) (*runrecord.State, *runview.Run, error) {
+	st, err := runrecord.LoadState(s.layout, runID, false)
 	if err != nil {
 		return nil, nil, cmdutil.UsageError(err)
 	}
@@ -192,11 +192,11 @@ func addBudgetFlags(cmd *cobra.Command) {
 
 // budgetFlag is the flag that raises the budget a paused run reached, with
 // a placeholder for its new value: a cost pause is not lifted by tokens.
-func budgetFlag(stop *orchestrator.Stop) string {
+func budgetFlag(stop *runrecord.Stop) string {
 	switch {
-	case stop != nil && stop.Reason == orchestrator.StopBudgetUSD:
+	case stop != nil && stop.Reason == runrecord.StopBudgetUSD:
 		return "--budget-usd USD"
-	case stop != nil && stop.Reason == orchestrator.StopBudgetTime:
+	case stop != nil && stop.Reason == runrecord.StopBudgetTime:
 		return "--budget-time DURATION"
 	default:
 		return "--budget-tokens N"

@@ -24,6 +24,7 @@ import (
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 )
@@ -103,8 +104,8 @@ func (s *session) ensureVolumes() error {
 }
 
 // settings are the options of a new run that resume must keep.
-func (s *session) settings() *orchestrator.Settings {
-	return &orchestrator.Settings{Runtime: s.cfg.Runtime, Workspace: s.layout.Workspace(), Image: s.cfg.Image,
+func (s *session) settings() *runrecord.Settings {
+	return &runrecord.Settings{Runtime: s.cfg.Runtime, Workspace: s.layout.Workspace(), Image: s.cfg.Image,
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
 		Model: s.cfg.Model, BudgetTokens: s.cfg.BudgetTokens, BudgetTime: s.cfg.BudgetTime, BudgetUSD: s.cfg.BudgetUSD,
 		TaskBudgetTokens: s.cfg.TaskBudgetTokens}
@@ -112,7 +113,7 @@ func (s *session) settings() *orchestrator.Settings {
 
 // resumeWith makes the session continue a run with the settings it was
 // started with; a flag given to resume overrides the saved value.
-func (s *session) resumeWith(cmd *cobra.Command, saved *orchestrator.Settings) error {
+func (s *session) resumeWith(cmd *cobra.Command, saved *runrecord.Settings) error {
 	if saved == nil {
 		return nil
 	}

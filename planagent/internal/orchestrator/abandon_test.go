@@ -14,6 +14,7 @@ import (
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -80,7 +81,7 @@ func TestDriveTimedOutCopyIsNeverRecycled(t *testing.T) {
 		return completed(c)
 	})
 	st := newTestState(t, plan.Task{ID: "slow", Description: "times out once"})
-	st.Checkpoints = &Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
+	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
 	o := New(Options{Layout: l, Runtime: rt, Repo: rec, TaskTimeout: 300 * time.Millisecond, MaxRetries: 1})
 	if err := o.Drive(ctx, st); err != nil {
 		t.Fatal(err)
@@ -131,16 +132,16 @@ func TestDriveCopyThatCannotBeMadeEndsTheRun(t *testing.T) {
 	}
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report { return completed(c) })
 	st := newTestState(t, plan.Task{ID: "a", Description: "anything"})
-	st.Checkpoints = &Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
+	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
 	err = New(Options{Layout: l, Runtime: rt, Repo: failingCopyRepo{repo}}).Drive(ctx, st)
 	if err == nil || !strings.Contains(err.Error(), "upload-pack") {
 		t.Fatalf("Drive: %v, want the copy's error", err)
 	}
-	saved, err := LoadState(l, st.RunID, false)
+	saved, err := runrecord.LoadState(l, st.RunID, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if saved.Status != RunInterrupted || saved.Stop == nil || saved.Stop.Reason != StopSetupError || !strings.Contains(saved.Stop.Detail, "upload-pack") {
+	if saved.Status != runrecord.RunInterrupted || saved.Stop == nil || saved.Stop.Reason != runrecord.StopSetupError || !strings.Contains(saved.Stop.Detail, "upload-pack") {
 		t.Errorf("saved run: status %s, stop %+v; want interrupted with the copy's error", saved.Status, saved.Stop)
 	}
 }

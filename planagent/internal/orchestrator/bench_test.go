@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 // The orchestration overhead with an instant agent: per task a journal
@@ -38,7 +39,7 @@ func benchDrive(b *testing.B, tasks []plan.Task, parallel int) {
 		elapsed := time.Since(start)
 		b.ReportMetric(float64(elapsed.Microseconds())/1000/float64(len(tasks)), "ms/task")
 		b.ReportMetric(elapsed.Seconds(), "s/run")
-		if st.Status != RunCompleted {
+		if st.Status != runrecord.RunCompleted {
 			b.Fatalf("status %s", st.Status)
 		}
 	}

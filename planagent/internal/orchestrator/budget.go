@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/config"
-	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 // Budget bounds a run. When one of Tokens, Time or USD is reached no new
@@ -15,7 +15,7 @@ import (
 // values are no limit.
 type Budget struct {
 	Tokens int           // every token of the run: agents, planner, decisions
-	Time   time.Duration // the run's running time (State.Elapsed)
+	Time   time.Duration // the run's running time (runrecord.State.Elapsed)
 	USD    float64       // the cost of those tokens, priced by Cost
 	// Cost prices tokens in USD (cache-aware, or the server's own figure);
 	// the caller makes sure it exists when USD is set (a USD budget
@@ -26,15 +26,6 @@ type Budget struct {
 	TaskTokens int
 }
 
-// agentTokens is every token the run's agents have reported so far.
-func (st *State) agentTokens() protocol.Tokens {
-	var t protocol.Tokens
-	for _, in := range st.Info {
-		t.Add(in.Tokens)
-	}
-	return t
-}
-
 // usageTokens is the planner's and the decider's usage as report tokens.
 func usageTokens(u llm.Usage) protocol.Tokens {
 	return protocol.Tokens{Prompt: u.Prompt, Completion: u.Completion, Cached: u.Cached, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD}
@@ -43,40 +34,28 @@ func usageTokens(u llm.Usage) protocol.Tokens {
 // exceeded is the budget that used has reached (text "" when none has).
 func (b Budget) exceeded(used protocol.Tokens, elapsed time.Duration) limitHit {
 	if total := used.Prompt + used.Completion; b.Tokens > 0 && total >= b.Tokens {
-		return limitHit{StopBudgetTok, float64(b.Tokens), float64(total),
+		return limitHit{runrecord.StopBudgetTok, float64(b.Tokens), float64(total),
 			fmt.Sprintf("token budget reached: %d of %d tokens used", total, b.Tokens)}
 	}
 	if b.Time > 0 && elapsed >= b.Time {
-		return limitHit{StopBudgetTime, b.Time.Seconds(), elapsed.Round(time.Second).Seconds(),
+		return limitHit{runrecord.StopBudgetTime, b.Time.Seconds(), elapsed.Round(time.Second).Seconds(),
 			fmt.Sprintf("time budget reached: ran %s of %s", elapsed.Round(time.Second), b.Time)}
 	}
 	if b.USD > 0 && b.Cost != nil {
 		if c := b.Cost(used); c >= b.USD {
-			return limitHit{StopBudgetUSD, b.USD, c, fmt.Sprintf("cost budget reached: $%.4f of %s", c, config.FormatUSD(b.USD))}
+			return limitHit{runrecord.StopBudgetUSD, b.USD, c, fmt.Sprintf("cost budget reached: $%.4f of %s", c, config.FormatUSD(b.USD))}
 		}
 	}
 	return limitHit{}
 }
 
-// budgetReached is the reached budget of the run ("" when none), announced
-// once as a log event when it is first seen.
-func (r *run) budgetReached() string {
+// budgetHit is the budget the run has reached (text "" when none).
+func (r *run) budgetHit() limitHit {
 	// Every token of the run: the agents' (kept as a running total: the
 	// run is checked on every step, and summing every task's tokens each
 	// time made a 10 000-task run quadratic) and the planner's and the
 	// decider's.
 	used := r.agentTokens
 	used.Add(usageTokens(r.st.Usage))
-	hit := r.o.opts.Budget.exceeded(used, r.elapsed+r.o.opts.Now().Sub(r.started))
-	reason := hit.text
-	if reason != "" {
-		r.hit = hit
-	}
-	if reason != "" && !r.budgetNoted {
-		r.budgetNoted = true
-		r.o.opts.Logger.Info("budget reached: no new task starts", "why", reason)
-		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
-			Text: reason + ": no new task starts; the run pauses once the tasks in flight finish"})
-	}
-	return reason
+	return r.o.opts.Budget.exceeded(used, r.elapsed+r.o.opts.Now().Sub(r.started))
 }

@@ -71,7 +71,7 @@ func (d *LLMDecider) Decide(ctx context.Context, f Failure) Verdict {
 		Tools: []llm.Tool{decideTool()},
 	}, nil)
 	if err != nil {
-		return Verdict{Action: "continue", Reason: "no decision: the model request failed (" + oneLine(err.Error(), 200) + "); going on with the rest", Invalid: err.Error()}
+		return Verdict{Action: Continue, Reason: "no decision: the model request failed (" + oneLine(err.Error(), 200) + "); going on with the rest", Invalid: err.Error()}
 	}
 	v := Verdict{Usage: resp.Usage}
 	for _, tc := range resp.Message.ToolCalls {
@@ -80,24 +80,24 @@ func (d *LLMDecider) Decide(ctx context.Context, f Failure) Verdict {
 		}
 		var a decideArgs
 		if err := json.Unmarshal([]byte(tc.Arguments), &a); err != nil {
-			v.Action, v.Invalid = "continue", "decide arguments are not valid JSON: "+err.Error()
+			v.Action, v.Invalid = Continue, "decide arguments are not valid JSON: "+err.Error()
 			v.Reason = "no decision: " + v.Invalid + "; going on with the rest"
 			return v
 		}
-		switch a.Action {
-		case "retry", "replan", "continue", "abort":
+		switch Choice(a.Action) {
+		case Retry, Replan, Continue, Abort:
 		default:
-			v.Action, v.Invalid = "continue", fmt.Sprintf("unknown action %q", a.Action)
+			v.Action, v.Invalid = Continue, fmt.Sprintf("unknown action %q", a.Action)
 			v.Reason = "no decision: the model chose " + v.Invalid + "; going on with the rest"
 			return v
 		}
-		v.Action, v.Reason, v.Hints, v.Replan = a.Action, strings.TrimSpace(a.Reason), a.Hints, a.Tasks
+		v.Action, v.Reason, v.Hints, v.Replan = Choice(a.Action), strings.TrimSpace(a.Reason), a.Hints, a.Tasks
 		if v.Reason == "" || strings.EqualFold(v.Reason, "n/a") {
 			v.Reason = "(the model gave no reason for " + a.Action + ")"
 		}
 		return v
 	}
-	v.Action, v.Invalid = "continue", "the model did not call decide"
+	v.Action, v.Invalid = Continue, "the model did not call decide"
 	v.Reason = "no decision: the model did not call decide; going on with the rest"
 	return v
 }
@@ -116,8 +116,7 @@ func replanTasks(g *taskgraph.Graph, tasks []plan.Task) ([]taskgraph.Task, error
 	for _, t := range g.Tasks() {
 		if t.Status == taskgraph.Completed || t.Status == taskgraph.InProgress {
 			kept[t.ID] = t.Status
-			whole.Tasks = append(whole.Tasks, plan.Task{ID: t.ID, Title: t.Title, Description: t.Description,
-				Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens})
+			whole.Tasks = append(whole.Tasks, plan.PlanTask(t))
 		}
 	}
 	out := make([]taskgraph.Task, 0, len(tasks))
@@ -126,8 +125,7 @@ func replanTasks(g *taskgraph.Graph, tasks []plan.Task) ([]taskgraph.Task, error
 			return nil, fmt.Errorf("task %q is already %s and cannot be replaced: give the new task another id", t.ID, st)
 		}
 		whole.Tasks = append(whole.Tasks, t)
-		out = append(out, taskgraph.Task{ID: t.ID, Title: t.Title, Description: t.Description,
-			Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.TokenBudget()})
+		out = append(out, plan.GraphTask(t))
 	}
 	if err := plan.Validate(&whole, plan.Limits{}); err != nil {
 		return nil, err

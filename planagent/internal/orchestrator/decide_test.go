@@ -9,6 +9,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -33,7 +34,7 @@ func TestLLMDecider(t *testing.T) {
 	tests := []struct {
 		name        string
 		reply       llmtest.Reply
-		wantAction  string
+		wantAction  Choice
 		wantInvalid string
 		check       func(t *testing.T, v Verdict)
 	}{
@@ -93,16 +94,16 @@ func TestDriveDecisions(t *testing.T) {
 		name       string
 		answer     string
 		want       map[string]taskgraph.Status
-		wantRun    RunStatus
+		wantRun    runrecord.RunStatus
 		wantAction string
-		check      func(t *testing.T, st *State, cmds map[string][]*protocol.Command)
+		check      func(t *testing.T, st *runrecord.State, cmds map[string][]*protocol.Command)
 	}{
 		{
 			name:    "retry carries the hints to the next attempt",
 			answer:  `{"action":"retry","reason":"fixable","hints":["import fmt"]}`,
 			want:    map[string]taskgraph.Status{"bad": taskgraph.Completed, "child": taskgraph.Completed, "other": taskgraph.Completed},
-			wantRun: RunCompleted, wantAction: "retry",
-			check: func(t *testing.T, _ *State, cmds map[string][]*protocol.Command) {
+			wantRun: runrecord.RunCompleted, wantAction: "retry",
+			check: func(t *testing.T, _ *runrecord.State, cmds map[string][]*protocol.Command) {
 				if len(cmds["bad"]) != 2 {
 					t.Fatalf("bad sent %d times, want 2", len(cmds["bad"]))
 				}
@@ -119,8 +120,8 @@ func TestDriveDecisions(t *testing.T) {
 			answer: `{"action":"replan","reason":"split it","tasks":[{"id":"bad-a","description":"first half","dependencies":[]},` +
 				`{"id":"bad-b","description":"second half","dependencies":["bad-a"]},{"id":"other","description":"independent","dependencies":[]}]}`,
 			want:    map[string]taskgraph.Status{"bad-a": taskgraph.Completed, "bad-b": taskgraph.Completed, "other": taskgraph.Completed},
-			wantRun: RunCompleted, wantAction: "replan",
-			check: func(t *testing.T, st *State, _ map[string][]*protocol.Command) {
+			wantRun: runrecord.RunCompleted, wantAction: "replan",
+			check: func(t *testing.T, st *runrecord.State, _ map[string][]*protocol.Command) {
 				if len(st.Tasks) != 3 {
 					t.Errorf("tasks after the replan: %+v", st.Tasks)
 				}
@@ -130,8 +131,8 @@ func TestDriveDecisions(t *testing.T) {
 			name:    "an invalid replan is refused: continue without the task",
 			answer:  `{"action":"replan","reason":"x","tasks":[{"id":"summary","description":"overwrites the run summary","dependencies":[]}]}`,
 			want:    map[string]taskgraph.Status{"bad": taskgraph.Failed, "child": taskgraph.Skipped, "other": taskgraph.Completed},
-			wantRun: RunFailed, wantAction: "continue",
-			check: func(t *testing.T, st *State, _ map[string][]*protocol.Command) {
+			wantRun: runrecord.RunFailed, wantAction: "continue",
+			check: func(t *testing.T, st *runrecord.State, _ map[string][]*protocol.Command) {
 				if r := st.Decisions[0].Reason; !strings.Contains(r, "replan rejected") || !strings.Contains(r, `"summary" is reserved`) {
 					t.Errorf("reason %q", r)
 				}
@@ -141,19 +142,19 @@ func TestDriveDecisions(t *testing.T) {
 			name:    "a cyclic replan is refused",
 			answer:  `{"action":"replan","reason":"x","tasks":[{"id":"p","description":"p","dependencies":["q"]},{"id":"q","description":"q","dependencies":["p"]}]}`,
 			want:    map[string]taskgraph.Status{"bad": taskgraph.Failed, "child": taskgraph.Skipped, "other": taskgraph.Completed},
-			wantRun: RunFailed, wantAction: "continue",
+			wantRun: runrecord.RunFailed, wantAction: "continue",
 		},
 		{
 			name:    "abort stops dispatching",
 			answer:  `{"action":"abort","reason":"nothing works"}`,
 			want:    map[string]taskgraph.Status{"bad": taskgraph.Failed, "child": taskgraph.Skipped, "other": taskgraph.Pending},
-			wantRun: RunAborted, wantAction: "abort",
+			wantRun: runrecord.RunAborted, wantAction: "abort",
 		},
 		{
 			name:    "an unusable decision continues without the task",
 			answer:  `{"action":"maybe"}`,
 			want:    map[string]taskgraph.Status{"bad": taskgraph.Failed, "child": taskgraph.Skipped, "other": taskgraph.Completed},
-			wantRun: RunFailed, wantAction: "continue",
+			wantRun: runrecord.RunFailed, wantAction: "continue",
 		},
 	}
 	for _, tt := range tests {
@@ -188,7 +189,7 @@ func TestDriveDecisions(t *testing.T) {
 			if len(st.Decisions) != 1 || st.Decisions[0].Action != tt.wantAction {
 				t.Fatalf("decisions %+v, want one %s", st.Decisions, tt.wantAction)
 			}
-			if loaded, err := LoadState(l, st.RunID, false); err != nil || len(loaded.Decisions) != 1 {
+			if loaded, err := runrecord.LoadState(l, st.RunID, false); err != nil || len(loaded.Decisions) != 1 {
 				t.Errorf("decision not persisted: %v %+v", err, loaded)
 			}
 			if tt.check != nil {

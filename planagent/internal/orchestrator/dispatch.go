@@ -12,6 +12,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -23,7 +24,7 @@ import (
 // (more on a busy machine): launched one after the other, the last of
 // --parallel N tasks would wait N-1 launch times before it began.
 func (r *run) dispatch(ctx context.Context, ids ...string) error {
-	infos := make([]*TaskInfo, len(ids))
+	infos := make([]*runrecord.TaskInfo, len(ids))
 	for i, id := range ids {
 		info, err := r.prepare(ctx, id)
 		if err != nil {
@@ -58,7 +59,7 @@ func (r *run) dispatch(ctx context.Context, ids ...string) error {
 }
 
 // prepare readies the next attempt of task id for its launch.
-func (r *run) prepare(ctx context.Context, id string) (*TaskInfo, error) {
+func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, error) {
 	if err := r.g.Start(id); err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func (r *run) prepare(ctx context.Context, id string) (*TaskInfo, error) {
 	info := r.info(id)
 	info.Attempt = t.Attempts
 	info.DispatchedAt = r.o.opts.Now()
-	info.openSpan(info.Attempt, info.DispatchedAt)
+	info.OpenSpan(info.Attempt, info.DispatchedAt)
 	r.traceAttempt(ctx, id, info.Attempt)
 	if r.isolated() {
 		info.Base = r.st.Checkpoints.Head
@@ -101,7 +102,7 @@ func (r *run) prepare(ctx context.Context, id string) (*TaskInfo, error) {
 
 // writeCommand archives what an earlier attempt left in reports/ and writes
 // the command file (atomically, so the watcher sees it complete).
-func (r *run) writeCommand(t taskgraph.Task, info *TaskInfo) error {
+func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo) error {
 	l := r.o.opts.Layout
 	archive, attempt := r.archiveOf(t.ID, info.Attempt-1)
 	if err := os.MkdirAll(archive, 0o755); err != nil {
@@ -144,7 +145,7 @@ func (r *run) writeCommand(t taskgraph.Task, info *TaskInfo) error {
 }
 
 // launch asks the runtime to carry out the attempt whose command is written.
-func (r *run) launch(ctx context.Context, id string, info *TaskInfo) error {
+func (r *run) launch(ctx context.Context, id string, info *runrecord.TaskInfo) error {
 	l := r.o.opts.Layout
 	a := runtime.Attempt{RunID: r.st.RunID, TaskID: id, Attempt: info.Attempt, Dir: l.Workspace()}
 	if r.isolated() {
@@ -189,7 +190,7 @@ func (r *run) afterReport(id string) error {
 func (r *run) end(id, status string) {
 	t, _ := r.g.Get(id)
 	info := r.info(id)
-	info.closeSpan(status, r.o.opts.Now())
+	info.CloseSpan(status, r.o.opts.Now())
 	r.endTrace(id, status)
 	elapsed := r.o.opts.Now().Sub(info.DispatchedAt).Round(time.Millisecond) // elapsed_ms and the text agree
 	// " — ", not " … ": a title cut with "…" must not run into the status.
@@ -228,10 +229,10 @@ func tail(s string, n int) string {
 
 var errNoReplan = errors.New("the replan has no tasks")
 
-func (r *run) info(id string) *TaskInfo {
+func (r *run) info(id string) *runrecord.TaskInfo {
 	in := r.st.Info[id]
 	if in == nil {
-		in = &TaskInfo{}
+		in = &runrecord.TaskInfo{}
 		r.st.Info[id] = in
 	}
 	return in

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -42,124 +43,184 @@ func (r *run) apply(ctx context.Context, acts []action) error {
 	return nil
 }
 
+// do carries out one action: a dispatch to the small function that does it.
 func (r *run) do(ctx context.Context, a action) error {
 	switch a := a.(type) {
 	case actDispatch:
 		return r.dispatch(ctx, a.ID)
 	case actRecord:
-		info := r.info(a.ID)
-		rep := a.Report
-		info.Attempt = rep.Attempt
-		info.Summary = rep.Summary
-		info.FilesChanged = rep.FilesChanged
-		info.Tokens.Add(rep.Tokens)
-		for _, s := range rep.Subagents {
-			info.Subagents = append(info.Subagents, Subagent{Attempt: rep.Attempt, ID: s.ID, Goal: s.Goal, Tokens: s.Tokens})
-		}
-		r.agentTokens.Add(rep.Tokens)
-		info.Duration += time.Duration(rep.Duration)
-		info.Reason = rep.Reason
-		return nil
+		r.recordReport(a)
 	case actAccept:
 		r.startAcceptance(ctx, a.ID)
-		return nil
 	case actMerge:
 		r.enqueueMerge(a.ID)
-		return nil
 	case actComplete:
-		if a.Commit != "" {
-			if err := r.integrate(ctx, a.ID, a.Commit); err != nil {
-				// Not the task's fault, but its result cannot reach the
-				// workspace: the decision step hears why.
-				return r.apply(ctx, next(r.view(), evMerged{ID: a.ID, Failure: fmt.Sprintf("update the workspace with the merged result: %v", err)}))
-			}
-		}
-		r.dropCopy(a.ID)
-		info := r.info(a.ID)
-		info.Acceptance = a.Acceptance
-		r.checkpointed(info)
-		info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(a.Summary, 300)))
-		if err := r.g.Complete(a.ID, oneLine(a.Summary, 500)); err != nil {
-			return err
-		}
-		r.end(a.ID, "completed")
-		if err := r.record(a.ID); err != nil {
-			return err
-		}
-		return r.afterReport(a.ID)
+		return r.complete(ctx, a)
 	case actFail:
-		r.dropCopy(a.ID)
-		info := r.info(a.ID)
-		info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
-		if err := r.g.Fail(a.ID, a.Reason); err != nil {
-			return err
-		}
-		r.issues = append(r.issues, fmt.Sprintf("%s failed: %s", a.ID, oneLine(a.Reason, 200)))
-		r.end(a.ID, "failed")
-		if err := r.save(); err != nil {
-			return err
-		}
-		return r.afterReport(a.ID)
+		return r.fail(a)
 	case actAsk:
 		r.startDecision(ctx, a.Failure)
-		return nil
 	case actDecide:
-		r.st.Decisions = append(r.st.Decisions, Decision{Time: r.o.opts.Now(), Task: a.ID, Action: a.Action, Reason: a.Reason, Hints: a.Hints})
-		r.o.opts.Events.Emit(events.Event{Type: events.Decision, RunID: r.st.RunID, TaskID: a.ID, Status: a.Action,
-			Text: a.Reason, Data: map[string]any{"hints": a.Hints, "invalid": a.Invalid}})
-		return r.record()
+		return r.decide(a)
 	case actRetry:
-		if err := r.g.Retry(a.ID); err != nil {
-			return err
-		}
-		r.info(a.ID).Hints = a.Hints
-		return r.save()
+		return r.retry(a)
 	case actRequeue:
-		r.dropCopy(a.ID)
-		info := r.info(a.ID)
-		info.History = append(info.History, fmt.Sprintf("attempt %d: %s", info.Attempt, a.Note))
-		info.closeSpan("interrupted", r.o.opts.Now())
-		r.endTrace(a.ID, "interrupted")
-		if err := r.g.Fail(a.ID, a.Note); err != nil {
-			return err
-		}
-		if err := r.g.Retry(a.ID); err != nil {
-			return err
-		}
-		return r.save()
+		return r.requeue(a)
 	case actReplan:
-		if err := r.g.Replace(a.Tasks); err != nil {
-			return fmt.Errorf("replan: %w", err) // next validated it on a clone
-		}
-		for _, t := range r.g.Tasks() {
-			r.info(t.ID)
-		}
-		return r.save()
+		return r.replan(a)
 	case actAbort:
 		r.aborted = true
-		return nil
 	case actStopConfig:
-		if r.st.ConfigError == "" {
-			r.st.ConfigError = a.Reason
-		}
-		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
-			Text: "configuration error: " + a.Reason + ": no new task starts"})
-		return r.save()
+		return r.stopConfig(a)
 	case actRestart:
-		r.o.opts.Logger.Warn("the coding agent died; retrying its tasks on a fresh one", "err", a.Cause)
-		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, Text: fmt.Sprintf("coding agent died: %v", a.Cause)})
-		if err := r.o.opts.Runtime.Start(ctx); err != nil {
-			return fmt.Errorf("restart the coding agent: %w", err)
-		}
-		return nil
+		return r.restart(ctx, a)
+	case actNoteBudget:
+		r.noteBudget(a)
 	case actFinish:
-		r.st.Status, r.st.Paused = a.Status, a.Paused
-		r.st.Stop = stopOf(r.st, a.Status, r.hit, r.g.Tasks())
-		r.done = true
-		r.clearAttempts(ctx)
-		return r.save()
+		return r.finish(ctx, a)
+	default:
+		return fmt.Errorf("orchestrator: unknown action %T", a)
 	}
-	return fmt.Errorf("orchestrator: unknown action %T", a)
+	return nil
+}
+
+// recordReport books a report's summary, files, tokens and time on its task.
+func (r *run) recordReport(a actRecord) {
+	info := r.info(a.ID)
+	rep := a.Report
+	info.Attempt = rep.Attempt
+	info.Summary = rep.Summary
+	info.FilesChanged = rep.FilesChanged
+	info.Tokens.Add(rep.Tokens)
+	for _, s := range rep.Subagents {
+		info.Subagents = append(info.Subagents, runrecord.Subagent{Attempt: rep.Attempt, ID: s.ID, Goal: s.Goal, Tokens: s.Tokens})
+	}
+	r.agentTokens.Add(rep.Tokens)
+	info.Duration += time.Duration(rep.Duration)
+	info.Reason = rep.Reason
+}
+
+// complete moves the workspace to the task's merged result (with
+// checkpoints) and marks the task completed. A result that cannot reach
+// the workspace is not the task's fault: it comes back to the loop as a
+// failed merge, for the decision step.
+func (r *run) complete(ctx context.Context, a actComplete) error {
+	if a.Commit != "" {
+		if err := r.integrate(ctx, a.ID, a.Commit); err != nil {
+			r.outcomes = append(r.outcomes, evMerged{ID: a.ID, Failure: fmt.Sprintf("update the workspace with the merged result: %v", err)})
+			return nil
+		}
+	}
+	r.dropCopy(a.ID)
+	info := r.info(a.ID)
+	info.Acceptance = a.Acceptance
+	r.checkpointed(info)
+	info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(a.Summary, 300)))
+	if err := r.g.Complete(a.ID, oneLine(a.Summary, 500)); err != nil {
+		return err
+	}
+	r.end(a.ID, "completed")
+	if err := r.record(a.ID); err != nil {
+		return err
+	}
+	return r.afterReport(a.ID)
+}
+
+// fail marks the task failed (its dependants are skipped) and notes why.
+func (r *run) fail(a actFail) error {
+	r.dropCopy(a.ID)
+	info := r.info(a.ID)
+	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
+	if err := r.g.Fail(a.ID, a.Reason); err != nil {
+		return err
+	}
+	r.issues = append(r.issues, fmt.Sprintf("%s failed: %s", a.ID, oneLine(a.Reason, 200)))
+	r.end(a.ID, "failed")
+	if err := r.save(); err != nil {
+		return err
+	}
+	return r.afterReport(a.ID)
+}
+
+// decide records a decision about a failed task and tells the operator.
+func (r *run) decide(a actDecide) error {
+	r.st.Decisions = append(r.st.Decisions, runrecord.Decision{Time: r.o.opts.Now(), Task: a.ID, Action: string(a.Action), Reason: a.Reason, Hints: a.Hints})
+	r.o.opts.Events.Emit(events.Event{Type: events.Decision, RunID: r.st.RunID, TaskID: a.ID, Status: string(a.Action),
+		Text: a.Reason, Data: map[string]any{"hints": a.Hints, "invalid": a.Invalid}})
+	return r.record()
+}
+
+// retry puts a failed task back to pending with hints for its next attempt.
+func (r *run) retry(a actRetry) error {
+	if err := r.g.Retry(a.ID); err != nil {
+		return err
+	}
+	r.info(a.ID).Hints = a.Hints
+	return r.save()
+}
+
+// requeue sends a task again whose attempt ended through no fault of its own.
+func (r *run) requeue(a actRequeue) error {
+	r.dropCopy(a.ID)
+	info := r.info(a.ID)
+	info.History = append(info.History, fmt.Sprintf("attempt %d: %s", info.Attempt, a.Note))
+	info.CloseSpan("interrupted", r.o.opts.Now())
+	r.endTrace(a.ID, "interrupted")
+	if err := r.g.Fail(a.ID, a.Note); err != nil {
+		return err
+	}
+	if err := r.g.Retry(a.ID); err != nil {
+		return err
+	}
+	return r.save()
+}
+
+// replan replaces every unfinished task (next validated the tasks on a clone).
+func (r *run) replan(a actReplan) error {
+	if err := r.g.Replace(a.Tasks); err != nil {
+		return fmt.Errorf("replan: %w", err)
+	}
+	for _, t := range r.g.Tasks() {
+		r.info(t.ID)
+	}
+	return r.save()
+}
+
+// stopConfig stops dispatching because of a configuration error the agent met.
+func (r *run) stopConfig(a actStopConfig) error {
+	if r.st.ConfigError == "" {
+		r.st.ConfigError = a.Reason
+	}
+	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+		Text: "configuration error: " + a.Reason + ": no new task starts"})
+	return r.save()
+}
+
+// restart starts a fresh shared watcher after the old one died.
+func (r *run) restart(ctx context.Context, a actRestart) error {
+	r.o.opts.Logger.Warn("the coding agent died; retrying its tasks on a fresh one", "err", a.Cause)
+	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, Text: fmt.Sprintf("coding agent died: %v", a.Cause)})
+	if err := r.o.opts.Runtime.Start(ctx); err != nil {
+		return fmt.Errorf("restart the coding agent: %w", err)
+	}
+	return nil
+}
+
+// noteBudget tells the operator, once, that a budget is reached.
+func (r *run) noteBudget(a actNoteBudget) {
+	r.budgetNoted = true
+	r.o.opts.Logger.Info("budget reached: no new task starts", "why", a.Reason)
+	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+		Text: a.Reason + ": no new task starts; the run pauses once the tasks in flight finish"})
+}
+
+// finish ends the run with its status and why it stopped.
+func (r *run) finish(ctx context.Context, a actFinish) error {
+	r.st.Status, r.st.Paused = a.Status, a.Paused
+	r.st.Stop = stopOf(r.st, a.Status, r.budgetHit(), r.g.Tasks())
+	r.done = true
+	r.clearAttempts(ctx)
+	return r.save()
 }
 
 // startAcceptance runs the task's acceptance commands off the loop, so the

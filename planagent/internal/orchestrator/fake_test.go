@@ -15,6 +15,7 @@ import (
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -157,9 +158,9 @@ func newLayout(t testing.TB) volume.Layout {
 	return l
 }
 
-func newTestState(t testing.TB, tasks ...plan.Task) *State {
+func newTestState(t testing.TB, tasks ...plan.Task) *runrecord.State {
 	p := &plan.Plan{Title: "test", Overview: "a test plan", Tasks: tasks}
-	st, err := NewState("run-test-1", "the goal", p, llmUsage(), time.Now())
+	st, err := runrecord.NewState("run-test-1", "the goal", p, llmUsage(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package orchestrator
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -58,7 +57,7 @@ func TestResumeRefusesAFIFOReport(t *testing.T) {
 	if err := syscall.Mkfifo(l.ReportFile("t000"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := LoadState(l, "", true)
+	loaded, err := runrecord.LoadState(l, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,37 +78,9 @@ func TestResumeRefusesAFIFOReport(t *testing.T) {
 	}
 }
 
-// A corrupt state.json is named, not skipped: skipping it would say "no
-// runs" or resume an older run without a word.
-func TestLatestRunNamesACorruptState(t *testing.T) {
-	for _, withOlder := range []bool{false, true} {
-		l := newLayout(t)
-		if withOlder {
-			older := newTestState(t, chain(1)...)
-			older.RunID = "run-20260101-000000-aaaa"
-			if err := older.Save(l, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		corrupt := l.Run("run-20261122-000000-bbbb") + "/state.json"
-		if err := os.MkdirAll(filepath.Dir(corrupt), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(corrupt, []byte(`{"run_id": "run-20261122-000000-bbbb", "tasks": [`), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, unfinished := range []bool{false, true} {
-			st, err := LoadState(l, "", unfinished)
-			if err == nil || !strings.Contains(err.Error(), corrupt) || !strings.Contains(err.Error(), "corrupt") {
-				t.Errorf("older run %v, unfinished %v: got %v, %v; want an error naming %s", withOlder, unfinished, st, err, corrupt)
-			}
-		}
-	}
-}
-
 // killedAfterDispatch saves st as a planagent killed right after it
 // dispatched attempt 1 of id leaves it.
-func killedAfterDispatch(t *testing.T, l volume.Layout, st *State, id string) {
+func killedAfterDispatch(t *testing.T, l volume.Layout, st *runrecord.State, id string) {
 	t.Helper()
 	g, _ := taskgraph.New(st.Tasks)
 	_ = g.Start(id)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 // Each attempt works in its own copy of the workspace, made from the
@@ -60,7 +63,7 @@ func (r *run) isolated() bool {
 
 // prepareCopy makes the attempt's copy of the integration state, replacing
 // whatever a crashed earlier try left at that path.
-func (r *run) prepareCopy(ctx context.Context, id string, info *TaskInfo) error {
+func (r *run) prepareCopy(ctx context.Context, id string, info *runrecord.TaskInfo) error {
 	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt)
 	if err := r.o.opts.Repo.RemoveCopy(dir); err != nil {
 		return fmt.Errorf("task %s: clear the attempt's copy: %w", id, err)
@@ -207,7 +210,8 @@ func (r *run) recoverMerges(ctx context.Context) error {
 		return nil
 	}
 	cp := r.st.Checkpoints
-	for id, info := range r.st.Info {
+	for _, id := range slices.Sorted(maps.Keys(r.st.Info)) {
+		info := r.st.Info[id]
 		if info.Merging == "" {
 			continue
 		}
@@ -227,16 +231,11 @@ func (r *run) recoverMerges(ctx context.Context) error {
 			info.Merging = ""
 			continue
 		}
-		if err := r.g.Complete(id, oneLine(info.Summary, 500)); err != nil {
-			return err
-		}
+		// Moved: the task completes as any merged task does.
 		cp.Head, info.Commit, info.Merging = info.Merging, info.Merging, ""
-		r.checkpointed(info)
-		info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(info.Summary, 300)))
-		if err := r.save(); err != nil {
+		if err := r.complete(ctx, actComplete{ID: id, Summary: info.Summary, Acceptance: info.Acceptance}); err != nil {
 			return err
 		}
-		r.dropCopy(id)
 	}
 	return nil
 }
@@ -249,7 +248,7 @@ func (r *run) failpoint(name string) {
 
 // checkpointed records where a task that just completed left the
 // integration state, for rollback.
-func (r *run) checkpointed(info *TaskInfo) {
+func (r *run) checkpointed(info *runrecord.TaskInfo) {
 	if !r.isolated() {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -69,7 +70,7 @@ func TestDriveLaunchesTogether(t *testing.T) {
 	if err := New(Options{Layout: l, Runtime: rt, Parallel: 4}).Drive(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != RunCompleted {
+	if st.Status != runrecord.RunCompleted {
 		t.Fatalf("status %s", st.Status)
 	}
 	if rt.most != 4 {
@@ -118,7 +119,7 @@ func TestDriveStaleDeathIgnored(t *testing.T) {
 	if err := New(Options{Layout: l, Runtime: rt, MaxRetries: 2}).Drive(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != RunCompleted || rt.count("t000") != 2 {
+	if st.Status != runrecord.RunCompleted || rt.count("t000") != 2 {
 		t.Fatalf("status %s, dispatched %d times, want completed after 2", st.Status, rt.count("t000"))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -129,16 +130,21 @@ type actStopConfig struct{ Reason string }
 
 // actDecide records a decision about a failed task and tells the operator.
 type actDecide struct {
-	ID, Action, Reason, Invalid string
-	Hints                       []string
+	ID              string
+	Action          Choice
+	Reason, Invalid string
+	Hints           []string
 }
 
 // actRestart starts a fresh shared watcher after the old one died.
 type actRestart struct{ Cause error }
 
+// actNoteBudget tells the operator, once, that a budget is reached.
+type actNoteBudget struct{ Reason string }
+
 // actFinish ends the run with Status; Paused says which budget paused it.
 type actFinish struct {
-	Status RunStatus
+	Status runrecord.RunStatus
 	Paused string
 }
 
@@ -156,6 +162,7 @@ func (actAbort) isAction()      {}
 func (actStopConfig) isAction() {}
 func (actDecide) isAction()     {}
 func (actRestart) isAction()    {}
+func (actNoteBudget) isAction() {}
 func (actFinish) isAction()     {}
 
 // view is what next reads: the graph and what is under way. next never
@@ -163,7 +170,7 @@ func (actFinish) isAction()     {}
 type view struct {
 	g          *taskgraph.Graph
 	running    int  // attempts waiting for their report
-	accepting  int  // acceptance runs under way
+	accepting  int  // tasks finished but waiting for their acceptance or merge (queued or under way)
 	deciding   int  // decider calls under way
 	isolated   bool // attempts work in copies and are merged (a run with checkpoints)
 	aborted    bool
@@ -173,6 +180,8 @@ type view struct {
 	// budget names the run budget that is reached ("" while none is): no
 	// new task starts, and once nothing is under way the run pauses.
 	budget string
+	// budgetNew: the budget was found reached and not yet announced.
+	budgetNew bool
 }
 
 // spareAttempts is how many attempts beyond --max-retries a task gets for
@@ -220,26 +229,35 @@ func next(v view, ev event) []action {
 // settle dispatches ready tasks up to the parallel limit; with nothing left
 // to wait for, it ends the run. Nothing starts while the decider is asked:
 // its answer may replace the unfinished tasks or stop the run.
+//
+// The limit counts every task in flight: running, and finished but waiting
+// for its acceptance or its merge. Such a task still holds its attempt copy
+// (and, with acceptance, a container): counting only the running ones let
+// a 100-task fan-out at --parallel 4 pile up 91 unmerged tasks and 50 copies.
 func settle(v view) []action {
 	var out []action
+	if v.budgetNew {
+		out = append(out, actNoteBudget{Reason: v.budget})
+	}
+	started := false
 	if !v.aborted && v.deciding == 0 && v.budget == "" {
-		for _, id := range v.g.ReadyN(v.parallel - v.running) {
-			out = append(out, actDispatch{ID: id})
+		for _, id := range v.g.ReadyN(v.parallel - v.running - v.accepting) {
+			out, started = append(out, actDispatch{ID: id}), true
 		}
 	}
-	if len(out) > 0 || v.running > 0 || v.accepting > 0 || v.deciding > 0 {
+	if started || v.running > 0 || v.accepting > 0 || v.deciding > 0 {
 		return out
 	}
-	status := RunFailed
+	status := runrecord.RunFailed
 	switch {
 	case v.aborted:
-		status = RunAborted
+		status = runrecord.RunAborted
 	case v.budget != "" && !v.g.Done():
-		return []action{actFinish{Status: RunPaused, Paused: v.budget}}
+		return append(out, actFinish{Status: runrecord.RunPaused, Paused: v.budget})
 	case v.g.Counts()[taskgraph.Completed] == len(v.g.Tasks()):
-		status = RunCompleted
+		status = runrecord.RunCompleted
 	}
-	return []action{actFinish{Status: status}}
+	return append(out, actFinish{Status: status})
 }
 
 func onReport(v view, ev evReport) []action {
@@ -294,7 +312,7 @@ func onMerged(v view, ev evMerged) []action {
 		hint := "Your previous attempt conflicted with changes merged meanwhile in " + files +
 			": this attempt starts from the current state; read those files again and make your change on top of them."
 		return []action{actFail{ID: ev.ID, Reason: reason},
-			actDecide{ID: ev.ID, Action: "retry", Reason: reason + "; redone on the new base", Hints: []string{hint}},
+			actDecide{ID: ev.ID, Action: Retry, Reason: reason + "; redone on the new base", Hints: []string{hint}},
 			actRetry{ID: ev.ID, Hints: []string{hint}}}
 	case ev.Failure != "":
 		return failure(v, ev.ID, ev.Failure)
@@ -334,9 +352,9 @@ func failure(v view, id, reason string) []action {
 		return append(out, actAsk{Failure: Failure{Task: t, Error: reason, PlanSummary: v.g.Summary(), AttemptsLeft: left}})
 	}
 	if left > 0 {
-		return append(out, actDecide{ID: id, Action: "retry", Reason: "attempts left"}, actRetry{ID: id})
+		return append(out, actDecide{ID: id, Action: Retry, Reason: "attempts left"}, actRetry{ID: id})
 	}
-	return append(out, actDecide{ID: id, Action: "continue", Reason: "retries exhausted (--max-retries)"})
+	return append(out, actDecide{ID: id, Action: Continue, Reason: "retries exhausted (--max-retries)"})
 }
 
 // onVerdict turns the decider's answer into actions, holding it to the
@@ -352,26 +370,26 @@ func onVerdict(v view, id string, vd Verdict) []action {
 	}
 	d := actDecide{ID: id, Action: vd.Action, Reason: reason, Hints: vd.Hints, Invalid: vd.Invalid}
 	switch vd.Action {
-	case "retry":
+	case Retry:
 		if attemptsLeft(t, v.maxRetries, false) <= 0 {
-			d.Action, d.Reason = "continue", "retries exhausted (--max-retries); "+reason
+			d.Action, d.Reason = Continue, "retries exhausted (--max-retries); "+reason
 			return []action{d}
 		}
 		return []action{d, actRetry{ID: id, Hints: vd.Hints}}
-	case "replan":
+	case Replan:
 		tasks, err := replanTasks(v.g, vd.Replan)
 		if err == nil {
 			err = v.g.Clone().Replace(tasks)
 		}
 		if err != nil {
-			d.Action, d.Reason = "continue", fmt.Sprintf("replan rejected (%v); continuing without %s", err, id)
+			d.Action, d.Reason = Continue, fmt.Sprintf("replan rejected (%v); continuing without %s", err, id)
 			return []action{d}
 		}
 		return []action{d, actReplan{Tasks: tasks}}
-	case "abort":
+	case Abort:
 		return []action{d, actAbort{}}
 	default:
-		d.Action = "continue"
+		d.Action = Continue
 		return []action{d}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -87,6 +88,15 @@ func TestNext(t *testing.T) {
 			want: []action{actDispatch{ID: "b"}},
 		},
 		{
+			name: "settle counts the tasks waiting for their merge against the limit",
+			g: func(t *testing.T) *taskgraph.Graph {
+				return graphOf(t, nil, tk("a", IP, 1), tk("b", IP, 1), tk("c", IP, 1), tk("d", P, 0), tk("e", P, 0))
+			},
+			v:    view{parallel: 4, running: 1, accepting: 2},
+			ev:   evSettle{},
+			want: []action{actDispatch{ID: "d"}},
+		},
+		{
 			name: "settle waits for dependencies",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, chain, tk("a", IP, 1), tk("b", P, 0)) },
 			v:    view{parallel: 4, running: 1},
@@ -111,20 +121,20 @@ func TestNext(t *testing.T) {
 			name: "all completed finishes the run completed",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, chain, tk("a", C, 1), tk("b", C, 1)) },
 			ev:   evSettle{},
-			want: []action{actFinish{Status: RunCompleted}},
+			want: []action{actFinish{Status: runrecord.RunCompleted}},
 		},
 		{
 			name: "a failed task finishes the run failed",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", C, 1), tk("b", F, 2)) },
 			ev:   evSettle{},
-			want: []action{actFinish{Status: RunFailed}},
+			want: []action{actFinish{Status: runrecord.RunFailed}},
 		},
 		{
 			name: "aborted: no dispatch, the run ends aborted once nothing runs",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", F, 1), tk("b", P, 0)) },
 			v:    view{aborted: true},
 			ev:   evSettle{},
-			want: []action{actFinish{Status: RunAborted}},
+			want: []action{actFinish{Status: runrecord.RunAborted}},
 		},
 		{
 			name: "a reached budget starts nothing while a task runs",
@@ -134,18 +144,32 @@ func TestNext(t *testing.T) {
 			want: nil,
 		},
 		{
+			name: "a budget just reached is announced once, and pauses the run once nothing runs",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, chain, tk("a", C, 1), tk("b", P, 0)) },
+			v:    view{budget: "token budget reached", budgetNew: true},
+			ev:   evSettle{},
+			want: []action{actNoteBudget{Reason: "token budget reached"}, actFinish{Status: runrecord.RunPaused, Paused: "token budget reached"}},
+		},
+		{
+			name: "a budget just reached while a task runs is announced, nothing starts",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1), tk("b", P, 0)) },
+			v:    view{parallel: 2, running: 1, budget: "token budget reached", budgetNew: true},
+			ev:   evSettle{},
+			want: []action{actNoteBudget{Reason: "token budget reached"}},
+		},
+		{
 			name: "a reached budget pauses the run once nothing runs",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, chain, tk("a", C, 1), tk("b", P, 0)) },
 			v:    view{budget: "token budget reached"},
 			ev:   evSettle{},
-			want: []action{actFinish{Status: RunPaused, Paused: "token budget reached"}},
+			want: []action{actFinish{Status: runrecord.RunPaused, Paused: "token budget reached"}},
 		},
 		{
 			name: "a reached budget with every task done ends the run as usual",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, chain, tk("a", C, 1), tk("b", C, 1)) },
 			v:    view{budget: "token budget reached"},
 			ev:   evSettle{},
-			want: []action{actFinish{Status: RunCompleted}},
+			want: []action{actFinish{Status: runrecord.RunCompleted}},
 		},
 		{
 			name: "a task stopped at its budget fails with the reason budget",
@@ -170,7 +194,7 @@ func TestNext(t *testing.T) {
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", P, 1), tk("b", P, 0)) },
 			v:    view{parallel: 2, budget: "configuration error: tool call as text"},
 			ev:   evSettle{},
-			want: []action{actFinish{Status: RunPaused, Paused: "configuration error: tool call as text"}},
+			want: []action{actFinish{Status: runrecord.RunPaused, Paused: "configuration error: tool call as text"}},
 		},
 		{
 			name: "a completed report without acceptance completes the task",

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/events"
@@ -29,7 +31,7 @@ func (r *run) adoptInProgress(ctx context.Context) error {
 		info := r.info(t.ID)
 		now := r.o.opts.Now()
 		r.inflight[t.ID] = &flight{attempt: info.Attempt, launched: now, deadline: now.Add(r.o.opts.TaskTimeout)}
-		if exists(l.ReportFile(t.ID)) || exists(filepath.Join(l.Claimed(), t.ID+".md")) {
+		if exists(l.ReportFile(t.ID)) || exists(l.ClaimFile(t.ID)) {
 			continue // its report is waiting, or a watcher has it
 		}
 		if !exists(l.CommandFile(t.ID)) {
@@ -57,7 +59,8 @@ func (r *run) adoptInProgress(ctx context.Context) error {
 func (r *run) collect() []event {
 	l := r.o.opts.Layout
 	var out []event
-	for id, f := range r.inflight {
+	for _, id := range slices.Sorted(maps.Keys(r.inflight)) {
+		f := r.inflight[id]
 		p := l.ReportFile(id)
 		if !exists(p) {
 			continue
@@ -89,8 +92,8 @@ func (r *run) collect() []event {
 func (r *run) timeouts(ctx context.Context) []event {
 	now := r.o.opts.Now()
 	var out []event
-	for id, f := range r.inflight {
-		if now.After(f.deadline) {
+	for _, id := range slices.Sorted(maps.Keys(r.inflight)) {
+		if f := r.inflight[id]; now.After(f.deadline) {
 			delete(r.inflight, id)
 			r.abandoned[id] = true
 			if err := r.o.opts.Runtime.Abandon(ctx, id); err != nil {
@@ -137,7 +140,8 @@ func (r *run) checkHeartbeat(ctx context.Context) []event {
 func (r *run) agentDied(ex runtime.Exit) []event {
 	l := r.o.opts.Layout
 	ev := evAgentDied{Cause: ex.Err, Shared: ex.TaskID == ""}
-	for id, f := range r.inflight {
+	for _, id := range slices.Sorted(maps.Keys(r.inflight)) {
+		f := r.inflight[id]
 		if ex.TaskID != "" && id != ex.TaskID {
 			continue
 		}
@@ -147,7 +151,7 @@ func (r *run) agentDied(ex runtime.Exit) []event {
 			r.o.opts.Logger.Info("an earlier attempt's agent ended", "task", id, "attempt", ex.Attempt, "err", ex.Err)
 			continue
 		}
-		for _, p := range []string{filepath.Join(l.Claimed(), id+".md"), filepath.Join(l.Claimed(), id+".owner.json")} {
+		for _, p := range []string{l.ClaimFile(id), l.OwnerFile(id)} {
 			_ = os.Remove(p)
 		}
 		if exists(l.ReportFile(id)) {

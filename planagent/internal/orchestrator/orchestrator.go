@@ -29,6 +29,7 @@ import (
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -59,9 +60,20 @@ type Failure struct {
 	AttemptsLeft int
 }
 
+// Choice is what is done about a failed task.
+type Choice string
+
+// The choices of the decision step.
+const (
+	Retry    Choice = "retry"    // run the task again, with hints
+	Replan   Choice = "replan"   // replace every unfinished task
+	Continue Choice = "continue" // go on without it (its dependants are skipped)
+	Abort    Choice = "abort"    // stop the run
+)
+
 // Verdict is a Decider's answer.
 type Verdict struct {
-	Action  string      // retry | replan | continue | abort
+	Action  Choice
 	Reason  string      //
 	Hints   []string    // for retry
 	Replan  []plan.Task // for replan: the new remaining tasks
@@ -104,6 +116,10 @@ type Options struct {
 	// Budget pauses the run when reached and bounds each task's tokens.
 	Budget Budget
 	Now    func() time.Time
+	// Tick paces the checks that depend on the clock (task timeouts, the
+	// watcher's heartbeat) and a rescan of reports/; nil is a one-second
+	// ticker. Tests send ticks instead of waiting for them.
+	Tick <-chan time.Time
 }
 
 // Orchestrator drives runs.
@@ -156,7 +172,7 @@ type flight struct {
 // off-loop work reports back through results.
 type run struct {
 	o         *Orchestrator
-	st        *State
+	st        *runrecord.State
 	g         *taskgraph.Graph
 	ctxm      *projectctx.Manager
 	inflight  map[string]*flight
@@ -174,8 +190,10 @@ type run struct {
 	// before it, so State.Elapsed counts only time spent running.
 	started     time.Time
 	elapsed     time.Duration
-	budgetNoted bool     // the reached budget was announced
-	hit         limitHit // the budget reached last: the stop reason of a paused run
+	budgetNoted bool // the reached budget was announced
+	// outcomes are events the executor met while carrying actions out,
+	// for the loop to decide on next.
+	outcomes []event
 	// agentTokens are the agents' tokens (and server-reported cost) so far.
 	agentTokens protocol.Tokens
 	// traces: each attempt's invoke_agent span, and its traceparent for the command.
@@ -183,10 +201,16 @@ type run struct {
 	traceparents map[string]string
 }
 
+func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, ctxm *projectctx.Manager) *run {
+	return &run{o: o, st: st, g: g, ctxm: ctxm,
+		inflight: map[string]*flight{}, abandoned: map[string]bool{}, results: make(chan event), stopped: make(chan struct{}),
+		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
+}
+
 // Drive runs st until every task is finished, the model aborts, or ctx is
 // cancelled (then the state is saved as interrupted and ctx's error returned).
 // The runtime is started here and stopped before Drive returns.
-func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
+func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err error) {
 	g, err := taskgraph.New(st.Tasks)
 	if err != nil {
 		return fmt.Errorf("run %s: rebuild task graph: %w", st.RunID, err)
@@ -199,15 +223,13 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 	if st.Plan != nil {
 		title, overview = st.Plan.Title, st.Plan.Overview
 	}
-	r := &run{o: o, st: st, g: g, ctxm: projectctx.New(l, st.RunID, st.Goal, title, overview),
-		inflight: map[string]*flight{}, abandoned: map[string]bool{}, results: make(chan event), stopped: make(chan struct{}),
-		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
+	r := o.newRun(st, g, projectctx.New(l, st.RunID, st.Goal, title, overview))
 	defer close(r.stopped)
 	defer r.endTraces()
 	defer st.Close()
 	r.started, r.elapsed = o.opts.Now(), st.Elapsed
-	r.agentTokens = st.agentTokens()
-	st.Status, st.Paused, st.Stop, st.ConfigError = RunRunning, "", nil, "" // a resume is the fix's test
+	r.agentTokens = st.AgentTokens()
+	st.Status, st.Paused, st.Stop, st.ConfigError = runrecord.RunRunning, "", nil, "" // a resume is the fix's test
 	if err := r.save(); err != nil {
 		return err
 	}
@@ -215,8 +237,8 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 	// gone, the disk full) is not left "running" for good: it is
 	// interrupted, resumable, with the cause in its state.
 	defer func() {
-		if err != nil && !errors.Is(err, context.Canceled) && st.Status == RunRunning {
-			st.Status, st.Stop = RunInterrupted, &Stop{Reason: StopSetupError, Detail: firstLine(err.Error())}
+		if err != nil && !errors.Is(err, context.Canceled) && st.Status == runrecord.RunRunning {
+			st.Status, st.Stop = runrecord.RunInterrupted, &runrecord.Stop{Reason: runrecord.StopSetupError, Detail: firstLine(err.Error())}
 			if serr := r.save(); serr != nil {
 				err = errors.Join(err, serr)
 			}
@@ -249,14 +271,16 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 		return err
 	}
 
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	tick := o.opts.Tick
+	if tick == nil {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
 	evs := r.collect() // reports that arrived while planagent was down
 	for !r.done {
-		for _, ev := range append(evs, evSettle{}) {
-			if err := r.apply(ctx, next(r.view(), ev)); err != nil {
-				return err
-			}
+		if err := r.handle(ctx, append(evs, evSettle{})); err != nil {
+			return err
 		}
 		// One fsync for the records of these events, unless a dispatch
 		// already took it: a task's end and the next task's start, the
@@ -268,24 +292,42 @@ func (o *Orchestrator) Drive(ctx context.Context, st *State) (err error) {
 		if r.done {
 			break
 		}
-		if evs, err = r.wait(ctx, w, tick.C); err != nil {
+		if evs, err = r.wait(ctx, w, tick); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// view is the snapshot next decides on.
+// handle decides on each event in turn and carries the decision out. What
+// carrying it out turns up (a merged result that cannot reach the
+// workspace) comes back as an event, decided on before the rest.
+func (r *run) handle(ctx context.Context, evs []event) error {
+	for len(evs) > 0 {
+		ev := evs[0]
+		if err := r.apply(ctx, next(r.view(), ev)); err != nil {
+			return err
+		}
+		evs = evs[1:]
+		if len(r.outcomes) > 0 {
+			evs, r.outcomes = append(r.outcomes, evs...), nil
+		}
+	}
+	return nil
+}
+
+// view is the snapshot next decides on. Reading it changes nothing.
 func (r *run) view() view {
 	// A configuration error stops the run like a reached budget: nothing
 	// new starts, and the run pauses once nothing is under way.
-	stop := "configuration error: " + r.st.ConfigError
+	stop, announce := "configuration error: "+r.st.ConfigError, false
 	if r.st.ConfigError == "" {
-		stop = r.budgetReached()
+		stop = r.budgetHit().text
+		announce = stop != "" && !r.budgetNoted
 	}
 	return view{g: r.g, running: len(r.inflight), accepting: r.accepting, deciding: r.deciding, aborted: r.aborted,
 		parallel: r.o.opts.Parallel, maxRetries: r.o.opts.MaxRetries, decider: r.o.opts.Decider != nil,
-		isolated: r.isolated(), budget: stop}
+		isolated: r.isolated(), budget: stop, budgetNew: announce}
 }
 
 // wait blocks until something happens and returns it as events.
@@ -354,8 +396,8 @@ func (r *run) record(ids ...string) error {
 }
 
 func (r *run) interrupted(cause error) error {
-	r.st.Status = RunInterrupted
-	r.st.Stop = &Stop{Reason: StopInterrupted}
+	r.st.Status = runrecord.RunInterrupted
+	r.st.Stop = &runrecord.Stop{Reason: runrecord.StopInterrupted}
 	if err := r.save(); err != nil {
 		return errors.Join(cause, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,13 +14,14 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
 func llmUsage() llm.Usage { return llm.Usage{Prompt: 100, Completion: 20} }
 
-func status(st *State) map[string]taskgraph.Status {
+func status(st *runrecord.State) map[string]taskgraph.Status {
 	m := map[string]taskgraph.Status{}
 	for _, t := range st.Tasks {
 		m[t.ID] = t.Status
@@ -35,7 +37,7 @@ func TestDriveChainCompletes(t *testing.T) {
 	if err := o.Drive(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != RunCompleted {
+	if st.Status != runrecord.RunCompleted {
 		t.Fatalf("status %s", st.Status)
 	}
 	for id, s := range status(st) {
@@ -47,8 +49,8 @@ func TestDriveChainCompletes(t *testing.T) {
 		t.Errorf("dispatch order %s", got)
 	}
 	// Persisted, with each task's one attempt on the timeline.
-	loaded, err := LoadState(l, st.RunID, false)
-	if err != nil || loaded.Status != RunCompleted {
+	loaded, err := runrecord.LoadState(l, st.RunID, false)
+	if err != nil || loaded.Status != runrecord.RunCompleted {
 		t.Fatalf("load: %v %v", loaded, err)
 	}
 	for id, in := range loaded.Info {
@@ -87,7 +89,7 @@ func TestDriveArchivesAnEarlierRunsReportWithThatRun(t *testing.T) {
 	if got, err := protocol.ParseReport("", data); err != nil || got.Summary != "old work" {
 		t.Fatalf("earlier run's report not archived with it: %v %+v", err, got)
 	}
-	if st.Status != RunCompleted {
+	if st.Status != runrecord.RunCompleted {
 		t.Errorf("status %s", st.Status)
 	}
 }
@@ -119,7 +121,7 @@ func TestDriveFailureSkipsDownstreamAndRetries(t *testing.T) {
 			t.Errorf("%s = %s, want %s", id, got[id], s)
 		}
 	}
-	if st.Status != RunFailed || rt.count("bad") != 2 || rt.count("child") != 0 {
+	if st.Status != runrecord.RunFailed || rt.count("bad") != 2 || rt.count("child") != 0 {
 		t.Errorf("run %s, bad dispatched %d, child %d", st.Status, rt.count("bad"), rt.count("child"))
 	}
 	if len(st.Decisions) != 2 || st.Decisions[0].Action != "retry" || st.Decisions[1].Action != "continue" {
@@ -171,7 +173,7 @@ func TestDriveParallel(t *testing.T) {
 	if err := o.Drive(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != RunCompleted {
+	if st.Status != runrecord.RunCompleted {
 		t.Fatalf("status %s", st.Status)
 	}
 }
@@ -185,14 +187,14 @@ func TestDriveResumeReadsReportThatArrivedWhileDown(t *testing.T) {
 	_ = protocol.WriteReport(l.ReportFile("t000"), completed(&protocol.Command{ID: "t000", RunID: st.RunID, Attempt: 1}))
 
 	rt := newFakeRuntime(l, completed)
-	loaded, err := LoadState(l, "", true)
+	loaded, err := runrecord.LoadState(l, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := New(Options{Layout: l, Runtime: rt}).Drive(t.Context(), loaded); err != nil {
 		t.Fatal(err)
 	}
-	if loaded.Status != RunCompleted || rt.count("t000") != 0 || rt.count("t001") != 1 {
+	if loaded.Status != runrecord.RunCompleted || rt.count("t000") != 0 || rt.count("t001") != 1 {
 		t.Fatalf("status %s; t000 redispatched %d times; t001 %d", loaded.Status, rt.count("t000"), rt.count("t001"))
 	}
 }
@@ -209,7 +211,7 @@ func TestDriveResumeResendsLostCommand(t *testing.T) {
 	if err := New(Options{Layout: l, Runtime: rt}).Drive(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != RunCompleted || rt.count("t000") != 1 {
+	if st.Status != runrecord.RunCompleted || rt.count("t000") != 1 {
 		t.Fatalf("status %s, dispatched %d", st.Status, rt.count("t000"))
 	}
 }
@@ -231,7 +233,7 @@ func TestDriveRuntimeDeathRetriesOnFreshRuntime(t *testing.T) {
 	rt.mu.Lock()
 	starts := rt.starts
 	rt.mu.Unlock()
-	if st.Status != RunCompleted || starts != 2 || rt.count("t000") != 2 {
+	if st.Status != runrecord.RunCompleted || starts != 2 || rt.count("t000") != 2 {
 		t.Fatalf("status %s, starts %d, dispatched %d", st.Status, starts, rt.count("t000"))
 	}
 }
@@ -254,7 +256,7 @@ func TestDriveSilentWatcherIsReplaced(t *testing.T) {
 	rt.mu.Lock()
 	starts := rt.starts
 	rt.mu.Unlock()
-	if st.Status != RunCompleted || starts != 2 || rt.count("t000") != 2 {
+	if st.Status != runrecord.RunCompleted || starts != 2 || rt.count("t000") != 2 {
 		t.Fatalf("status %s, starts %d, dispatched %d", st.Status, starts, rt.count("t000"))
 	}
 	if h := strings.Join(st.Info["t000"].History, "\n"); !strings.Contains(h, "no watcher heartbeat") {
@@ -265,21 +267,52 @@ func TestDriveSilentWatcherIsReplaced(t *testing.T) {
 // A task whose agent has not beaten yet is not taken for dead: with
 // per-attempt containers the previous attempt's container took its heartbeat
 // away when it exited, and the new one may take more than a tick to start.
+// The clock and the ticks are the test's: two ticks, 5 s after the launch,
+// come while the agent has no heartbeat; the second is received only once
+// the loop is done with the first.
 func TestDriveNewAttemptGetsTheHeartbeatTimeoutToBeat(t *testing.T) {
 	l := newLayout(t)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	tick := make(chan time.Time)
+	running, release := make(chan struct{}), make(chan struct{})
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		_ = os.Remove(filepath.Join(l.Watchers(), "fake.json"))
-		time.Sleep(1500 * time.Millisecond) // past the one-second tick
+		close(running)
+		<-release
 		return completed(c)
 	})
+	go func() {
+		defer close(release)
+		select {
+		case <-running:
+		case <-t.Context().Done():
+			return
+		}
+		mu.Lock()
+		now = now.Add(5 * time.Second)
+		mu.Unlock()
+		for range 2 {
+			select {
+			case tick <- clock():
+			case <-t.Context().Done():
+				return
+			}
+		}
+	}()
 	st := newTestState(t, chain(1)...)
-	if err := New(Options{Layout: l, Runtime: rt, HeartbeatTimeout: 10 * time.Second}).Drive(t.Context(), st); err != nil {
+	if err := New(Options{Layout: l, Runtime: rt, HeartbeatTimeout: 10 * time.Second, Now: clock, Tick: tick}).Drive(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
 	rt.mu.Lock()
 	starts := rt.starts
 	rt.mu.Unlock()
-	if st.Status != RunCompleted || starts != 1 || rt.count("t000") != 1 {
+	if st.Status != runrecord.RunCompleted || starts != 1 || rt.count("t000") != 1 {
 		t.Fatalf("status %s, runtime starts %d, dispatched %d: a task was taken for dead before its agent could beat", st.Status, starts, rt.count("t000"))
 	}
 }
@@ -296,8 +329,8 @@ func TestDriveInterrupted(t *testing.T) {
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("err %v", err)
 	}
-	loaded, lerr := LoadState(l, st.RunID, true)
-	if lerr != nil || loaded.Status != RunInterrupted {
+	loaded, lerr := runrecord.LoadState(l, st.RunID, true)
+	if lerr != nil || loaded.Status != runrecord.RunInterrupted {
 		t.Fatalf("persisted %v %v", loaded, lerr)
 	}
 }
@@ -336,7 +369,7 @@ func TestDriveTaskThatKillsEveryAgentFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := status(st)
-	if got["killer"] != taskgraph.Failed || got["fine"] != taskgraph.Completed || st.Status != RunFailed {
+	if got["killer"] != taskgraph.Failed || got["fine"] != taskgraph.Completed || st.Status != runrecord.RunFailed {
 		t.Fatalf("statuses %v, run %s", got, st.Status)
 	}
 	// One first run, MaxRetries+spareAttempts more after deaths, and no more.
@@ -411,7 +444,7 @@ func TestDriveInterruptStopsTheDecider(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Drive did not return after Ctrl-C while the decider was asked")
 	}
-	if loaded, err := LoadState(l, st.RunID, false); err != nil || loaded.Status != RunInterrupted {
+	if loaded, err := runrecord.LoadState(l, st.RunID, false); err != nil || loaded.Status != runrecord.RunInterrupted {
 		t.Fatalf("saved state: %v %v", loaded, err)
 	}
 }

@@ -50,14 +50,28 @@ func Validate(p *Plan, limits Limits) error {
 	return planspec.Validate(p, limits)
 }
 
+// GraphTask is plan task t as a pending task of the graph. It is the one
+// place a planned task becomes a graph task (the plan, a plan file, a
+// replan), so no path can drop a field, such as the task's own budget.
+func GraphTask(t Task) taskgraph.Task {
+	return taskgraph.Task{
+		ID: t.ID, Title: t.Title, Description: t.Description,
+		Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.TokenBudget(),
+	}
+}
+
+// PlanTask is graph task t as the plan task it was made from (GraphTask's
+// inverse), to validate a graph's tasks with a plan's rules.
+func PlanTask(t taskgraph.Task) Task {
+	return Task{ID: t.ID, Title: t.Title, Description: t.Description,
+		Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens}
+}
+
 // Graph builds the task graph of p (all tasks pending).
 func Graph(p *Plan) (*taskgraph.Graph, error) {
 	tasks := make([]taskgraph.Task, len(p.Tasks))
 	for i, t := range p.Tasks {
-		tasks[i] = taskgraph.Task{
-			ID: t.ID, Title: t.Title, Description: t.Description,
-			Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.TokenBudget(),
-		}
+		tasks[i] = GraphTask(t)
 	}
 	g, err := taskgraph.New(tasks)
 	if err != nil {

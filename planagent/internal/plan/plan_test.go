@@ -55,3 +55,22 @@ func TestPlanGraph(t *testing.T) {
 		t.Errorf("Graph() of a cyclic plan: %v", err)
 	}
 }
+
+// A planned task and its graph task carry the same fields both ways, the
+// task's own budget under either of its names included.
+func TestGraphTaskRoundTrip(t *testing.T) {
+	for _, pt := range []Task{
+		{ID: "a", Title: "A", Description: "do a", Dependencies: []string{"b"}, Acceptance: []string{"true"}, BudgetTokens: 5000},
+		{ID: "a", Description: "do a", Dependencies: []string{}, TaskBudgetTokens: 7000},
+	} {
+		gt := GraphTask(pt)
+		if gt.ID != pt.ID || gt.Title != pt.Title || gt.Description != pt.Description ||
+			!slices.Equal(gt.Dependencies, pt.Dependencies) || !slices.Equal(gt.Acceptance, pt.Acceptance) ||
+			gt.BudgetTokens != pt.TokenBudget() {
+			t.Errorf("GraphTask(%+v) = %+v", pt, gt)
+		}
+		if back := PlanTask(gt); back.TokenBudget() != pt.TokenBudget() || back.Description != pt.Description {
+			t.Errorf("PlanTask(GraphTask(%+v)) = %+v", pt, back)
+		}
+	}
+}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -195,7 +195,7 @@ type Sent struct {
 // one per task reviewed (diffOf gives a task's change, "" when unknown),
 // saves the state and marks the comments sent. The caller holds the run's
 // lock: nothing else drives the run meanwhile.
-func Send(l volume.Layout, st *orchestrator.State, pending []Comment, diffOf func(commit string) string) ([]Sent, error) {
+func Send(l volume.Layout, st *runrecord.State, pending []Comment, diffOf func(commit string) string) ([]Sent, error) {
 	var order []string
 	byTask := map[string][]Comment{}
 	for _, c := range pending {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/volume"
 )
 
 const (
@@ -114,15 +115,14 @@ func (d *Docker) freeClaims(hosts map[string]bool) {
 		}
 		return v.Host
 	}
-	claimed := d.opts.Volumes.Claimed()
-	owners, _ := filepath.Glob(filepath.Join(claimed, "*.owner.json"))
+	owners, _ := filepath.Glob(filepath.Join(d.opts.Volumes.Claimed(), "*"+volume.OwnerSuffix))
 	for _, o := range owners {
 		if !hosts[host(o)] {
 			continue
 		}
-		id := strings.TrimSuffix(filepath.Base(o), ".owner.json")
+		id := strings.TrimSuffix(filepath.Base(o), volume.OwnerSuffix)
 		d.log.Info("freeing the claim of a removed container", "task", id)
-		_ = os.Remove(filepath.Join(claimed, id+".md"))
+		_ = os.Remove(d.opts.Volumes.ClaimFile(id))
 		_ = os.Remove(o)
 	}
 	beats, _ := filepath.Glob(filepath.Join(d.opts.Volumes.Watchers(), "*.json"))

@@ -9,8 +9,8 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
@@ -57,12 +57,12 @@ func TestCostRules(t *testing.T) {
 func TestBuildCacheAwareCost(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := &plan.Plan{Title: "T", Tasks: []plan.Task{{ID: "a", Description: "a"}, {ID: "b", Description: "b"}}}
-	st, err := orchestrator.NewState("r1", "goal", p, llm.Usage{Prompt: 1_000_000, Cached: 1_000_000}, now)
+	st, err := runrecord.NewState("r1", "goal", p, llm.Usage{Prompt: 1_000_000, Cached: 1_000_000}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Info["a"] = &orchestrator.TaskInfo{Tokens: protocol.Tokens{Prompt: 1_000_000, Cached: 600_000, CacheWrite: 400_000}}
-	st.Info["b"] = &orchestrator.TaskInfo{Tokens: protocol.Tokens{Prompt: 5, Completion: 5, CostUSD: 0.25}}
+	st.Info["a"] = &runrecord.TaskInfo{Tokens: protocol.Tokens{Prompt: 1_000_000, Cached: 600_000, CacheWrite: 400_000}}
+	st.Info["b"] = &runrecord.TaskInfo{Tokens: protocol.Tokens{Prompt: 5, Completion: 5, CostUSD: 0.25}}
 	r := Build(st, Options{Model: "m", Prices: Prices{"m": {Input: 1, Output: 2, CachedInput: 0.1, CacheWrite: 1.25}}})
 	byID := map[string]Task{}
 	for _, tk := range r.Tasks {
@@ -89,12 +89,12 @@ func TestBuildCacheAwareCost(t *testing.T) {
 func TestSubagentCost(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := &plan.Plan{Title: "T", Tasks: []plan.Task{{ID: "a", Description: "a"}}}
-	st, err := orchestrator.NewState("r1", "goal", p, llm.Usage{}, now)
+	st, err := runrecord.NewState("r1", "goal", p, llm.Usage{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Info["a"] = &orchestrator.TaskInfo{Tokens: protocol.Tokens{Prompt: 3_000_000, Completion: 100_000, Cached: 1_000_000},
-		Subagents: []orchestrator.Subagent{
+	st.Info["a"] = &runrecord.TaskInfo{Tokens: protocol.Tokens{Prompt: 3_000_000, Completion: 100_000, Cached: 1_000_000},
+		Subagents: []runrecord.Subagent{
 			{Attempt: 1, ID: "a.sub1", Goal: "Map the | router", Tokens: protocol.Tokens{Prompt: 1_000_000, Cached: 1_000_000}},
 			{Attempt: 2, ID: "a.sub1", Goal: "Write the tests", Tokens: protocol.Tokens{Prompt: 5, Completion: 5, CostUSD: 0.25}},
 		}}

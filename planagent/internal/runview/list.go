@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 // Row is one run in the list of runs.
@@ -25,7 +25,7 @@ type Row struct {
 	Tokens  Tokens         `json:"tokens"`
 	CostUSD *float64       `json:"cost_usd,omitempty"`
 	// Stop is why the run ended (omitted while it runs).
-	Stop *orchestrator.Stop `json:"stop_reason,omitempty"`
+	Stop *runrecord.Stop `json:"stop_reason,omitempty"`
 	// Error says why the run's state could not be read; the other fields
 	// but ID are then empty.
 	Error string `json:"error,omitempty"`
@@ -49,7 +49,7 @@ func List(l volume.Layout, opts Options) ([]Row, error) {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		st, err := orchestrator.LoadState(l, e.Name(), false)
+		st, err := runrecord.LoadState(l, e.Name(), false)
 		if err != nil {
 			rows = append(rows, Row{ID: e.Name(), Error: err.Error()})
 			continue

@@ -11,7 +11,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -106,8 +106,8 @@ type Run struct {
 	Budget *Budget `json:"budget,omitempty"`
 	Paused string  `json:"paused,omitempty"`
 	// Stop is why the run ended (omitted while it runs).
-	Stop      *orchestrator.Stop `json:"stop_reason,omitempty"`
-	Decisions []Decision         `json:"decisions,omitempty"`
+	Stop      *runrecord.Stop `json:"stop_reason,omitempty"`
+	Decisions []Decision      `json:"decisions,omitempty"`
 }
 
 // Budget is what a run may use (0: no limit).
@@ -182,7 +182,7 @@ type Options struct {
 }
 
 // Build makes the view of st.
-func Build(st *orchestrator.State, opts Options) *Run {
+func Build(st *runrecord.State, opts Options) *Run {
 	r := &Run{ID: st.RunID, Goal: st.Goal, Status: string(st.Status), Created: st.Created, Updated: st.Updated,
 		Model: opts.Model, Counts: map[string]int{}}
 	if st.Settings != nil && st.Settings.Model != "" {
@@ -203,7 +203,7 @@ func Build(st *orchestrator.State, opts Options) *Run {
 	for _, t := range ordered(st.Tasks) {
 		in := st.Info[t.ID]
 		if in == nil {
-			in = &orchestrator.TaskInfo{}
+			in = &runrecord.TaskInfo{}
 		}
 		v := Task{ID: t.ID, Title: titleOf(t), Status: string(t.Status), Dependencies: append([]string{}, t.Dependencies...),
 			Attempts: t.Attempts, Tokens: TokensOf(in.Tokens), DurationMS: in.Duration.Milliseconds(),
@@ -270,7 +270,7 @@ func Build(st *orchestrator.State, opts Options) *Run {
 
 // timeline is the task's attempts. A state written before spans were kept
 // gives its last dispatch and the agent's time as one approximate span.
-func timeline(t taskgraph.Task, in *orchestrator.TaskInfo) []Span {
+func timeline(t taskgraph.Task, in *runrecord.TaskInfo) []Span {
 	spans := []Span{}
 	for _, s := range in.Spans {
 		v := Span{Attempt: s.Attempt, Start: s.Start, Status: s.Status}

@@ -15,8 +15,8 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -24,7 +24,7 @@ var t0 = time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)
 
 // testState is a diamond a → (b, c) → d after a retry of b: a and b
 // completed, c failed, d skipped; b took two attempts.
-func testState(t *testing.T) *orchestrator.State {
+func testState(t *testing.T) *runrecord.State {
 	t.Helper()
 	p := &plan.Plan{Title: "Diamond", Tasks: []plan.Task{
 		{ID: "a", Title: `Set up "the" <module>`, Description: "set up"},
@@ -32,11 +32,11 @@ func testState(t *testing.T) *orchestrator.State {
 		{ID: "c.x-1", Description: "Write c\nwith details", Dependencies: []string{"a"}},
 		{ID: "d", Title: "Join", Description: "d", Dependencies: []string{"b", "c.x-1"}},
 	}}
-	st, err := orchestrator.NewState("run-20261123-010000-0001", "build a diamond", p, llm.Usage{Prompt: 1000, Completion: 200}, t0)
+	st, err := runrecord.NewState("run-20261123-010000-0001", "build a diamond", p, llm.Usage{Prompt: 1000, Completion: 200}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Settings = &orchestrator.Settings{Model: "m1"}
+	st.Settings = &runrecord.Settings{Model: "m1"}
 	set := func(i int, s taskgraph.Status, attempts int, result, errText string) {
 		st.Tasks[i].Status, st.Tasks[i].Attempts, st.Tasks[i].Result, st.Tasks[i].Error = s, attempts, result, errText
 	}
@@ -46,16 +46,16 @@ func testState(t *testing.T) *orchestrator.State {
 	set(3, taskgraph.Skipped, 0, "", "")
 	st.Tasks[3].SkippedBy = "c.x-1"
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	st.Info["a"] = &orchestrator.TaskInfo{Attempt: 1, Tokens: protocol.Tokens{Prompt: 100, Completion: 10}, Duration: 4 * time.Second,
-		Spans: []orchestrator.Span{{Attempt: 1, Start: at(1), End: at(5), Status: "completed"}}}
-	st.Info["b"] = &orchestrator.TaskInfo{Attempt: 2, Tokens: protocol.Tokens{Prompt: 300, Completion: 30}, Duration: 5 * time.Second,
+	st.Info["a"] = &runrecord.TaskInfo{Attempt: 1, Tokens: protocol.Tokens{Prompt: 100, Completion: 10}, Duration: 4 * time.Second,
+		Spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(5), Status: "completed"}}}
+	st.Info["b"] = &runrecord.TaskInfo{Attempt: 2, Tokens: protocol.Tokens{Prompt: 300, Completion: 30}, Duration: 5 * time.Second,
 		FilesChanged: []string{"b.go"}, Commit: "abc123",
-		Spans: []orchestrator.Span{{Attempt: 1, Start: at(6), End: at(8), Status: "failed"}, {Attempt: 2, Start: at(9), End: at(13), Status: "completed"}}}
+		Spans: []runrecord.Span{{Attempt: 1, Start: at(6), End: at(8), Status: "failed"}, {Attempt: 2, Start: at(9), End: at(13), Status: "completed"}}}
 	// c has only the fields of a state written before spans were kept.
-	st.Info["c.x-1"] = &orchestrator.TaskInfo{Attempt: 1, DispatchedAt: at(6), Duration: 3 * time.Second,
+	st.Info["c.x-1"] = &runrecord.TaskInfo{Attempt: 1, DispatchedAt: at(6), Duration: 3 * time.Second,
 		Tokens: protocol.Tokens{Prompt: 50, Completion: 5}}
-	st.Decisions = []orchestrator.Decision{{Time: at(9), Task: "c.x-1", Action: "continue", Reason: "not needed"}}
-	st.Status = orchestrator.RunFailed
+	st.Decisions = []runrecord.Decision{{Time: at(9), Task: "c.x-1", Action: "continue", Reason: "not needed"}}
+	st.Status = runrecord.RunFailed
 	st.Updated = at(20)
 	return st
 }
@@ -132,7 +132,7 @@ func TestList(t *testing.T) {
 	}
 	older := testState(t)
 	older.RunID = "run-20261122-000000-0001"
-	for _, st := range []*orchestrator.State{older, testState(t)} {
+	for _, st := range []*runrecord.State{older, testState(t)} {
 		updated := st.Updated
 		if err := st.Save(l, updated); err != nil {
 			t.Fatal(err)
@@ -288,7 +288,7 @@ func TestSummaryOfAnInterruptedRunAgreesWithItsTotals(t *testing.T) {
 	st := testState(t)
 	st.Tasks[2].Status, st.Tasks[2].Error = taskgraph.InProgress, ""
 	st.Tasks[3].Status = taskgraph.Pending
-	st.Status = orchestrator.RunInterrupted
+	st.Status = runrecord.RunInterrupted
 	s := Summary(Build(st, Options{}))
 	for _, want := range []string{"| c.x-1 | interrupted | 1 |", "| d | pending | 0 |",
 		"Totals: 4 tasks: 2 completed, 0 failed, 0 skipped, 1 pending, 1 interrupted (resume starts them again)."} {

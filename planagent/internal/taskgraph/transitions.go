@@ -140,7 +140,8 @@ func (g *Graph) downstream(i int) []int {
 }
 
 // Replace is a replan: every task that is not completed or in progress is
-// dropped and remaining is appended as fresh pending tasks. In-progress tasks
+// dropped and remaining (new tasks, as plan.GraphTask makes them) is
+// appended as fresh pending tasks (their planned fields only). In-progress tasks
 // are kept because a coding agent is still working on them and its report
 // will arrive. New tasks may depend on kept tasks and on each other, and
 // must not reuse a kept task's id. On error the graph is unchanged.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkStreamUpdate(b *testing.B) {
 				id := fmt.Sprintf("t%04d", i)
 				f.st.Tasks = append(f.st.Tasks, taskgraph.Task{ID: id, Title: "task " + id, Description: "do " + id,
 					Dependencies: []string{f.st.Tasks[i-1].ID}, Status: taskgraph.Pending})
-				f.st.Info[id] = &orchestrator.TaskInfo{}
+				f.st.Info[id] = &runrecord.TaskInfo{}
 			}
 			if err := f.st.Save(f.l, time.Now()); err != nil {
 				b.Fatal(err)

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/review"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 func postAs(t *testing.T, url, token, origin, body string) (int, string) {
@@ -82,7 +82,7 @@ func TestReviewWritesNeedTokenAndOrigin(t *testing.T) {
 	if err := json.Unmarshal([]byte(msg), &out); err != nil || len(out.Sent) != 1 || out.Sent[0].FollowUp != "a-review" || out.Next != "planagent resume "+runID {
 		t.Fatalf("send answered %s (%v)", msg, err)
 	}
-	st, err := orchestrator.LoadState(f.l, runID, false)
+	st, err := runrecord.LoadState(f.l, runID, false)
 	if err != nil {
 		t.Fatal(err)
 	}

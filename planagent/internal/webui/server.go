@@ -21,7 +21,7 @@ import (
 	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 )
 
@@ -189,14 +189,14 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 }
 
 // load reads the run named in the path; it answers the request itself on error.
-func (s *Server) load(w http.ResponseWriter, r *http.Request) (*orchestrator.State, bool) {
+func (s *Server) load(w http.ResponseWriter, r *http.Request) (*runrecord.State, bool) {
 	id := r.PathValue("run")
 	if err := protocol.ValidateID(id); err != nil {
 		http.Error(w, "run id: "+err.Error(), http.StatusBadRequest)
 		return nil, false
 	}
-	st, err := orchestrator.LoadState(s.opts.Layout, id, false)
-	if errors.Is(err, orchestrator.ErrNoRun) {
+	st, err := runrecord.LoadState(s.opts.Layout, id, false)
+	if errors.Is(err, runrecord.ErrNoRun) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return nil, false
 	}

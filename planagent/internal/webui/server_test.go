@@ -17,8 +17,8 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -29,7 +29,7 @@ const runID = "run-20261123-010000-00aa"
 // in progress (with events), c pending after b.
 type fixture struct {
 	l  volume.Layout
-	st *orchestrator.State
+	st *runrecord.State
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -47,17 +47,17 @@ func newFixture(t testing.TB) *fixture {
 		{ID: "c", Title: "Third", Description: "c", Dependencies: []string{"b"}},
 	}}
 	now := time.Now().UTC().Add(-time.Minute)
-	st, err := orchestrator.NewState(runID, "three things", p, llm.Usage{Prompt: 10, Completion: 2}, now)
+	st, err := runrecord.NewState(runID, "three things", p, llm.Usage{Prompt: 10, Completion: 2}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Settings = &orchestrator.Settings{Model: "m1", Workspace: l.Workspace()}
+	st.Settings = &runrecord.Settings{Model: "m1", Workspace: l.Workspace()}
 	st.Tasks[0].Status, st.Tasks[0].Attempts, st.Tasks[0].Result = taskgraph.Completed, 1, "a done"
 	st.Tasks[1].Status, st.Tasks[1].Attempts = taskgraph.InProgress, 1
-	st.Info["a"] = &orchestrator.TaskInfo{Attempt: 1, Tokens: protocol.Tokens{Prompt: 100, Completion: 20}, FilesChanged: []string{"a.txt"},
-		Subagents: []orchestrator.Subagent{{Attempt: 1, ID: "a.sub1", Goal: "look around", Tokens: protocol.Tokens{Prompt: 40, Completion: 5}}},
-		Spans:     []orchestrator.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
-	st.Info["b"] = &orchestrator.TaskInfo{Attempt: 1, Spans: []orchestrator.Span{{Attempt: 1, Start: now.Add(6 * time.Second)}}}
+	st.Info["a"] = &runrecord.TaskInfo{Attempt: 1, Tokens: protocol.Tokens{Prompt: 100, Completion: 20}, FilesChanged: []string{"a.txt"},
+		Subagents: []runrecord.Subagent{{Attempt: 1, ID: "a.sub1", Goal: "look around", Tokens: protocol.Tokens{Prompt: 40, Completion: 5}}},
+		Spans:     []runrecord.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
+	st.Info["b"] = &runrecord.TaskInfo{Attempt: 1, Spans: []runrecord.Span{{Attempt: 1, Start: now.Add(6 * time.Second)}}}
 	if err := st.Save(l, now.Add(7*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestTaskDiffFromCheckpoint(t *testing.T) {
 	git("merge", "-q", "--no-ff", "-m", "a: First (merged)", "attempt")
 	merged := git("rev-parse", "HEAD")
 
-	f.st.Checkpoints = &orchestrator.Checkpoints{Mode: "git", Branch: "main", Start: start, Head: merged}
+	f.st.Checkpoints = &runrecord.Checkpoints{Mode: "git", Branch: "main", Start: start, Head: merged}
 	f.st.Info["a"].Commit = merged
 	if err := f.st.Save(f.l, time.Now().UTC()); err != nil {
 		t.Fatal(err)

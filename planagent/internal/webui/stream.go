@@ -16,7 +16,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/protocol"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -67,7 +67,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	sse := &sseWriter{w: w}
 	tails := &tailer{s: s, runID: st.RunID, offsets: map[string]int64{}, live: map[string]bool{}}
 	var shown time.Time
-	push := func(st *orchestrator.State) error {
+	push := func(st *runrecord.State) error {
 		if !st.Updated.Equal(shown) {
 			shown = st.Updated
 			sse.send("run", runview.Build(st, s.opts.View))
@@ -81,7 +81,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	runID := st.RunID
 	reload := func() error {
-		st, err := orchestrator.LoadState(l, runID, false)
+		st, err := runrecord.LoadState(l, runID, false)
 		if err != nil {
 			sse.send("problem", map[string]string{"error": err.Error()})
 			fl.Flush()
@@ -174,7 +174,7 @@ type tailer struct {
 	live    map[string]bool // tasks in progress at the last read: their last lines are still read once
 }
 
-func (t *tailer) read(st *orchestrator.State, out *sseWriter) {
+func (t *tailer) read(st *runrecord.State, out *sseWriter) {
 	live := map[string]bool{}
 	for _, task := range st.Tasks {
 		if task.Status == taskgraph.InProgress {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/protocol"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -103,7 +103,7 @@ var commitRE = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 
 // diff is the patch of a completed task's checkpoint commit. A completed
 // task of a run with checkpoints and no commit changed nothing.
-func diff(ctx context.Context, st *orchestrator.State, commit string, completed bool) (string, string) {
+func diff(ctx context.Context, st *runrecord.State, commit string, completed bool) (string, string) {
 	cp := st.Checkpoints
 	switch {
 	case commit == "" && completed && cp != nil:

@@ -1,4 +1,4 @@
-package orchestrator
+package runrecord
 
 import (
 	"encoding/json"
@@ -90,17 +90,17 @@ type Span struct {
 	Status  string    `json:"status,omitempty"` // completed | failed | interrupted; "" while running
 }
 
-// openSpan records the start of an attempt; one still open (its end was
+// OpenSpan records the start of an attempt; one still open (its end was
 // not recorded, e.g. a crash) ends here as interrupted.
-func (in *TaskInfo) openSpan(attempt int, now time.Time) {
+func (in *TaskInfo) OpenSpan(attempt int, now time.Time) {
 	if n := len(in.Spans); n > 0 && in.Spans[n-1].End.IsZero() {
 		in.Spans[n-1].End, in.Spans[n-1].Status = now, "interrupted"
 	}
 	in.Spans = append(in.Spans, Span{Attempt: attempt, Start: now})
 }
 
-// closeSpan ends the running attempt, if any, with its outcome.
-func (in *TaskInfo) closeSpan(status string, now time.Time) {
+// CloseSpan ends the running attempt, if any, with its outcome.
+func (in *TaskInfo) CloseSpan(status string, now time.Time) {
 	if n := len(in.Spans); n > 0 && in.Spans[n-1].End.IsZero() {
 		in.Spans[n-1].End, in.Spans[n-1].Status, in.Spans[n-1].Attempt = now, status, in.Attempt
 	}
@@ -360,4 +360,13 @@ func (s *State) RetryFailed() ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// AgentTokens is every token the run's agents have reported so far.
+func (s *State) AgentTokens() protocol.Tokens {
+	var t protocol.Tokens
+	for _, in := range s.Info {
+		t.Add(in.Tokens)
+	}
+	return t
 }

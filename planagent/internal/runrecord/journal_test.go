@@ -1,4 +1,4 @@
-package orchestrator
+package runrecord
 
 import (
 	"bufio"
@@ -44,7 +44,7 @@ func transition(t testing.TB, l volume.Layout, st *State, g *taskgraph.Graph, id
 func startedState(t testing.TB, n int) (volume.Layout, *State, *taskgraph.Graph) {
 	t.Helper()
 	l := newLayout(t)
-	st := newTestState(t, benchChain(n)...)
+	st := newTestState(t, chain(n)...)
 	if err := st.Save(l, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func journalWriter(t *testing.T) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	st := newTestState(t, benchChain(1000)...)
+	st := newTestState(t, chain(1000)...)
 	if err := st.Save(l, time.Now()); err != nil {
 		t.Fatal(err)
 	}

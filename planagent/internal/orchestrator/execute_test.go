@@ -1,0 +1,202 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/projectctx"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+// Each action's function is tested alone here, on a run made without Drive:
+// real files under a temporary volumes dir, a fake runtime, fake repos.
+
+func newTestRun(t *testing.T, opts Options, tasks ...plan.Task) *run {
+	t.Helper()
+	opts.Layout = newLayout(t)
+	if opts.Runtime == nil {
+		opts.Runtime = newFakeRuntime(opts.Layout, completed)
+	}
+	o := New(opts)
+	st := newTestState(t, tasks...)
+	if err := st.Save(opts.Layout, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	g, err := taskgraph.New(st.Tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := o.newRun(st, g, projectctx.New(opts.Layout, st.RunID, st.Goal, "test", "a test plan"))
+	r.started = o.opts.Now()
+	t.Cleanup(func() {
+		close(r.stopped)
+		_ = st.Close()
+	})
+	return r
+}
+
+func statusOf(t *testing.T, r *run, id string) taskgraph.Status {
+	t.Helper()
+	task, ok := r.g.Get(id)
+	if !ok {
+		t.Fatalf("no task %s", id)
+	}
+	return task.Status
+}
+
+// advanceFails is a checkpoint repository whose workspace cannot be moved.
+type advanceFails struct{ Repo }
+
+func (advanceFails) Advance(context.Context, string, string) error {
+	return errors.New("a file changed since")
+}
+func (advanceFails) RemoveCopy(string) error  { return nil }
+func (advanceFails) DiscardCopy(string) error { return nil }
+
+func TestCompleteThatCannotReachTheWorkspaceComesBackAsAnEvent(t *testing.T) {
+	r := newTestRun(t, Options{Repo: advanceFails{}}, chain(1)...)
+	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
+	if err := r.g.Start("t000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.complete(t.Context(), actComplete{ID: "t000", Summary: "did it", Commit: "c2"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.outcomes) != 1 {
+		t.Fatalf("outcomes %#v, want one failed merge", r.outcomes)
+	}
+	m, ok := r.outcomes[0].(evMerged)
+	if !ok || m.ID != "t000" || !strings.Contains(m.Failure, "update the workspace with the merged result: a file changed since") {
+		t.Errorf("outcome %#v", r.outcomes[0])
+	}
+	if got := statusOf(t, r, "t000"); got != taskgraph.InProgress {
+		t.Errorf("task is %s, want still in progress for the decision step", got)
+	}
+	if r.st.Checkpoints.Head != "c1" || r.info("t000").Merging != "" {
+		t.Errorf("head %s, merging %q: want the integration state unmoved", r.st.Checkpoints.Head, r.info("t000").Merging)
+	}
+}
+
+func TestRecordReportAddsUpTheAttempts(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(1)...)
+	for n := 1; n <= 2; n++ {
+		r.recordReport(actRecord{ID: "t000", Report: &protocol.Report{ID: "t000", Attempt: n, Summary: "try", Reason: protocol.ReasonModel,
+			Tokens: protocol.Tokens{Prompt: 10, Completion: 1}, FilesChanged: []string{"a.go"}}})
+	}
+	info := r.info("t000")
+	if info.Attempt != 2 || info.Tokens.Prompt != 20 || r.agentTokens.Prompt != 20 || info.Reason != protocol.ReasonModel || len(info.FilesChanged) != 1 {
+		t.Errorf("info %+v, run tokens %+v", info, r.agentTokens)
+	}
+}
+
+func TestFailSkipsTheDependantsAndSaysWhy(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(2)...)
+	if err := r.g.Start("t000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fail(actFail{ID: "t000", Reason: "tests failed"}); err != nil {
+		t.Fatal(err)
+	}
+	if statusOf(t, r, "t000") != taskgraph.Failed || statusOf(t, r, "t001") != taskgraph.Skipped {
+		t.Errorf("statuses %v", r.g.Tasks())
+	}
+	if len(r.issues) != 1 || !strings.Contains(r.issues[0], "tests failed") {
+		t.Errorf("issues %v", r.issues)
+	}
+	loaded, err := runrecord.LoadState(r.o.opts.Layout, r.st.RunID, false)
+	if err != nil || loaded.Tasks[0].Status != taskgraph.Failed {
+		t.Fatalf("saved state: %v", err)
+	}
+}
+
+func TestRequeueSendsTheTaskAgainWithANote(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(1)...)
+	if err := r.g.Start("t000"); err != nil {
+		t.Fatal(err)
+	}
+	r.info("t000").Attempt = 1
+	r.info("t000").OpenSpan(1, r.o.opts.Now())
+	if err := r.requeue(actRequeue{ID: "t000", Note: "the coding agent died"}); err != nil {
+		t.Fatal(err)
+	}
+	info := r.info("t000")
+	if statusOf(t, r, "t000") != taskgraph.Pending || len(info.History) != 1 || !strings.Contains(info.History[0], "died") {
+		t.Errorf("status %s, history %v", statusOf(t, r, "t000"), info.History)
+	}
+	if sp := info.Spans[0]; sp.End.IsZero() || sp.Status != "interrupted" {
+		t.Errorf("span %+v, want closed as interrupted", sp)
+	}
+}
+
+func TestRetryCarriesTheHints(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(1)...)
+	_ = r.g.Start("t000")
+	_ = r.g.Fail("t000", "broke")
+	if err := r.retry(actRetry{ID: "t000", Hints: []string{"read the docs"}}); err != nil {
+		t.Fatal(err)
+	}
+	if statusOf(t, r, "t000") != taskgraph.Pending || strings.Join(r.info("t000").Hints, "") != "read the docs" {
+		t.Errorf("status %s, hints %v", statusOf(t, r, "t000"), r.info("t000").Hints)
+	}
+}
+
+// Reading the view changes nothing; the budget is announced once, by its
+// action, and the view then no longer asks for it.
+func TestNoteBudgetAnnouncesOnce(t *testing.T) {
+	var logged []string
+	sink := events.Func(func(e events.Event) {
+		if e.Type == events.Log {
+			logged = append(logged, e.Text)
+		}
+	})
+	r := newTestRun(t, Options{Budget: Budget{Tokens: 100}, Events: sink}, chain(1)...)
+	r.agentTokens = protocol.Tokens{Prompt: 150}
+	for range 3 {
+		if v := r.view(); v.budget == "" || !v.budgetNew {
+			t.Fatalf("view %+v: want the budget reached and new", v)
+		}
+	}
+	if len(logged) != 0 {
+		t.Fatalf("reading the view emitted %v", logged)
+	}
+	r.noteBudget(actNoteBudget{Reason: r.view().budget})
+	if v := r.view(); v.budgetNew || v.budget == "" {
+		t.Errorf("view after the note %+v", v)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "token budget reached") {
+		t.Errorf("logged %v", logged)
+	}
+}
+
+func TestFinishSavesWhyTheRunStopped(t *testing.T) {
+	r := newTestRun(t, Options{Budget: Budget{Tokens: 100}}, chain(1)...)
+	r.agentTokens = protocol.Tokens{Prompt: 150} // and the planner's 120 of the state
+	if err := r.finish(t.Context(), actFinish{Status: runrecord.RunPaused, Paused: "token budget reached"}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := runrecord.LoadState(r.o.opts.Layout, r.st.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.done || loaded.Status != runrecord.RunPaused || loaded.Stop == nil || loaded.Stop.Reason != runrecord.StopBudgetTok || loaded.Stop.Used != 270 {
+		t.Errorf("done %v, saved status %s, stop %+v", r.done, loaded.Status, loaded.Stop)
+	}
+}
+
+func TestDecideRecordsAndTells(t *testing.T) {
+	var got []events.Event
+	r := newTestRun(t, Options{Events: events.Func(func(e events.Event) { got = append(got, e) })}, chain(1)...)
+	if err := r.decide(actDecide{ID: "t000", Action: "retry", Reason: "flaky", Hints: []string{"again"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.st.Decisions) != 1 || r.st.Decisions[0].Action != "retry" || len(got) != 1 || got[0].Type != events.Decision {
+		t.Errorf("decisions %+v, events %+v", r.st.Decisions, got)
+	}
+}

@@ -1,0 +1,117 @@
+package orchestrator
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
+)
+
+// copyCounter is an agent that writes one file of its own in its attempt's
+// copy and completes, and counts the attempt copies of the run on disk
+// each time it is handed a command: the work in flight, merge queue included.
+type copyCounter struct {
+	dir  string // attempts/<run>
+	mu   sync.Mutex
+	most int
+}
+
+func (c *copyCounter) answer(l volume.Layout) func(*protocol.Command) *protocol.Report {
+	return func(cmd *protocol.Command) *protocol.Report {
+		dir := l.Attempt(cmd.RunID, cmd.ID, cmd.Attempt)
+		_ = os.WriteFile(filepath.Join(dir, cmd.ID+".txt"), []byte(cmd.ID+"\n"), 0o644)
+		entries, _ := os.ReadDir(c.dir)
+		n := 0
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasSuffix(e.Name(), ".accept") {
+				n++
+			}
+		}
+		c.mu.Lock()
+		c.most = max(c.most, n)
+		c.mu.Unlock()
+		return completed(cmd)
+	}
+}
+
+// isolatedDrive runs tasks with checkpoints (a shadow repository, a copy per
+// attempt, the merge queue) and file-writing agents; it returns the most
+// attempt copies seen on disk at once and how long Drive took.
+func isolatedDrive(t testing.TB, tasks []plan.Task, parallel int) (*runrecord.State, int, time.Duration) {
+	ctx := t.Context()
+	l := newLayout(t)
+	ws := l.Workspace()
+	if err := os.WriteFile(filepath.Join(ws, "README"), []byte("project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := checkpoint.Open(ctx, ws, checkpoint.ShadowDir(filepath.Join(l.Root, "checkpoints"), ws), []string{l.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.SetPool(filepath.Join(l.Attempts(), ".pool"), parallel+1)
+	if err := repo.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newTestState(t, tasks...)
+	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
+	counter := &copyCounter{dir: filepath.Join(l.Attempts(), st.RunID)}
+	rt := newFakeRuntime(l, counter.answer(l))
+	start := time.Now()
+	if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: parallel}).Drive(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if st.Status != runrecord.RunCompleted {
+		t.Fatalf("run %s", st.Status)
+	}
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	return st, counter.most, took
+}
+
+// --parallel bounds the work in flight, the tasks finished but waiting for
+// their merge included: the attempt copies on disk never outnumber it. Each
+// merge (a squash, an apply, a move of the workspace) takes far longer than
+// an instant agent, so without the bound the queue and its copies grow.
+func TestDriveParallelBoundsTheMergeQueue(t *testing.T) {
+	const parallel = 2
+	st, most, _ := isolatedDrive(t, benchFanOut(12), parallel)
+	if most > parallel {
+		t.Errorf("%d attempt copies on disk at once at --parallel %d: the tasks waiting for their merge were not counted", most, parallel)
+	}
+	for _, id := range []string{"t00000", "t00011"} {
+		if st.Info[id].Commit == "" {
+			t.Errorf("%s was not merged: %+v", id, st.Info[id])
+		}
+	}
+}
+
+// BenchmarkIsolatedChain100 and BenchmarkIsolatedFanOut100 are the same 100
+// file-writing tasks with checkpoints (a copy per attempt, the merge queue),
+// one after the other and as a fan-out at --parallel 4. The fan-out must
+// not be slower than the chain; max-copies is the most attempt copies on
+// disk at once.
+func BenchmarkIsolatedChain100(b *testing.B)  { benchIsolated(b, benchChain(100), 1) }
+func BenchmarkIsolatedFanOut100(b *testing.B) { benchIsolated(b, benchFanOut(100), 4) }
+
+func benchIsolated(b *testing.B, tasks []plan.Task, parallel int) {
+	for b.Loop() {
+		b.StopTimer() // the repository's setup is not the run's
+		_, most, took := isolatedDrive(b, tasks, parallel)
+		b.StartTimer()
+		b.ReportMetric(took.Seconds(), "s/run")
+		b.ReportMetric(float64(most), "max-copies")
+	}
+}
