@@ -307,23 +307,64 @@ func startUntilSlow(t *testing.T, e *runEnv, f *fakeModel) (*exec.Cmd, *strings.
 }
 
 // planagent killed with SIGKILL while a task's pod works, then resume: the
-// orphaned Job is deleted, the task sent again, the run completes, and
-// nothing of it stays in the cluster.
+// killed process's Job is adopted, not started again (the slow task asks
+// the model once), whether its agent still runs or has finished by the
+// time of the resume; the run completes and nothing of it stays behind.
 func TestE2EKubePlanagentKilledThenResumed(t *testing.T) {
-	f := slowThenQuick()
-	e := kubeRunEnv(t, f)
-	cmd, _ := startUntilSlow(t, e, f)
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	out, stderr, code := e.run("resume")
-	if code != 0 {
-		t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
+	for _, finished := range []bool{false, true} {
+		name := "agent still running"
+		if finished {
+			name = "agent finished meanwhile"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := slowThenQuick()
+			e := kubeRunEnv(t, f)
+			cmd, _ := startUntilSlow(t, e, f)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if finished {
+				waitAgentExited(t, kubeUp, "slow")
+			}
+			out, stderr, code := e.run("resume", "-v")
+			if code != 0 {
+				t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
+			}
+			if !strings.Contains(stderr, "adopted the attempt's job") {
+				t.Errorf("the resumed run did not adopt the killed process's Job:\n%s", stderr)
+			}
+			if got := e.read("workspace/slow.txt") + e.read("workspace/quick.txt"); got != "slow\nquick\n" {
+				t.Errorf("workspace files = %q", got)
+			}
+			if n := f.startCount("TOKEN-SLOW"); n != 1 {
+				t.Errorf("the slow task started %d times, want 1 (its Job adopted, not run again)", n)
+			}
+		})
 	}
-	if got := e.read("workspace/slow.txt") + e.read("workspace/quick.txt"); got != "slow\nquick\n" {
-		t.Errorf("workspace files = %q", got)
-	}
-	if n := f.startCount("TOKEN-SLOW"); n != 2 {
-		t.Errorf("the slow task started %d times, want 2 (orphaned, then sent again)", n)
+}
+
+// waitAgentExited waits until the agent container of task's attempt pod
+// has terminated.
+func waitAgentExited(t *testing.T, k *kubeCluster, task string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: runtime.LabelTask + "=" + task}
+	for {
+		pods, err := k.cs.CoreV1().Pods("default").List(ctx, sel)
+		if err == nil {
+			for _, p := range pods.Items {
+				for _, s := range p.Status.ContainerStatuses {
+					if s.Name == "agent" && s.State.Terminated != nil {
+						return
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the agent of task %s did not exit within 2 min", task)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 

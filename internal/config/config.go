@@ -81,6 +81,17 @@ type Config struct {
 	KubeNamespace string
 	Kubeconfig    string
 	KubeContext   string
+	// KubeSecret names an existing Secret the pods take the secret settings
+	// from ("" one is created per run and deleted after it).
+	KubeSecret string
+	// Where and how big the attempts' pods are: node labels "k=v,...",
+	// tolerations "k[=v]:Effect,..." (ParseNodeSelector, ParseTolerations)
+	// and the agent container's requests (its limits are the container_*).
+	KubeNodeSelector   string
+	KubeTolerations    string
+	KubeCPURequest     float64
+	KubeMemoryRequest  string // docker units: 512m, 2g
+	KubePendingTimeout time.Duration
 	// Prices are USD per million tokens by model name.
 	Prices map[string]Price
 	// Notify says where to tell a person that a run needs them or ended
@@ -120,6 +131,9 @@ func Defaults() Config {
 		Network:             "bridge",
 		RepoMapTokens:       1024,
 		TaskTimeout:         30 * time.Minute,
+		KubeCPURequest:      0.1,
+		KubeMemoryRequest:   "128m",
+		KubePendingTimeout:  3 * time.Minute,
 		Parallel:            1,
 		MaxRetries:          1,
 	}

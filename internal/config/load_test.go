@@ -51,6 +51,7 @@ func TestLoadDefaults(t *testing.T) {
 		Runtime: "docker", Image: "codeagent/codingagent:latest", ContainerMemory: "2g",
 		ContainerCPUs: 2, ContainerPids: 512, Network: "bridge", RepoMapTokens: 1024,
 		TaskTimeout: 30 * time.Minute, Parallel: 1, MaxRetries: 1,
+		KubeCPURequest: 0.1, KubeMemoryRequest: "128m", KubePendingTimeout: 3 * time.Minute,
 	}
 	if !reflect.DeepEqual(l.Config, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", l.Config, want)
@@ -236,7 +237,8 @@ func TestKeysMatchesYAMLKeys(t *testing.T) {
 	want := []string{"api_key", "base_url", "model", "api", "reasoning_effort", "thinking_budget", "summary_model", "context_window", "reserved_output",
 		"compaction_threshold", "keep_messages", "request_timeout", "retries", "max_iterations", "volumes_dir",
 		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
-		"kube_namespace", "kubeconfig", "kube_context",
+		"kube_namespace", "kubeconfig", "kube_context", "kube_secret", "kube_node_selector", "kube_tolerations",
+		"kube_cpu_request", "kube_memory_request", "kube_pending_timeout",
 		"repo_map_tokens", "task_timeout", "include_ignored", "setup_command", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",
 		"task_budget_tokens", "mcp_servers", "mcp_read_only", "prices", "notify", "compat"}
 	if got := Keys(); !reflect.DeepEqual(got, want) {

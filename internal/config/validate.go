@@ -67,6 +67,15 @@ func validate(c Config, where func(key string) string) error {
 	check("budget_time", c.BudgetTime >= 0, `0 (no budget) or a duration such as "30m"`)
 	check("budget_usd", c.BudgetUSD >= 0, "0 (no budget) or more USD, e.g. 2.50")
 	check("task_budget_tokens", c.TaskBudgetTokens >= 0, "0 (no budget) or more tokens")
+	_, selErr := ParseNodeSelector(c.KubeNodeSelector)
+	check("kube_node_selector", selErr == nil, "key=value pairs separated by commas, e.g. disktype=ssd,zone=a")
+	_, tolErr := ParseTolerations(c.KubeTolerations)
+	check("kube_tolerations", tolErr == nil, "key[=value]:effect separated by commas, effect "+strings.Join(TaintEffects, ", ")+", e.g. gpu=true:NoSchedule")
+	check("kube_cpu_request", c.KubeCPURequest > 0 && c.KubeCPURequest <= c.ContainerCPUs, "a positive number of CPUs not above container_cpus, e.g. 0.5")
+	memReq, memReqErr := ParseMemory(c.KubeMemoryRequest)
+	memLimit, _ := ParseMemory(c.ContainerMemory)
+	check("kube_memory_request", memReqErr == nil && (memErr != nil || memReq <= memLimit), `a positive size in docker units not above container_memory, e.g. "256m"`)
+	check("kube_pending_timeout", c.KubePendingTimeout > 0, `a positive duration such as "3m"`)
 
 	if c.ContextWindow > 0 && c.ReservedOutput > 0 && c.ReservedOutput >= c.ContextWindow {
 		// Blame the value the user set; a default is not what they need to edit.

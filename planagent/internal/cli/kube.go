@@ -5,7 +5,9 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -15,16 +17,37 @@ func addKubeFlags(cmd *cobra.Command) {
 	fl.String("namespace", "", "kubernetes runtime: namespace of the attempts' Jobs (default: the context's namespace, config kube_namespace)")
 	fl.String("kubeconfig", "", "kubernetes runtime: kubeconfig file (default $KUBECONFIG or ~/.kube/config; in a pod the in-cluster config)")
 	fl.String("context", "", "kubernetes runtime: kubeconfig context (default: the current context, config kube_context)")
+	fl.String("kube-secret", "", "kubernetes runtime: existing Secret holding OPENAI_API_KEY and the MCP servers' ${VAR}s by name (default: one created per run, config kube_secret)")
 }
 
 // newKubeRuntime builds the kubernetes runtime from the effective settings:
 // the task image is the user's toolchain, the codingagent comes from the
-// default image (`make image`), imported into the cluster's nodes.
+// default image (`make image`), imported into the cluster's nodes. The
+// secret settings (the API key, the variables the MCP servers refer to,
+// and mcp_servers itself, which may hold literal headers, unless the user
+// names their own Secret) reach the pods only through a Secret.
 func newKubeRuntime(ctx context.Context, s *session, runID string, env map[string]string, log io.Writer) (runtime.Runtime, error) {
+	secretEnv := config.MCPVarRefs(s.cfg.MCPServers)
+	if s.cfg.KubeSecret == "" {
+		secretEnv = append(secretEnv, config.EnvMCPServers)
+	}
+	// The config was validated on load: these parse.
+	selector, _ := config.ParseNodeSelector(s.cfg.KubeNodeSelector)
+	tols, _ := config.ParseTolerations(s.cfg.KubeTolerations)
+	var tolerations []corev1.Toleration
+	for _, t := range tols {
+		op := corev1.TolerationOpExists
+		if t.Value != "" {
+			op = corev1.TolerationOpEqual
+		}
+		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: op, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
 	return runtime.NewKube(ctx, runtime.KubeOptions{
 		Volumes: s.layout, RunID: runID, Image: s.cfg.Image, AgentImage: runtime.DefaultImage,
 		Kubeconfig: s.cfg.Kubeconfig, Context: s.cfg.KubeContext, Namespace: s.cfg.KubeNamespace,
 		TaskTimeout: s.cfg.TaskTimeout, Memory: s.cfg.ContainerMemory, CPUs: s.cfg.ContainerCPUs,
-		Env: env, Logger: s.logger, Log: log, Verbose: s.verbose,
+		CPURequest: s.cfg.KubeCPURequest, MemoryRequest: s.cfg.KubeMemoryRequest, PendingTimeout: s.cfg.KubePendingTimeout,
+		NodeSelector: selector, Tolerations: tolerations,
+		Env: env, SecretEnv: secretEnv, Secret: s.cfg.KubeSecret, Logger: s.logger, Log: log, Verbose: s.verbose,
 	})
 }

@@ -270,6 +270,13 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	if err := r.adoptInProgress(ctx); err != nil {
 		return err
 	}
+	// A runtime that keeps what a killed planagent left running, for the
+	// tasks still in progress to adopt, drops what none took.
+	if d, ok := o.opts.Runtime.(interface{ DropUnadopted(context.Context) error }); ok {
+		if err := d.DropUnadopted(ctx); err != nil {
+			o.opts.Logger.Warn("delete what a previous process left", "err", err)
+		}
+	}
 
 	tick := o.opts.Tick
 	if tick == nil {

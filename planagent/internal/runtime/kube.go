@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,23 +49,33 @@ type KubeOptions struct {
 	TaskTimeout                    time.Duration     // activeDeadlineSeconds of an attempt's Job
 	Memory                         string            // limits.memory in docker units, "" none
 	CPUs                           float64           // limits.cpu, 0 none
-	// Env holds the agent's settings; the API key among them goes into the
-	// run's Secret only, never into a Job spec.
-	Env     map[string]string
-	Logger  *slog.Logger
-	Log     io.Writer // the agents' pod logs, line by line
-	Verbose bool
+	// Env holds the agent's settings; the API key and those SecretEnv
+	// names reach the pod only by reference to a Secret, never in a Job spec.
+	Env       map[string]string
+	SecretEnv []string
+	// Secret names an existing Secret that holds the secret settings under
+	// their variable names; "" creates one for the run, deleted after it.
+	Secret string
+	// Where the attempts' pods may run, and the agent container's requests
+	// (0 and "": 100m and 128Mi).
+	NodeSelector  map[string]string
+	Tolerations   []corev1.Toleration
+	CPURequest    float64
+	MemoryRequest string // docker units
+	// PendingTimeout: a pod not running after this long (unschedulable,
+	// image missing) fails its attempt; 0 is 3 minutes.
+	PendingTimeout time.Duration
+	Logger         *slog.Logger
+	Log            io.Writer // the agents' pod logs, line by line
+	Verbose        bool
 }
 
 const (
 	// AgentImageBinary is where `make image` puts the static codingagent.
-	AgentImageBinary = "/app/codingagent"
-	// kubePendingLimit: a pod not running after this long (unschedulable,
-	// image missing) fails its attempt.
-	kubePendingLimit = 3 * time.Minute
-	kubePoll         = 300 * time.Millisecond
-	kubeJobTTL       = 300 // seconds a finished Job stays, for `kubectl logs`
-
+	AgentImageBinary   = "/app/codingagent"
+	kubePendingDefault = 3 * time.Minute
+	kubePoll           = 300 * time.Millisecond
+	kubeJobTTL         = 300 // seconds a finished Job stays, for `kubectl logs`
 )
 
 // Kube runs each task attempt as a batch/v1 Job in a namespace; nothing is
@@ -73,13 +88,22 @@ type Kube struct {
 	ns     string
 	log    *slog.Logger
 	exited chan Exit
-	secret string // the run's Secret holding the API key
+	// secret is the Secret the pods take the secret settings from: the
+	// run's own (ownSecret, created by Start, deleted by Stop) or the
+	// user's; secretKeys are the variables the pods take from it.
+	secret     string
+	ownSecret  bool
+	secretKeys []string
+	redact     []string // secret values masked in what the pods print
 	// execSeq numbers the acceptance commands' Jobs of this process.
 	execSeq atomic.Uint64
 
 	mu       sync.Mutex
 	started  bool
 	attempts map[string]*kubeAttempt // by task id
+	// orphans are the attempt Jobs a killed planagent of this run left, by
+	// name, until Launch adopts one or DropUnadopted deletes the rest.
+	orphans map[string]*batchv1.Job
 }
 
 var _ Runtime = (*Kube)(nil)
@@ -113,6 +137,12 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("%w: namespace %s not found at %s: create it or pass --namespace", ErrClusterUnreachable, ns, where)
 	}
+	if err := k.checkSecret(ctx); err != nil {
+		return nil, err
+	}
+	if err := k.probe(ctx); err != nil {
+		return nil, err
+	}
 	return k, nil
 }
 
@@ -136,9 +166,14 @@ func newKube(cs kubernetes.Interface, ex podExecer, ns string, opts KubeOptions)
 	if opts.TaskTimeout <= 0 {
 		opts.TaskTimeout = 30 * time.Minute
 	}
-	if opts.Memory != "" {
-		if _, err := config.ParseMemory(opts.Memory); err != nil {
-			return nil, fmt.Errorf("memory limit %q: use a size such as 2g or 512m", opts.Memory)
+	if opts.PendingTimeout <= 0 {
+		opts.PendingTimeout = kubePendingDefault
+	}
+	for what, v := range map[string]string{"memory limit": opts.Memory, "memory request": opts.MemoryRequest} {
+		if v != "" {
+			if _, err := config.ParseMemory(v); err != nil {
+				return nil, fmt.Errorf("%s %q: use a size such as 2g or 512m", what, v)
+			}
 		}
 	}
 	logger := opts.Logger
@@ -148,8 +183,36 @@ func newKube(cs kubernetes.Interface, ex podExecer, ns string, opts KubeOptions)
 	if opts.Log != nil {
 		opts.Log = &lockedWriter{w: opts.Log}
 	}
-	return &Kube{cs: cs, exec: ex, opts: opts, ns: ns, log: logger.With("runtime", "kubernetes"),
-		exited: make(chan Exit, 16), secret: secretName(opts.RunID), attempts: make(map[string]*kubeAttempt)}, nil
+	k := &Kube{cs: cs, exec: ex, opts: opts, ns: ns, log: logger.With("runtime", "kubernetes"),
+		exited: make(chan Exit, 16), secret: opts.Secret, attempts: make(map[string]*kubeAttempt), orphans: make(map[string]*batchv1.Job)}
+	if k.secret == "" {
+		k.secret, k.ownSecret = secretName(opts.RunID), true
+	}
+	for _, name := range append([]string{config.APIKeyEnv}, opts.SecretEnv...) {
+		v := opts.Env[name]
+		if v == "" || slices.Contains(k.secretKeys, name) {
+			continue
+		}
+		k.secretKeys = append(k.secretKeys, name)
+		if len(v) >= 8 { // shorter values would mask ordinary words
+			k.redact = append(k.redact, v)
+		}
+	}
+	sort.Strings(k.secretKeys)
+	return k, nil
+}
+
+// isSecret reports whether the agent's variable name reaches the pod from the Secret.
+func (k *Kube) isSecret(name string) bool {
+	return name == config.APIKeyEnv || slices.Contains(k.opts.SecretEnv, name)
+}
+
+// mask hides the secret values in s.
+func (k *Kube) mask(s string) string {
+	for _, v := range k.redact {
+		s = redact(s, v)
+	}
+	return s
 }
 
 // kubeClientConfig: an explicit kubeconfig or context wins; else the
@@ -199,15 +262,32 @@ func (k *Kube) Name() string { return "kubernetes" }
 // Namespace is where the run's Jobs and Secret go.
 func (k *Kube) Namespace() string { return k.ns }
 
-// Start creates the run's Secret (the API key) and removes what a crashed
-// earlier process of this run left: its Jobs (their attempts are sent again).
+// Start creates the run's Secret and looks for what a killed earlier
+// process of this run left: its unfinished attempt Jobs wait for Launch to
+// adopt them (DropUnadopted deletes the rest); its other Jobs go.
 func (k *Kube) Start(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.started {
 		return nil
 	}
-	if err := k.deleteJobs(ctx, labelSelector(map[string]string{LabelRun: labelValue(k.opts.RunID)})); err != nil {
+	list, err := k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{LabelRun: labelValue(k.opts.RunID)})})
+	if err != nil {
+		return fmt.Errorf("list the run's jobs in namespace %s: %w", k.ns, err)
+	}
+	var errs []error
+	for i := range list.Items {
+		j := &list.Items[i]
+		if j.Labels[LabelRole] == "attempt" && j.DeletionTimestamp == nil && jobFinished(j) == "" {
+			k.orphans[j.Name] = j
+			k.log.Info("found an attempt's job of a previous process: adopted if its task is still in progress", "job", j.Name)
+			continue
+		}
+		if err := k.deleteJob(ctx, j.Name); err != nil {
+			errs = append(errs, fmt.Errorf("delete job %s: %w", j.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	if err := k.ensureSecret(ctx); err != nil {
@@ -217,8 +297,54 @@ func (k *Kube) Start(ctx context.Context) error {
 	return nil
 }
 
-// ensureSecret creates (or replaces) the run's Secret with the API key.
+// DropUnadopted deletes the Jobs of a previous process that no Launch
+// adopted: the orchestrator calls it once it relaunched every task still in
+// progress, so no pod of the run works for nothing.
+func (k *Kube) DropUnadopted(ctx context.Context) error {
+	k.mu.Lock()
+	names := slices.Sorted(maps.Keys(k.orphans))
+	clear(k.orphans)
+	k.mu.Unlock()
+	var errs []error
+	for _, name := range names {
+		k.log.Info("deleting a job of a previous process no task adopted", "job", name)
+		if err := k.deleteJob(ctx, name); err != nil {
+			errs = append(errs, fmt.Errorf("delete job %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkSecret makes sure a user-named Secret exists and holds every secret
+// setting planagent has a value for.
+func (k *Kube) checkSecret(ctx context.Context) error {
+	if k.ownSecret {
+		return nil
+	}
+	s, err := k.cs.CoreV1().Secrets(k.ns).Get(ctx, k.secret, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("%w: the secret %s (kube_secret) in namespace %s: %w: create it with one key per variable (kubectl create secret generic %s --from-literal=%s=...) or unset kube_secret",
+			ErrClusterUnreachable, k.secret, k.ns, err, k.secret, config.APIKeyEnv)
+	}
+	var missing []string
+	for _, name := range k.secretKeys {
+		if _, ok := s.Data[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: the secret %s (kube_secret) in namespace %s has no key %s: add it (the pods take each secret setting from the key of its variable's name)",
+			ErrClusterUnreachable, k.secret, k.ns, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ensureSecret creates (or replaces) the run's own Secret; a user-named
+// one is only read.
 func (k *Kube) ensureSecret(ctx context.Context) error {
+	if !k.ownSecret {
+		return nil
+	}
 	s := k.secretSpec()
 	api := k.cs.CoreV1().Secrets(k.ns)
 	_, err := api.Create(ctx, s, metav1.CreateOptions{})
@@ -261,6 +387,7 @@ func (k *Kube) Stop(ctx context.Context) error {
 		running = append(running, a)
 	}
 	clear(k.attempts)
+	clear(k.orphans)
 	k.started = false
 	k.mu.Unlock()
 	for _, a := range running {
@@ -278,9 +405,11 @@ func (k *Kube) Stop(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
-	err := k.cs.CoreV1().Secrets(k.ns).Delete(ctx, k.secret, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		errs = append(errs, fmt.Errorf("delete the run's secret %s: %w", k.secret, err))
+	if k.ownSecret {
+		err := k.cs.CoreV1().Secrets(k.ns).Delete(ctx, k.secret, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete the run's secret %s: %w", k.secret, err))
+		}
 	}
 	return errors.Join(errs...)
 }

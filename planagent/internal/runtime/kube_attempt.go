@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
@@ -29,6 +28,7 @@ type kubeAttempt struct {
 	task, job string
 	uid       string // of the Job this process created: a pod of an earlier Job of the same name is not its
 	attempt   int
+	adopted   bool // the Job of a killed planagent: its inputs may be in already
 	cancel    context.CancelFunc
 	done      chan struct{}
 }
@@ -77,24 +77,32 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	}
 	job := k.jobSpec(spec)
 	created := time.Now()
-	made, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		// A Job of this very attempt left by a crashed planagent: its pod
-		// may have run with inputs this process never sent, so start over.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
-		_ = k.deleteJob(dctx, job.Name)
-		err = k.waitGone(dctx, job.Name)
-		cancel()
-		if err == nil {
-			made, err = k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
-		}
-	}
+	made, adopted, err := k.adopt(ctx, a.TaskID, job.Name)
 	if err != nil {
-		return fmt.Errorf("task %s attempt %d: create job %s in namespace %s: %w", a.TaskID, a.Attempt, job.Name, k.ns, err)
+		return fmt.Errorf("task %s attempt %d: %w", a.TaskID, a.Attempt, err)
 	}
-	k.log.Info("created the attempt's job", "task", a.TaskID, "attempt", a.Attempt, "job", job.Name, "namespace", k.ns)
+	if adopted {
+		k.log.Info("adopted the attempt's job a previous process created", "task", a.TaskID, "attempt", a.Attempt, "job", job.Name, "namespace", k.ns)
+	} else {
+		made, err = k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// A Job of this very attempt that cannot be adopted (its pod
+			// ended without its results collected): start over.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+			_ = k.deleteJob(dctx, job.Name)
+			err = k.waitGone(dctx, job.Name)
+			cancel()
+			if err == nil {
+				made, err = k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("task %s attempt %d: create job %s in namespace %s: %w", a.TaskID, a.Attempt, job.Name, k.ns, err)
+		}
+		k.log.Info("created the attempt's job", "task", a.TaskID, "attempt", a.Attempt, "job", job.Name, "namespace", k.ns)
+	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	at := &kubeAttempt{task: a.TaskID, job: job.Name, uid: string(made.UID), attempt: a.Attempt, cancel: cancel, done: make(chan struct{})}
+	at := &kubeAttempt{task: a.TaskID, job: job.Name, uid: string(made.UID), attempt: a.Attempt, adopted: adopted, cancel: cancel, done: make(chan struct{})}
 	k.mu.Lock()
 	if !k.started {
 		k.mu.Unlock()
@@ -108,6 +116,65 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	k.mu.Unlock()
 	go k.follow(bg, at, a, workdir, created)
 	return nil
+}
+
+// adopt takes the Job name a killed planagent of this run left for this
+// attempt when its pod can still deliver (running, or its agent done and its
+// results not yet collected), and deletes the task's other leftover Jobs.
+func (k *Kube) adopt(ctx context.Context, task, name string) (*batchv1.Job, bool, error) {
+	k.mu.Lock()
+	orphan := k.orphans[name]
+	var others []string
+	for n, j := range k.orphans {
+		if j.Annotations[LabelTask] == task {
+			others = append(others, n)
+			delete(k.orphans, n)
+		}
+	}
+	k.mu.Unlock()
+	for _, n := range others {
+		if n == name {
+			continue
+		}
+		if err := k.deleteJob(ctx, n); err != nil {
+			return nil, false, fmt.Errorf("delete the job %s of an earlier attempt: %w", n, err)
+		}
+	}
+	if orphan == nil {
+		return nil, false, nil
+	}
+	pods, err := k.cs.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+	if err != nil {
+		return nil, false, fmt.Errorf("list the pod of job %s: %w", name, err)
+	}
+	p := ownPod(pods.Items, string(orphan.UID))
+	if d := dyingPod(pods.Items, string(orphan.UID)); p == nil && d != nil {
+		p = d
+	}
+	if p != nil {
+		if why := podProblem(p); why != "" || containerTerminated(p, "io") != nil {
+			// Its results are gone with it (or were collected, and lost
+			// with the killed process before the report landed).
+			k.log.Info("the job a previous process created cannot be adopted: its attempt runs again", "job", name, "pod", p.Name, "why", why)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+			defer cancel()
+			if err := k.deleteJob(dctx, name); err != nil {
+				return nil, false, fmt.Errorf("delete job %s: %w", name, err)
+			}
+			return nil, false, k.waitGone(dctx, name)
+		}
+	}
+	return orphan, true, nil
+}
+
+// inputsIn reports whether the pod already has its inputs (the ready marker).
+func (k *Kube) inputsIn(ctx context.Context, pod string) (bool, error) {
+	var out strings.Builder
+	script := fmt.Sprintf("if [ -e %s ]; then echo yes; else echo no; fi", kubeReady)
+	if err := k.exec.Exec(ctx, k.ns, pod, "io", []string{"/bin/sh", "-c", script}, nil, &out); err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(out.String()) == "yes", nil
 }
 
 // waitGone waits until the Job name is deleted.
@@ -169,13 +236,30 @@ func (k *Kube) carry(ctx context.Context, at *kubeAttempt, a Attempt, workdir st
 		return err
 	}
 	k.log.Info("the attempt's pod runs", "job", at.job, "pod", pod, "after", time.Since(created).Round(time.Millisecond))
-	if err := k.sendInputs(ctx, pod, a, workdir); err != nil {
-		return fmt.Errorf("send the inputs to pod %s: %w", pod, err)
+	send := true
+	if at.adopted {
+		// The killed process may have sent them: the marker is touched
+		// only once the whole stream is in.
+		in, err := k.inputsIn(ctx, pod)
+		if err != nil {
+			return fmt.Errorf("look for the inputs in pod %s: %w", pod, err)
+		}
+		send = !in
 	}
-	k.log.Info("inputs sent", "job", at.job, "after", time.Since(created).Round(time.Millisecond))
+	if send {
+		if err := k.sendInputs(ctx, pod, a, workdir); err != nil {
+			return fmt.Errorf("send the inputs to pod %s: %w", pod, err)
+		}
+		k.log.Info("inputs sent", "job", at.job, "after", time.Since(created).Round(time.Millisecond))
+	}
 	logsDone := make(chan struct{})
 	go func() { defer close(logsDone); k.streamLogs(ctx, pod) }()
+	ectx, stopEvents := context.WithCancel(ctx)
+	eventsDone := make(chan struct{})
+	go func() { defer close(eventsDone); k.mirrorEvents(ectx, pod, a.TaskID) }()
 	p, err := k.waitPodObj(ctx, jobRef{at.job, at.uid}, func(p *corev1.Pod) bool { return containerTerminated(p, "agent") != nil })
+	stopEvents()
+	<-eventsDone
 	if err != nil {
 		return err
 	}
@@ -319,13 +403,12 @@ func (k *Kube) streamLogs(ctx context.Context, pod string) {
 		return
 	}
 	defer rc.Close()
-	key := k.opts.Env[config.APIKeyEnv]
 	sc := bufio.NewScanner(rc)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	n := 0
 	for sc.Scan() {
 		n++
-		line := redact(sc.Text(), key)
+		line := k.mask(sc.Text())
 		if !k.opts.Verbose && !WarningsOnly([]byte(line)) {
 			continue // the task's progress shows from its events, as with docker
 		}
@@ -352,11 +435,13 @@ func (k *Kube) waitPod(ctx context.Context, job jobRef, ok func(*corev1.Pod) boo
 	return p.Name, nil
 }
 
-// waitPodObj polls the Job's pod until ok; a pod that failed, waits on an
-// image it cannot get, or stays pending past kubePendingLimit is an error
-// naming why, as is a Job that failed (deadline) or vanished.
+// waitPodObj polls the Job's pod until ok; a pod that failed, was evicted,
+// lost its node, waits on an image it cannot get, or stays pending past
+// PendingTimeout is an error naming why, as is a Job that failed
+// (deadline) or vanished.
 func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	since := time.Now()
+	limit := k.opts.PendingTimeout
 	job := ref.name
 	sel := metav1.ListOptions{LabelSelector: "job-name=" + job}
 	for {
@@ -367,6 +452,9 @@ func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) 
 		var p *corev1.Pod
 		if err == nil {
 			p = ownPod(list.Items, ref.uid)
+			if d := dyingPod(list.Items, ref.uid); p == nil && d != nil {
+				return nil, fmt.Errorf("pod %s: %s", d.Name, podLost(d))
+			}
 		}
 		if p != nil {
 			if ok(p) {
@@ -375,8 +463,8 @@ func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) 
 			if msg := podProblem(p); msg != "" {
 				return nil, fmt.Errorf("pod %s: %s", p.Name, msg)
 			}
-			if p.Status.Phase == corev1.PodPending && time.Since(since) > kubePendingLimit {
-				return nil, fmt.Errorf("pod %s pending for %s: %s", p.Name, kubePendingLimit, pendingReason(p))
+			if p.Status.Phase == corev1.PodPending && time.Since(since) > limit {
+				return nil, fmt.Errorf("pod %s pending for %s (kube_pending_timeout): %s", p.Name, limit, pendingReason(p))
 			}
 		} else if err == nil {
 			j, jerr := k.cs.BatchV1().Jobs(k.ns).Get(ctx, job, metav1.GetOptions{})
@@ -386,8 +474,8 @@ func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) 
 			if jerr == nil && jobFailed(j) != "" {
 				return nil, fmt.Errorf("job %s failed: %s", job, jobFailed(j))
 			}
-			if time.Since(since) > kubePendingLimit {
-				return nil, fmt.Errorf("job %s has no pod after %s (quota? admission?)", job, kubePendingLimit)
+			if time.Since(since) > limit {
+				return nil, fmt.Errorf("job %s has no pod after %s (kube_pending_timeout; quota? admission?)", job, limit)
 			}
 		}
 		select {
@@ -404,19 +492,31 @@ func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) 
 func ownPod(pods []corev1.Pod, uid string) *corev1.Pod {
 	for i := range pods {
 		p := &pods[i]
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		if uid == "" {
+		if p.DeletionTimestamp == nil && (uid == "" || ownedBy(p, uid)) {
 			return p
-		}
-		for _, o := range p.OwnerReferences {
-			if string(o.UID) == uid {
-				return p
-			}
 		}
 	}
 	return nil
+}
+
+// dyingPod is the Job's own pod being deleted under its attempt (nil when
+// there is none, or the Job's uid is unknown).
+func dyingPod(pods []corev1.Pod, uid string) *corev1.Pod {
+	for i := range pods {
+		if p := &pods[i]; p.DeletionTimestamp != nil && uid != "" && ownedBy(p, uid) {
+			return p
+		}
+	}
+	return nil
+}
+
+func ownedBy(p *corev1.Pod, uid string) bool {
+	for _, o := range p.OwnerReferences {
+		if string(o.UID) == uid {
+			return true
+		}
+	}
+	return false
 }
 
 func jobFailed(j *batchv1.Job) string {
@@ -428,8 +528,24 @@ func jobFailed(j *batchv1.Job) string {
 	return ""
 }
 
+// jobFinished names how a Job ended ("" while it has not).
+func jobFinished(j *batchv1.Job) string {
+	if why := jobFailed(j); why != "" {
+		return why
+	}
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return "complete"
+		}
+	}
+	return ""
+}
+
 // podProblem names what makes a pod unable to go on ("" when nothing does).
 func podProblem(p *corev1.Pod) string {
+	if lost := podLost(p); lost != "" {
+		return lost
+	}
 	if p.Status.Phase == corev1.PodFailed {
 		return fmt.Sprintf("failed: %s %s", p.Status.Reason, p.Status.Message)
 	}
@@ -444,6 +560,37 @@ func podProblem(p *corev1.Pod) string {
 		if t := s.State.Terminated; t != nil && t.ExitCode != 0 && isInit(p, s.Name) {
 			return fmt.Sprintf("init container %s failed with code %d: %s", s.Name, t.ExitCode, t.Message)
 		}
+	}
+	return ""
+}
+
+// podLost names a pod taken away from under its attempt: evicted (node
+// pressure, preemption, the eviction API), its node lost (unreachable, the
+// taint manager's deletion), or deleted by someone else.
+func podLost(p *corev1.Pod) string {
+	node := p.Spec.NodeName
+	if node == "" {
+		node = "its node"
+	}
+	if p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" {
+		return fmt.Sprintf("evicted from %s: %s", node, p.Status.Message)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type != corev1.DisruptionTarget || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Reason {
+		case "DeletionByTaintManager":
+			return fmt.Sprintf("node %s lost (%s): %s", node, c.Reason, c.Message)
+		default:
+			return fmt.Sprintf("evicted from %s (%s): %s", node, c.Reason, c.Message)
+		}
+	}
+	if p.Status.Phase == corev1.PodUnknown {
+		return fmt.Sprintf("node %s lost: the pod's state is unknown (%s)", node, p.Status.Message)
+	}
+	if p.DeletionTimestamp != nil {
+		return fmt.Sprintf("deleted while its attempt ran (by someone else, or %s went away)", node)
 	}
 	return ""
 }

@@ -11,8 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/codeagent/codeagent/internal/config"
 )
 
 // Exec runs an acceptance command (sh -c) in a fresh Job of the user's
@@ -29,7 +27,7 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 	}
 	name := execJobName(k.opts.RunID, k.execSeq.Add(1))
 	job := k.jobSpec(podSpec{name: name, role: "exec",
-		deadline: int64(math.Ceil(timeout.Seconds())) + int64(kubePendingLimit/time.Second),
+		deadline: int64(math.Ceil(timeout.Seconds())) + int64(math.Ceil(k.opts.PendingTimeout.Seconds())),
 		command:  []string{"/bin/sh", "-c", command}, workdir: workdir})
 	made, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
@@ -77,7 +75,7 @@ func (k *Kube) podLog(ctx context.Context, pod string) (string, error) {
 	defer rc.Close()
 	out := &tailBuffer{limit: execOutputCap}
 	_, err = io.Copy(out, rc)
-	s := redact(out.String(), k.opts.Env[config.APIKeyEnv])
+	s := k.mask(out.String())
 	if err != nil {
 		return s, fmt.Errorf("read the output of pod %s: %w", pod, err)
 	}

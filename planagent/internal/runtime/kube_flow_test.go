@@ -28,11 +28,32 @@ type podFiles struct {
 	report   []byte            // reports/<id>.md in the pod, nil for none
 	reportID string
 	pushed   chan struct{}
+	ready    bool   // the inputs-ready marker is in the pod (a Job a killed planagent fed)
+	events   string // what `tail -f` of the events file prints, then it follows until cancelled
+	pushes   int
 }
 
-func (p *podFiles) Exec(_ context.Context, _, _, container string, argv []string, stdin io.Reader, stdout io.Writer) error {
+func (p *podFiles) Exec(ctx context.Context, _, _, container string, argv []string, stdin io.Reader, stdout io.Writer) error {
 	if container != "io" {
 		return io.ErrUnexpectedEOF
+	}
+	script := argv[len(argv)-1]
+	switch {
+	case strings.Contains(script, "echo yes"): // is the ready marker there?
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.ready {
+			_, err := io.WriteString(stdout, "yes\n")
+			return err
+		}
+		_, err := io.WriteString(stdout, "no\n")
+		return err
+	case strings.Contains(script, "tail -c +1 -f"):
+		if _, err := io.WriteString(stdout, p.events); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	if stdin != nil {
 		tr := tar.NewReader(stdin)
@@ -49,7 +70,10 @@ func (p *podFiles) Exec(_ context.Context, _, _, container string, argv []string
 			b, _ := io.ReadAll(tr)
 			p.in[h.Name] = string(b)
 		}
-		close(p.pushed)
+		p.pushes++
+		if p.pushes == 1 {
+			close(p.pushed)
+		}
 		return nil
 	}
 	tw := tar.NewWriter(stdout)

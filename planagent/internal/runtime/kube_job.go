@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -22,8 +23,6 @@ import (
 // LabelAttempt, LabelRole): values sanitised, the exact run and task ids
 // in annotations of the same keys.
 const (
-	// secretKey is the key of the API key in the run's Secret.
-	secretKey = "api-key"
 	// The pod's one emptyDir, mounted at agentDir in every container:
 	// bin/ (codingagent), volumes/ (the attempt's files), run/ (markers).
 	kubeVolume    = "codeagent"
@@ -115,15 +114,19 @@ type podSpec struct {
 	withAgent  bool // the init container brings codingagent, the env the model settings
 }
 
-// secretSpec is the run's Secret: the API key, nothing else.
+// secretSpec is the run's Secret: the secret settings (the API key, the
+// MCP servers' variables), each under its variable's name.
 func (k *Kube) secretSpec() *corev1.Secret {
+	data := make(map[string][]byte, len(k.secretKeys))
+	for _, name := range k.secretKeys {
+		data[name] = []byte(k.opts.Env[name])
+	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: k.secret, Namespace: k.ns,
 			Labels:      map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID)},
 			Annotations: map[string]string{LabelRun: k.opts.RunID}},
-		Type:      corev1.SecretTypeOpaque,
-		Immutable: nil,
-		Data:      map[string][]byte{secretKey: []byte(k.opts.Env[config.APIKeyEnv])},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
 	}
 }
 
@@ -152,19 +155,8 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 		annotations[LabelTask] = s.task
 		annotations[LabelAttempt] = strconv.Itoa(s.attempt)
 	}
-	no, yes := false, true
-	uid := int64(kubeUID)
-	ttl := int32(kubeJobTTL)
-	backoff := int32(0)
-	deadline := s.deadline
-	sc := &corev1.SecurityContext{
-		RunAsNonRoot:             &yes,
-		AllowPrivilegeEscalation: &no,
-		Privileged:               &no,
-		ReadOnlyRootFilesystem:   &yes,
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
+	no := false
+	sc := restrictedContainer()
 	mounts := []corev1.VolumeMount{{Name: kubeVolume, MountPath: agentDir}, {Name: kubeTmpVolume, MountPath: "/tmp"}}
 	small := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
@@ -192,20 +184,10 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 		SecurityContext: sc,
 		Resources:       small,
 	}
-	pod := corev1.PodSpec{
-		RestartPolicy:                 corev1.RestartPolicyNever,
-		AutomountServiceAccountToken:  &no,
-		EnableServiceLinks:            &no,
-		TerminationGracePeriodSeconds: ptr(int64(stopGrace)),
-		SecurityContext: &corev1.PodSecurityContext{
-			RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
-		Containers: []corev1.Container{agent, io},
-		Volumes: []corev1.Volume{
-			{Name: kubeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-			{Name: kubeTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		},
+	pod := k.restrictedPod(agent, io)
+	pod.Volumes = []corev1.Volume{
+		{Name: kubeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: kubeTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	if s.withAgent {
 		pod.InitContainers = []corev1.Container{{
@@ -220,12 +202,19 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 		io.Command[2] = fmt.Sprintf("mkdir -p %[1]s/volumes %[1]s/run && ", agentDir) + io.Command[2]
 		pod.Containers[1] = io
 	}
+	return k.job(s.name, labels, annotations, s.deadline, pod)
+}
+
+// job wraps a pod in a Job that never retries (planagent owns retries),
+// bounded by deadline seconds, removed by the TTL controller if planagent
+// did not delete it.
+func (k *Kube) job(name string, labels, annotations map[string]string, deadline int64, pod corev1.PodSpec) *batchv1.Job {
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: k.ns, Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.ns, Labels: labels, Annotations: annotations},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:            &backoff,
+			BackoffLimit:            ptr(int32(0)),
 			ActiveDeadlineSeconds:   &deadline,
-			TTLSecondsAfterFinished: &ttl,
+			TTLSecondsAfterFinished: ptr(int32(kubeJobTTL)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 				Spec:       pod,
@@ -234,8 +223,44 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 	}
 }
 
+// restrictedContainer is every container's security context: non-root, no
+// privilege or escalation, no capability, RuntimeDefault seccomp, a
+// read-only root filesystem.
+func restrictedContainer() *corev1.SecurityContext {
+	no, yes := false, true
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             &yes,
+		AllowPrivilegeEscalation: &no,
+		Privileged:               &no,
+		ReadOnlyRootFilesystem:   &yes,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// restrictedPod holds containers as uid kubeUID, never restarted, without
+// a service account token, on the nodes the config allows.
+func (k *Kube) restrictedPod(containers ...corev1.Container) corev1.PodSpec {
+	no, yes := false, true
+	uid := int64(kubeUID)
+	return corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		AutomountServiceAccountToken:  &no,
+		EnableServiceLinks:            &no,
+		TerminationGracePeriodSeconds: ptr(int64(stopGrace)),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		NodeSelector: maps.Clone(k.opts.NodeSelector),
+		Tolerations:  slices.Clone(k.opts.Tolerations),
+		Containers:   containers,
+	}
+}
+
 // podEnv: HOME on the writable /tmp, the model settings (sorted) for an
-// agent, the API key by reference to the run's Secret.
+// agent, the secret ones (the API key, the MCP servers' variables) by
+// reference to the Secret.
 func (k *Kube) podEnv(withAgent bool) []corev1.EnvVar {
 	// git in the pod trusts the copy whoever owns it, as in docker (by
 	// environment: no config file is written).
@@ -245,39 +270,36 @@ func (k *Kube) podEnv(withAgent bool) []corev1.EnvVar {
 		// Acceptance commands get none of the model settings (as with docker).
 		return env
 	}
-	keys := make([]string, 0, len(k.opts.Env))
-	for key := range k.opts.Env {
-		if key != config.APIKeyEnv {
-			keys = append(keys, key)
+	for _, key := range slices.Sorted(maps.Keys(k.opts.Env)) {
+		if !k.isSecret(key) {
+			env = append(env, corev1.EnvVar{Name: key, Value: k.opts.Env[key]})
 		}
 	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		env = append(env, corev1.EnvVar{Name: key, Value: k.opts.Env[key]})
-	}
-	if k.opts.Env[config.APIKeyEnv] != "" {
-		env = append(env, corev1.EnvVar{Name: config.APIKeyEnv, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: k.secret}, Key: secretKey},
+	for _, key := range k.secretKeys {
+		env = append(env, corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: k.secret}, Key: key},
 		}})
 	}
 	return env
 }
 
-// agentResources: the configured limits; small requests so a busy node
-// still schedules the pod.
+// agentResources: the configured requests (small by default, so a busy
+// node still schedules the pod) and limits.
 func (k *Kube) agentResources() corev1.ResourceRequirements {
 	r := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 		Limits:   corev1.ResourceList{},
 	}
-	if k.opts.Memory != "" {
-		if m, err := config.ParseMemory(k.opts.Memory); err == nil {
-			r.Limits[corev1.ResourceMemory] = *resource.NewQuantity(m, resource.BinarySI)
+	set := func(list corev1.ResourceList, mem string, cpus float64) {
+		if m, err := config.ParseMemory(mem); mem != "" && err == nil {
+			list[corev1.ResourceMemory] = *resource.NewQuantity(m, resource.BinarySI)
+		}
+		if cpus > 0 {
+			list[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(cpus*1000), resource.DecimalSI)
 		}
 	}
-	if k.opts.CPUs > 0 {
-		r.Limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(k.opts.CPUs*1000), resource.DecimalSI)
-	}
+	set(r.Requests, k.opts.MemoryRequest, k.opts.CPURequest)
+	set(r.Limits, k.opts.Memory, k.opts.CPUs)
 	return r
 }
 

@@ -116,7 +116,7 @@ func TestPodProblemNamesWhy(t *testing.T) {
 	}{
 		{waiting("ErrImageNeverPull"), "container agent cannot start: ErrImageNeverPull"},
 		{waiting("ImagePullBackOff"), "import the image into the node"},
-		{&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory"}}, "failed: Evicted low on memory"},
+		{&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory"}}, "evicted from its node: low on memory"},
 		{&corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "codingagent"}}},
 			Status: corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{
 				{Name: "codingagent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "cp: not found"}}}}}},

@@ -124,7 +124,7 @@ func TestKubeJobSpec(t *testing.T) {
 	for _, e := range agent.Env {
 		if e.Name == "OPENAI_API_KEY" {
 			fromSecret = e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
-				e.ValueFrom.SecretKeyRef.Name == k.secret && e.ValueFrom.SecretKeyRef.Key == secretKey
+				e.ValueFrom.SecretKeyRef.Name == k.secret && e.ValueFrom.SecretKeyRef.Key == "OPENAI_API_KEY"
 		}
 	}
 	if !fromSecret {
@@ -212,7 +212,7 @@ func TestKubeStartStopCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the run's secret: %v", err)
 	}
-	if string(sec.Data[secretKey]) != kubeTestKey {
+	if string(sec.Data["OPENAI_API_KEY"]) != kubeTestKey {
 		t.Error("the secret does not hold the key")
 	}
 	if _, err := cs.BatchV1().Jobs("agents").Get(ctx, "ca-old", metav1.GetOptions{}); err == nil {
