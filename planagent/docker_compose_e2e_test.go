@@ -99,7 +99,7 @@ func composeUp(t *testing.T, e *runEnv, baseURL string) func() string {
 		return nil
 	}
 	t.Cleanup(func() {
-		if err := composeDo(context.Background(), "down", "-t", "5"); err != nil {
+		if err := composeDo(context.WithoutCancel(t.Context()), "down", "-t", "5"); err != nil {
 			t.Logf("cleanup: %v", err)
 		}
 	})

@@ -92,7 +92,7 @@ type containerWatch struct {
 
 func watchContainers(t *testing.T, cli *client.Client, label string, more ...string) *containerWatch {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	// Several label filters must all hold.
 	res := cli.Events(ctx, client.EventsListOptions{Filters: make(client.Filters).
 		Add("type", "container").Add("event", "create").Add("event", "start").Add("event", "destroy").Add("label", append([]string{label}, more...)...)})
@@ -210,7 +210,7 @@ func (w *containerWatch) named(ids []string) []string {
 // assertNoContainers checks that nothing labelled label is left, running or not.
 func assertNoContainers(t *testing.T, cli *client.Client, label string) {
 	t.Helper()
-	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+	list, err := cli.ContainerList(context.WithoutCancel(t.Context()), client.ContainerListOptions{
 		All: true, Filters: make(client.Filters).Add("label", label)})
 	if err != nil {
 		t.Fatalf("list containers labelled %s: %v", label, err)

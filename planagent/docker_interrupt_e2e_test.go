@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -57,8 +58,8 @@ func TestE2EDockerInterrupted(t *testing.T) {
 	}
 	select {
 	case err := <-exited:
-		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.ExitCode() != 130 {
+		ee := (*exec.ExitError)(nil)
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 			t.Fatalf("planagent after SIGINT: %v, want exit 130\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 		}
 	case <-deadline.C:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -56,7 +57,7 @@ func TestE2ECtrlCSaysStoppingAtOnce(t *testing.T) {
 		}
 	}
 	err = cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("exit: %v, want 130\n%s", err, strings.Join(seen, "\n"))
 	}
 	if stopping == 0 || stopping > time.Second {

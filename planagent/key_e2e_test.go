@@ -29,7 +29,7 @@ func TestE2ELocalKeyOutOfTheModelsReach(t *testing.T) {
 	e.key = "sk-local-key-0123456789-HUNTED"
 	cmd := e.command("run", "--yes", "--runtime", "local", "hunt the key")
 	if os.Getuid() == 0 {
-		dir, err := os.MkdirTemp("", "planagent-nobody-")
+		dir, err := os.MkdirTemp("", "planagent-nobody-") //nolint:usetesting // a directory user nobody can enter: t.TempDir's parent is 0700
 		if err != nil {
 			t.Fatal(err)
 		}

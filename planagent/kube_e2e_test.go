@@ -54,7 +54,7 @@ func kubeE2E(t *testing.T) *kubeCluster {
 	kubeOnce.Do(func() {
 		kc := os.Getenv("KUBE_E2E_KUBECONFIG")
 		if kc == "" {
-			dir, err := os.MkdirTemp("", "codeagent-k8s-")
+			dir, err := os.MkdirTemp("", "codeagent-k8s-") //nolint:usetesting // the cluster outlives this test: TestMain takes it down
 			if err != nil {
 				kubeErr = err
 				return
@@ -64,7 +64,7 @@ func kubeE2E(t *testing.T) *kubeCluster {
 			cmd := exec.Command("../scripts/k8s-cluster.sh", "up", kubeDir, e2eImage())
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				kubeErr = fmt.Errorf("cluster up: %v\n%s", err, out)
+				kubeErr = fmt.Errorf("cluster up: %w\n%s", err, out)
 				return
 			}
 			fmt.Fprintf(os.Stderr, "kubernetes cluster up in %s\n", time.Since(start).Round(time.Millisecond))
@@ -167,7 +167,7 @@ func kubeRunEnv(t *testing.T, f *fakeModel) *runEnv {
 // assertNothingLeft: no Job, pod or Secret of codeagent in the namespace.
 func assertNothingLeft(t *testing.T, k *kubeCluster) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 60*time.Second)
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}
 	// Pods go with their Job in the background: give the garbage collector time.

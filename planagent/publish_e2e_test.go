@@ -103,7 +103,7 @@ func TestE2EPublish(t *testing.T) {
 		}
 	}
 	e.env = env
-	out, stderr, code = e.run("publish", "--workspace", ws, "--branch", "codeagent/two-files", "--pr")
+	_, stderr, code = e.run("publish", "--workspace", ws, "--branch", "codeagent/two-files", "--pr")
 	if code != 2 || !strings.Contains(stderr, "--repo") {
 		t.Errorf("a remote not on github.com without --repo: exit %d\n%s", code, stderr)
 	}

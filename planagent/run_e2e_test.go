@@ -52,7 +52,7 @@ func processE2E(t *testing.T) {
 func buildPrograms(tb testing.TB) {
 	tb.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "planagent-e2e-bin-")
+		dir, err := os.MkdirTemp("", "planagent-e2e-bin-") //nolint:usetesting // the binaries outlive the first test that builds them: TestMain removes them
 		if err != nil {
 			buildErr = err
 			return

@@ -8,7 +8,7 @@ import (
 )
 
 func TestExitCode(t *testing.T) {
-	cancelled, cancel := context.WithCancel(context.Background())
+	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
 	tests := []struct {
 		name string
@@ -16,8 +16,8 @@ func TestExitCode(t *testing.T) {
 		err  error
 		want int
 	}{
-		{"nil", context.Background(), nil, ExitOK},
-		{"usage", context.Background(), UsageError(errors.New("bad flag")), ExitUsage},
+		{"nil", t.Context(), nil, ExitOK},
+		{"usage", t.Context(), UsageError(errors.New("bad flag")), ExitUsage},
 		{"failed", context.Background(), Failed(errors.New("task failed")), ExitFailed},
 		{"silent", context.Background(), Silent(ExitFailed), ExitFailed},
 		{"wrapped exit error", context.Background(), fmt.Errorf("run: %w", Failed(errors.New("x"))), ExitFailed},

@@ -68,7 +68,7 @@ func TestCatalogFillsUnsetFields(t *testing.T) {
 	}
 
 	// A local server is not looked up: its window is what it serves.
-	l, err = Load(Options{File: filepath.Join(dir, "none.yaml"), Getenv: env(map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "OPENAI_MODEL": "gpt-4o"})})
+	_, err = Load(Options{File: filepath.Join(dir, "none.yaml"), Getenv: env(map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "OPENAI_MODEL": "gpt-4o"})})
 	if err == nil {
 		t.Fatal("a missing explicit --config file loaded")
 	}

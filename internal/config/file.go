@@ -68,7 +68,7 @@ func (st *state) applyFile(data []byte, path, abs string) {
 		// notify.go, compat.go, mcp.go); the rest by the field table.
 		o := origin{kind: fromFile, name: path, abs: abs, line: k.Line}
 		structured := map[string]func(){
-			keyPrices:      func() { st.applyPricesNode(k, v, o) },
+			keyPrices:      func() { st.applyPricesNode(v, o) },
 			keyNotify:      func() { st.applyNotifyNode(v, o) },
 			keyCompat:      func() { st.applyCompatNode(v, o) },
 			keyMCPServers:  func() { st.applyMCPNode(k, v, path, abs) },

@@ -43,7 +43,7 @@ func (c Config) PriceOf(model string) (Price, bool) {
 //	prices:
 //	  gpt-4o-mini: {input: 0.15, output: 0.60}
 //	  claude-sonnet-4-5: {input: 3, output: 15, cached_input: 0.30, cache_write: 3.75}
-func (st *state) applyPricesNode(k, v *yaml.Node, o origin) {
+func (st *state) applyPricesNode(v *yaml.Node, o origin) {
 	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 		return
 	}

@@ -1,7 +1,6 @@
 package llm_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +40,7 @@ func loop(t *testing.T, c *llm.Client, stream bool, turns int) (*llm.Response, [
 		{Role: llm.RoleUser, Content: "Fix the bug."},
 	}
 	for range turns {
-		resp, err := c.Chat(context.Background(), llm.Request{Messages: msgs, Tools: anthropicTools, Stream: stream}, nil)
+		resp, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: anthropicTools, Stream: stream}, nil)
 		if err != nil {
 			t.Fatalf("chat: %v", err)
 		}
@@ -137,7 +136,7 @@ func TestAnthropicHistorySurvivesJSON(t *testing.T) {
 	)
 	c := newAnthropicClient(t, s, func(c *llm.Config) { c.ThinkingBudget = 1024; c.MaxTokens = 4096 })
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: "go"}}
-	resp, err := c.Chat(context.Background(), llm.Request{Messages: msgs, Tools: anthropicTools}, nil)
+	resp, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: anthropicTools}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +152,7 @@ func TestAnthropicHistorySurvivesJSON(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Chat(context.Background(), llm.Request{Messages: back, Tools: anthropicTools}, nil); err != nil {
+	if _, err := c.Chat(t.Context(), llm.Request{Messages: back, Tools: anthropicTools}, nil); err != nil {
 		t.Fatalf("resumed history refused: %v", err)
 	}
 }
@@ -169,7 +168,7 @@ func TestAnthropicThinkingWithoutState(t *testing.T) {
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "run", Arguments: `{"cmd":"ls"}`}}},
 		{Role: llm.RoleTool, ToolCallID: "call_1", Content: "a b"},
 	}
-	if _, err := c.Chat(context.Background(), llm.Request{Messages: msgs, Tools: anthropicTools}, nil); err != nil {
+	if _, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: anthropicTools}, nil); err != nil {
 		t.Fatalf("chat: %v (fake: %q)", err, s.Rejections())
 	}
 	if strings.Contains(string(s.Bodies()[0]), `"thinking"`) {
@@ -249,7 +248,7 @@ func TestAnthropicErrorsRetry(t *testing.T) {
 		c.MaxRetries = 3
 		c.OnRetry = func(_ int, _ time.Duration, err error) { retries = append(retries, err) }
 	})
-	resp, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true}, nil)
+	resp, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true}, nil)
 	if err != nil {
 		t.Fatalf("chat: %v", err)
 	}
@@ -268,7 +267,7 @@ func TestAnthropicErrorsRetry(t *testing.T) {
 func TestAnthropicBadRequestIsFinal(t *testing.T) {
 	s := anthropictest.New(t, anthropictest.Reply{Status: 401, ErrType: "authentication_error"})
 	c := newAnthropicClient(t, s)
-	_, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	_, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
 	var e *llm.Error
 	if !errors.As(err, &e) || e.Status != 401 || e.Retriable || !llm.IsSetup(err) {
 		t.Fatalf("err = %v", err)
@@ -282,7 +281,7 @@ func TestAnthropicStreamTokens(t *testing.T) {
 	s := anthropictest.New(t, anthropictest.Reply{Text: "hello world"})
 	c := newAnthropicClient(t, s)
 	var got strings.Builder
-	resp, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true},
+	resp, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true},
 		func(d string) { got.WriteString(d) })
 	if err != nil {
 		t.Fatal(err)
@@ -333,11 +332,11 @@ func newRaw(t *testing.T, base string) func(string) string {
 
 func TestAnthropicSetupMessages(t *testing.T) {
 	s := anthropictest.New(t, anthropictest.Reply{Status: 401, ErrType: "authentication_error"})
-	_, err := newAnthropicClient(t, s).Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	_, err := newAnthropicClient(t, s).Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Errorf("401: %v", err)
 	}
-	_, err = newAnthropicClient(t, s, func(c *llm.Config) { c.APIKey = "" }).Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	_, err = newAnthropicClient(t, s, func(c *llm.Config) { c.APIKey = "" }).Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
 	if !errors.Is(err, llm.ErrNoAPIKey) || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Errorf("no key: %v", err)
 	}
@@ -350,7 +349,7 @@ func TestAnthropicIdleStreamRetried(t *testing.T) {
 		c.IdleTimeout = time.Second // generous: a loaded machine must not stall a healthy stream this long
 		c.OnRetry = func(_ int, _ time.Duration, err error) { retries = append(retries, err) }
 	})
-	resp, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true}, nil)
+	resp, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true}, nil)
 	if err != nil || resp.Message.Content != "whole" {
 		t.Fatalf("%v %+v", err, resp)
 	}
@@ -369,7 +368,7 @@ func TestAnthropicForeignCallIDs(t *testing.T) {
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "functions.run:0", Name: "run", Arguments: `{"cmd":"ls"}`}}},
 		{Role: llm.RoleTool, ToolCallID: "functions.run:0", Content: "a b"},
 	}
-	if _, err := c.Chat(context.Background(), llm.Request{Messages: msgs, Tools: anthropicTools}, nil); err != nil {
+	if _, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: anthropicTools}, nil); err != nil {
 		t.Fatalf("%v (fake: %q)", err, s.Rejections())
 	}
 	if !strings.Contains(string(s.Bodies()[0]), `"functions_run_0"`) {

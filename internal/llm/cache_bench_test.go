@@ -1,7 +1,6 @@
 package llm_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,7 +54,7 @@ func cachedTask(tb testing.TB, noCache bool) llm.Usage {
 		{Role: llm.RoleUser, Content: "Find and fix the bug in pkg/."},
 	}
 	for turn := 0; ; turn++ {
-		resp, err := c.Chat(context.Background(), llm.Request{Messages: msgs, Tools: benchTools, Stream: true}, nil)
+		resp, err := c.Chat(tb.Context(), llm.Request{Messages: msgs, Tools: benchTools, Stream: true}, nil)
 		if err != nil {
 			tb.Fatalf("turn %d: %v (fake: %q)", turn, err, s.Rejections())
 		}

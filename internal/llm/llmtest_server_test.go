@@ -266,7 +266,7 @@ func TestLLMTestServerCloseEndsHangingRequests(t *testing.T) {
 	})
 	errc := make(chan error, 1)
 	go func() {
-		_, err := rawClient(s, "k").CreateChatCompletion(context.Background(), rawRequest(rawUser("hi")))
+		_, err := rawClient(s, "k").CreateChatCompletion(t.Context(), rawRequest(rawUser("hi")))
 		errc <- err
 	}()
 	select {

@@ -1,7 +1,6 @@
 package llm_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -115,7 +114,7 @@ func weatherLoop(t *testing.T, c *llm.Client, stream bool) (first, final *llm.Re
 		{Role: llm.RoleUser, Content: "What's the weather in Florence, Italy?"},
 	}
 	req := llm.Request{Messages: msgs, Tools: []llm.Tool{weatherTool}, Stream: stream}
-	first, err := c.Chat(context.Background(), req, nil)
+	first, err := c.Chat(t.Context(), req, nil)
 	if err != nil {
 		t.Fatalf("first turn: %v", err)
 	}
@@ -129,7 +128,7 @@ func weatherLoop(t *testing.T, c *llm.Client, stream bool) (first, final *llm.Re
 		t.Fatal(err)
 	}
 	req.Messages = append(msgs, back, llm.Message{Role: llm.RoleTool, ToolCallID: back.ToolCalls[0].ID, Content: "40 C"})
-	final, err = c.Chat(context.Background(), req, nil)
+	final, err = c.Chat(t.Context(), req, nil)
 	if err != nil {
 		t.Fatalf("second turn: %v", err)
 	}
@@ -329,7 +328,7 @@ func TestRecordedAnthropicParallelCalls(t *testing.T) {
 		{Role: llm.RoleSystem, Content: "You are a helpful assistant. Always use both add and multiply at the same time."},
 		{Role: llm.RoleUser, Content: "Add and multiply the number 2 and 3"},
 	}
-	first, err := c.Chat(context.Background(), llm.Request{Messages: msgs, Tools: tools, Stream: true}, nil)
+	first, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: tools, Stream: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +338,7 @@ func TestRecordedAnthropicParallelCalls(t *testing.T) {
 	msgs = append(msgs, first.Message,
 		llm.Message{Role: llm.RoleTool, ToolCallID: first.Message.ToolCalls[0].ID, Content: "5"},
 		llm.Message{Role: llm.RoleTool, ToolCallID: first.Message.ToolCalls[1].ID, Content: "6"})
-	final, err := c.Chat(context.Background(), llm.Request{Messages: msgs, Tools: tools, Stream: true}, nil)
+	final, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: tools, Stream: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

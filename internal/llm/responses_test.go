@@ -1,7 +1,6 @@
 package llm_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -76,14 +75,14 @@ func TestResponsesToolLoopReplaysReasoning(t *testing.T) {
 func TestResponsesFakeIsStrict(t *testing.T) {
 	s := responsestest.New(t, responsestest.Reply{Reasoning: "r", Calls: []responsestest.Call{{Name: "run"}}}, responsestest.Reply{Text: "ok"})
 	c := newResponsesClient(t, s)
-	first, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "go"}}, Tools: anthropicTools}, nil)
+	first, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "go"}}, Tools: anthropicTools}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	call := first.Message.ToolCalls[0]
 	stripped := first.Message
 	stripped.ProviderState = nil // a history that lost its reasoning items
-	_, err = c.Chat(context.Background(), llm.Request{Messages: []llm.Message{
+	_, err = c.Chat(t.Context(), llm.Request{Messages: []llm.Message{
 		{Role: llm.RoleUser, Content: "go"}, stripped, {Role: llm.RoleTool, ToolCallID: call.ID, Content: "x"},
 	}, Tools: anthropicTools}, nil)
 	var e *llm.Error
@@ -95,12 +94,12 @@ func TestResponsesFakeIsStrict(t *testing.T) {
 func TestResponsesErrors(t *testing.T) {
 	s := responsestest.New(t, responsestest.Reply{Status: 500, ErrCode: "server_error"}, responsestest.Reply{Text: "ok"})
 	c := newResponsesClient(t, s)
-	resp, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true}, nil)
+	resp, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true}, nil)
 	if err != nil || resp.Message.Content != "ok" {
 		t.Fatalf("after a 500: %v %+v", err, resp)
 	}
 	s2 := responsestest.New(t, responsestest.Reply{Status: 401, ErrCode: "invalid_api_key"})
-	_, err = newResponsesClient(t, s2).Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	_, err = newResponsesClient(t, s2).Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
 	if !llm.IsSetup(err) || strings.Contains(err.Error(), testKey) {
 		t.Fatalf("401: %v", err)
 	}

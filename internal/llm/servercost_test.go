@@ -1,7 +1,6 @@
 package llm_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -38,7 +37,7 @@ func TestServerReportedCost(t *testing.T) {
 				srv := llmtest.New(t)
 				srv.Enqueue(tt.reply)
 				c := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "k", Model: "m"})
-				resp, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: stream}, nil)
+				resp, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: stream}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -65,7 +64,7 @@ func TestDeepSeekCacheHitTokens(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "k", Model: "deepseek-chat"})
-	resp, err := c.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	resp, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"sort"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ func BenchmarkStdioStart(b *testing.B) {
 	for b.Loop() {
 		t0 := time.Now()
 		m := New(Options{Servers: map[string]config.MCPServer{"s": srv}, Getenv: func(string) string { return "" }})
-		st := m.Start(context.Background())
+		st := m.Start(b.Context())
 		lat = append(lat, time.Since(t0))
 		if len(st.Tools) == 0 {
 			b.Fatalf("no tools: %v", st.Failures())
@@ -34,11 +33,11 @@ func BenchmarkStdioStart(b *testing.B) {
 func BenchmarkStdioCall(b *testing.B) {
 	m := New(Options{Servers: map[string]config.MCPServer{"s": stdioFor(b)}, Getenv: func(string) string { return "" }})
 	defer func() { _ = m.Close() }()
-	set := tools.NewSet(m.Start(context.Background()).Tools...)
+	set := tools.NewSet(m.Start(b.Context()).Tools...)
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		t0 := time.Now()
-		res, err := tools.Call(context.Background(), set, "mcp__s__add", `{"a":1,"b":2}`)
+		res, err := tools.Call(b.Context(), set, "mcp__s__add", `{"a":1,"b":2}`)
 		lat = append(lat, time.Since(t0))
 		if err != nil || res.IsError {
 			b.Fatalf("call: %v %+v", err, res)

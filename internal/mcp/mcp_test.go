@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -34,12 +33,12 @@ func start(t *testing.T, opts Options) (*Manager, *Status) {
 	}
 	m := New(opts)
 	t.Cleanup(func() { _ = m.Close() })
-	return m, m.Start(context.Background())
+	return m, m.Start(t.Context())
 }
 
 func call(t *testing.T, set *tools.Set, name, args string) tools.Result {
 	t.Helper()
-	res, err := tools.Call(context.Background(), set, name, args)
+	res, err := tools.Call(t.Context(), set, name, args)
 	if err != nil {
 		t.Fatalf("call %s: %v", name, err)
 	}

@@ -1,7 +1,6 @@
 package probe_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -65,7 +64,7 @@ func TestProbeSmallWindows(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			srv := httptest.NewServer(h)
 			defer srv.Close()
-			w := probe.Probe(context.Background(), probe.Options{BaseURL: srv.URL + "/v1", Model: "qwen3:8b", APIKey: "k"})
+			w := probe.Probe(t.Context(), probe.Options{BaseURL: srv.URL + "/v1", Model: "qwen3:8b", APIKey: "k"})
 			if w == nil || w.Server != kind {
 				t.Fatalf("Probe = %+v, want a %s window", w, kind)
 			}
@@ -99,7 +98,7 @@ func TestProbeUnknownServer(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	defer srv.Close()
-	if w := probe.Probe(context.Background(), probe.Options{BaseURL: srv.URL + "/v1", Model: "gpt-4o"}); w != nil {
+	if w := probe.Probe(t.Context(), probe.Options{BaseURL: srv.URL + "/v1", Model: "gpt-4o"}); w != nil {
 		t.Fatalf("Probe = %+v, want nil", w)
 	}
 }
@@ -127,7 +126,7 @@ func TestProbeOllamaLoadsAndModelMax(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	w := probe.Probe(context.Background(), probe.Options{BaseURL: srv.URL + "/v1", Model: "tiny"})
+	w := probe.Probe(t.Context(), probe.Options{BaseURL: srv.URL + "/v1", Model: "tiny"})
 	if w == nil || !loaded || w.Context != 4096 || w.Max != 8192 {
 		t.Fatalf("Probe = %+v (loaded %v), want 4096 served of 8192", w, loaded)
 	}

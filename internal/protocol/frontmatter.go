@@ -41,12 +41,12 @@ func splitFile(data []byte) (header []byte, body string, err error) {
 // with a "---" line; an opening line without a closing one is a *ParseError.
 func SplitFrontMatter(data []byte) (header []byte, body string, found bool, err error) {
 	data = bytes.TrimPrefix(data, bom)
-	line, rest, _ := cutLine(data)
+	line, rest := cutLine(data)
 	if line != delimiter {
 		return nil, string(data), false, nil
 	}
 	for len(rest) > 0 {
-		line, after, _ := cutLine(rest)
+		line, after := cutLine(rest)
 		if line == delimiter {
 			header = data[:len(data)-len(rest)]
 			body = string(after)
@@ -66,9 +66,9 @@ func SplitFrontMatter(data []byte) (header []byte, body string, found bool, err 
 
 // cutLine returns the first line of data without its "\n" or "\r\n" and the
 // rest after it; ok is false when data has no newline (the line is the rest).
-func cutLine(data []byte) (line string, rest []byte, ok bool) {
-	l, rest, ok := bytes.Cut(data, []byte("\n"))
-	return strings.TrimSuffix(string(l), "\r"), rest, ok
+func cutLine(data []byte) (line string, rest []byte) {
+	l, rest, _ := bytes.Cut(data, []byte("\n"))
+	return strings.TrimSuffix(string(l), "\r"), rest
 }
 
 // parseHeader parses the front matter into the top-level mapping node.

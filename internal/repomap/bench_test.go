@@ -22,7 +22,7 @@ import (
 
 func goroot(b *testing.B) string {
 	b.Helper()
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := filepath.Join(runtime.GOROOT(), "src") //nolint:staticcheck // SA1019: the standard library of the toolchain running the test is what it maps
 	if _, err := os.Stat(src); err != nil {
 		b.Fatalf("GOROOT/src is needed for this benchmark: %v", err)
 	}

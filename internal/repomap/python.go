@@ -141,7 +141,7 @@ func (lx *pyLexer) pyDef(p *parsed, li, first int, ctx byte, prevCode int) pyFra
 	sym := Symbol{
 		Kind:      kind,
 		Name:      name,
-		Signature: pyJoin(lx.src, toks[:sigTo]),
+		Signature: pyJoin(toks[:sigTo]),
 		StartLine: lx.lines[first].line,
 		EndLine:   l.endLine,
 	}
@@ -171,7 +171,7 @@ func (lx *pyLexer) pyAssign(p *parsed, l pyLine, prevCode int) {
 	if isUpperName(name) {
 		kind = KindConst
 	}
-	sig := pyJoin(lx.src, l.toks)
+	sig := pyJoin(l.toks)
 	if l.endLine != l.line || len(sig) > 100 {
 		eq := len(l.toks)
 		for j, t := range l.toks {
@@ -180,7 +180,7 @@ func (lx *pyLexer) pyAssign(p *parsed, l pyLine, prevCode int) {
 				break
 			}
 		}
-		sig = pyJoin(lx.src, l.toks[:eq])
+		sig = pyJoin(l.toks[:eq])
 	}
 	p.syms = append(p.syms, Symbol{Kind: kind, Name: name, Signature: sig, StartLine: l.line, EndLine: l.endLine,
 		Doc: lx.commentAbove(l.line, prevCode)})
@@ -216,7 +216,7 @@ func pyDocString(s string) string {
 }
 
 // pyJoin renders tokens as one line, one space where the source had space.
-func pyJoin(src string, toks []lexeme) string {
+func pyJoin(toks []lexeme) string {
 	if len(toks) == 0 {
 		return ""
 	}

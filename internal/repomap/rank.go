@@ -58,17 +58,6 @@ func boostWords(items []string) boost {
 	return b
 }
 
-// key identifies the boost in the cache: a stored rank is valid only for
-// the words it was computed with.
-func (b boost) key() string {
-	words := make([]string, 0, len(b.words))
-	for w := range b.words {
-		words = append(words, w)
-	}
-	sort.Strings(words)
-	return "v1\x00" + strings.Join(words, "\x00")
-}
-
 // file reports whether a word of the goal names the file: its path, a
 // trailing part of it, its name with or without extension, or its directory.
 func (b boost) file(rel string) bool {

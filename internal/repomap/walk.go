@@ -114,8 +114,3 @@ func walk(ctx context.Context, root string, includeTests bool, exclude []string)
 	sort.Slice(t.files, func(i, j int) bool { return t.files[i].rel < t.files[j].rel })
 	return t, nil
 }
-
-// under reports whether rel is dir or inside it ("" is the root).
-func under(rel, dir string) bool {
-	return dir == "" || dir == "." || rel == dir || strings.HasPrefix(rel, dir+"/")
-}

@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"context"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -16,13 +15,13 @@ func TestTraceParentCarriesTheTraceAndTheTask(t *testing.T) {
 	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
 	t.Cleanup(func() { otel.SetTracerProvider(sdktrace.NewTracerProvider()) })
 
-	ctx, parent := Start(WithTask(context.Background(), "t1"), "invoke_agent codingagent")
+	ctx, parent := Start(WithTask(t.Context(), "t1"), "invoke_agent codingagent")
 	tp := TraceParent(ctx)
 	if len(tp) != 55 {
 		t.Fatalf("traceparent %q", tp)
 	}
 	// The other program: a fresh ctx with only the traceparent.
-	_, child := Start(WithTask(WithTraceParent(context.Background(), tp), "t1"), "chat m")
+	_, child := Start(WithTask(WithTraceParent(t.Context(), tp), "t1"), "chat m")
 	child.End()
 	parent.End()
 	spans := rec.Ended()
@@ -42,7 +41,7 @@ func TestTraceParentCarriesTheTraceAndTheTask(t *testing.T) {
 			t.Errorf("span %s lacks the task id", s.Name())
 		}
 	}
-	if WithTraceParent(context.Background(), "") != context.Background() {
+	if ctx := t.Context(); WithTraceParent(ctx, "") != ctx {
 		t.Error("an empty traceparent changed the ctx")
 	}
 }
@@ -50,11 +49,11 @@ func TestTraceParentCarriesTheTraceAndTheTask(t *testing.T) {
 func TestSetupWithoutEndpointExportsNothing(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	shutdown, err := Setup(context.Background(), "x")
+	shutdown, err := Setup(t.Context(), "x")
 	if err != nil || Enabled() {
 		t.Fatalf("setup: %v, enabled %v", err, Enabled())
 	}
-	if err := shutdown(context.Background()); err != nil {
+	if err := shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }

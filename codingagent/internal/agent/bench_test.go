@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -30,7 +29,7 @@ func benchAgent(b *testing.B) *Agent {
 		}
 	}
 	a, set := offlineAgent(b, dir, "# Task bench: refactor the helpers")
-	ctx := context.Background()
+	ctx := b.Context()
 	for round := 0; len(a.hist.msgs) < 200; round++ {
 		var name string
 		var args map[string]any

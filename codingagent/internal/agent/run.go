@@ -172,7 +172,7 @@ func (a *Agent) call(ctx context.Context, req llm.Request) (*llm.Response, error
 	if err != nil && llm.IsContextLength(err) && ctx.Err() == nil {
 		a.logEvent("the model's context window was exceeded; compacting and retrying once")
 		if cerr := a.compact(ctx, true); cerr != nil {
-			return nil, fmt.Errorf("%w (compacting the history to recover failed: %v)", err, cerr)
+			return nil, fmt.Errorf("%w (compacting the history to recover failed: %v)", err, cerr) //nolint:errorlint // callers match the model's error, not the compaction's
 		}
 		req = a.buildRequest()
 		resp, err = a.chat(ctx, req)

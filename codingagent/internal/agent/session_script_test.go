@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -44,7 +43,7 @@ func scriptedSession(tb testing.TB) (*Agent, []scriptedRequest, []scriptCall) {
 		reqs = append(reqs, scriptedRequest{shaped: llm.EstimateTokens(shaped.Messages), naive: llm.EstimateTokens(naive.Messages), req: shaped})
 	}
 	var script []scriptCall
-	ctx := context.Background()
+	ctx := tb.Context()
 	for turn := range scriptTurns {
 		measure()
 		c := scriptTurn(turn)

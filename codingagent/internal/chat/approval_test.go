@@ -28,7 +28,7 @@ func TestApprovalOfMCPTools(t *testing.T) {
 		asked := false
 		ap := &approver{mode: tt.mode, always: map[string]bool{}, out: io.Discard, canAsk: true,
 			ask: func(context.Context) (string, bool) { asked = true; return "n", true }}
-		got := ap.approve(context.Background(), agent.ToolRequest{Tool: tt.tool, Args: "{}", ReadOnly: tt.readOnly})
+		got := ap.approve(t.Context(), agent.ToolRequest{Tool: tt.tool, Args: "{}", ReadOnly: tt.readOnly})
 		if got.Allow != tt.allowed || asked == tt.allowed {
 			t.Errorf("%s %s (read-only %v): allow %v asked %v, want allow %v", tt.mode, tt.tool, tt.readOnly, got.Allow, asked, tt.allowed)
 		}

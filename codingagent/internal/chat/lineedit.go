@@ -121,7 +121,7 @@ func (e *editor) key(line string, pos int, key rune) (string, int, bool) {
 		if !e.searching {
 			e.searching, e.query, e.match = true, "", -1
 		}
-		return e.search(line, pos, true)
+		return e.search(line, true)
 	case e.searching && key == keyCancel:
 		e.searching = false
 		e.t.SetPrompt(e.prompt)
@@ -130,14 +130,14 @@ func (e *editor) key(line string, pos int, key rune) (string, int, bool) {
 	case e.searching && key >= 32 && key != keyTogglePlan:
 		e.query += string(key)
 		e.match = -1
-		return e.search(line, pos, false)
+		return e.search(line, false)
 	}
 	return line, pos, false
 }
 
 // search shows the newest history line older than the current match that
 // contains the query; older=false starts again from the newest.
-func (e *editor) search(line string, pos int, older bool) (string, int, bool) {
+func (e *editor) search(line string, older bool) (string, int, bool) {
 	start := 0
 	if older && e.match >= 0 {
 		start = e.match + 1

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -69,7 +70,7 @@ func redactURL(raw string) string {
 // causeOf is the innermost message of a request error ("dial tcp
 // 172.17.0.1:8080: connect: connection refused"), not the Get "…" prefix.
 func causeOf(err error) string {
-	if ue, ok := err.(*url.Error); ok {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		return ue.Err.Error()
 	}
 	return err.Error()

@@ -102,7 +102,7 @@ func startWatcher(t *testing.T, opts Options) *watcherRun {
 }
 
 // stop cancels the watcher and returns Run's result and how long it took.
-func (w *watcherRun) stop(t *testing.T) (error, time.Duration) {
+func (w *watcherRun) stop(t *testing.T) (error, time.Duration) { //nolint:staticcheck // ST1008: reads as "err, took := w.stop(t)" at every call
 	t.Helper()
 	start := time.Now()
 	w.cancel()

@@ -80,10 +80,6 @@ type git struct {
 	extra                 []string
 }
 
-func (g git) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	return g.cmdEnv(ctx, nil, args...)
-}
-
 func (g git) cmdEnv(ctx context.Context, extra []string, args ...string) *exec.Cmd {
 	full := append([]string{}, baseArgs...)
 	env := gitEnv()

@@ -55,7 +55,7 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 	if err := r.readTree(ctx, new); err != nil {
 		// Not under ctx: a cancelled move must still be put back.
 		if uerr := r.moveRef(context.WithoutCancel(ctx), new, old); uerr != nil {
-			return fmt.Errorf("%w (and moving %s back failed: %v; run `git reset --hard %s` once nothing else uses the repository)", err, r.Branch(), uerr, short(new))
+			return fmt.Errorf("%w (and moving %s back failed: %v; run `git reset --hard %s` once nothing else uses the repository)", err, r.Branch(), uerr, short(new)) //nolint:errorlint // callers match the move's error, not the undo's
 		}
 		return r.putBack(ctx, paths, from, to, err)
 	}

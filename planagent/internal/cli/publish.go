@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -126,7 +127,7 @@ func runPublish(cmd *cobra.Command, f *cmdutil.Factory, opts *PublishOptions) er
 		"\n---\nMade by CodeAgent (`planagent publish`); each commit is one task.\n"
 	url, via, err := (publish.GitHub{Getenv: os.Getenv}).Open(ctx, pr)
 	if err != nil {
-		if err == publish.ErrNoWay {
+		if errors.Is(err, publish.ErrNoWay) {
 			return cmdutil.UsageError(err)
 		}
 		return cmdutil.Failed(err)

@@ -2,7 +2,6 @@ package notify
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -99,7 +98,7 @@ func TestFailingAndHangingSinks(t *testing.T) {
 	}, slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
 	start := time.Now()
 	for range 3 {
-		n.Send(context.Background(), Event{Kind: "task_failed", RunID: "r", Text: "t failed"})
+		n.Send(t.Context(), Event{Kind: "task_failed", RunID: "r", Text: "t failed"})
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Send blocked for %v", d)

@@ -261,7 +261,7 @@ func settle(v view) []action {
 }
 
 func onReport(v view, ev evReport) []action {
-	rec := actRecord{ID: ev.ID, Report: ev.Report}
+	rec := actRecord(ev)
 	t, _ := v.g.Get(ev.ID)
 	switch ev.Report.Status {
 	case protocol.StatusCompleted:

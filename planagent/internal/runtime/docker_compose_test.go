@@ -57,7 +57,7 @@ func waitForHeartbeat(t *testing.T, dir string, since time.Time) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, ok := freshHeartbeat(dir, since); ok {
+		if freshHeartbeat(dir, since) {
 			return
 		}
 		select {

@@ -47,14 +47,13 @@ type fakeEngine struct {
 }
 
 type fakeContainer struct {
-	opts     client.ContainerCreateOptions
-	result   chan containertypes.WaitResponse
-	errs     chan error
-	exited   bool
-	code     int
-	oom      bool
-	output   string
-	waitDone bool
+	opts   client.ContainerCreateOptions
+	result chan containertypes.WaitResponse
+	errs   chan error
+	exited bool
+	code   int
+	oom    bool
+	output string
 }
 
 func newFakeEngine() *fakeEngine { return &fakeEngine{containers: make(map[string]*fakeContainer)} }

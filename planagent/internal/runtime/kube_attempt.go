@@ -622,7 +622,7 @@ func containerRunning(p *corev1.Pod, name string) bool {
 	return false
 }
 
-func containerTerminated(p *corev1.Pod, name string) *corev1.ContainerStateTerminated {
+func containerTerminated(p *corev1.Pod, name string) *corev1.ContainerStateTerminated { //nolint:unparam // the pod has one container today; the name says which is meant
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == name {
 			return s.State.Terminated

@@ -173,7 +173,7 @@ func (l *Local) Start(ctx context.Context) error {
 	deadline := time.NewTimer(l.opts.StartTimeout)
 	defer deadline.Stop()
 	for {
-		if _, ok := freshHeartbeat(watchers, since); ok {
+		if freshHeartbeat(watchers, since) {
 			l.opts.Logger.Info("codingagent watch started", "pid", cmd.Process.Pid)
 			return nil
 		}

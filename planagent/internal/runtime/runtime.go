@@ -44,17 +44,16 @@ type ExecResult struct {
 // terminal) serves the volumes. Names starting with "." are the watchers'
 // temp files, not heartbeats.
 func Alive(watchersDir string, maxAge time.Duration) bool {
-	_, ok := freshHeartbeat(watchersDir, time.Now().Add(-maxAge))
-	return ok
+	return freshHeartbeat(watchersDir, time.Now().Add(-maxAge))
 }
 
 // freshHeartbeat returns the name of a heartbeat file modified at or after
 // since. A missing or unreadable dir has no heartbeat: the caller decides
 // whether that is an error.
-func freshHeartbeat(watchersDir string, since time.Time) (string, bool) {
+func freshHeartbeat(watchersDir string, since time.Time) bool {
 	entries, err := os.ReadDir(watchersDir)
 	if err != nil {
-		return "", false
+		return false
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -66,8 +65,8 @@ func freshHeartbeat(watchersDir string, since time.Time) (string, bool) {
 			continue // removed between ReadDir and Info: a watcher exiting gracefully
 		}
 		if !info.ModTime().Before(since) {
-			return name, true
+			return true
 		}
 	}
-	return "", false
+	return false
 }
