@@ -20,9 +20,9 @@ func TestBudgetLineKeepsEveryDigitOfTheUSDBudget(t *testing.T) {
 
 func TestBudgetFlagNamesTheBudgetReached(t *testing.T) {
 	for reason, want := range map[string]string{
-		runrecord.StopBudgetUSD:    "--budget-usd",
-		runrecord.StopBudgetTime:   "--budget-time",
-		runrecord.StopBudgetTok: "--budget-tokens",
+		runrecord.StopBudgetUSD:  "--budget-usd",
+		runrecord.StopBudgetTime: "--budget-time",
+		runrecord.StopBudgetTok:  "--budget-tokens",
 	} {
 		if got := budgetFlag(&runrecord.Stop{Reason: reason}); !strings.HasPrefix(got, want+" ") {
 			t.Errorf("budgetFlag(%s) = %q, want %s", reason, got, want)
