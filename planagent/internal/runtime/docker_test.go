@@ -431,9 +431,10 @@ func TestDockerAttemptDies(t *testing.T) {
 	}
 }
 
-// TestDockerStopOnCancel is Ctrl-C: Stop with a cancelled context stops
-// the running attempt (its agent reports it interrupted) and removes its
-// container.
+// TestDockerStopOnCancel is Ctrl-C: the orchestrator's run context is
+// cancelled and it calls Stop with a context that is not (a cancelled one
+// is the second Ctrl-C, which cuts the grace short): the running attempt
+// stops (its agent reports it interrupted) and its container is removed.
 func TestDockerStopOnCancel(t *testing.T) {
 	cli := e2eEngine(t)
 	testImages(t, cli)
@@ -448,9 +449,7 @@ func TestDockerStopOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the agent's first model call", func() bool { return len(srv.Requests()) > 0 })
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if err := d.Stop(ctx); err != nil {
+	if err := d.Stop(context.WithoutCancel(t.Context())); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	if ids := containersOfRun(t, cli, runID); len(ids) != 0 {
