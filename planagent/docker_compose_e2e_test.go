@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,7 +33,7 @@ func TestE2EDockerComposeWatcher(t *testing.T) {
 	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
 	// The quick start's loopback URL, which the compose file makes reach
 	// the host from inside (CODEAGENT_LOOPBACK_HOST).
-	composeDown := composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1")
+	cp := composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1")
 
 	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
 	if code != 0 {
@@ -57,15 +58,79 @@ func TestE2EDockerComposeWatcher(t *testing.T) {
 		}
 	}
 
-	project := composeDown()
+	project := cp.down()
 	assertNoContainers(t, cli, "com.docker.compose.project="+project)
+}
+
+// TestE2EDockerComposePlanProfile runs the compose file's one-shot planner
+// as the README says (`GOAL=… docker compose --profile plan run --rm
+// planagent`) beside the watcher service: the planner, in the no-registry
+// image, plans, makes each task's copy (git clone from a path needs
+// git-upload-pack in the image), and the run ends completed with every
+// task's change in the workspace, not "running" for good.
+func TestE2EDockerComposePlanProfile(t *testing.T) {
+	cli := dockerE2E(t)
+	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	e := newDockerRunEnv(t, f)
+	cp := composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1")
+
+	out, err := cp.output(t.Context(), []string{"GOAL=write greeting files"},
+		"--profile", "plan", "run", "--rm", "planagent")
+	if err != nil {
+		t.Fatalf("the plan profile failed: %v", err)
+	}
+	e.assertThreeTasksDone()
+	e.assertOwnedAndKeyFree()
+	runID, _ := e.runState()
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(e.read(filepath.Join("runs", runID, "state.json"))), &st); err != nil {
+		t.Fatalf("state.json: %v", err)
+	}
+	if st.Status != "completed" {
+		t.Errorf("run status %q after the plan profile, want completed; its output:\n%s", st.Status, out)
+	}
+	project := cp.down()
+	assertNoContainers(t, cli, "com.docker.compose.project="+project)
+}
+
+// composeProject is one compose project over a test's volumes.
+type composeProject struct {
+	t       *testing.T
+	name    string
+	command []string // the compose CLI with its fixed arguments
+	dir     string
+	env     []string
+}
+
+// output runs compose with args and the extra environment, and returns
+// what it printed.
+func (c *composeProject) output(ctx context.Context, env []string, args ...string) (string, error) {
+	full := append(append([]string{}, c.command[1:]...), args...)
+	cmd := exec.CommandContext(ctx, c.command[0], full...)
+	cmd.Dir = c.dir
+	cmd.Env = append(append(os.Environ(), c.env...), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w\n%s", c.command[0], strings.Join(full, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// down brings the project down and returns its name.
+func (c *composeProject) down() string {
+	c.t.Helper()
+	if _, err := c.output(c.t.Context(), nil, "down", "-t", "5"); err != nil {
+		c.t.Fatal(err)
+	}
+	return c.name
 }
 
 // composeUp brings up the repository's docker-compose.yml codingagent
 // service over e's volumes, with baseURL as compose's OPENAI_BASE_URL, and
-// waits for its heartbeat. The returned func brings it down (also done at
-// cleanup) and returns the project name.
-func composeUp(t *testing.T, e *runEnv, baseURL string) func() string {
+// waits for its heartbeat. The project is brought down at cleanup too.
+func composeUp(t *testing.T, e *runEnv, baseURL string) *composeProject {
 	t.Helper()
 	compose := composeCommand(t)
 	spec, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
@@ -82,38 +147,25 @@ func composeUp(t *testing.T, e *runEnv, baseURL string) func() string {
 			t.Fatal(err)
 		}
 	}
-	project := fmt.Sprintf("cae2e%d", time.Now().UnixNano())
-	composeDo := func(ctx context.Context, args ...string) error {
-		full := append(append([]string{}, compose[1:]...),
-			append([]string{"-p", project, "-f", file, "--project-directory", e.dir}, args...)...)
-		cmd := exec.CommandContext(ctx, compose[0], full...)
-		cmd.Dir = e.dir
-		// The watcher's settings come from compose's environment, not from planagent.
-		cmd.Env = append(os.Environ(), "IMAGE="+e2eImage(),
-			"UID="+strconv.Itoa(os.Getuid()), "GID="+strconv.Itoa(os.Getgid()),
-			"OPENAI_API_KEY="+e2eKey, "OPENAI_MODEL=test-model",
-			"OPENAI_BASE_URL="+baseURL)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s %s: %w\n%s", compose[0], strings.Join(full, " "), err, out)
-		}
-		return nil
-	}
+	name := fmt.Sprintf("cae2e%d", time.Now().UnixNano())
+	c := &composeProject{t: t, name: name, dir: e.dir,
+		command: append(compose, "-p", name, "-f", file, "--project-directory", e.dir),
+		// The services' settings come from compose's environment, not from planagent.
+		env: []string{"IMAGE=" + e2eImage(),
+			"UID=" + strconv.Itoa(os.Getuid()), "GID=" + strconv.Itoa(os.Getgid()),
+			"OPENAI_API_KEY=" + e2eKey, "OPENAI_MODEL=test-model",
+			"OPENAI_BASE_URL=" + baseURL}}
 	t.Cleanup(func() {
-		if err := composeDo(context.WithoutCancel(t.Context()), "down", "-t", "5"); err != nil {
+		if _, err := c.output(context.WithoutCancel(t.Context()), nil, "down", "-t", "5"); err != nil {
 			t.Logf("cleanup: %v", err)
 		}
 	})
 	since := time.Now()
-	if err := composeDo(t.Context(), "up", "-d", "codingagent"); err != nil {
+	if _, err := c.output(t.Context(), nil, "up", "-d", "codingagent"); err != nil {
 		t.Fatal(err)
 	}
 	waitFreshHeartbeat(t, filepath.Join(e.volumes, "reports", ".watchers"), since)
-	return func() string {
-		if err := composeDo(t.Context(), "down", "-t", "5"); err != nil {
-			t.Fatal(err)
-		}
-		return project
-	}
+	return c
 }
 
 // composeCommand is `docker compose` (v2 plugin) or `docker-compose` (v1).
