@@ -18,6 +18,15 @@ import (
 // firewall, a URL that names the host's loopback).
 var ErrModelUnreachable = errors.New("the model server does not answer from inside the container")
 
+// ErrImageNoShell: the image has no /bin/sh, which the agent's shell_exec
+// and every acceptance command run through.
+var ErrImageNoShell = errors.New("image has no /bin/sh")
+
+// probeScript runs the probe through the image's shell, so an image
+// without /bin/sh is found at start, before planning, and not after a
+// task's first shell command or its acceptance.
+const probeScript = "exec " + agentBinary + " probe --timeout 10s"
+
 // LabelRole says what a container is for: "attempt" (one task attempt),
 // "exec" (an acceptance command) or "preflight" (the model check). Each
 // carries the run's other labels too so a crash's leftover is found.
@@ -40,7 +49,7 @@ func (d *Docker) preflight(ctx context.Context, compose string) error {
 	defer cancel()
 	// Only the network matters: the probe touches no volume.
 	opts := d.createOptions(spec{name: d.containerName("preflight"), role: "preflight",
-		entrypoint: []string{agentBinary}, cmd: []string{"probe", "--timeout", "10s"}, env: d.containerEnv()})
+		entrypoint: []string{"/bin/sh", "-c", probeScript}, env: d.containerEnv()})
 	created, err := d.api.ContainerCreate(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("create the model preflight container from %s: %w", d.opts.Image, err)
@@ -54,6 +63,9 @@ func (d *Docker) preflight(ctx context.Context, compose string) error {
 	}()
 	wait := d.api.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
 	if _, err := d.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		if noShell(err) {
+			return fmt.Errorf("%w: image %s cannot run the attempts: the agent's shell commands and the acceptance commands need /bin/sh; use an image with a shell (busybox is enough) or add one to it (%w)", ErrImageNoShell, d.opts.Image, err)
+		}
 		return fmt.Errorf("start the model preflight container: %w", err)
 	}
 	var code int64
@@ -140,4 +152,12 @@ func (d *Docker) probeFailed(code int, output, where string) error {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// noShell tells whether a container could not start because its image has
+// no /bin/sh: the OCI runtime's "exec: \"/bin/sh\": stat /bin/sh: no such
+// file or directory".
+func noShell(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "/bin/sh") && (strings.Contains(msg, "no such file") || strings.Contains(msg, "not found"))
 }
