@@ -81,8 +81,7 @@ func (d *Docker) removeLeftovers(ctx context.Context) error {
 		}
 		d.log.Info("removing leftover codingagent container", "container", shortID(c.ID),
 			"run", c.Labels[LabelRun], "state", string(c.State))
-		_, err := d.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
-		if !removed(err) {
+		if err := d.forceRemove(ctx, c.ID); err != nil {
 			return fmt.Errorf("remove leftover container %s of run %s: %w", shortID(c.ID), c.Labels[LabelRun], err)
 		}
 		if c.Labels[LabelVolumes] == d.opts.Volumes.Root {
@@ -439,10 +438,10 @@ func (d *Docker) stopContainer(ctx context.Context, c *agentContainer, hurry <-c
 // removeContainer force-removes the container and ends the goroutines that
 // follow it. Not to be called from onExit (it waits for them).
 func (d *Docker) removeContainer(ctx context.Context, c *agentContainer) error {
-	_, err := d.api.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true})
+	err := d.forceRemove(ctx, c.id)
 	c.cancel()
 	c.wg.Wait()
-	if !removed(err) {
+	if err != nil {
 		return fmt.Errorf("remove container %s: %w (remove it with `docker rm -f %s`)", shortID(c.id), err, shortID(c.id))
 	}
 	return nil

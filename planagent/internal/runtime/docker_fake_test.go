@@ -44,6 +44,8 @@ type fakeEngine struct {
 	// the engine's lock.
 	beforeCreate func()
 	n            int
+	// removedWaits: the ids waited on with the condition "removed".
+	removedWaits []string
 }
 
 type fakeContainer struct {
@@ -88,10 +90,18 @@ func (e *fakeEngine) ContainerCreate(_ context.Context, opts client.ContainerCre
 	return client.ContainerCreateResult{ID: id}, nil
 }
 
-func (e *fakeEngine) ContainerWait(_ context.Context, id string, _ client.ContainerWaitOptions) client.ContainerWaitResult {
+func (e *fakeEngine) ContainerWait(_ context.Context, id string, opts client.ContainerWaitOptions) client.ContainerWaitResult {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.containers[id]
+	if opts.Condition == containertypes.WaitConditionRemoved {
+		e.removedWaits = append(e.removedWaits, id)
+	}
+	c, ok := e.containers[id]
+	if !ok { // as the engine answers for a container already gone
+		errs := make(chan error, 1)
+		errs <- cerrdefs.ErrNotFound
+		return client.ContainerWaitResult{Error: errs}
+	}
 	return client.ContainerWaitResult{Result: c.result, Error: c.errs}
 }
 

@@ -70,8 +70,9 @@ func TestRemovedClassifiesEngineAnswers(t *testing.T) {
 }
 
 // Start's leftover clean-up goes on when Docker is already removing a
-// leftover (another run's clean-up, the container's own) or it is gone
-// by the time it is asked, and still fails on a real error, naming it.
+// leftover (another run's clean-up, the container's own) once that
+// removal has finished, or when it is gone by the time it is asked, and
+// still fails on a real error, naming it.
 func TestDockerFakeLeftoverRemovalInProgress(t *testing.T) {
 	l, err := volume.New(t.TempDir(), "")
 	if err != nil {
@@ -105,6 +106,11 @@ func TestDockerFakeLeftoverRemovalInProgress(t *testing.T) {
 	_ = d.Stop(context.Background())
 	if len(fake.removed) != 1 || fake.removed[0] != "cccccccccccc" {
 		t.Errorf("removed %v, want the third leftover after the two others", fake.removed)
+	}
+	// A run must not start (nor end) with a container still "removing":
+	// the one whose removal was under way is waited for.
+	if len(fake.removedWaits) != 1 || fake.removedWaits[0] != "aaaaaaaaaaaa" {
+		t.Errorf("waited for the removal of %v, want only the one under way elsewhere", fake.removedWaits)
 	}
 
 	fake = newFakeEngine()
