@@ -116,6 +116,9 @@ type Docker struct {
 	started  bool
 	compose  string                     // the reused compose watcher, or ""
 	attempts map[string]*agentContainer // by task id
+	// ending: containers of attempts that ended on their own, being
+	// removed off the map; Stop waits for them so a run leaves none.
+	ending sync.WaitGroup
 }
 
 var _ Runtime = (*Docker)(nil)
@@ -296,6 +299,7 @@ func (d *Docker) Stop(ctx context.Context) error {
 		wg.Go(func() { errs[i] = d.stopContainer(ctx, c, hurry) })
 	}
 	wg.Wait()
+	d.ending.Wait()
 	return errors.Join(errs...)
 }
 

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/moby/moby/api/types/mount"
-	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/protocol"
 )
@@ -152,11 +151,17 @@ func (d *Docker) attemptEnded(c *agentContainer) {
 	if d.attempts[c.task] == c {
 		delete(d.attempts, c.task)
 	}
+	// Under mu, so a Stop that no longer sees c waits for its removal; once
+	// Stop has run (started false) nothing waits any more.
+	if d.started {
+		d.ending.Add(1)
+		defer d.ending.Done()
+	}
 	d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
 	defer cancel()
 	c.stopping.Store(true)
-	if _, err := d.api.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true}); !removed(err) {
+	if err := d.forceRemove(ctx, c.id); err != nil {
 		d.log.Warn("remove the attempt's container", "container", shortID(c.id), "err", err)
 	}
 }
