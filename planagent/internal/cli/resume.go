@@ -1,9 +1,17 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/planagent/internal/notify"
+	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/webui"
 )
 
@@ -49,4 +57,98 @@ limit and task timeout it was started with; --runtime, --image, --workspace,
 	addKubeFlags(cmd)
 	addCopyFlags(cmd)
 	return cmd
+}
+
+func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
+	ctx := cmd.Context()
+	s, err := newSession(f, cmd)
+	if err != nil {
+		return err
+	}
+	if err := s.needKey(); err != nil {
+		return err
+	}
+	if err := s.ensureVolumes(); err != nil {
+		return err
+	}
+	retryFailed, _ := cmd.Flags().GetBool("retry-failed")
+	st, err := s.resumableState(runID, retryFailed)
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	lock, err := runlock.Acquire(s.layout.Run(st.RunID))
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("run %s: %w", st.RunID, err))
+	}
+	defer lock.Release()
+	// Read again under the lock: a holder that just ended has moved it on.
+	if st, err = runrecord.LoadState(s.layout, st.RunID, false); err != nil {
+		return cmdutil.UsageError(err)
+	}
+	pending, err := s.pendingReview(st.RunID)
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	if retryFailed {
+		ids, err := st.RetryFailed()
+		if err != nil {
+			return cmdutil.UsageError(fmt.Errorf("run %s: %w", st.RunID, err))
+		}
+		if len(ids) == 0 {
+			return cmdutil.UsageError(fmt.Errorf("run %s has no failed task to retry", st.RunID))
+		}
+		if err := st.Save(s.layout, time.Now()); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.Err, "retrying the failed tasks of %s: %s\n", st.RunID, strings.Join(ids, ", "))
+	}
+	if st.Status.Finished() && len(pending) == 0 {
+		hint := fmt.Sprintf("review comments (`planagent comment %s TASK FILE:LINE TEXT`) would become follow-up tasks", st.RunID)
+		if st.Status != runrecord.RunCompleted {
+			hint = fmt.Sprintf("`planagent resume %s --retry-failed` tries its failed tasks again", st.RunID)
+		}
+		return cmdutil.UsageError(fmt.Errorf("run %s is already %s; nothing to resume (%s)", st.RunID, st.Status, hint))
+	}
+	if err := s.resumeWith(cmd, st.Settings); err != nil {
+		return err
+	}
+	model := s.cfg.Model
+	if st.Settings != nil && st.Settings.Model != "" {
+		model = st.Settings.Model
+	}
+	if s.runBudget, err = s.budget(model); err != nil {
+		return err
+	}
+	if err := s.checkServer(ctx); err != nil {
+		return err
+	}
+	jsonOut, _ := cmd.Flags().GetBool("json")
+	if withUI, _ := cmd.Flags().GetBool("ui"); withUI {
+		addr, _ := cmd.Flags().GetString("ui-addr")
+		ui, err := s.listenUI(addr)
+		if err != nil {
+			return err
+		}
+		defer s.startUI(ctx, ui, st.RunID)()
+	}
+	rt, err := s.runtime(ctx, st.RunID, s.logs)
+	if err != nil {
+		return err
+	}
+	s.announce(f.IO.Err)
+	if s.repo, err = s.resumeCheckpoints(ctx, st, f.IO.Err); err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		if err := s.addFollowUps(ctx, st, s.repo, pending, f.IO.Err); err != nil {
+			return cmdutil.UsageError(fmt.Errorf("run %s: the review's follow-up tasks: %w", st.RunID, err))
+		}
+	}
+	notifier := notify.New(s.cfg.Notify, s.logger)
+	defer notifier.Wait()
+	sink := notify.Sink(ctx, s.sink(jsonOut), notifier, st.Goal)
+	ctx, span := traceRun(ctx, st.RunID, st.TraceParent)
+	defer span.End()
+	sink.Emit(events.Event{Type: events.Log, RunID: st.RunID, Text: "resuming run " + st.RunID})
+	return drive(ctx, s, st, rt, s.llm(), sink, jsonOut)
 }
