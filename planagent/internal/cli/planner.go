@@ -10,10 +10,10 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/filetree"
 	"github.com/codeagent/codeagent/internal/llm"
-	"github.com/codeagent/codeagent/internal/mcp"
 	"github.com/codeagent/codeagent/internal/projectdoc"
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/tools"
+	"github.com/codeagent/codeagent/internal/toolset"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 )
 
@@ -27,37 +27,20 @@ func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, 
 	if rel := s.volumesInWorkspace(); rel != "" {
 		ws.Exclude(rel)
 	}
-	set := tools.ReadOnly(ws)
-	var repoMap string
-	if s.cfg.RepoMapTokens > 0 {
-		set = set.With(tools.NewRepoMap(ws, s.layout.RepoMapCache()))
-		var err error
-		repoMap, err = repomap.Section(ctx, repomap.Options{Root: ws.Root(), Exclude: ws.ExcludePatterns(), CacheDir: s.layout.RepoMapCache(),
-			Tokens: s.cfg.RepoMapTokens, Boost: []string{goal}})
-		if err != nil {
-			s.logger.Warn("repo map unavailable", "err", err)
-		}
+	o := toolset.Options{Workspace: ws, ReadOnly: true, RepoMapTokens: s.cfg.RepoMapTokens, RepoMapCache: s.layout.RepoMapCache()}
+	set := toolset.New(o)
+	repoMap, err := repomap.Section(ctx, o.Map([]string{goal}))
+	if err != nil {
+		s.logger.Warn("repo map unavailable", "err", err)
 	}
 	mapped()
-	if len(s.cfg.MCPServers) > 0 {
-		// The planner looks, never changes: only the MCP tools the server
-		// marks readOnlyHint (or mcp_read_only names). It runs here, so
-		// the servers run on this machine whatever the runtime.
-		servers := mcp.New(mcp.Options{Servers: s.cfg.MCPServers, ReadOnly: s.cfg.MCPReadOnly, Dir: ws.Root(),
-			Getenv: s.f.Getenv, Secrets: []string{s.cfg.APIKey}})
-		defer func() { _ = servers.Close() }()
-		st := servers.Start(ctx)
-		for _, line := range append(st.Failures(), st.Warnings...) {
-			s.logger.Warn(line)
-		}
-		if st.Err != nil {
-			return nil, llm.Usage{}, cmdutil.UsageError(st.Err)
-		}
-		for _, t := range st.Tools {
-			if t.ReadOnly() {
-				set = set.With(t)
-			}
-		}
+	// The planner looks, never changes: only the MCP tools the server
+	// marks readOnlyHint (or mcp_read_only names). It runs here, so the
+	// servers run on this machine whatever the runtime.
+	servers := toolset.Servers(s.cfg, ws.Root(), s.f.Getenv)
+	defer func() { _ = servers.Close() }()
+	if set, err = toolset.WithMCP(ctx, set, servers, true, func(line string) { s.logger.Warn(line) }); err != nil {
+		return nil, llm.Usage{}, cmdutil.UsageError(err)
 	}
 	// The project's own instructions, as each task gets them in its
 	// project layer (codingagent reads them from its copy).
