@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/protocol"
@@ -13,15 +11,6 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 )
-
-// addBudgetFlags adds --budget-tokens, --budget-time and --budget-usd (the
-// config keys budget_*), for run and resume.
-func addBudgetFlags(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.Int("budget-tokens", 0, "pause the run once its tokens (agents, planner, decisions) reach N: no new task starts; exit 3 (config budget_tokens)")
-	fl.Duration("budget-time", 0, "pause the run once it has run this long, e.g. 30m; exit 3 (config budget_time)")
-	fl.Float64("budget-usd", 0, "pause the run once its cost reaches X USD; needs prices for the model in the config; exit 3 (config budget_usd)")
-}
 
 // budgetFlag is the flag that raises the budget a paused run reached, with
 // a placeholder for its new value: a cost pause is not lifted by tokens.

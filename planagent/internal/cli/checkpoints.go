@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
@@ -33,14 +32,6 @@ func (s *session) openCheckpoints(ctx context.Context) (*checkpoint.Repo, error)
 	// task and one for acceptance), so a copy costs the files that changed.
 	repo.SetPool(checkpoint.ShadowDir(filepath.Join(s.layout.Attempts(), ".pool"), repo.GitDir()), max(1, s.cfg.Parallel)+1)
 	return repo, nil
-}
-
-// addCopyFlags adds the flags of what a task copy gets besides the tracked
-// files (run, resume).
-func addCopyFlags(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringArray("include-ignored", nil, "an ignored path (gitignore pattern) of the workspace to copy into every task's copy, besides .worktreeinclude; repeatable (config include_ignored)")
-	fl.String("setup-command", "", "shell command run in each fresh task copy before the agent starts and before the acceptance commands (config setup_command)")
 }
 
 // includeIgnored makes every copy of the run get the workspace's ignored

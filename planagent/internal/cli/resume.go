@@ -44,18 +44,9 @@ limit and task timeout it was started with; --runtime, --image, --workspace,
 	fl := cmd.Flags()
 	fl.Bool("json", false, "one JSON event per line on stdout")
 	fl.Bool("retry-failed", false, "give a failed run's failed tasks (and those skipped because of them) another try, with their retries anew")
-	addBudgetFlags(cmd)
 	fl.Bool("ui", false, "serve the live web view of the run (see planagent ui) while it runs")
 	fl.String("ui-addr", webui.DefaultAddr, "host:port of the web view of --ui")
-	// Without these flags the run keeps what it was started with (saved in
-	// its state), including --workspace; given, they override it.
-	fl.String("runtime", "", "where the coding agent runs: docker, local or kubernetes (default: as the run was started)")
-	fl.String("image", "", "image of the task containers: any local image with /bin/sh (default: config image)")
-	fl.Int("parallel", 0, "dispatch up to N ready tasks at once (default: as the run was started)")
-	fl.Int("max-retries", 0, "retries of a failed task (default: as the run was started)")
-	cmdutil.CompleteValues(cmd, "runtime", "docker", "local", "kubernetes")
-	addKubeFlags(cmd)
-	addCopyFlags(cmd)
+	addSettingFlags(cmd, true)
 	return cmd
 }
 

@@ -71,19 +71,12 @@ writes a file it accepts.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.String("runtime", "", "where the coding agent runs: docker, local or kubernetes (default docker)")
-	fl.String("image", "", "image of the task containers: any local image with /bin/sh (default codeagent/codingagent:latest, config image)")
-	fl.Int("parallel", 0, "dispatch up to N ready tasks at once (default 1)")
-	fl.Int("max-retries", 0, "retries of a failed task (default 1, config max_retries)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before running the plan")
 	fl.BoolVar(&opts.JSON, "json", false, "one JSON event per line on stdout")
 	fl.StringVar(&opts.PlanFile, "plan", "", "run the plan in `FILE` (YAML or JSON, create_plan schema) without calling the planner")
-	addBudgetFlags(cmd)
 	fl.BoolVar(&opts.UI, "ui", false, "serve the live web view of the run (see planagent ui) while it runs")
 	fl.StringVar(&opts.UIAddr, "ui-addr", webui.DefaultAddr, "host:port of the web view of --ui")
-	cmdutil.CompleteValues(cmd, "runtime", "docker", "local", "kubernetes")
-	addKubeFlags(cmd)
-	addCopyFlags(cmd)
+	addSettingFlags(cmd, false)
 	return cmd
 }
 

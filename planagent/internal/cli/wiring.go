@@ -107,6 +107,22 @@ func (s *session) settings() *runrecord.Settings {
 		TaskBudgetTokens: s.cfg.TaskBudgetTokens}
 }
 
+// addSettingFlags adds the settings run and resume take as flags, from the
+// config table (names, help and defaults written there once). resume's
+// flags of the settings a run saved (runrecord.Settings) say that, not
+// given, the run keeps what it was started with: resumeWith applies them.
+func addSettingFlags(cmd *cobra.Command, resume bool) {
+	fl := cmd.Flags()
+	saved := []string{"runtime", "image", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd"}
+	if resume {
+		cmdutil.KeptSettingFlags(fl, "as the run was started", saved...)
+	} else {
+		cmdutil.SettingFlags(fl, saved...)
+	}
+	cmdutil.SettingFlags(fl, "kube_namespace", "kubeconfig", "kube_context", "kube_secret", "include_ignored", "setup_command")
+	cmdutil.CompleteValues(cmd, "runtime", "docker", "local", "kubernetes")
+}
+
 // resumeWith makes the session continue a run with the settings it was
 // started with; a flag given to resume overrides the saved value.
 func (s *session) resumeWith(cmd *cobra.Command, saved *runrecord.Settings) error {
