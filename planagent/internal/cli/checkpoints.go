@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
@@ -273,4 +274,30 @@ func failpoint() func(string) {
 			select {} // the signal is on its way
 		}
 	}
+}
+
+// runCheckpoints loads a run and its checkpoint repository.
+func (s *session) runCheckpoints(ctx context.Context, runID string) (*runrecord.State, *checkpoint.Repo, error) {
+	st, err := runrecord.LoadState(s.layout, runID, false)
+	if err != nil {
+		return nil, nil, cmdutil.UsageError(err)
+	}
+	if st.Checkpoints == nil {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("run %s has no checkpoints (it was started by a planagent without them)", st.RunID))
+	}
+	if st.Settings != nil && st.Settings.Workspace != "" {
+		// The run's own workspace, whatever --workspace says now.
+		if s.layout, err = volume.New(s.layout.Root, st.Settings.Workspace); err != nil {
+			return nil, nil, cmdutil.UsageError(err)
+		}
+	}
+	repo, err := s.openCheckpoints(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if repo.Mode() != st.Checkpoints.Mode {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("run %s keeps its checkpoints in a %s repository, but the workspace %s now has a %s one: run from the run's workspace (--workspace)",
+			st.RunID, st.Checkpoints.Mode, s.layout.Workspace(), repo.Mode()))
+	}
+	return st, repo, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -142,4 +143,25 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	defer span.End()
 	sink.Emit(events.Event{Type: events.Log, RunID: st.RunID, Text: "resuming run " + st.RunID})
 	return drive(ctx, s, st, rt, s.llm(), sink, jsonOut)
+}
+
+// resumableState is the run resume drives: RUN, or the latest unfinished
+// run, or else the latest run when it has review comments waiting (or any
+// latest run with --retry-failed).
+func (s *session) resumableState(runID string, retryFailed bool) (*runrecord.State, error) {
+	st, err := runrecord.LoadState(s.layout, runID, runID == "" && !retryFailed)
+	if err == nil || runID != "" || !errors.Is(err, runrecord.ErrNoRun) {
+		return st, err
+	}
+	last, lerr := runrecord.LoadState(s.layout, "", false)
+	if lerr != nil {
+		return nil, err
+	}
+	if p, perr := s.pendingReview(last.RunID); perr == nil && len(p) > 0 {
+		return last, nil
+	}
+	if last.Status == runrecord.RunFailed || last.Status == runrecord.RunAborted {
+		return nil, fmt.Errorf("%w; the latest run %s %s: try its failed tasks again with `planagent resume %s --retry-failed`", err, last.RunID, last.Status, last.RunID)
+	}
+	return nil, err
 }

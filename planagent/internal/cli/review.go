@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
-	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/review"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
@@ -73,50 +70,4 @@ func writeComments(w io.Writer, cs []review.Comment) {
 		}
 		fmt.Fprintf(w, "%d  %s  %s  %s  (%s)\n", c.ID, c.Task, c.Where(), strings.TrimSpace(c.Text), state)
 	}
-}
-
-// pendingReview is the run's comments not yet sent to a follow-up task.
-func (s *session) pendingReview(runID string) ([]review.Comment, error) {
-	cs, err := review.Open(s.layout.Run(runID)).List()
-	if err != nil {
-		return nil, err
-	}
-	return review.Pending(cs), nil
-}
-
-// resumableState is the run resume drives: RUN, or the latest unfinished
-// run, or else the latest run when it has review comments waiting (or any
-// latest run with --retry-failed).
-func (s *session) resumableState(runID string, retryFailed bool) (*runrecord.State, error) {
-	st, err := runrecord.LoadState(s.layout, runID, runID == "" && !retryFailed)
-	if err == nil || runID != "" || !errors.Is(err, runrecord.ErrNoRun) {
-		return st, err
-	}
-	last, lerr := runrecord.LoadState(s.layout, "", false)
-	if lerr != nil {
-		return nil, err
-	}
-	if p, perr := s.pendingReview(last.RunID); perr == nil && len(p) > 0 {
-		return last, nil
-	}
-	if last.Status == runrecord.RunFailed || last.Status == runrecord.RunAborted {
-		return nil, fmt.Errorf("%w; the latest run %s %s: try its failed tasks again with `planagent resume %s --retry-failed`", err, last.RunID, last.Status, last.RunID)
-	}
-	return nil, err
-}
-
-// addFollowUps turns the run's pending comments into follow-up tasks, one
-// per task reviewed (review.Send), and says so.
-func (s *session) addFollowUps(ctx context.Context, st *runrecord.State, repo *checkpoint.Repo, pending []review.Comment, w io.Writer) error {
-	sent, err := review.Send(s.layout, st, pending, func(commit string) string {
-		if repo == nil {
-			return ""
-		}
-		d, _ := repo.Diff(ctx, commit+"^", commit)
-		return d
-	})
-	for _, x := range sent {
-		fmt.Fprintf(w, "review: %d comment(s) on %s become the task %s\n", x.Comments, x.Task, x.FollowUp)
-	}
-	return err
 }

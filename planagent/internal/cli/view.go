@@ -6,6 +6,7 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
 // viewOptions price runs with the configured model and prices.
@@ -32,4 +33,13 @@ func shortGoal(g string) string {
 		return string(r[:60]) + "…"
 	}
 	return g
+}
+
+func taskOf(st *runrecord.State, id string) (taskgraph.Task, bool) {
+	for _, t := range st.Tasks {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return taskgraph.Task{}, false
 }
