@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -181,8 +182,8 @@ func composeCommand(t *testing.T) []string {
 	return nil
 }
 
-// waitFreshHeartbeat waits, with a deadline, for a watcher heartbeat file
-// (<id>.json; dot names are temp files) written at or after since.
+// waitFreshHeartbeat waits, with a deadline, for a watcher heartbeat
+// written at or after since (protocol.Heartbeat's judgement, as planagent's).
 func waitFreshHeartbeat(t *testing.T, dir string, since time.Time) {
 	t.Helper()
 	deadline := time.NewTimer(30 * time.Second)
@@ -190,14 +191,8 @@ func waitFreshHeartbeat(t *testing.T, dir string, since time.Time) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		entries, _ := os.ReadDir(dir)
-		for _, en := range entries {
-			if strings.HasPrefix(en.Name(), ".") || !strings.HasSuffix(en.Name(), ".json") {
-				continue
-			}
-			if info, err := en.Info(); err == nil && !info.ModTime().Before(since) {
-				return
-			}
+		if h, ok := protocol.LatestHeartbeat(dir); ok && h.BeatSince(since) {
+			return
 		}
 		select {
 		case <-deadline.C:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/llm"
@@ -33,17 +34,30 @@ func NewFactory() *Factory {
 	return &Factory{IO: System(), Getenv: withKey(os.Getenv, key), Executable: exe, keyErr: err}
 }
 
-// AddConfigFlags adds the flags every command shares.
+// AddConfigFlags adds the flags every command shares: --config, and the
+// settings of the model and the volumes (from the config table).
 func AddConfigFlags(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	pf.String("config", "", "config file (default ./codeagent.yaml)")
-	pf.String("model", "", "model name (env OPENAI_MODEL)")
-	pf.String("base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (env OPENAI_BASE_URL)")
-	pf.String("api", "", "wire API: auto, chat, anthropic or responses (env CODEAGENT_API; default auto: anthropic for api.anthropic.com, responses for OpenAI's *-codex models, else chat)")
-	pf.String("reasoning-effort", "", "how hard a reasoning model thinks: none, minimal, low, medium, high or xhigh (env CODEAGENT_REASONING_EFFORT; default: the model's)")
-	pf.Int("thinking-budget", 0, "Anthropic extended thinking budget in tokens (env CODEAGENT_THINKING_BUDGET; default 0: from --reasoning-effort, else off)")
-	pf.String("volumes", "", "volumes dir holding context/, commands/, reports/, workspace/ (default ./volumes)")
-	pf.String("workspace", "", "workspace dir (default <volumes>/workspace)")
+	SettingFlags(pf, "model", "base_url", "api", "reasoning_effort", "thinking_budget", "volumes_dir", "workspace_dir")
+}
+
+// SettingFlags defines the flags of the settings keys on fs from the config
+// table (config.AddFlags): a setting's flag name, help and default are
+// written there once. A key the table does not know is a bug in the
+// command naming it: it panics, in every test that builds the command.
+func SettingFlags(fs *pflag.FlagSet, keys ...string) {
+	if err := config.AddFlags(fs, keys...); err != nil {
+		panic(err)
+	}
+}
+
+// KeptSettingFlags is SettingFlags for flags that, not given, keep a value
+// of their own that kept names (config.AddFlagsKept).
+func KeptSettingFlags(fs *pflag.FlagSet, kept string, keys ...string) {
+	if err := config.AddFlagsKept(fs, kept, keys...); err != nil {
+		panic(err)
+	}
 }
 
 // Config loads the effective configuration for cmd (flags > env > file > defaults).

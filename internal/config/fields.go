@@ -11,11 +11,16 @@ import (
 // field ties a yaml key to its flag, env var and Config field. One table
 // drives parsing, flags, validation messages and Print, so they cannot drift.
 type field struct {
-	key   string
-	flag  string // without "--"; "" means key with '_' → '-'
-	env   string // "" means CODEAGENT_<KEY>
-	ptr   func(*Config) any
+	key  string
+	flag string // without "--"; "" means key with '_' → '-'
+	env  string // "" means CODEAGENT_<KEY>
+	ptr  func(*Config) any
+	// usage is the help of the setting's flag (AddFlags adds its default
+	// and where else it is read).
 	usage string
+	// def says the default in the flag's help where the value alone would
+	// not ("the current context"); "" shows the default value, if any.
+	def string
 	// agent marks the settings a coding agent started by planagent needs:
 	// AgentEnv hands them over in its environment.
 	agent bool
@@ -28,16 +33,18 @@ func fields() []field {
 		{key: "api_key", env: APIKeyEnv, ptr: func(c *Config) any { return &c.APIKey },
 			usage: "API key of the OpenAI-compatible server", agent: true},
 		{key: "base_url", env: "OPENAI_BASE_URL", ptr: func(c *Config) any { return &c.BaseURL },
-			usage: "base URL of the OpenAI-compatible API, including /v1 where the server needs it", agent: true},
+			usage: "OpenAI-compatible base URL, including /v1 where the server needs it, e.g. http://localhost:11434/v1", agent: true},
 		{key: "model", env: "OPENAI_MODEL", ptr: func(c *Config) any { return &c.Model },
 			usage: "model name", agent: true},
 		{key: "api", ptr: func(c *Config) any { return &c.API },
-			usage: "wire API: auto, chat (Chat Completions), anthropic (Messages) or responses (OpenAI Responses)", agent: true},
+			usage: "wire API: auto, chat, anthropic or responses",
+			def:   "auto: anthropic for api.anthropic.com, responses for OpenAI's *-codex models, else chat", agent: true},
 		{key: "reasoning_effort", ptr: func(c *Config) any { return &c.ReasoningEffort },
-			usage: "how hard a reasoning model thinks: none, minimal, low, medium, high or xhigh (empty: the model's default); " +
-				"sent as reasoning_effort (chat), reasoning.effort (responses) or a thinking budget (anthropic)", agent: true},
+			usage: "how hard a reasoning model thinks: none, minimal, low, medium, high or xhigh",
+			def:   "the model's", agent: true},
 		{key: "thinking_budget", ptr: func(c *Config) any { return &c.ThinkingBudget },
-			usage: "anthropic: extended thinking budget in tokens, at least 1024 and below reserved_output (0: from reasoning_effort, else off)", agent: true},
+			usage: "Anthropic extended thinking budget in tokens, at least 1024 and below reserved_output",
+			def:   "0: from --reasoning-effort, else off", agent: true},
 		{key: "summary_model", ptr: func(c *Config) any { return &c.SummaryModel },
 			usage: "cheaper model for compaction summaries (empty: same as model)", agent: true},
 		{key: "context_window", ptr: func(c *Config) any { return &c.ContextWindow },
@@ -55,13 +62,14 @@ func fields() []field {
 		{key: "max_iterations", ptr: func(c *Config) any { return &c.MaxIterations },
 			usage: "tool-loop iterations per task", agent: true},
 		{key: "volumes_dir", flag: "volumes", ptr: func(c *Config) any { return &c.VolumesDir },
-			usage: "volumes directory holding context/, commands/, reports/, workspace/"},
+			usage: "volumes dir holding context/, commands/, reports/, workspace/"},
 		{key: "workspace_dir", flag: "workspace", ptr: func(c *Config) any { return &c.WorkspaceDir },
-			usage: "existing project to use as the workspace (empty: <volumes>/workspace)"},
+			usage: "workspace dir",
+			def:   "<volumes>/workspace"},
 		{key: "runtime", ptr: func(c *Config) any { return &c.Runtime },
 			usage: "where the coding agent runs: docker, local or kubernetes"},
 		{key: "image", ptr: func(c *Config) any { return &c.Image },
-			usage: "image of the task containers (any local image with /bin/sh; planagent brings codingagent)"},
+			usage: "image of the task containers: any local image with /bin/sh; planagent brings codingagent"},
 		{key: "container_memory", ptr: func(c *Config) any { return &c.ContainerMemory },
 			usage: "memory limit of the agent container, e.g. 512m, 2g"},
 		{key: "container_cpus", ptr: func(c *Config) any { return &c.ContainerCPUs },
@@ -71,13 +79,17 @@ func fields() []field {
 		{key: "network", ptr: func(c *Config) any { return &c.Network },
 			usage: "docker network of the agent container"},
 		{key: "kube_namespace", flag: "namespace", ptr: func(c *Config) any { return &c.KubeNamespace },
-			usage: "kubernetes runtime: namespace of the attempts' Jobs (empty: the context's namespace)"},
+			usage: "kubernetes runtime: namespace of the attempts' Jobs",
+			def:   "the context's namespace"},
 		{key: "kubeconfig", ptr: func(c *Config) any { return &c.Kubeconfig },
-			usage: "kubernetes runtime: kubeconfig file (empty: $KUBECONFIG or ~/.kube/config; in-cluster config in a pod)"},
+			usage: "kubernetes runtime: kubeconfig file",
+			def:   "$KUBECONFIG or ~/.kube/config; in a pod the in-cluster config"},
 		{key: "kube_context", flag: "context", ptr: func(c *Config) any { return &c.KubeContext },
-			usage: "kubernetes runtime: kubeconfig context (empty: the current context)"},
+			usage: "kubernetes runtime: kubeconfig context",
+			def:   "the current context"},
 		{key: "kube_secret", ptr: func(c *Config) any { return &c.KubeSecret },
-			usage: "kubernetes runtime: existing Secret holding the API key and the MCP servers' ${VAR} values, by variable name (empty: one created per run)"},
+			usage: "kubernetes runtime: existing Secret holding OPENAI_API_KEY and the MCP servers' ${VAR}s by name",
+			def:   "one created per run"},
 		{key: "kube_node_selector", ptr: func(c *Config) any { return &c.KubeNodeSelector },
 			usage: "kubernetes runtime: node selector of the attempts' pods, key=value,... (empty: any node)"},
 		{key: "kube_tolerations", ptr: func(c *Config) any { return &c.KubeTolerations },
@@ -93,19 +105,22 @@ func fields() []field {
 		{key: "task_timeout", ptr: func(c *Config) any { return &c.TaskTimeout },
 			usage: "time limit of one task, e.g. 30m", agent: true},
 		{key: "include_ignored", ptr: func(c *Config) any { return &c.IncludeIgnored },
-			usage: "ignored paths of the workspace copied into every task's copy: gitignore patterns (comma-separated), besides the workspace's .worktreeinclude"},
+			usage: "an ignored path (gitignore pattern) of the workspace to copy into every task's copy, besides .worktreeinclude; repeatable"},
 		{key: "setup_command", ptr: func(c *Config) any { return &c.SetupCommand },
-			usage: "shell command run in each fresh task copy before the agent starts and before the acceptance commands (e.g. \"npm ci\")"},
+			usage: "shell command run in each fresh task copy before the agent starts and before the acceptance commands, e.g. \"npm ci\""},
 		{key: "parallel", ptr: func(c *Config) any { return &c.Parallel },
-			usage: "tasks run at the same time", agent: true},
+			usage: "dispatch up to N ready tasks at once", agent: true},
 		{key: "max_retries", ptr: func(c *Config) any { return &c.MaxRetries },
 			usage: "retries of a failed task"},
 		{key: "budget_tokens", ptr: func(c *Config) any { return &c.BudgetTokens },
-			usage: "pause the run once its tokens pass N: no new task starts (0: no budget)"},
+			usage: "pause the run once its tokens (agents, planner, decisions) reach N: no new task starts; exit 3",
+			def:   "none"},
 		{key: "budget_time", ptr: func(c *Config) any { return &c.BudgetTime },
-			usage: "pause the run once it has run this long, e.g. 30m (0: no budget)"},
+			usage: "pause the run once it has run this long, e.g. 30m; exit 3",
+			def:   "none"},
 		{key: "budget_usd", ptr: func(c *Config) any { return &c.BudgetUSD },
-			usage: "pause the run once its cost passes X USD; needs prices for the model (0: no budget)"},
+			usage: "pause the run once its cost reaches X USD; needs prices for the model in the config; exit 3",
+			def:   "none"},
 		{key: "task_budget_tokens", ptr: func(c *Config) any { return &c.TaskBudgetTokens },
 			usage: "fail a task (reason budget) once its agent's tokens pass N (0: no budget)"},
 	}

@@ -6,10 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 	"unicode/utf8"
-
-	"github.com/spf13/pflag"
 
 	"github.com/codeagent/codeagent/internal/catalog"
 	"github.com/codeagent/codeagent/internal/llm"
@@ -136,38 +133,4 @@ func MaskKey(key string) string {
 	}
 	r := []rune(key)
 	return prefix + "…" + string(r[n-4:])
-}
-
-// AddFlags defines the flags for keys on fs, with the names, types and
-// defaults Load expects, so commands cannot misspell them. Unknown keys are
-// an error naming the key.
-func AddFlags(fs *pflag.FlagSet, keys ...string) error {
-	byKey := make(map[string]field)
-	for _, f := range fields() {
-		byKey[f.key] = f
-	}
-	d := Defaults()
-	for _, key := range keys {
-		f, ok := byKey[key]
-		if !ok {
-			return fmt.Errorf("config.AddFlags: unknown key %q (known: %s)", key, strings.Join(Keys(), ", "))
-		}
-		switch p := f.ptr(&d).(type) {
-		case *string:
-			def := *p
-			if key == "api_key" {
-				def = "" // never echo a key in --help
-			}
-			fs.String(f.flag, def, f.usage)
-		case *int:
-			fs.Int(f.flag, *p, f.usage)
-		case *float64:
-			fs.Float64(f.flag, *p, f.usage)
-		case *time.Duration:
-			fs.Duration(f.flag, *p, f.usage)
-		case *[]string:
-			fs.StringArray(f.flag, *p, f.usage)
-		}
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/mcp"
+	"github.com/codeagent/codeagent/internal/toolset"
 	"github.com/codeagent/codeagent/internal/volume"
 )
 
@@ -56,7 +57,7 @@ func runMCPList(cmd *cobra.Command, f *cmdutil.Factory) error {
 			dir = layout.Workspace()
 		}
 	}
-	m := newMCPManager(f, l.Config, dir)
+	m := toolset.Servers(l.Config, dir, f.Getenv)
 	defer func() { _ = m.Close() }()
 	st := m.Start(cmd.Context())
 	writeMCPStatus(f.IO.Out, st)

@@ -16,6 +16,7 @@ import (
 	"github.com/codeagent/codeagent/internal/mcp"
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/tools"
+	"github.com/codeagent/codeagent/internal/toolset"
 	"github.com/codeagent/codeagent/internal/volume"
 )
 
@@ -28,6 +29,7 @@ type agentSetup struct {
 	layout        volume.Layout
 	ws            *tools.Workspace
 	systemContext string
+	toolset       toolset.Options
 	tools         *tools.Set
 	repoMap       func(ctx context.Context, focus []string) string // nil when repo_map_tokens is 0
 	mcp           *mcp.Manager
@@ -65,9 +67,10 @@ func newAgentSetup(f *cmdutil.Factory, cmd *cobra.Command) (*agentSetup, error) 
 	if err != nil {
 		return nil, cmdutil.UsageError(fmt.Errorf("combine the context layers under %s: %w", layout.Context(), err))
 	}
-	servers := newMCPManager(f, cfg, ws.Root())
+	servers := toolset.Servers(cfg, ws.Root(), f.Getenv)
+	o := toolset.Options{Workspace: ws, Shell: shellOptions(cfg, servers), RepoMapTokens: cfg.RepoMapTokens, RepoMapCache: layout.RepoMapCache()}
 	return &agentSetup{cfg: cfg, warnings: l.Warnings, layout: layout, ws: ws, systemContext: systemContext, mcp: servers,
-		tools: tools.Coding(ws, shellOptions(cfg, servers))}, nil
+		toolset: o, tools: toolset.New(o)}, nil
 }
 
 // volumesFor is the volumes dir of an agent run: the configured one, but
@@ -95,28 +98,15 @@ func shellOptions(cfg config.Config, servers *mcp.Manager) tools.Options {
 	return tools.Options{Secrets: append([]string{cfg.APIKey}, servers.Secrets()...), HideEnv: hide}
 }
 
-// newMCPManager prepares the configured MCP servers; they run on this
-// machine with the workspace as their default directory.
-func newMCPManager(f *cmdutil.Factory, cfg config.Config, dir string) *mcp.Manager {
-	return mcp.New(mcp.Options{Servers: cfg.MCPServers, ReadOnly: cfg.MCPReadOnly, Dir: dir,
-		Getenv: f.Getenv, Secrets: []string{cfg.APIKey}})
-}
-
 // addMCP starts the MCP servers and offers their tools. A server that does
 // not start is one line to warn; tool names that collide are a
 // configuration error.
 func (s *agentSetup) addMCP(ctx context.Context, warn func(string)) error {
-	if s.mcp.Empty() {
-		return nil
+	set, err := toolset.WithMCP(ctx, s.tools, s.mcp, false, warn)
+	if err != nil {
+		return cmdutil.UsageError(err)
 	}
-	st := s.mcp.Start(ctx)
-	for _, line := range append(st.Failures(), st.Warnings...) {
-		warn(line)
-	}
-	if st.Err != nil {
-		return cmdutil.UsageError(st.Err)
-	}
-	s.tools = s.tools.With(st.Tools...)
+	s.tools = set
 	return nil
 }
 
@@ -138,14 +128,12 @@ func workspaceExclude(f *cmdutil.Factory, layout volume.Layout) []string {
 	return dirs
 }
 
-// addRepoMap offers the repo_map tool and puts the map, boosted by boost and
-// the agent's focused files, in the system prompt — unless repo_map_tokens
-// is 0. The first failure to map goes to onErr.
+// addRepoMap puts the map, boosted by boost and the agent's focused files,
+// in the system prompt (the set already has repo_map) — unless
+// repo_map_tokens is 0. The first failure to map goes to onErr.
 func (s *agentSetup) addRepoMap(boost []string, onErr func(error)) {
 	if s.cfg.RepoMapTokens <= 0 {
 		return
 	}
-	s.tools = s.tools.With(tools.NewRepoMap(s.ws, s.layout.RepoMapCache()))
-	s.repoMap = repomap.Prompter(repomap.Options{Root: s.ws.Root(), Exclude: s.ws.ExcludePatterns(), CacheDir: s.layout.RepoMapCache(),
-		Tokens: s.cfg.RepoMapTokens, Boost: boost}, onErr)
+	s.repoMap = repomap.Prompter(s.toolset.Map(boost), onErr)
 }

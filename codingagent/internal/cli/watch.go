@@ -16,6 +16,7 @@ import (
 	"github.com/codeagent/codeagent/codingagent/internal/watch"
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/toolset"
 	"github.com/codeagent/codeagent/internal/volume"
 )
 
@@ -96,7 +97,7 @@ func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error 
 	}
 	// In the docker runtime this is the task's container: the stdio servers
 	// run here, next to the workspace.
-	servers := newMCPManager(f, cfg, layout.Workspace())
+	servers := toolset.Servers(cfg, layout.Workspace(), f.Getenv)
 	defer func() { _ = servers.Close() }()
 	runner, err := watch.NewAgentRunner(watch.AgentConfig{
 		Client: f.LLMWithRetries(cfg, func(attempt int, wait time.Duration, err error) {

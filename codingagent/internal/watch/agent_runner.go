@@ -18,6 +18,7 @@ import (
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/telemetry"
 	"github.com/codeagent/codeagent/internal/tools"
+	"github.com/codeagent/codeagent/internal/toolset"
 	"github.com/codeagent/codeagent/internal/volume"
 )
 
@@ -98,34 +99,30 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 			return rep, err
 		}
 	}
-	set := tools.Coding(ws, r.cfg.Tools)
+	o := toolset.Options{Workspace: ws, Shell: r.cfg.Tools, RepoMapTokens: r.cfg.RepoMapTokens, RepoMapCache: r.cfg.Layout.RepoMapCache()}
+	set := toolset.New(o)
 	var repoMap func(context.Context, []string) string
 	if r.cfg.RepoMapTokens > 0 {
-		cache := r.cfg.Layout.RepoMapCache()
-		set = set.With(tools.NewRepoMap(ws, cache))
 		boost := append([]string{cmd.Title, cmd.Body}, cmd.Resources...)
-		repoMap = repomap.Prompter(repomap.Options{Root: ws.Root(), Exclude: ws.ExcludePatterns(), CacheDir: cache, Tokens: r.cfg.RepoMapTokens, Boost: boost},
+		repoMap = repomap.Prompter(o.Map(boost),
 			func(err error) { ev.Emit(events.Event{Type: events.Log, Text: "repo map unavailable: " + err.Error()}) })
 	}
-	if !r.cfg.MCP.Empty() {
-		// A task's cancellation must not leave the servers of the later
-		// tasks half-started; the manager's own timeout bounds the start.
-		st := r.cfg.MCP.Start(context.WithoutCancel(ctx))
-		lines := append(st.Failures(), st.Warnings...)
-		for _, line := range lines {
-			ev.Emit(events.Event{Type: events.Log, Text: line})
-		}
-		if r.cfg.Warn != nil {
-			r.warnOnce.Do(func() {
-				for _, line := range lines {
-					r.cfg.Warn(line)
-				}
-			})
-		}
-		if st.Err != nil {
-			return nil, st.Err
-		}
-		set = set.With(st.Tools...)
+	// A task's cancellation must not leave the servers of the later tasks
+	// half-started; the manager's own timeout bounds the start.
+	var lines []string
+	set, err = toolset.WithMCP(context.WithoutCancel(ctx), set, r.cfg.MCP, false, func(line string) {
+		ev.Emit(events.Event{Type: events.Log, Text: line})
+		lines = append(lines, line)
+	})
+	if r.cfg.Warn != nil && !r.cfg.MCP.Empty() {
+		r.warnOnce.Do(func() {
+			for _, line := range lines {
+				r.cfg.Warn(line)
+			}
+		})
+	}
+	if err != nil {
+		return nil, err
 	}
 	ao := r.cfg.Agent
 	ao.Client, ao.Tools, ao.Workspace = r.cfg.Client, set, ws

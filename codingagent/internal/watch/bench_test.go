@@ -34,7 +34,7 @@ func BenchmarkPickup(b *testing.B) {
 	go func() { done <- Run(ctx, Options{Layout: l, Runner: stampRunner{at: at}}) }()
 	defer func() { cancel(); <-done }()
 	eventually(b, "heartbeat", func() bool {
-		hbs, _ := ReadHeartbeats(l.Watchers())
+		hbs, _ := protocol.ReadHeartbeats(l.Watchers())
 		return len(hbs) == 1
 	})
 

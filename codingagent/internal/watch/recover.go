@@ -29,7 +29,7 @@ func (w *watcher) recoverClaims() {
 		if v, ok := alive[watcher]; ok {
 			return v
 		}
-		h, err := ReadHeartbeat(w.opts.Layout.Watchers(), watcher)
+		h, err := protocol.ReadHeartbeat(w.opts.Layout.Watchers(), watcher)
 		v := err == nil && h.Fresh(now, w.opts.StaleAfter)
 		alive[watcher] = v
 		return v

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 func TestSummarize(t *testing.T) {
@@ -82,20 +84,20 @@ func TestHealthy(t *testing.T) {
 	now := time.Now()
 	tests := []struct {
 		name    string
-		beats   []Heartbeat
+		beats   []protocol.Heartbeat
 		wantID  string
 		wantErr string
 	}{
 		{name: "none", wantErr: "no watcher heartbeat"},
-		{name: "stale", beats: []Heartbeat{{ID: "w1", Updated: now.Add(-time.Minute)}}, wantErr: "newest heartbeat (watcher w1) is 1m0s old"},
-		{name: "fresh", beats: []Heartbeat{{ID: "w1", Updated: now.Add(-time.Second)}}, wantID: "w1"},
-		{name: "freshest of several", beats: []Heartbeat{{ID: "old", Updated: now.Add(-time.Hour)}, {ID: "new", Updated: now}}, wantID: "new"},
+		{name: "stale", beats: []protocol.Heartbeat{{ID: "w1", Updated: now.Add(-time.Minute)}}, wantErr: "newest heartbeat (watcher w1) is 1m0s old"},
+		{name: "fresh", beats: []protocol.Heartbeat{{ID: "w1", Updated: now.Add(-time.Second)}}, wantID: "w1"},
+		{name: "freshest of several", beats: []protocol.Heartbeat{{ID: "old", Updated: now.Add(-time.Hour)}, {ID: "new", Updated: now}}, wantID: "new"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newLayout(t)
 			for _, h := range tt.beats {
-				if err := writeHeartbeat(l.Watchers(), h); err != nil {
+				if err := protocol.WriteHeartbeat(l.Watchers(), h); err != nil {
 					t.Fatal(err)
 				}
 			}

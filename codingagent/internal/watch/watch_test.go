@@ -105,9 +105,9 @@ func TestCommandsInReportsOut(t *testing.T) {
 	}
 }
 
-func mustHeartbeats(t *testing.T, l volume.Layout) []Heartbeat {
+func mustHeartbeats(t *testing.T, l volume.Layout) []protocol.Heartbeat {
 	t.Helper()
-	hbs, err := ReadHeartbeats(l.Watchers())
+	hbs, err := protocol.ReadHeartbeats(l.Watchers())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestRecoverClaims(t *testing.T) {
 				}
 			}
 			if tt.owner == "w-alive" || tt.owner == "w-old" {
-				if err := writeHeartbeat(l.Watchers(), Heartbeat{ID: tt.owner, Updated: time.Now().Add(tt.beat)}); err != nil {
+				if err := protocol.WriteHeartbeat(l.Watchers(), protocol.Heartbeat{ID: tt.owner, Updated: time.Now().Add(tt.beat)}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -232,7 +232,7 @@ func TestRetakeWhenTheOwnersHeartbeatGoesStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	lastBeat := time.Now()
-	if err := writeHeartbeat(l.Watchers(), Heartbeat{ID: "w-killed", PID: 1, Host: "h", Started: lastBeat, Updated: lastBeat}); err != nil {
+	if err := protocol.WriteHeartbeat(l.Watchers(), protocol.Heartbeat{ID: "w-killed", PID: 1, Host: "h", Started: lastBeat, Updated: lastBeat}); err != nil {
 		t.Fatal(err)
 	}
 	const staleAfter = 400 * time.Millisecond

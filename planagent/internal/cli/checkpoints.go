@@ -12,9 +12,9 @@ import (
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
@@ -33,14 +33,6 @@ func (s *session) openCheckpoints(ctx context.Context) (*checkpoint.Repo, error)
 	// task and one for acceptance), so a copy costs the files that changed.
 	repo.SetPool(checkpoint.ShadowDir(filepath.Join(s.layout.Attempts(), ".pool"), repo.GitDir()), max(1, s.cfg.Parallel)+1)
 	return repo, nil
-}
-
-// addCopyFlags adds the flags of what a task copy gets besides the tracked
-// files (run, resume).
-func addCopyFlags(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringArray("include-ignored", nil, "an ignored path (gitignore pattern) of the workspace to copy into every task's copy, besides .worktreeinclude; repeatable (config include_ignored)")
-	fl.String("setup-command", "", "shell command run in each fresh task copy before the agent starts and before the acceptance commands (config setup_command)")
 }
 
 // includeIgnored makes every copy of the run get the workspace's ignored
@@ -282,4 +274,30 @@ func failpoint() func(string) {
 			select {} // the signal is on its way
 		}
 	}
+}
+
+// runCheckpoints loads a run and its checkpoint repository.
+func (s *session) runCheckpoints(ctx context.Context, runID string) (*runrecord.State, *checkpoint.Repo, error) {
+	st, err := runrecord.LoadState(s.layout, runID, false)
+	if err != nil {
+		return nil, nil, cmdutil.UsageError(err)
+	}
+	if st.Checkpoints == nil {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("run %s has no checkpoints (it was started by a planagent without them)", st.RunID))
+	}
+	if st.Settings != nil && st.Settings.Workspace != "" {
+		// The run's own workspace, whatever --workspace says now.
+		if s.layout, err = volume.New(s.layout.Root, st.Settings.Workspace); err != nil {
+			return nil, nil, cmdutil.UsageError(err)
+		}
+	}
+	repo, err := s.openCheckpoints(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if repo.Mode() != st.Checkpoints.Mode {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("run %s keeps its checkpoints in a %s repository, but the workspace %s now has a %s one: run from the run's workspace (--workspace)",
+			st.RunID, st.Checkpoints.Mode, s.layout.Workspace(), repo.Mode()))
+	}
+	return st, repo, nil
 }

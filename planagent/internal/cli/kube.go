@@ -4,21 +4,11 @@ import (
 	"context"
 	"io"
 
-	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
-
-// addKubeFlags adds the kubernetes runtime's flags to run and resume.
-func addKubeFlags(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.String("namespace", "", "kubernetes runtime: namespace of the attempts' Jobs (default: the context's namespace, config kube_namespace)")
-	fl.String("kubeconfig", "", "kubernetes runtime: kubeconfig file (default $KUBECONFIG or ~/.kube/config; in a pod the in-cluster config)")
-	fl.String("context", "", "kubernetes runtime: kubeconfig context (default: the current context, config kube_context)")
-	fl.String("kube-secret", "", "kubernetes runtime: existing Secret holding OPENAI_API_KEY and the MCP servers' ${VAR}s by name (default: one created per run, config kube_secret)")
-}
 
 // newKubeRuntime builds the kubernetes runtime from the effective settings:
 // the task image is the user's toolchain, the codingagent comes from the

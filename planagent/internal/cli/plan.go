@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
@@ -33,4 +37,26 @@ to the model to fix, a bounded number of times.`,
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
 	return cmd
+}
+
+func runPlan(cmd *cobra.Command, f *cmdutil.Factory, opts *PlanOptions) error {
+	if strings.TrimSpace(opts.Goal) == "" {
+		return cmdutil.UsageError(errors.New("the goal is empty: say what to plan"))
+	}
+	s, err := newSession(f, cmd)
+	if err != nil {
+		return err
+	}
+	if err := s.ensureVolumes(); err != nil {
+		return err
+	}
+	p, _, err := makePlan(cmd.Context(), s, s.llm(), opts.Goal, s.sink(false), func() {})
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return cmdutil.WriteJSON(f.IO.Out, p)
+	}
+	_, err = fmt.Fprint(f.IO.Out, renderPlan(p))
+	return err
 }

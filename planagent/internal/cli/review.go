@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,62 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
-	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/review"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
-
-// NewCmdComment builds `planagent comment`.
-func NewCmdComment(f *cmdutil.Factory, runF func(*cobra.Command, []string) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "comment RUN TASK FILE:LINE TEXT",
-		Short: "Leave a review comment on a line of a task's change",
-		Long: `Leave a comment on line LINE of FILE in the change of TASK (see planagent diff
-RUN TASK). planagent resume RUN then turns a task's comments into a follow-up
-task ("address the review of TASK", the comments and the diff as its
-context, depending on TASK), carried out, accepted and committed like any
-other. planagent review RUN lists the comments.`,
-		Example: `  planagent comment run-20261121-084500-1a2b handler main.go:42 "return 404, not 500, when the id is unknown"
-  planagent resume run-20261121-084500-1a2b`,
-		Args:              cobra.ExactArgs(4),
-		ValidArgsFunction: completeRun(f, true, false),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd, args)
-			}
-			return runComment(cmd, f, args)
-		},
-	}
-}
-
-func runComment(cmd *cobra.Command, f *cmdutil.Factory, args []string) error {
-	s, err := newSession(f, cmd)
-	if err != nil {
-		return err
-	}
-	st, err := runrecord.LoadState(s.layout, args[0], false)
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	t, ok := taskOf(st, args[1])
-	if !ok {
-		return cmdutil.UsageError(fmt.Errorf("run %s has no task %q (see `planagent status %s`)", st.RunID, args[1], st.RunID))
-	}
-	if t.Status != taskgraph.Completed {
-		return cmdutil.UsageError(fmt.Errorf("task %s is %s: only a completed task's change can be reviewed", t.ID, t.Status))
-	}
-	file, line, err := review.ParseWhere(args[2])
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	c, err := review.Open(s.layout.Run(st.RunID)).Add(review.Comment{Task: t.ID, File: file, Line: line, Text: args[3]})
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	fmt.Fprintf(f.IO.Err, "comment %d on %s %s saved; `planagent resume %s` turns the comments into a follow-up task\n", c.ID, t.ID, c.Where(), s.ref(st.RunID))
-	return nil
-}
 
 // NewCmdReview builds `planagent review`.
 func NewCmdReview(f *cmdutil.Factory, runF func(*cobra.Command, string, bool) error) *cobra.Command {
@@ -125,50 +70,4 @@ func writeComments(w io.Writer, cs []review.Comment) {
 		}
 		fmt.Fprintf(w, "%d  %s  %s  %s  (%s)\n", c.ID, c.Task, c.Where(), strings.TrimSpace(c.Text), state)
 	}
-}
-
-// pendingReview is the run's comments not yet sent to a follow-up task.
-func (s *session) pendingReview(runID string) ([]review.Comment, error) {
-	cs, err := review.Open(s.layout.Run(runID)).List()
-	if err != nil {
-		return nil, err
-	}
-	return review.Pending(cs), nil
-}
-
-// resumableState is the run resume drives: RUN, or the latest unfinished
-// run, or else the latest run when it has review comments waiting (or any
-// latest run with --retry-failed).
-func (s *session) resumableState(runID string, retryFailed bool) (*runrecord.State, error) {
-	st, err := runrecord.LoadState(s.layout, runID, runID == "" && !retryFailed)
-	if err == nil || runID != "" || !errors.Is(err, runrecord.ErrNoRun) {
-		return st, err
-	}
-	last, lerr := runrecord.LoadState(s.layout, "", false)
-	if lerr != nil {
-		return nil, err
-	}
-	if p, perr := s.pendingReview(last.RunID); perr == nil && len(p) > 0 {
-		return last, nil
-	}
-	if last.Status == runrecord.RunFailed || last.Status == runrecord.RunAborted {
-		return nil, fmt.Errorf("%w; the latest run %s %s: try its failed tasks again with `planagent resume %s --retry-failed`", err, last.RunID, last.Status, last.RunID)
-	}
-	return nil, err
-}
-
-// addFollowUps turns the run's pending comments into follow-up tasks, one
-// per task reviewed (review.Send), and says so.
-func (s *session) addFollowUps(ctx context.Context, st *runrecord.State, repo *checkpoint.Repo, pending []review.Comment, w io.Writer) error {
-	sent, err := review.Send(s.layout, st, pending, func(commit string) string {
-		if repo == nil {
-			return ""
-		}
-		d, _ := repo.Diff(ctx, commit+"^", commit)
-		return d
-	})
-	for _, x := range sent {
-		fmt.Fprintf(w, "review: %d comment(s) on %s become the task %s\n", x.Comments, x.Task, x.FollowUp)
-	}
-	return err
 }

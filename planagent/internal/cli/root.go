@@ -1,4 +1,9 @@
-// Package cli holds planagent's cobra commands, one constructor each.
+// Package cli holds planagent's cobra commands: one file per command with
+// its constructor (NewCmdX), options and run function (runX), as the GitHub
+// CLI lays them out; what several commands share is in files named for
+// what it holds (session: wiring.go, the planner: planner.go, driving a run:
+// drive.go, budgets: budget.go, checkpoints: checkpoints.go, reading a run:
+// view.go, review comments as follow-up tasks: followups.go).
 package cli
 
 import (

@@ -1,9 +1,23 @@
 package cli
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/telemetry"
+	"github.com/codeagent/codeagent/planagent/internal/notify"
+	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/webui"
 )
 
@@ -57,18 +71,139 @@ writes a file it accepts.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.String("runtime", "", "where the coding agent runs: docker, local or kubernetes (default docker)")
-	fl.String("image", "", "image of the task containers: any local image with /bin/sh (default codeagent/codingagent:latest, config image)")
-	fl.Int("parallel", 0, "dispatch up to N ready tasks at once (default 1)")
-	fl.Int("max-retries", 0, "retries of a failed task (default 1, config max_retries)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before running the plan")
 	fl.BoolVar(&opts.JSON, "json", false, "one JSON event per line on stdout")
 	fl.StringVar(&opts.PlanFile, "plan", "", "run the plan in `FILE` (YAML or JSON, create_plan schema) without calling the planner")
-	addBudgetFlags(cmd)
 	fl.BoolVar(&opts.UI, "ui", false, "serve the live web view of the run (see planagent ui) while it runs")
 	fl.StringVar(&opts.UIAddr, "ui-addr", webui.DefaultAddr, "host:port of the web view of --ui")
-	cmdutil.CompleteValues(cmd, "runtime", "docker", "local", "kubernetes")
-	addKubeFlags(cmd)
-	addCopyFlags(cmd)
+	addSettingFlags(cmd, false)
 	return cmd
+}
+
+func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
+	ctx := cmd.Context()
+	var filePlan *plan.Plan
+	if opts.PlanFile != "" {
+		// Read first: a bad file costs neither a runtime check nor a model call.
+		p, err := plan.ReadFile(opts.PlanFile)
+		if err != nil {
+			return cmdutil.UsageError(err)
+		}
+		filePlan = p
+		if strings.TrimSpace(opts.Goal) == "" {
+			opts.Goal = p.Title
+			if strings.TrimSpace(opts.Goal) == "" {
+				opts.Goal = "plan " + opts.PlanFile
+			}
+		}
+	}
+	if strings.TrimSpace(opts.Goal) == "" {
+		return cmdutil.UsageError(errors.New("the goal is empty: say what to do, e.g. planagent run \"add a health check endpoint\""))
+	}
+	s, err := newSession(f, cmd)
+	if err != nil {
+		return err
+	}
+	if err := s.needKey(); err != nil {
+		return err
+	}
+	if err := s.ensureVolumes(); err != nil {
+		return err
+	}
+	// A USD budget without prices is refused before anything costs money.
+	if s.runBudget, err = s.budget(s.cfg.Model); err != nil {
+		return err
+	}
+	// A local server too small for the agent is refused before planning.
+	if err := s.checkServer(ctx); err != nil {
+		return err
+	}
+	notifier := notify.New(s.cfg.Notify, s.logger)
+	defer notifier.Wait()
+	sink := notify.Sink(ctx, s.sink(opts.JSON), notifier, opts.Goal)
+	runID := runrecord.NewRunID(time.Now())
+	ctx, span := traceRun(ctx, runID, "")
+	defer span.End()
+	// The web view's address is taken before planning, so a busy port costs
+	// no LLM call; it serves once the run's state exists.
+	var ui net.Listener
+	if opts.UI {
+		if ui, err = s.listenUI(opts.UIAddr); err != nil {
+			return err
+		}
+		defer ui.Close()
+	}
+	// The runtime is checked before planning so a missing engine or binary
+	// costs no LLM call.
+	rt, err := s.runtime(ctx, runID, s.logs)
+	if err != nil {
+		return err
+	}
+	// First after the checks that can refuse the run in one line.
+	s.announce(f.IO.Err)
+	// Uncommitted work is refused before planning costs anything.
+	repo, checkpoints, err := s.startCheckpoints(ctx, f.IO.Err)
+	if err != nil {
+		return err
+	}
+	s.repo = repo
+	asks := !opts.Yes && f.IO.IsTerminal != nil && f.IO.IsTerminal()
+	stopPrewarm := func(bool) {}
+	defer func() { stopPrewarm(false) }()
+	startPrewarm := func() { stopPrewarm = s.prewarm(ctx, repo, checkpoints.Head) }
+	client := s.llm()
+	// The run announces the accepted plan itself, with its run id and the
+	// plan; the planner's own plan_created would be a second one.
+	plannerSink := events.Func(func(e events.Event) {
+		if e.Type != events.PlanCreated {
+			if e.RunID == "" {
+				e.RunID = runID // planning belongs to the run too (--json consumers group by it)
+			}
+			sink.Emit(e)
+		}
+	})
+	// The attempts' first copies are made while the model plans and the
+	// plan awaits confirmation; not during the repo map, which they would
+	// slow down, and not when nothing waits (a plan file run with --yes).
+	p, usage := filePlan, llm.Usage{}
+	if p == nil {
+		if p, usage, err = makePlan(ctx, s, client, opts.Goal, plannerSink, startPrewarm); err != nil {
+			return err
+		}
+	} else if asks {
+		startPrewarm()
+	}
+	if !opts.JSON {
+		fmt.Fprint(f.IO.Err, renderPlan(p)+budgetLine(s.cfg))
+	}
+	if asks {
+		notifier.Send(ctx, notify.Event{Kind: "plan_awaiting", RunID: runID, Goal: opts.Goal,
+			Text: fmt.Sprintf("the plan of %q (%d tasks) awaits your confirmation", opts.Goal, len(p.Tasks))})
+		fmt.Fprint(f.IO.Err, "\nProceed? [Y/n] ")
+		line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "" && a != "y" && a != "yes" {
+			fmt.Fprintln(f.IO.Err, "Not run.")
+			return cmdutil.Silent(cmdutil.ExitOK)
+		}
+	}
+	st, err := runrecord.NewState(runID, opts.Goal, p, usage, time.Now())
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	st.Settings = s.settings()
+	st.Checkpoints = checkpoints
+	st.TraceParent = telemetry.TraceParent(ctx)
+	lock, err := runlock.Acquire(s.layout.Run(runID))
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	defer lock.Release()
+	if err := st.Save(s.layout, time.Now()); err != nil {
+		return err
+	}
+	sink.Emit(events.Event{Type: events.PlanCreated, RunID: runID, Text: p.Title,
+		Data: map[string]any{"tasks": len(p.Tasks), "plan": p}})
+	defer s.startUI(ctx, ui, runID)()
+	stopPrewarm(true)
+	return drive(ctx, s, st, rt, client, sink, opts.JSON)
 }

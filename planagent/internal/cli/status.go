@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
 // StatusOptions are the flags of `planagent status`.
@@ -40,4 +44,29 @@ attempts, tokens, cost, times, dependencies and timeline of attempts.`,
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the run as JSON")
 	return cmd
+}
+
+func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) error {
+	s, err := newSession(f, cmd)
+	if err != nil {
+		return err
+	}
+	st, v, err := s.loadView(opts.Run)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return cmdutil.WriteJSON(f.IO.Out, v)
+	}
+	g, err := taskgraph.New(st.Tasks)
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("run %s: %w", st.RunID, err))
+	}
+	fmt.Fprintf(f.IO.Out, "Run %s (%s), updated %s\nGoal: %s\n", st.RunID, st.Status,
+		st.Updated.Local().Format(time.DateTime), st.Goal)
+	if st.Paused != "" {
+		fmt.Fprintf(f.IO.Out, "Paused: %s (planagent resume %s %s continues)\n", st.Paused, st.RunID, budgetFlag(st.Stop))
+	}
+	fmt.Fprintf(f.IO.Out, "\n%s", g.Summary())
+	return nil
 }

@@ -81,3 +81,25 @@ func (s *session) listenUI(addr string) (net.Listener, error) {
 func (s *session) serveUI(ctx context.Context, ln net.Listener, token string) error {
 	return webui.New(webui.Options{Layout: s.layout, View: s.viewOptions(), Logger: s.logger, Token: token, Watch: s.watch}).Serve(ctx, ln)
 }
+
+// startUI serves the web view of the run on ln in the background (nothing
+// when ln is nil); the returned function stops it and waits.
+func (s *session) startUI(ctx context.Context, ln net.Listener, runID string) (stop func()) {
+	if ln == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	token := webui.NewToken()
+	go func() {
+		defer close(done)
+		if err := s.serveUI(ctx, ln, token); err != nil {
+			s.logger.Warn("web view", "err", err)
+		}
+	}()
+	fmt.Fprintf(s.f.IO.Err, "web view: %s/?token=%s#%s\n", webui.URL(ln), token, runID)
+	return func() {
+		cancel()
+		<-done
+	}
+}

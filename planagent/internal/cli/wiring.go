@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,16 +16,13 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/events"
-	"github.com/codeagent/codeagent/internal/filetree"
 	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/llm"
-	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
-	"github.com/codeagent/codeagent/planagent/internal/runview"
 )
 
 // session is what run, plan, status and resume share once flags are parsed.
@@ -109,6 +105,22 @@ func (s *session) settings() *runrecord.Settings {
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
 		Model: s.cfg.Model, BudgetTokens: s.cfg.BudgetTokens, BudgetTime: s.cfg.BudgetTime, BudgetUSD: s.cfg.BudgetUSD,
 		TaskBudgetTokens: s.cfg.TaskBudgetTokens}
+}
+
+// addSettingFlags adds the settings run and resume take as flags, from the
+// config table (names, help and defaults written there once). resume's
+// flags of the settings a run saved (runrecord.Settings) say that, not
+// given, the run keeps what it was started with: resumeWith applies them.
+func addSettingFlags(cmd *cobra.Command, resume bool) {
+	fl := cmd.Flags()
+	saved := []string{"runtime", "image", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd"}
+	if resume {
+		cmdutil.KeptSettingFlags(fl, "as the run was started", saved...)
+	} else {
+		cmdutil.SettingFlags(fl, saved...)
+	}
+	cmdutil.SettingFlags(fl, "kube_namespace", "kubeconfig", "kube_context", "kube_secret", "include_ignored", "setup_command")
+	cmdutil.CompleteValues(cmd, "runtime", "docker", "local", "kubernetes")
 }
 
 // resumeWith makes the session continue a run with the settings it was
@@ -258,36 +270,6 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 	return nil, cmdutil.UsageError(fmt.Errorf("unknown runtime %q: use docker, local or kubernetes", s.cfg.Runtime))
 }
 
-// workspaceView is the shallow listing the planner starts from: the
-// root's entries and those one level down, as the coding tools see them.
-func workspaceView(ctx context.Context, files *filetree.Tree) string {
-	const maxEntries = 200
-	var b strings.Builder
-	n := 0
-	_ = files.Walk(ctx, "", func(rel string, d fs.DirEntry) error {
-		depth := strings.Count(rel, "/")
-		if n++; n > maxEntries {
-			return fs.SkipAll
-		}
-		name := d.Name()
-		if d.IsDir() {
-			name += "/"
-		}
-		fmt.Fprintf(&b, "%s%s\n", strings.Repeat("  ", depth), name)
-		if d.IsDir() && depth == 1 {
-			return fs.SkipDir
-		}
-		return nil
-	})
-	if b.Len() == 0 {
-		return "(the workspace is empty)"
-	}
-	if n > maxEntries {
-		fmt.Fprintf(&b, "… (listing cut at %d entries)\n", maxEntries)
-	}
-	return b.String()
-}
-
 // llm is the client of the planner and the decider; retries are logged, so a
 // long Retry-After does not look like a hang.
 func (s *session) llm() *llm.Client {
@@ -296,46 +278,11 @@ func (s *session) llm() *llm.Client {
 	})
 }
 
-// budget is the run's budget from the effective settings. A USD budget
-// needs the price of the run's model: without one it is a usage error
-// naming the missing price.
-func (s *session) budget(model string) (orchestrator.Budget, error) {
-	c := s.cfg
-	b := orchestrator.Budget{Tokens: c.BudgetTokens, Time: c.BudgetTime, USD: c.BudgetUSD, TaskTokens: c.TaskBudgetTokens}
-	if c.BudgetUSD <= 0 {
-		return b, nil
+// needKey refuses a run without an API key before anything is checked,
+// made or started: every task needs the model.
+func (s *session) needKey() error {
+	if s.cfg.APIKey == "" {
+		return cmdutil.UsageError(llm.ErrNoAPIKey)
 	}
-	p, ok := c.PriceOf(model)
-	if !ok {
-		return b, cmdutil.UsageError(fmt.Errorf("a budget in USD (%g) needs the price of the model %q, and the config has none: "+
-			"add it to the config file, e.g.\n  prices:\n    %s: {input: 0.15, output: 0.60}   # USD per 1M prompt / completion tokens",
-			c.BudgetUSD, model, model))
-	}
-	prices := runview.Prices{model: {Input: p.Input, Output: p.Output, CachedInput: p.CachedInput, CacheWrite: p.CacheWrite}}
-	b.Cost = func(used protocol.Tokens) float64 {
-		c, _ := prices.Cost(model, runview.TokensOf(used))
-		return c
-	}
-	return b, nil
-}
-
-// budgetLine says the run's budgets for the plan confirmation; "" without any.
-func budgetLine(c config.Config) string {
-	var parts []string
-	if c.BudgetTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d tokens", c.BudgetTokens))
-	}
-	if c.BudgetTime > 0 {
-		parts = append(parts, c.BudgetTime.String()+" of running time")
-	}
-	if c.BudgetUSD > 0 {
-		parts = append(parts, config.FormatUSD(c.BudgetUSD))
-	}
-	if c.TaskBudgetTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d tokens per task", c.TaskBudgetTokens))
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "Budgets: " + strings.Join(parts, ", ") + " (reached: no new task starts, the run pauses; exit 3)\n"
+	return nil
 }

@@ -44,7 +44,7 @@ dir=/app/volumes/reports/.watchers
 hb="$dir/$(hostname).json"
 trap 'echo "test watcher stopping"; rm -f "$hb"; exit 0' TERM INT
 while :; do
-  echo '{"watcher":"test"}' > "$dir/.tmp-$(hostname)" && mv "$dir/.tmp-$(hostname)" "$hb"
+  printf '{"id":"%s","host":"%s","updated":"%s"}\n' "$(hostname)" "$(hostname)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$dir/.tmp-$(hostname)" && mv "$dir/.tmp-$(hostname)" "$hb"
   if [ -f /app/volumes/workspace/oom ]; then dd if=/dev/zero of=/dev/null bs=67108864 count=1 2>/dev/null; exit $?; fi
   sleep 1 & wait $!
 done

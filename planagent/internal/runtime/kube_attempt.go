@@ -367,14 +367,12 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // check sees the pod (codingagent's own heartbeat stays in the pod).
 func (k *Kube) heartbeat(ctx context.Context, job string, carried <-chan struct{}) {
 	dir := k.opts.Volumes.Watchers()
-	file := filepath.Join(dir, "kube-"+job+".json")
-	defer os.Remove(file)
+	id := "kube-" + job
+	defer os.Remove(protocol.HeartbeatFile(dir, id))
+	started := time.Now().UTC()
 	beat := func() {
 		_ = os.MkdirAll(dir, 0o755)
-		tmp := filepath.Join(dir, ".kube-"+job+".tmp")
-		if os.WriteFile(tmp, fmt.Appendf(nil, `{"host":%q,"runtime":"kubernetes","time":%q}`+"\n", job, time.Now().UTC().Format(time.RFC3339)), 0o644) == nil {
-			_ = os.Rename(tmp, file)
-		}
+		_ = protocol.WriteHeartbeat(dir, protocol.Heartbeat{ID: id, Host: job, Started: started, Updated: time.Now().UTC()})
 	}
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()

@@ -20,7 +20,7 @@ const heartbeatWatcher = `#!/bin/sh
 dir="$3/reports/.watchers"
 hb="$dir/sh-$$.json"
 trap 'rm -f "$hb"; exit 0' TERM
-while :; do echo '{}' >"$dir/.t-$$" && mv "$dir/.t-$$" "$hb"; sleep 0.05; done
+while :; do printf '{"id":"sh-%s","updated":"%s"}\n' $$ "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$dir/.t-$$" && mv "$dir/.t-$$" "$hb"; sleep 0.05; done
 `
 
 func localLayout(t *testing.T) volume.Layout {

@@ -7,9 +7,9 @@ package runtime
 
 import (
 	"context"
-	"os"
-	"strings"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 type Runtime interface {
@@ -39,34 +39,19 @@ type ExecResult struct {
 	ExitCode int
 }
 
-// Alive reports whether any heartbeat file (<watcher-id>.json) in watchersDir
-// was rewritten within maxAge, i.e. a live watcher (compose, another
-// terminal) serves the volumes. Names starting with "." are the watchers'
-// temp files, not heartbeats.
+// Alive reports whether some heartbeat in watchersDir (<watcher-id>.json)
+// was written within maxAge, i.e. a live watcher (compose, another
+// terminal, an attempt's container or pod) serves the volumes. Freshness is
+// protocol.Heartbeat's, judged on the time the heartbeat says it was
+// written, as codingagent's health check judges it.
 func Alive(watchersDir string, maxAge time.Duration) bool {
 	return freshHeartbeat(watchersDir, time.Now().Add(-maxAge))
 }
 
-// freshHeartbeat returns the name of a heartbeat file modified at or after
-// since. A missing or unreadable dir has no heartbeat: the caller decides
-// whether that is an error.
+// freshHeartbeat reports whether some heartbeat in watchersDir was written
+// at or after since. A missing or unreadable dir has no heartbeat: the
+// caller decides whether that is an error.
 func freshHeartbeat(watchersDir string, since time.Time) bool {
-	entries, err := os.ReadDir(watchersDir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") || !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue // removed between ReadDir and Info: a watcher exiting gracefully
-		}
-		if !info.ModTime().Before(since) {
-			return true
-		}
-	}
-	return false
+	h, ok := protocol.LatestHeartbeat(watchersDir)
+	return ok && h.BeatSince(since)
 }

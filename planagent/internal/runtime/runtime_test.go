@@ -1,28 +1,36 @@
 package runtime
 
 import (
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// A heartbeat is fresh by the time it says it was written, whatever the
+// file's modification time (a copy, a restore or a touch changes that): the
+// judgement codingagent's health check makes too.
 func TestAlive(t *testing.T) {
 	now := time.Now()
+	old := now.Add(-time.Minute)
 	tests := []struct {
 		name  string
-		files map[string]time.Time // name → mtime
+		files map[string]time.Time // name → the heartbeat's updated; the file's mtime is the other one
 		noDir bool
 		want  bool
 	}{
-		{"fresh heartbeat", map[string]time.Time{"w1.json": now}, false, true},
-		{"stale heartbeat", map[string]time.Time{"w1.json": now.Add(-time.Minute)}, false, false},
-		{"one fresh among stale", map[string]time.Time{"w1.json": now.Add(-time.Minute), "w2.json": now.Add(-time.Second)}, false, true},
+		{"fresh heartbeat in an old file", map[string]time.Time{"w1.json": now}, false, true},
+		{"stale heartbeat in a new file", map[string]time.Time{"w1.json": old}, false, false},
+		{"one fresh among stale", map[string]time.Time{"w1.json": old, "w2.json": now.Add(-time.Second)}, false, true},
 		{"temp file is not a heartbeat", map[string]time.Time{".w1.json.tmp": now, ".w2.json": now}, false, false},
 		{"other extension", map[string]time.Time{"w1.txt": now}, false, false},
+		{"no time in it", map[string]time.Time{"w1.json": {}}, false, false},
 		{"empty dir", nil, false, false},
 		{"no dir", nil, true, false},
 	}
@@ -34,10 +42,18 @@ func TestAlive(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for name, mtime := range tc.files {
+			for name, updated := range tc.files {
 				p := filepath.Join(dir, name)
-				if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+				data, err := json.Marshal(protocol.Heartbeat{ID: "w", Updated: updated})
+				if err != nil {
 					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				mtime := old // the opposite of what the heartbeat says
+				if updated.Before(now.Add(-15 * time.Second)) {
+					mtime = now
 				}
 				if err := os.Chtimes(p, mtime, mtime); err != nil {
 					t.Fatal(err)
