@@ -411,6 +411,12 @@ func TestE2EViewWebPageLive(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("the run did not end\n%s", errb.String())
 	}
+	// The page that followed the run shows its end without a reload: the
+	// final "completed" reached it before the server stopped, and it no
+	// longer says "live".
+	page.waitFor(`document.querySelector('#graph [data-task="gamma"][data-status="completed"]') &&
+		document.getElementById("run-title").textContent.endsWith(": completed") &&
+		document.getElementById("conn").textContent === "run completed (ended)"`)
 	if !strings.Contains(errb.String(), "web view: http://"+addr+"/?token=") || !strings.Contains(errb.String(), "#run-") {
 		t.Errorf("run --ui did not say where the page is:\n%s", errb.String())
 	}
