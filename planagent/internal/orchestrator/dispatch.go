@@ -95,8 +95,7 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, erro
 	if err := r.writeCommand(t, info); err != nil {
 		return nil, err
 	}
-	now := r.o.opts.Now()
-	r.inflight[id] = &flight{attempt: info.Attempt, launched: now, deadline: now.Add(r.o.opts.TaskTimeout)}
+	r.inflight[id] = r.newFlight(info.Attempt)
 	return info, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -54,6 +55,16 @@ func (r *run) do(ctx context.Context, a action) error {
 		r.startAcceptance(ctx, a.ID)
 	case actMerge:
 		r.enqueueMerge(a.ID)
+	case actStartMerge:
+		return r.startMerge(ctx, a)
+	case actDropStaleReport:
+		r.dropStaleReport(a)
+	case actStopWaiting:
+		delete(r.inflight, a.ID)
+	case actAbandon:
+		r.abandon(ctx, a)
+	case actStopSilentWatcher:
+		r.stopSilentWatcher(ctx, a)
 	case actComplete:
 		return r.complete(ctx, a)
 	case actFail:
@@ -84,8 +95,42 @@ func (r *run) do(ctx context.Context, a action) error {
 	return nil
 }
 
-// recordReport books a report's summary, files, tokens and time on its task.
+// dropStaleReport ignores a report of an earlier run or attempt, saying
+// so once.
+func (r *run) dropStaleReport(a actDropStaleReport) {
+	if f := r.inflight[a.ID]; f != nil && !f.warned {
+		r.o.opts.Logger.Warn("ignoring a stale report", "file", r.o.opts.Layout.ReportFile(a.ID), "run", a.RunID, "attempt", a.Attempt, "want_attempt", a.Want)
+		f.warned = true
+	}
+}
+
+// abandon stops what works on a timed-out attempt: it must not write into
+// a copy that is about to be thrown away (and recycled for another
+// attempt). The time-out comes back to the loop as an event.
+func (r *run) abandon(ctx context.Context, a actAbandon) {
+	delete(r.inflight, a.ID)
+	r.abandoned[a.ID] = true
+	if err := r.o.opts.Runtime.Abandon(ctx, a.ID); err != nil {
+		r.o.opts.Logger.Warn("stop the timed-out attempt", "task", a.ID, "err", err)
+	}
+	r.outcomes = append(r.outcomes, evTimedOut(a))
+}
+
+// stopSilentWatcher stops what the runtime started, so a frozen watcher
+// cannot come back and run the re-dispatched tasks a second time; the
+// tasks it held come back to the loop as its death.
+func (r *run) stopSilentWatcher(ctx context.Context, a actStopSilentWatcher) {
+	if err := r.o.opts.Runtime.Stop(context.WithoutCancel(ctx)); err != nil {
+		r.o.opts.Logger.Warn("stop the silent coding agent", "err", err)
+	}
+	cause := fmt.Errorf("no watcher heartbeat in %s for %s", r.o.opts.Layout.Watchers(), a.Silent)
+	r.outcomes = append(r.outcomes, r.agentDied(runtime.Exit{Err: cause})...)
+}
+
+// recordReport books a report's summary, files, tokens and time on its
+// task, whose attempt is no longer in flight.
 func (r *run) recordReport(a actRecord) {
+	delete(r.inflight, a.ID)
 	info := r.info(a.ID)
 	rep := a.Report
 	info.Attempt = rep.Attempt

@@ -107,11 +107,11 @@ func (r *run) enqueueMerge(id string) {
 	r.accepting++
 }
 
-// pumpMerges starts the next merge when none is running. Merges go one at a
-// time, each onto the state the previous one left.
-func (r *run) pumpMerges(ctx context.Context) {
-	if r.merging || len(r.queue) == 0 {
-		return
+// startMerge starts the merge of the queue's first attempt, id, off the
+// loop. Each merge goes onto the state the previous one left.
+func (r *run) startMerge(ctx context.Context, a actStartMerge) error {
+	if r.merging || len(r.queue) == 0 || r.queue[0].id != a.ID {
+		return fmt.Errorf("orchestrator: merge of %s is not the queue's next", a.ID)
 	}
 	job := r.queue[0]
 	r.queue = r.queue[1:]
@@ -120,6 +120,7 @@ func (r *run) pumpMerges(ctx context.Context) {
 	go func() {
 		r.send(r.merge(ctx, job, onto))
 	}()
+	return nil
 }
 
 // merge commits the attempt, applies it onto the integration state and runs

@@ -2,7 +2,10 @@ package orchestrator
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
@@ -59,8 +62,13 @@ type evMerged struct {
 	Conflict                        []string
 }
 
-// evTimedOut: no report within the task timeout.
+// evTimedOut: a task next gave up on (actAbandon) is abandoned: what
+// worked on it is stopped.
 type evTimedOut struct{ ID string }
+
+// evTick: the clock ticked. Now is the clock's time; Heartbeat is when the
+// newest watcher heartbeat was written (zero: there is none).
+type evTick struct{ Now, Heartbeat time.Time }
 
 // evAgentDied: the agent running these tasks died before reporting. Shared
 // means the one watcher serving every task died, so it must be restarted.
@@ -78,6 +86,7 @@ func (evDecided) isEvent()   {}
 func (evTimedOut) isEvent()  {}
 func (evMerged) isEvent()    {}
 func (evAgentDied) isEvent() {}
+func (evTick) isEvent()      {}
 
 // action is one thing the executor does.
 type action interface{ isAction() }
@@ -94,8 +103,33 @@ type actRecord struct {
 // actAccept runs the task's acceptance commands (off the loop) → evAccepted.
 type actAccept struct{ ID string }
 
-// actMerge queues a completed attempt for the merge (off the loop) → evMerged.
+// actMerge queues a completed attempt for the merge.
 type actMerge struct{ ID string }
+
+// actStartMerge starts the merge of the merge queue's first attempt (off
+// the loop) → evMerged.
+type actStartMerge struct{ ID string }
+
+// actDropStaleReport ignores a report left by an earlier run or an earlier
+// attempt (Attempt) of the task, whose attempt Want is in flight.
+type actDropStaleReport struct {
+	ID, RunID     string
+	Attempt, Want int
+}
+
+// actStopWaiting stops waiting for the attempt in flight, whose report
+// cannot be read.
+type actStopWaiting struct{ ID string }
+
+// actAbandon gives up on an attempt in flight past its deadline: what
+// still works on it is stopped before its copy is thrown away → evTimedOut.
+type actAbandon struct{ ID string }
+
+// actStopSilentWatcher stops the watcher whose heartbeat went stale while
+// tasks waited on it for longer than the heartbeat timeout (Silent): a
+// frozen watcher must not come back and run them a second time. The tasks
+// it held come back as evAgentDied.
+type actStopSilentWatcher struct{ Silent time.Duration }
 
 // actComplete marks the task completed; with checkpoints, Commit is the
 // merged state the integration branch moves to first.
@@ -148,22 +182,27 @@ type actFinish struct {
 	Paused string
 }
 
-func (actDispatch) isAction()   {}
-func (actRecord) isAction()     {}
-func (actAccept) isAction()     {}
-func (actMerge) isAction()      {}
-func (actComplete) isAction()   {}
-func (actFail) isAction()       {}
-func (actAsk) isAction()        {}
-func (actRetry) isAction()      {}
-func (actRequeue) isAction()    {}
-func (actReplan) isAction()     {}
-func (actAbort) isAction()      {}
-func (actStopConfig) isAction() {}
-func (actDecide) isAction()     {}
-func (actRestart) isAction()    {}
-func (actNoteBudget) isAction() {}
-func (actFinish) isAction()     {}
+func (actDispatch) isAction()          {}
+func (actRecord) isAction()            {}
+func (actAccept) isAction()            {}
+func (actMerge) isAction()             {}
+func (actStartMerge) isAction()        {}
+func (actDropStaleReport) isAction()   {}
+func (actStopWaiting) isAction()       {}
+func (actAbandon) isAction()           {}
+func (actStopSilentWatcher) isAction() {}
+func (actComplete) isAction()          {}
+func (actFail) isAction()              {}
+func (actAsk) isAction()               {}
+func (actRetry) isAction()             {}
+func (actRequeue) isAction()           {}
+func (actReplan) isAction()            {}
+func (actAbort) isAction()             {}
+func (actStopConfig) isAction()        {}
+func (actDecide) isAction()            {}
+func (actRestart) isAction()           {}
+func (actNoteBudget) isAction()        {}
+func (actFinish) isAction()            {}
 
 // view is what next reads: the graph and what is under way. next never
 // changes it.
@@ -182,6 +221,23 @@ type view struct {
 	budget string
 	// budgetNew: the budget was found reached and not yet announced.
 	budgetNew bool
+	runID     string
+	// flights are the attempts waiting for their report, by task.
+	flights map[string]flightTimes
+	// heartbeatTimeout: with a task waiting this long and no watcher
+	// heartbeat this fresh, the watcher is taken for dead.
+	heartbeatTimeout time.Duration
+	// mergeNext is the first attempt in the merge queue ("" when it is
+	// empty); merging says a merge is under way.
+	mergeNext string
+	merging   bool
+}
+
+// flightTimes is what next knows of an attempt in flight.
+type flightTimes struct {
+	attempt  int
+	launched time.Time // when its command went out: the heartbeat check waits from here
+	deadline time.Time // no report by then: it is abandoned
 }
 
 // spareAttempts is how many attempts beyond --max-retries a task gets for
@@ -208,7 +264,7 @@ func next(v view, ev event) []action {
 	case evReport:
 		return onReport(v, ev)
 	case evBadReport:
-		return failure(v, ev.ID, fmt.Sprintf("unreadable report: %v", ev.Err))
+		return append([]action{actStopWaiting{ID: ev.ID}}, failure(v, ev.ID, fmt.Sprintf("unreadable report: %v", ev.Err))...)
 	case evAccepted:
 		if ev.Failure != "" {
 			return failure(v, ev.ID, ev.Failure)
@@ -222,6 +278,8 @@ func next(v view, ev event) []action {
 		return onDeath(v, ev)
 	case evDecided:
 		return onVerdict(v, ev.ID, ev.Verdict)
+	case evTick:
+		return onTick(v, ev)
 	}
 	panic(fmt.Sprintf("orchestrator: unknown event %T", ev))
 }
@@ -245,6 +303,11 @@ func settle(v view) []action {
 			out, started = append(out, actDispatch{ID: id}), true
 		}
 	}
+	// The merge queue: one merge at a time, in completion order, each onto
+	// the state the previous one left.
+	if v.mergeNext != "" && !v.merging {
+		out = append(out, actStartMerge{ID: v.mergeNext})
+	}
 	if started || v.running > 0 || v.accepting > 0 || v.deciding > 0 {
 		return out
 	}
@@ -260,7 +323,39 @@ func settle(v view) []action {
 	return append(out, actFinish{Status: status})
 }
 
+// onTick abandons the attempts past their deadline, then takes the watcher
+// for dead when its heartbeat went stale while tasks waited on it. Exited
+// does not cover that: a compose watcher planagent did not start, or a
+// frozen process, never reports there. Only a task launched at least the
+// heartbeat timeout ago counts: the container of one just launched (or a
+// watcher just started) may not have beaten yet, and the previous
+// attempt's container took its heartbeat away when it exited.
+func onTick(v view, ev evTick) []action {
+	var out []action
+	since := ev.Now.Add(-v.heartbeatTimeout)
+	waited := false
+	for _, id := range slices.Sorted(maps.Keys(v.flights)) {
+		f := v.flights[id]
+		if ev.Now.After(f.deadline) {
+			out = append(out, actAbandon{ID: id})
+			continue
+		}
+		if !f.launched.After(since) {
+			waited = true
+		}
+	}
+	if waited && ev.Heartbeat.Before(since) {
+		out = append(out, actStopSilentWatcher{Silent: v.heartbeatTimeout})
+	}
+	return out
+}
+
 func onReport(v view, ev evReport) []action {
+	// A watcher that retakes the command of a dead one bumps the attempt,
+	// so a later attempt of this run is the answer; an earlier one is stale.
+	if want := v.flights[ev.ID].attempt; ev.Report.RunID != v.runID || ev.Report.Attempt < want {
+		return []action{actDropStaleReport{ID: ev.ID, RunID: ev.Report.RunID, Attempt: ev.Report.Attempt, Want: want}}
+	}
 	rec := actRecord(ev)
 	t, _ := v.g.Get(ev.ID)
 	switch ev.Report.Status {

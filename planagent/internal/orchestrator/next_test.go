@@ -48,6 +48,9 @@ func TestNext(t *testing.T) {
 	chain := map[string][]string{"b": {"a"}}
 	boom := errors.New("oom")
 	rep := report("a", protocol.StatusCompleted)
+	later := report("a", protocol.StatusCompleted)
+	later.Attempt = 2
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	failedRep := report("a", protocol.StatusFailed)
 	interrupted := report("a", protocol.StatusInterrupted)
 	budgetRep := report("a", protocol.StatusFailed)
@@ -230,6 +233,124 @@ func TestNext(t *testing.T) {
 				actDecide{ID: "a", Action: "continue", Reason: "retries exhausted (--max-retries)"}},
 		},
 		{
+			name: "a report of an earlier attempt is dropped as stale, the task still waits",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 2)) },
+			v:    view{flights: map[string]flightTimes{"a": {attempt: 2}}},
+			ev:   evReport{ID: "a", Report: rep},
+			want: []action{actDropStaleReport{ID: "a", RunID: "r", Attempt: 1, Want: 2}},
+		},
+		{
+			name: "a report of another run is dropped as stale",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    view{runID: "r2", flights: map[string]flightTimes{"a": {attempt: 1}}},
+			ev:   evReport{ID: "a", Report: rep},
+			want: []action{actDropStaleReport{ID: "a", RunID: "r", Attempt: 1, Want: 1}},
+		},
+		{
+			name: "a later attempt's report answers (a watcher retook the command)",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    view{flights: map[string]flightTimes{"a": {attempt: 1}}},
+			ev:   evReport{ID: "a", Report: later},
+			want: []action{actRecord{ID: "a", Report: later}, actComplete{ID: "a", Summary: "did a"}},
+		},
+		{
+			name: "an unreadable report stops the wait and fails the attempt",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    view{maxRetries: 1, flights: map[string]flightTimes{"a": {attempt: 1}}},
+			ev:   evBadReport{ID: "a", Err: errors.New("torn")},
+			want: []action{actStopWaiting{ID: "a"}, actFail{ID: "a", Reason: "unreadable report: torn"},
+				actDecide{ID: "a", Action: "retry", Reason: "attempts left"}, actRetry{ID: "a"}},
+		},
+		{
+			name: "a tick abandons the attempts past their deadline, once each, in id order",
+			g: func(t *testing.T) *taskgraph.Graph {
+				return graphOf(t, nil, tk("a", IP, 1), tk("b", IP, 1), tk("c", IP, 1))
+			},
+			v: view{heartbeatTimeout: 30 * time.Second, flights: map[string]flightTimes{
+				"c": {attempt: 1, launched: t0, deadline: t0.Add(time.Minute)},
+				"a": {attempt: 1, launched: t0, deadline: t0.Add(time.Minute)},
+				"b": {attempt: 1, launched: t0, deadline: t0.Add(2 * time.Minute)}}},
+			ev:   evTick{Now: t0.Add(time.Minute + time.Second), Heartbeat: t0.Add(time.Minute)},
+			want: []action{actAbandon{ID: "a"}, actAbandon{ID: "c"}},
+		},
+		{
+			name: "a tick at the deadline abandons nothing",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v: view{heartbeatTimeout: 30 * time.Second, flights: map[string]flightTimes{
+				"a": {attempt: 1, launched: t0, deadline: t0.Add(time.Minute)}}},
+			ev:   evTick{Now: t0.Add(time.Minute), Heartbeat: t0.Add(time.Minute)},
+			want: nil,
+		},
+		{
+			name: "a watcher silent for the heartbeat timeout while a task waited that long is stopped",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1), tk("b", IP, 1)) },
+			v: view{heartbeatTimeout: 30 * time.Second, flights: map[string]flightTimes{
+				"a": {attempt: 1, launched: t0, deadline: t0.Add(time.Hour)},
+				"b": {attempt: 1, launched: t0.Add(40 * time.Second), deadline: t0.Add(time.Hour)}}},
+			ev:   evTick{Now: t0.Add(45 * time.Second), Heartbeat: t0.Add(14 * time.Second)},
+			want: []action{actStopSilentWatcher{Silent: 30 * time.Second}},
+		},
+		{
+			name: "no heartbeat at all is a silent watcher",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v: view{heartbeatTimeout: 30 * time.Second, flights: map[string]flightTimes{
+				"a": {attempt: 1, launched: t0, deadline: t0.Add(time.Hour)}}},
+			ev:   evTick{Now: t0.Add(30 * time.Second)},
+			want: []action{actStopSilentWatcher{Silent: 30 * time.Second}},
+		},
+		{
+			name: "a heartbeat as old as the timeout is still alive",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v: view{heartbeatTimeout: 30 * time.Second, flights: map[string]flightTimes{
+				"a": {attempt: 1, launched: t0, deadline: t0.Add(time.Hour)}}},
+			ev:   evTick{Now: t0.Add(45 * time.Second), Heartbeat: t0.Add(15 * time.Second)},
+			want: nil,
+		},
+		{
+			name: "a task launched less than the heartbeat timeout ago gets the time to beat",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v: view{heartbeatTimeout: 30 * time.Second, flights: map[string]flightTimes{
+				"a": {attempt: 1, launched: t0.Add(20 * time.Second), deadline: t0.Add(time.Hour)}}},
+			ev:   evTick{Now: t0.Add(45 * time.Second)},
+			want: nil,
+		},
+		{
+			name: "with nothing in flight a silent watcher is left alone",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", P, 0)) },
+			v:    view{heartbeatTimeout: 30 * time.Second},
+			ev:   evTick{Now: t0.Add(time.Hour)},
+			want: nil,
+		},
+		{
+			name: "a timed-out task is abandoned, not counted as waiting on the watcher",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v: view{heartbeatTimeout: 30 * time.Second, flights: map[string]flightTimes{
+				"a": {attempt: 1, launched: t0, deadline: t0.Add(time.Minute)}}},
+			ev:   evTick{Now: t0.Add(2 * time.Minute)},
+			want: []action{actAbandon{ID: "a"}},
+		},
+		{
+			name: "settle starts the merge queue's first attempt when no merge runs",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1), tk("b", IP, 1)) },
+			v:    view{parallel: 2, isolated: true, accepting: 2, mergeNext: "b"},
+			ev:   evSettle{},
+			want: []action{actStartMerge{ID: "b"}},
+		},
+		{
+			name: "settle starts no merge while one runs",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1), tk("b", IP, 1)) },
+			v:    view{parallel: 2, isolated: true, accepting: 2, mergeNext: "b", merging: true},
+			ev:   evSettle{},
+			want: nil,
+		},
+		{
+			name: "settle dispatches before it starts a merge",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1), tk("b", P, 0)) },
+			v:    view{parallel: 2, isolated: true, accepting: 1, mergeNext: "a"},
+			ev:   evSettle{},
+			want: []action{actDispatch{ID: "b"}, actStartMerge{ID: "a"}},
+		},
+		{
 			name: "with a decider a failure is asked about, with the attempts left",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
 			v:    view{maxRetries: 2, decider: true},
@@ -377,6 +498,9 @@ func TestNext(t *testing.T) {
 			v.g = tt.g(t)
 			if v.parallel == 0 {
 				v.parallel = 1
+			}
+			if v.runID == "" {
+				v.runID = "r"
 			}
 			before := v.g.Tasks()
 			got := next(v, tt.ev)

@@ -161,11 +161,15 @@ func New(opts Options) *Orchestrator {
 
 // flight is a dispatched task waiting for its report.
 type flight struct {
-	attempt  int
-	launched time.Time // when its command went out: the heartbeat check waits from here
-	deadline time.Time
-	offset   int64 // bytes of the events file already shown
-	warned   bool  // a stale report was logged once
+	flightTimes
+	offset int64 // bytes of the events file already shown
+	warned bool  // a stale report was logged once
+}
+
+// newFlight is an attempt whose command went out now.
+func (r *run) newFlight(attempt int) *flight {
+	now := r.o.opts.Now()
+	return &flight{flightTimes: flightTimes{attempt: attempt, launched: now, deadline: now.Add(r.o.opts.TaskTimeout)}}
 }
 
 // run is the state of one Drive call. Only Drive's goroutine touches it;
@@ -295,7 +299,6 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 		if err := r.st.Sync(); err != nil {
 			return err
 		}
-		r.pumpMerges(ctx)
 		if r.done {
 			break
 		}
@@ -332,9 +335,18 @@ func (r *run) view() view {
 		stop = r.budgetHit().text
 		announce = stop != "" && !r.budgetNoted
 	}
-	return view{g: r.g, running: len(r.inflight), accepting: r.accepting, deciding: r.deciding, aborted: r.aborted,
+	flights := make(map[string]flightTimes, len(r.inflight))
+	for id, f := range r.inflight {
+		flights[id] = f.flightTimes
+	}
+	v := view{g: r.g, running: len(r.inflight), accepting: r.accepting, deciding: r.deciding, aborted: r.aborted,
 		parallel: r.o.opts.Parallel, maxRetries: r.o.opts.MaxRetries, decider: r.o.opts.Decider != nil,
-		isolated: r.isolated(), budget: stop, budgetNew: announce}
+		isolated: r.isolated(), budget: stop, budgetNew: announce,
+		runID: r.st.RunID, flights: flights, heartbeatTimeout: r.o.opts.HeartbeatTimeout, merging: r.merging}
+	if len(r.queue) > 0 {
+		v.mergeNext = r.queue[0].id
+	}
+	return v
 }
 
 // wait blocks until something happens and returns it as events.
@@ -374,8 +386,7 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 	case ex := <-r.o.opts.Runtime.Exited():
 		return r.agentDied(ex), nil
 	case <-tick:
-		evs := append(r.collect(), r.timeouts(ctx)...)
-		return append(evs, r.checkHeartbeat(ctx)...), nil
+		return append(r.collect(), evTick{Now: r.o.opts.Now(), Heartbeat: lastHeartbeat(r.o.opts.Layout.Watchers())}), nil
 	}
 }
 
