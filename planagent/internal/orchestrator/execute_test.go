@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,116 @@ func TestDecideRecordsAndTells(t *testing.T) {
 	}
 	if len(r.st.Decisions) != 1 || r.st.Decisions[0].Action != "retry" || len(got) != 1 || got[0].Type != events.Decision {
 		t.Errorf("decisions %+v, events %+v", r.st.Decisions, got)
+	}
+}
+
+// stopCounting counts the runtime's Stop calls.
+type stopCounting struct {
+	*fakeRuntime
+	stops int
+}
+
+func (s *stopCounting) Stop(ctx context.Context) error {
+	s.stops++
+	return s.fakeRuntime.Stop(ctx)
+}
+
+func TestAbandonStopsTheAttemptAndComesBackAsATimeout(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(2)...)
+	r.inflight["t000"], r.inflight["t001"] = r.newFlight(1), r.newFlight(1)
+	r.abandon(t.Context(), actAbandon{ID: "t000"})
+	rt := r.o.opts.Runtime.(*fakeRuntime)
+	if strings.Join(rt.abandoned, ",") != "t000" || !r.abandoned["t000"] {
+		t.Errorf("runtime abandoned %v, run's abandoned %v: want t000 stopped and its copy kept from reuse", rt.abandoned, r.abandoned)
+	}
+	if _, ok := r.inflight["t000"]; ok || len(r.inflight) != 1 {
+		t.Errorf("in flight %v, want only t001", r.inflight)
+	}
+	if len(r.outcomes) != 1 || r.outcomes[0] != (evTimedOut{ID: "t000"}) {
+		t.Errorf("outcomes %#v, want t000's time-out", r.outcomes)
+	}
+}
+
+func TestStopSilentWatcherStopsItAndReturnsItsTasks(t *testing.T) {
+	l := newLayout(t)
+	rt := &stopCounting{fakeRuntime: newFakeRuntime(l, completed)}
+	r := newTestRun(t, Options{Runtime: rt}, chain(2)...)
+	r.inflight["t000"], r.inflight["t001"] = r.newFlight(1), r.newFlight(1)
+	// t001 reported before the watcher fell silent: it is collected as usual.
+	rep := &protocol.Report{ID: "t001", RunID: r.st.RunID, Attempt: 1, Status: protocol.StatusCompleted}
+	if err := protocol.WriteReport(r.o.opts.Layout.ReportFile("t001"), rep); err != nil {
+		t.Fatal(err)
+	}
+	r.stopSilentWatcher(t.Context(), actStopSilentWatcher{Silent: 30 * time.Second})
+	if rt.stops != 1 {
+		t.Errorf("runtime stopped %d times, want 1", rt.stops)
+	}
+	if len(r.outcomes) != 1 {
+		t.Fatalf("outcomes %#v, want the watcher's death", r.outcomes)
+	}
+	d, ok := r.outcomes[0].(evAgentDied)
+	if !ok || !d.Shared || strings.Join(d.IDs, ",") != "t000" || !strings.Contains(d.Cause.Error(), "no watcher heartbeat in "+r.o.opts.Layout.Watchers()+" for 30s") {
+		t.Errorf("outcome %#v", r.outcomes[0])
+	}
+	if _, ok := r.inflight["t001"]; !ok {
+		t.Error("t001, which reported, is no longer waited for")
+	}
+}
+
+func TestDropStaleReportSaysSoOnce(t *testing.T) {
+	var logs strings.Builder
+	r := newTestRun(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, chain(1)...)
+	r.inflight["t000"] = r.newFlight(2)
+	for range 3 {
+		r.dropStaleReport(actDropStaleReport{ID: "t000", RunID: r.st.RunID, Attempt: 1, Want: 2})
+	}
+	if n := strings.Count(logs.String(), "ignoring a stale report"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	if _, ok := r.inflight["t000"]; !ok {
+		t.Error("the task stopped being waited for")
+	}
+}
+
+func TestRecordReportStopsTheWait(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(1)...)
+	r.inflight["t000"] = r.newFlight(1)
+	r.recordReport(actRecord{ID: "t000", Report: &protocol.Report{ID: "t000", Attempt: 1}})
+	if len(r.inflight) != 0 {
+		t.Errorf("in flight %v after the report", r.inflight)
+	}
+}
+
+// squashNothing is a checkpoint repository whose attempts change nothing.
+type squashNothing struct{ Repo }
+
+func (squashNothing) Squash(_ context.Context, _, base, _, _ string) (string, []string, error) {
+	return base, nil, nil
+}
+
+func TestStartMergeTakesTheQueueHeadOneAtATime(t *testing.T) {
+	r := newTestRun(t, Options{Repo: squashNothing{}}, fanOut(2)...)
+	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
+	r.enqueueMerge("p0")
+	r.enqueueMerge("p1")
+	if err := r.startMerge(t.Context(), actStartMerge{ID: "p1"}); err == nil {
+		t.Fatal("the queue's second attempt merged first")
+	}
+	if err := r.startMerge(t.Context(), actStartMerge{ID: "p0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.startMerge(t.Context(), actStartMerge{ID: "p1"}); err == nil {
+		t.Fatal("a second merge started while one runs")
+	}
+	if v := r.view(); !v.merging || v.mergeNext != "p1" {
+		t.Errorf("view: merging %v, next %q; want merging, p1 next", v.merging, v.mergeNext)
+	}
+	select {
+	case ev := <-r.results:
+		if m, ok := ev.(evMerged); !ok || m.ID != "p0" || m.Candidate != "c1" || m.Failure != "" {
+			t.Errorf("merge result %#v", ev)
+		}
+	case <-t.Context().Done():
+		t.Fatal("no merge result")
 	}
 }
