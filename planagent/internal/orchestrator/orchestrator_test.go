@@ -243,14 +243,16 @@ func TestDriveRuntimeDeathRetriesOnFreshRuntime(t *testing.T) {
 // again on the fresh one.
 func TestDriveSilentWatcherIsReplaced(t *testing.T) {
 	l := newLayout(t)
+	clock := newTestClock()
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.Attempt == 1 {
-			return nil // the watcher froze with the task
+			clock.tickAfter(t, time.Minute) // the watcher froze with the task
+			return nil
 		}
 		return completed(c)
 	})
 	st := newTestState(t, chain(1)...)
-	if err := New(Options{Layout: l, Runtime: rt, HeartbeatTimeout: 300 * time.Millisecond}).Drive(t.Context(), st); err != nil {
+	if err := New(Options{Layout: l, Runtime: rt, HeartbeatTimeout: 30 * time.Second, Now: clock.Now, Tick: clock.ticks}).Drive(clock.deadline(t), st); err != nil {
 		t.Fatal(err)
 	}
 	rt.mu.Lock()
@@ -337,10 +339,14 @@ func TestDriveInterrupted(t *testing.T) {
 
 func TestDriveTimeout(t *testing.T) {
 	l := newLayout(t)
-	rt := newFakeRuntime(l, func(*protocol.Command) *protocol.Report { return nil }) // never reports
+	clock := newTestClock()
+	rt := newFakeRuntime(l, func(*protocol.Command) *protocol.Report { // never reports
+		clock.tickAfter(t, time.Minute+time.Second)
+		return nil
+	})
 	st := newTestState(t, chain(1)...)
-	o := New(Options{Layout: l, Runtime: rt, TaskTimeout: 50 * time.Millisecond})
-	if err := o.Drive(t.Context(), st); err != nil {
+	o := New(Options{Layout: l, Runtime: rt, TaskTimeout: time.Minute, Now: clock.Now, Tick: clock.ticks})
+	if err := o.Drive(clock.deadline(t), st); err != nil {
 		t.Fatal(err)
 	}
 	if status(st)["t000"] != taskgraph.Failed {
