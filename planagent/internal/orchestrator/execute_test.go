@@ -10,13 +10,14 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
-// Each action's function is tested alone here, on a run made without Drive:
+// Each next.Action's function is tested alone here, on a run made without Drive:
 // real files under a temporary volumes dir, a fake runtime, fake repos.
 
 func newTestRun(t *testing.T, opts Options, tasks ...plan.Task) *run {
@@ -67,13 +68,13 @@ func TestCompleteThatCannotReachTheWorkspaceComesBackAsAnEvent(t *testing.T) {
 	if err := r.g.Start("t000"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.complete(t.Context(), actComplete{ID: "t000", Summary: "did it", Commit: "c2"}); err != nil {
+	if err := r.complete(t.Context(), next.ActComplete{ID: "t000", Summary: "did it", Commit: "c2"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.outcomes) != 1 {
 		t.Fatalf("outcomes %#v, want one failed merge", r.outcomes)
 	}
-	m, ok := r.outcomes[0].(evMerged)
+	m, ok := r.outcomes[0].(next.EvMerged)
 	if !ok || m.ID != "t000" || !strings.Contains(m.Failure, "update the workspace with the merged result: a file changed since") {
 		t.Errorf("outcome %#v", r.outcomes[0])
 	}
@@ -88,8 +89,8 @@ func TestCompleteThatCannotReachTheWorkspaceComesBackAsAnEvent(t *testing.T) {
 func TestRecordReportAddsUpTheAttempts(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(1)...)
 	for n := 1; n <= 2; n++ {
-		r.recordReport(actRecord{ID: "t000", Report: &protocol.Report{ID: "t000", Attempt: n, Summary: "try", Reason: protocol.ReasonModel,
-			Tokens: protocol.Tokens{Prompt: 10, Completion: 1}, FilesChanged: []string{"a.go"}}})
+		r.recordReport("t000", &protocol.Report{ID: "t000", Attempt: n, Summary: "try", Reason: protocol.ReasonModel,
+			Tokens: protocol.Tokens{Prompt: 10, Completion: 1}, FilesChanged: []string{"a.go"}})
 	}
 	info := r.info("t000")
 	if info.Attempt != 2 || info.Tokens.Prompt != 20 || r.agentTokens.Prompt != 20 || info.Reason != protocol.ReasonModel || len(info.FilesChanged) != 1 {
@@ -102,7 +103,7 @@ func TestFailSkipsTheDependantsAndSaysWhy(t *testing.T) {
 	if err := r.g.Start("t000"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.fail(actFail{ID: "t000", Reason: "tests failed"}); err != nil {
+	if err := r.fail(next.ActFail{ID: "t000", Reason: "tests failed"}); err != nil {
 		t.Fatal(err)
 	}
 	if statusOf(t, r, "t000") != taskgraph.Failed || statusOf(t, r, "t001") != taskgraph.Skipped {
@@ -124,7 +125,7 @@ func TestRequeueSendsTheTaskAgainWithANote(t *testing.T) {
 	}
 	r.info("t000").Attempt = 1
 	r.info("t000").OpenSpan(1, r.o.opts.Now())
-	if err := r.requeue(actRequeue{ID: "t000", Note: "the coding agent died"}); err != nil {
+	if err := r.requeue(next.ActRequeue{ID: "t000", Note: "the coding agent died"}); err != nil {
 		t.Fatal(err)
 	}
 	info := r.info("t000")
@@ -140,7 +141,7 @@ func TestRetryCarriesTheHints(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(1)...)
 	_ = r.g.Start("t000")
 	_ = r.g.Fail("t000", "broke")
-	if err := r.retry(actRetry{ID: "t000", Hints: []string{"read the docs"}}); err != nil {
+	if err := r.retry(next.ActRetry{ID: "t000", Hints: []string{"read the docs"}}); err != nil {
 		t.Fatal(err)
 	}
 	if statusOf(t, r, "t000") != taskgraph.Pending || strings.Join(r.info("t000").Hints, "") != "read the docs" {
@@ -149,7 +150,7 @@ func TestRetryCarriesTheHints(t *testing.T) {
 }
 
 // Reading the view changes nothing; the budget is announced once, by its
-// action, and the view then no longer asks for it.
+// next.Action, and the view then no longer asks for it.
 func TestNoteBudgetAnnouncesOnce(t *testing.T) {
 	var logged []string
 	sink := events.Func(func(e events.Event) {
@@ -160,15 +161,15 @@ func TestNoteBudgetAnnouncesOnce(t *testing.T) {
 	r := newTestRun(t, Options{Budget: Budget{Tokens: 100}, Events: sink}, chain(1)...)
 	r.agentTokens = protocol.Tokens{Prompt: 150}
 	for range 3 {
-		if v := r.view(); v.budget == "" || !v.budgetNew {
+		if v := r.view(); v.Budget == "" || !v.BudgetNew {
 			t.Fatalf("view %+v: want the budget reached and new", v)
 		}
 	}
 	if len(logged) != 0 {
 		t.Fatalf("reading the view emitted %v", logged)
 	}
-	r.noteBudget(actNoteBudget{Reason: r.view().budget})
-	if v := r.view(); v.budgetNew || v.budget == "" {
+	r.noteBudget(next.ActNoteBudget{Reason: r.view().Budget})
+	if v := r.view(); v.BudgetNew || v.Budget == "" {
 		t.Errorf("view after the note %+v", v)
 	}
 	if len(logged) != 1 || !strings.Contains(logged[0], "token budget reached") {
@@ -179,7 +180,7 @@ func TestNoteBudgetAnnouncesOnce(t *testing.T) {
 func TestFinishSavesWhyTheRunStopped(t *testing.T) {
 	r := newTestRun(t, Options{Budget: Budget{Tokens: 100}}, chain(1)...)
 	r.agentTokens = protocol.Tokens{Prompt: 150} // and the planner's 120 of the state
-	if err := r.finish(t.Context(), actFinish{Status: runrecord.RunPaused, Paused: "token budget reached"}); err != nil {
+	if err := r.finish(t.Context(), next.ActFinish{Status: next.RunPaused, Paused: "token budget reached"}); err != nil {
 		t.Fatal(err)
 	}
 	loaded, err := runrecord.LoadState(r.o.opts.Layout, r.st.RunID, false)
@@ -194,7 +195,7 @@ func TestFinishSavesWhyTheRunStopped(t *testing.T) {
 func TestDecideRecordsAndTells(t *testing.T) {
 	var got []events.Event
 	r := newTestRun(t, Options{Events: events.Func(func(e events.Event) { got = append(got, e) })}, chain(1)...)
-	if err := r.decide(actDecide{ID: "t000", Action: "retry", Reason: "flaky", Hints: []string{"again"}}); err != nil {
+	if err := r.decide(next.ActDecide{ID: "t000", Action: "retry", Reason: "flaky", Hints: []string{"again"}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.st.Decisions) != 1 || r.st.Decisions[0].Action != "retry" || len(got) != 1 || got[0].Type != events.Decision {
@@ -216,7 +217,7 @@ func (s *stopCounting) Stop(ctx context.Context) error {
 func TestAbandonStopsTheAttemptAndComesBackAsATimeout(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(2)...)
 	r.inflight["t000"], r.inflight["t001"] = r.newFlight(1), r.newFlight(1)
-	r.abandon(t.Context(), actAbandon{ID: "t000"})
+	r.abandon(t.Context(), next.ActAbandon{ID: "t000"})
 	rt := r.o.opts.Runtime.(*fakeRuntime)
 	if strings.Join(rt.abandoned, ",") != "t000" || !r.abandoned["t000"] {
 		t.Errorf("runtime abandoned %v, run's abandoned %v: want t000 stopped and its copy kept from reuse", rt.abandoned, r.abandoned)
@@ -224,7 +225,7 @@ func TestAbandonStopsTheAttemptAndComesBackAsATimeout(t *testing.T) {
 	if _, ok := r.inflight["t000"]; ok || len(r.inflight) != 1 {
 		t.Errorf("in flight %v, want only t001", r.inflight)
 	}
-	if len(r.outcomes) != 1 || r.outcomes[0] != (evTimedOut{ID: "t000"}) {
+	if len(r.outcomes) != 1 || r.outcomes[0] != (next.EvTimedOut{ID: "t000"}) {
 		t.Errorf("outcomes %#v, want t000's time-out", r.outcomes)
 	}
 }
@@ -239,14 +240,14 @@ func TestStopSilentWatcherStopsItAndReturnsItsTasks(t *testing.T) {
 	if err := protocol.WriteReport(r.o.opts.Layout.ReportFile("t001"), rep); err != nil {
 		t.Fatal(err)
 	}
-	r.stopSilentWatcher(t.Context(), actStopSilentWatcher{Silent: 30 * time.Second})
+	r.stopSilentWatcher(t.Context(), next.ActStopSilentWatcher{Silent: 30 * time.Second})
 	if rt.stops != 1 {
 		t.Errorf("runtime stopped %d times, want 1", rt.stops)
 	}
 	if len(r.outcomes) != 1 {
 		t.Fatalf("outcomes %#v, want the watcher's death", r.outcomes)
 	}
-	d, ok := r.outcomes[0].(evAgentDied)
+	d, ok := r.outcomes[0].(next.EvAgentDied)
 	if !ok || !d.Shared || strings.Join(d.IDs, ",") != "t000" || !strings.Contains(d.Cause.Error(), "no watcher heartbeat in "+r.o.opts.Layout.Watchers()+" for 30s") {
 		t.Errorf("outcome %#v", r.outcomes[0])
 	}
@@ -260,7 +261,7 @@ func TestDropStaleReportSaysSoOnce(t *testing.T) {
 	r := newTestRun(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, chain(1)...)
 	r.inflight["t000"] = r.newFlight(2)
 	for range 3 {
-		r.dropStaleReport(actDropStaleReport{ID: "t000", RunID: r.st.RunID, Attempt: 1, Want: 2})
+		r.dropStaleReport(next.ActDropStaleReport{ID: "t000", RunID: r.st.RunID, Attempt: 1, Want: 2})
 	}
 	if n := strings.Count(logs.String(), "ignoring a stale report"); n != 1 {
 		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
@@ -273,7 +274,7 @@ func TestDropStaleReportSaysSoOnce(t *testing.T) {
 func TestRecordReportStopsTheWait(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(1)...)
 	r.inflight["t000"] = r.newFlight(1)
-	r.recordReport(actRecord{ID: "t000", Report: &protocol.Report{ID: "t000", Attempt: 1}})
+	r.recordReport("t000", &protocol.Report{ID: "t000", Attempt: 1})
 	if len(r.inflight) != 0 {
 		t.Errorf("in flight %v after the report", r.inflight)
 	}
@@ -291,21 +292,21 @@ func TestStartMergeTakesTheQueueHeadOneAtATime(t *testing.T) {
 	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
 	r.enqueueMerge("p0")
 	r.enqueueMerge("p1")
-	if err := r.startMerge(t.Context(), actStartMerge{ID: "p1"}); err == nil {
+	if err := r.startMerge(t.Context(), next.ActStartMerge{ID: "p1"}); err == nil {
 		t.Fatal("the queue's second attempt merged first")
 	}
-	if err := r.startMerge(t.Context(), actStartMerge{ID: "p0"}); err != nil {
+	if err := r.startMerge(t.Context(), next.ActStartMerge{ID: "p0"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.startMerge(t.Context(), actStartMerge{ID: "p1"}); err == nil {
+	if err := r.startMerge(t.Context(), next.ActStartMerge{ID: "p1"}); err == nil {
 		t.Fatal("a second merge started while one runs")
 	}
-	if v := r.view(); !v.merging || v.mergeNext != "p1" {
-		t.Errorf("view: merging %v, next %q; want merging, p1 next", v.merging, v.mergeNext)
+	if v := r.view(); !v.Merging || v.MergeNext != "p1" {
+		t.Errorf("view: merging %v, next %q; want merging, p1 next", v.Merging, v.MergeNext)
 	}
 	select {
 	case ev := <-r.results:
-		if m, ok := ev.(evMerged); !ok || m.ID != "p0" || m.Candidate != "c1" || m.Failure != "" {
+		if m, ok := ev.(next.EvMerged); !ok || m.ID != "p0" || m.Candidate != "c1" || m.Failure != "" {
 			t.Errorf("merge result %#v", ev)
 		}
 	case <-t.Context().Done():

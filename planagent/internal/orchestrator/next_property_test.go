@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -26,7 +27,7 @@ type simRun struct {
 	isolated   bool
 	decider    bool
 	running    []string // attempts waiting for their report
-	flights    map[string]flightTimes
+	flights    map[string]next.Flight
 	accepting  []string // finished, waiting for acceptance (without checkpoints)
 	queue      []string // completed attempts waiting for their merge, in completion order
 	merging    string   // the attempt being merged
@@ -47,18 +48,18 @@ const (
 	simHeartbeatTimeout = 30 * time.Second
 )
 
-func (s *simRun) view() view {
+func (s *simRun) view() next.View {
 	merging := s.merging != ""
 	accepting := len(s.accepting) + len(s.queue)
 	if merging {
 		accepting++
 	}
-	v := view{g: s.g, running: len(s.running), accepting: accepting, deciding: len(s.deciding),
-		isolated: s.isolated, aborted: s.aborted, parallel: s.parallel, maxRetries: s.maxRetries,
-		decider: s.decider, budget: s.budget, runID: "r", flights: maps.Clone(s.flights),
-		heartbeatTimeout: simHeartbeatTimeout, merging: merging}
+	v := next.View{Graph: graphView{s.g}, Running: len(s.running), Accepting: accepting, Deciding: len(s.deciding),
+		Isolated: s.isolated, Aborted: s.aborted, Parallel: s.parallel, MaxRetries: s.maxRetries,
+		Decider: s.decider, Budget: s.budget, RunID: "r", Flights: maps.Clone(s.flights),
+		HeartbeatTimeout: simHeartbeatTimeout, Merging: merging}
 	if len(s.queue) > 0 {
-		v.mergeNext = s.queue[0]
+		v.MergeNext = s.queue[0]
 	}
 	return v
 }
@@ -99,24 +100,24 @@ func (s *simRun) event() event {
 		switch s.rng.IntN(8) {
 		case 0:
 			s.land(id)
-			return evAgentDied{IDs: []string{id}, Cause: errors.New("killed")}
+			return next.EvAgentDied{IDs: []string{id}, Cause: errors.New("killed")}
 		case 1:
-			return evBadReport{ID: id, Err: errors.New("torn")}
+			return next.EvBadReport{ID: id, Err: errors.New("torn")}
 		case 2:
 			// An earlier attempt's report, or an earlier run's.
-			if f.attempt > 1 {
-				return evReport{ID: id, Report: &protocol.Report{ID: id, RunID: "r", Attempt: f.attempt - 1, Status: protocol.StatusCompleted}}
+			if f.Attempt > 1 {
+				return reported{ID: id, Report: &protocol.Report{ID: id, RunID: "r", Attempt: f.Attempt - 1, Status: protocol.StatusCompleted}}
 			}
-			return evReport{ID: id, Report: &protocol.Report{ID: id, RunID: "old", Attempt: f.attempt, Status: protocol.StatusCompleted}}
+			return reported{ID: id, Report: &protocol.Report{ID: id, RunID: "old", Attempt: f.Attempt, Status: protocol.StatusCompleted}}
 		}
 		st := []protocol.Status{protocol.StatusCompleted, protocol.StatusCompleted, protocol.StatusFailed, protocol.StatusInterrupted}[s.rng.IntN(4)]
-		return evReport{ID: id, Report: &protocol.Report{ID: id, RunID: "r", Attempt: f.attempt, Status: st, Summary: "did " + id, Error: "broke"}}
+		return reported{ID: id, Report: &protocol.Report{ID: id, RunID: "r", Attempt: f.Attempt, Status: st, Summary: "did " + id, Error: "broke"}}
 	case 1:
 		id := s.take(&s.accepting)
-		return evAccepted{ID: id, Failure: []string{"", "", "tests failed"}[s.rng.IntN(3)]}
+		return next.EvAccepted{ID: id, Failure: []string{"", "", "tests failed"}[s.rng.IntN(3)]}
 	case 2:
 		id := s.take(&s.deciding)
-		return evDecided{ID: id, Verdict: Verdict{Action: []Choice{Retry, Continue, Abort}[s.rng.IntN(3)], Reason: "r"}}
+		return decided{ID: id, Verdict: Verdict{Action: []Choice{Retry, Continue, Abort}[s.rng.IntN(3)], Reason: "r"}}
 	case 3:
 		// The clock moves on; the watcher beats unless it froze.
 		s.now = s.now.Add([]time.Duration{time.Second, 20 * time.Second, time.Minute, 6 * time.Minute}[s.rng.IntN(4)])
@@ -126,11 +127,11 @@ func (s *simRun) event() event {
 		if !s.frozen {
 			s.heartbeat = s.now
 		}
-		return evTick{Now: s.now, Heartbeat: s.heartbeat}
+		return next.EvTick{Now: s.now, Heartbeat: s.heartbeat}
 	default:
 		id := s.merging
 		s.merging = ""
-		ev := evMerged{ID: id, Candidate: "c-" + id, Changed: s.rng.IntN(2) == 0}
+		ev := next.EvMerged{ID: id, Candidate: "c-" + id, Changed: s.rng.IntN(2) == 0}
 		switch s.rng.IntN(4) {
 		case 0:
 			ev.Conflict = []string{"a.go"}
@@ -141,10 +142,10 @@ func (s *simRun) event() event {
 	}
 }
 
-// do carries one action out and checks the invariants it touches.
-func (s *simRun) do(a action) error {
+// do carries one next.Action out and checks the invariants it touches.
+func (s *simRun) do(src event, a next.Action) error {
 	switch a := a.(type) {
-	case actDispatch:
+	case next.ActDispatch:
 		t, _ := s.g.Get(a.ID)
 		for _, d := range t.Dependencies {
 			if dt, _ := s.g.Get(d); dt.Status != taskgraph.Completed {
@@ -155,43 +156,44 @@ func (s *simRun) do(a action) error {
 			return err
 		}
 		t, _ = s.g.Get(a.ID)
-		if t.Attempts > s.maxRetries+1+spareAttempts {
+		if t.Attempts > s.maxRetries+1+next.SpareAttempts {
 			return fmt.Errorf("%s started attempt %d with --max-retries %d", a.ID, t.Attempts, s.maxRetries)
 		}
 		s.running = append(s.running, a.ID)
-		s.flights[a.ID] = flightTimes{attempt: t.Attempts, launched: s.now, deadline: s.now.Add(simTaskTimeout)}
-		if n := len(s.running) + s.view().accepting; n > s.parallel {
+		s.flights[a.ID] = next.Flight{Attempt: t.Attempts, Launched: s.now, Deadline: s.now.Add(simTaskTimeout)}
+		if n := len(s.running) + s.view().Accepting; n > s.parallel {
 			return fmt.Errorf("%d tasks in flight (running or waiting for their merge) at --parallel %d", n, s.parallel)
 		}
-	case actRecord:
-		if f := s.flights[a.ID]; a.Report.RunID != "r" || a.Report.Attempt != f.attempt {
-			return fmt.Errorf("%s: the report of run %s attempt %d recorded while attempt %d runs", a.ID, a.Report.RunID, a.Report.Attempt, f.attempt)
+	case next.ActRecord:
+		rep := src.(reported).Report
+		if f := s.flights[a.ID]; rep.RunID != "r" || rep.Attempt != f.Attempt {
+			return fmt.Errorf("%s: the report of run %s attempt %d recorded while attempt %d runs", a.ID, rep.RunID, rep.Attempt, f.Attempt)
 		}
 		s.land(a.ID)
-	case actDropStaleReport:
-		if a.RunID == "r" && a.Attempt == s.flights[a.ID].attempt {
+	case next.ActDropStaleReport:
+		if a.RunID == "r" && a.Attempt == s.flights[a.ID].Attempt {
 			return fmt.Errorf("%s: the current attempt's report dropped as stale", a.ID)
 		}
-	case actStopWaiting:
+	case next.ActStopWaiting:
 		s.land(a.ID)
-	case actAbandon:
+	case next.ActAbandon:
 		f, ok := s.flights[a.ID]
-		if !ok || !s.now.After(f.deadline) {
+		if !ok || !s.now.After(f.Deadline) {
 			return fmt.Errorf("%s abandoned while not past its deadline (in flight %v)", a.ID, ok)
 		}
-		key := fmt.Sprintf("%s.%d", a.ID, f.attempt)
+		key := fmt.Sprintf("%s.%d", a.ID, f.Attempt)
 		if s.abandoned[key]++; s.abandoned[key] > 1 {
 			return fmt.Errorf("attempt %s abandoned twice", key)
 		}
 		s.land(a.ID)
-		s.outcomes = append(s.outcomes, evTimedOut(a))
-	case actStopSilentWatcher:
+		s.outcomes = append(s.outcomes, next.EvTimedOut(a))
+	case next.ActStopSilentWatcher:
 		if !s.heartbeat.Before(s.now.Add(-simHeartbeatTimeout)) {
 			return fmt.Errorf("a watcher that beat at %s taken for dead at %s", s.heartbeat, s.now)
 		}
 		waited := false
 		for _, f := range s.flights {
-			waited = waited || !f.launched.After(s.now.Add(-simHeartbeatTimeout))
+			waited = waited || !f.Launched.After(s.now.Add(-simHeartbeatTimeout))
 		}
 		if !waited {
 			return fmt.Errorf("the watcher taken for dead before a task waited %s for it", simHeartbeatTimeout)
@@ -200,17 +202,17 @@ func (s *simRun) do(a action) error {
 		for _, id := range ids {
 			s.land(id)
 		}
-		s.outcomes = append(s.outcomes, evAgentDied{IDs: ids, Cause: errors.New("silent"), Shared: true})
-	case actRestart:
+		s.outcomes = append(s.outcomes, next.EvAgentDied{IDs: ids, Cause: errors.New("silent"), Shared: true})
+	case next.ActRestart:
 		s.frozen, s.heartbeat = false, s.now
-	case actAccept:
+	case next.ActAccept:
 		s.accepting = append(s.accepting, a.ID)
-	case actMerge:
+	case next.ActMerge:
 		if !s.isolated {
 			return fmt.Errorf("%s merged without checkpoints", a.ID)
 		}
 		s.queue = append(s.queue, a.ID)
-	case actStartMerge:
+	case next.ActStartMerge:
 		if s.merging != "" {
 			return fmt.Errorf("%s merged while %s is merging", a.ID, s.merging)
 		}
@@ -218,35 +220,35 @@ func (s *simRun) do(a action) error {
 			return fmt.Errorf("%s merged out of completion order %v", a.ID, s.queue)
 		}
 		s.merging, s.queue = a.ID, s.queue[1:]
-	case actComplete:
+	case next.ActComplete:
 		s.completed[a.ID]++
 		if s.completed[a.ID] > 1 {
 			return fmt.Errorf("%s completed twice", a.ID)
 		}
 		return s.g.Complete(a.ID, a.Summary)
-	case actFail:
+	case next.ActFail:
 		return s.g.Fail(a.ID, a.Reason)
-	case actAsk:
-		s.deciding = append(s.deciding, a.Failure.Task.ID)
-	case actRetry:
+	case next.ActAsk:
+		s.deciding = append(s.deciding, a.ID)
+	case next.ActRetry:
 		return s.g.Retry(a.ID)
-	case actRequeue:
+	case next.ActRequeue:
 		if err := s.g.Fail(a.ID, a.Note); err != nil {
 			return err
 		}
 		return s.g.Retry(a.ID)
-	case actAbort:
+	case next.ActAbort:
 		s.aborted = true
-	case actStopConfig:
+	case next.ActStopConfig:
 		s.budget = "configuration error: " + a.Reason
-	case actFinish:
-		if len(s.running)+s.view().accepting+len(s.deciding) > 0 {
+	case next.ActFinish:
+		if len(s.running)+s.view().Accepting+len(s.deciding) > 0 {
 			return fmt.Errorf("the run finished with work in flight")
 		}
 		s.finished = true
-	case actDecide, actNoteBudget:
+	case next.ActDecide, next.ActNoteBudget:
 	default:
-		return fmt.Errorf("unexpected action %T", a)
+		return fmt.Errorf("unexpected next.Action %T", a)
 	}
 	return nil
 }
@@ -254,12 +256,12 @@ func (s *simRun) do(a action) error {
 // handle decides on ev, then on what carrying that out handed back, then
 // settles, as the loop does.
 func (s *simRun) handle(ev event) error {
-	evs := []event{ev, evSettle{}}
+	evs := []event{ev, next.EvSettle{}}
 	for len(evs) > 0 {
-		e := evs[0]
+		src, e := nextEvent(s.g, evs[0])
 		evs = evs[1:]
-		for _, a := range next(s.view(), e) {
-			if err := s.do(a); err != nil {
+		for _, a := range next.Decide(s.view(), e) {
+			if err := s.do(src, a); err != nil {
 				return fmt.Errorf("after %#v: %w", e, err)
 			}
 		}
@@ -307,9 +309,9 @@ func TestNextProperties(t *testing.T) {
 		}
 		s := &simRun{rng: rng, g: g, parallel: 1 + rng.IntN(4), maxRetries: rng.IntN(3),
 			isolated: rng.IntN(2) == 0, decider: rng.IntN(2) == 0, completed: map[string]int{},
-			flights: map[string]flightTimes{}, abandoned: map[string]int{}, now: time.Unix(1e9, 0)}
+			flights: map[string]next.Flight{}, abandoned: map[string]int{}, now: time.Unix(1e9, 0)}
 		s.heartbeat = s.now
-		if err := s.handle(evSettle{}); err != nil {
+		if err := s.handle(next.EvSettle{}); err != nil {
 			t.Errorf("seed %d: %v", seed, err)
 			return false
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -68,10 +69,10 @@ func (r *run) collect() []event {
 		}
 		rep, err := protocol.ReadReport(p)
 		if err != nil {
-			out = append(out, evBadReport{ID: id, Err: err})
+			out = append(out, next.EvBadReport{ID: id, Err: err})
 			continue
 		}
-		out = append(out, evReport{ID: id, Report: rep})
+		out = append(out, reported{ID: id, Report: rep})
 	}
 	return out
 }
@@ -106,13 +107,13 @@ func lastHeartbeat(dir string) time.Time {
 // freed so their next attempt's command is taken afresh.
 func (r *run) agentDied(ex runtime.Exit) []event {
 	l := r.o.opts.Layout
-	ev := evAgentDied{Cause: ex.Err, Shared: ex.TaskID == ""}
+	ev := next.EvAgentDied{Cause: ex.Err, Shared: ex.TaskID == ""}
 	for _, id := range slices.Sorted(maps.Keys(r.inflight)) {
 		f := r.inflight[id]
 		if ex.TaskID != "" && id != ex.TaskID {
 			continue
 		}
-		if ex.Attempt != 0 && f.attempt != ex.Attempt {
+		if ex.Attempt != 0 && f.Attempt != ex.Attempt {
 			// An earlier attempt's agent, found dead once the next was
 			// dispatched (its report already archived): the next one lives.
 			r.o.opts.Logger.Info("an earlier attempt's agent ended", "task", id, "attempt", ex.Attempt, "err", ex.Err)

@@ -13,6 +13,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
@@ -378,9 +379,9 @@ func TestDriveTaskThatKillsEveryAgentFails(t *testing.T) {
 	if got["killer"] != taskgraph.Failed || got["fine"] != taskgraph.Completed || st.Status != runrecord.RunFailed {
 		t.Fatalf("statuses %v, run %s", got, st.Status)
 	}
-	// One first run, MaxRetries+spareAttempts more after deaths, and no more.
-	if n := rt.count("killer"); n != 1+1+spareAttempts {
-		t.Errorf("killer dispatched %d times, want %d", n, 1+1+spareAttempts)
+	// One first run, MaxRetries+next.SpareAttempts more after deaths, and no more.
+	if n := rt.count("killer"); n != 1+1+next.SpareAttempts {
+		t.Errorf("killer dispatched %d times, want %d", n, 1+1+next.SpareAttempts)
 	}
 	for _, tk := range st.Tasks {
 		if tk.ID == "killer" && !strings.Contains(tk.Error, "died") {
