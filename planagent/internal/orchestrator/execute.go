@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -68,6 +69,10 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		r.dropStaleReport(a)
 	case next.ActStopWaiting:
 		delete(r.inflight, a.ID)
+	case next.ActFreeClaim:
+		r.freeClaim(a.ID)
+	case next.ActNoteLateDeath:
+		r.o.opts.Logger.Info("an earlier attempt's agent ended", "task", a.ID, "attempt", a.Attempt, "err", a.Cause)
 	case next.ActAbandon:
 		r.abandon(ctx, a)
 	case next.ActStopSilentWatcher:
@@ -135,7 +140,16 @@ func (r *run) stopSilentWatcher(ctx context.Context, a next.ActStopSilentWatcher
 		r.o.opts.Logger.Warn("stop the silent coding agent", "err", err)
 	}
 	cause := fmt.Errorf("no watcher heartbeat in %s for %s", r.o.opts.Layout.Watchers(), a.Silent)
-	r.outcomes = append(r.outcomes, r.agentDied(runtime.Exit{Err: cause})...)
+	r.outcomes = append(r.outcomes, r.agentDied(runtime.Exit{Err: cause}))
+}
+
+// freeClaim frees a dead agent's claim on a task, so the command of its
+// next attempt is taken afresh.
+func (r *run) freeClaim(id string) {
+	l := r.o.opts.Layout
+	for _, p := range []string{l.ClaimFile(id), l.OwnerFile(id)} {
+		_ = os.Remove(p)
+	}
 }
 
 // recordReport books a report's summary, files, tokens and time on its

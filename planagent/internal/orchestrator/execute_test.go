@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -248,11 +250,27 @@ func TestStopSilentWatcherStopsItAndReturnsItsTasks(t *testing.T) {
 		t.Fatalf("outcomes %#v, want the watcher's death", r.outcomes)
 	}
 	d, ok := r.outcomes[0].(next.EvAgentDied)
-	if !ok || !d.Shared || strings.Join(d.IDs, ",") != "t000" || !strings.Contains(d.Cause.Error(), "no watcher heartbeat in "+r.o.opts.Layout.Watchers()+" for 30s") {
-		t.Errorf("outcome %#v", r.outcomes[0])
+	if !ok || d.TaskID != "" || strings.Join(d.Reported, ",") != "t001" || !strings.Contains(d.Cause.Error(), "no watcher heartbeat in "+r.o.opts.Layout.Watchers()+" for 30s") {
+		t.Errorf("outcome %#v, want the shared watcher's death with t001 reported", r.outcomes[0])
 	}
-	if _, ok := r.inflight["t001"]; !ok {
-		t.Error("t001, which reported, is no longer waited for")
+}
+
+func TestFreeClaimLetsTheNextAttemptBeTakenAfresh(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(1)...)
+	l := r.o.opts.Layout
+	for _, p := range []string{l.ClaimFile("t000"), l.OwnerFile("t000")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.freeClaim("t000")
+	for _, p := range []string{l.ClaimFile("t000"), l.OwnerFile("t000")} {
+		if exists(p) {
+			t.Errorf("%s is still there", p)
+		}
 	}
 }
 

@@ -41,6 +41,7 @@ type simRun struct {
 	heartbeat  time.Time // the watcher's last beat
 	frozen     bool      // the watcher stopped beating
 	outcomes   []event   // what the executor hands back to the loop
+	lateDeath  string    // the task whose earlier attempt's agent the event says died
 }
 
 const (
@@ -97,10 +98,15 @@ func (s *simRun) event() event {
 	case 0:
 		id := s.running[s.rng.IntN(len(s.running))]
 		f := s.flights[id]
-		switch s.rng.IntN(8) {
+		switch s.rng.IntN(9) {
 		case 0:
-			s.land(id)
-			return next.EvAgentDied{IDs: []string{id}, Cause: errors.New("killed")}
+			return next.EvAgentDied{TaskID: id, Attempt: f.Attempt, Cause: errors.New("killed")}
+		case 3:
+			if f.Attempt > 1 {
+				// An earlier attempt's agent, found dead late.
+				s.lateDeath = id
+				return next.EvAgentDied{TaskID: id, Attempt: f.Attempt - 1, Cause: errors.New("late")}
+			}
 		case 1:
 			return next.EvBadReport{ID: id, Err: errors.New("torn")}
 		case 2:
@@ -146,6 +152,9 @@ func (s *simRun) event() event {
 func (s *simRun) do(src event, a next.Action) error {
 	switch a := a.(type) {
 	case next.ActDispatch:
+		if _, ok := s.flights[a.ID]; ok {
+			return fmt.Errorf("%s dispatched while its attempt is still waited for", a.ID)
+		}
 		t, _ := s.g.Get(a.ID)
 		for _, d := range t.Dependencies {
 			if dt, _ := s.g.Get(d); dt.Status != taskgraph.Completed {
@@ -175,6 +184,12 @@ func (s *simRun) do(src event, a next.Action) error {
 			return fmt.Errorf("%s: the current attempt's report dropped as stale", a.ID)
 		}
 	case next.ActStopWaiting:
+		if a.ID == s.lateDeath {
+			return fmt.Errorf("%s: an earlier attempt's late death took the attempt in flight", a.ID)
+		}
+		if _, ok := s.flights[a.ID]; !ok {
+			return fmt.Errorf("%s: stopped waiting for an attempt not in flight", a.ID)
+		}
 		s.land(a.ID)
 	case next.ActAbandon:
 		f, ok := s.flights[a.ID]
@@ -198,11 +213,12 @@ func (s *simRun) do(src event, a next.Action) error {
 		if !waited {
 			return fmt.Errorf("the watcher taken for dead before a task waited %s for it", simHeartbeatTimeout)
 		}
-		ids := slices.Sorted(slices.Values(s.running))
-		for _, id := range ids {
-			s.land(id)
+		s.outcomes = append(s.outcomes, next.EvAgentDied{Cause: errors.New("silent")})
+	case next.ActFreeClaim:
+	case next.ActNoteLateDeath:
+		if f, ok := s.flights[a.ID]; !ok || f.Attempt == a.Attempt {
+			return fmt.Errorf("%s: the death of its attempt %d taken for a late one (in flight %v, attempt %d)", a.ID, a.Attempt, ok, f.Attempt)
 		}
-		s.outcomes = append(s.outcomes, next.EvAgentDied{IDs: ids, Cause: errors.New("silent"), Shared: true})
 	case next.ActRestart:
 		s.frozen, s.heartbeat = false, s.now
 	case next.ActAccept:
@@ -227,12 +243,18 @@ func (s *simRun) do(src event, a next.Action) error {
 		}
 		return s.g.Complete(a.ID, a.Summary)
 	case next.ActFail:
+		if _, ok := s.flights[a.ID]; ok {
+			return fmt.Errorf("%s failed while its attempt is still waited for", a.ID)
+		}
 		return s.g.Fail(a.ID, a.Reason)
 	case next.ActAsk:
 		s.deciding = append(s.deciding, a.ID)
 	case next.ActRetry:
 		return s.g.Retry(a.ID)
 	case next.ActRequeue:
+		if _, ok := s.flights[a.ID]; ok {
+			return fmt.Errorf("%s sent again while its attempt is still waited for", a.ID)
+		}
 		if err := s.g.Fail(a.ID, a.Note); err != nil {
 			return err
 		}
@@ -266,6 +288,7 @@ func (s *simRun) handle(ev event) error {
 			}
 		}
 		evs, s.outcomes = append(s.outcomes, evs...), nil
+		s.lateDeath = ""
 	}
 	return nil
 }
@@ -290,15 +313,17 @@ func randomGraph(rng *rand.Rand) (*taskgraph.Graph, error) {
 }
 
 // TestNextProperties drives next with random graphs and random sequences of
-// reports (stale ones among them), deaths, clock ticks, a watcher falling
-// silent, merges and decisions: whatever happens, no task completes twice,
-// no task starts before its dependencies completed, no task gets more
-// attempts than its budget, the work in flight (running or waiting for its
-// merge) never exceeds --parallel, a stale report is never taken for the
-// answer, an attempt is abandoned only past its deadline and only once, the
-// watcher is taken for dead only when a task waited the heartbeat timeout
-// and its heartbeat is older, the merge queue takes one at a time in
-// completion order, and the run ends.
+// reports (stale ones among them), deaths (late ones of an earlier attempt
+// among them), clock ticks, a watcher falling silent, merges and
+// decisions: whatever happens, no task completes twice, no task starts
+// before its dependencies completed, no task gets more attempts than its
+// budget, the work in flight (running or waiting for its merge) never
+// exceeds --parallel, a stale report is never taken for the answer, a task
+// is dispatched, failed or sent again only once its attempt is no longer
+// waited for, a late death takes nothing, an attempt is abandoned only past
+// its deadline and only once, the watcher is taken for dead only when a
+// task waited the heartbeat timeout and its heartbeat is older, the merge
+// queue takes one at a time in completion order, and the run ends.
 func TestNextProperties(t *testing.T) {
 	check := func(seed uint64) bool {
 		rng := rand.New(rand.NewPCG(seed, seed>>7))

@@ -21,8 +21,8 @@ import (
 
 // The observer turns what it sees (report files, the clock, heartbeats, the
 // runtime) into events; next decides what they mean: a stale report, an
-// attempt past its deadline, a silent watcher. An agent's death names the
-// tasks still waiting for it, which stop being in flight.
+// attempt past its deadline, a silent watcher, which tasks an agent's
+// death takes with it.
 
 // adoptInProgress makes in-progress tasks of a resumed run in-flight again.
 func (r *run) adoptInProgress(ctx context.Context) error {
@@ -101,37 +101,17 @@ func lastHeartbeat(dir string) time.Time {
 	return newest
 }
 
-// agentDied stops waiting for the in-flight tasks whose agent died: the
-// one attempt named, or every task of the shared watcher. Those that
-// reported before dying are collected as usual; the others' claims are
-// freed so their next attempt's command is taken afresh.
-func (r *run) agentDied(ex runtime.Exit) []event {
-	l := r.o.opts.Layout
-	ev := next.EvAgentDied{Cause: ex.Err, Shared: ex.TaskID == ""}
+// agentDied is the death of an attempt's agent, or of the shared watcher,
+// with the tasks in flight that reported before it: next tells which
+// tasks it takes with it.
+func (r *run) agentDied(ex runtime.Exit) next.EvAgentDied {
+	ev := next.EvAgentDied{TaskID: ex.TaskID, Attempt: ex.Attempt, Cause: ex.Err}
 	for _, id := range slices.Sorted(maps.Keys(r.inflight)) {
-		f := r.inflight[id]
-		if ex.TaskID != "" && id != ex.TaskID {
-			continue
+		if exists(r.o.opts.Layout.ReportFile(id)) {
+			ev.Reported = append(ev.Reported, id)
 		}
-		if ex.Attempt != 0 && f.Attempt != ex.Attempt {
-			// An earlier attempt's agent, found dead once the next was
-			// dispatched (its report already archived): the next one lives.
-			r.o.opts.Logger.Info("an earlier attempt's agent ended", "task", id, "attempt", ex.Attempt, "err", ex.Err)
-			continue
-		}
-		for _, p := range []string{l.ClaimFile(id), l.OwnerFile(id)} {
-			_ = os.Remove(p)
-		}
-		if exists(l.ReportFile(id)) {
-			continue // it finished before dying
-		}
-		delete(r.inflight, id)
-		ev.IDs = append(ev.IDs, id)
 	}
-	if len(ev.IDs) == 0 && !ev.Shared {
-		return nil
-	}
-	return []event{ev}
+	return ev
 }
 
 // progress shows what a running task is doing, from its events file.

@@ -363,7 +363,7 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		r.o.opts.Logger.Warn("reports watcher", "err", werr)
 		return r.collect(), nil
 	case ex := <-r.o.opts.Runtime.Exited():
-		return r.agentDied(ex), nil
+		return []event{r.agentDied(ex)}, nil
 	case <-tick:
 		return append(r.collect(), next.EvTick{Now: r.o.opts.Now(), Heartbeat: lastHeartbeat(r.o.opts.Layout.Watchers())}), nil
 	}

@@ -112,12 +112,15 @@ type EvTimedOut struct{ ID string }
 // newest watcher heartbeat was written (zero: there is none).
 type EvTick struct{ Now, Heartbeat time.Time }
 
-// EvAgentDied: the agent running these tasks died before reporting. Shared
-// means the one watcher serving every task died, so it must be restarted.
+// EvAgentDied: an agent died. TaskID names the task whose attempt it ran
+// (Attempt, when not 0, which attempt); "" is the one watcher serving
+// every task, which must be restarted. Reported are the tasks in flight
+// whose report is there: they finished before it died.
 type EvAgentDied struct {
-	IDs    []string
-	Cause  error
-	Shared bool
+	TaskID   string
+	Attempt  int
+	Cause    error
+	Reported []string
 }
 
 func (EvSettle) isEvent()    {}
@@ -157,9 +160,21 @@ type ActDropStaleReport struct {
 	Attempt, Want int
 }
 
-// ActStopWaiting stops waiting for the attempt in flight, whose report
-// cannot be read.
+// ActStopWaiting stops waiting for the attempt in flight: its report
+// cannot be read, or its agent died.
 type ActStopWaiting struct{ ID string }
+
+// ActFreeClaim frees the claim of a dead agent's task, so the command of
+// its next attempt is taken afresh.
+type ActFreeClaim struct{ ID string }
+
+// ActNoteLateDeath notes the death of an earlier attempt's agent (Attempt),
+// found once the next attempt was under way: that one lives on.
+type ActNoteLateDeath struct {
+	ID      string
+	Attempt int
+	Cause   error
+}
 
 // ActAbandon gives up on an attempt in flight past its deadline: what
 // still works on it is stopped before its copy is thrown away → EvTimedOut.
@@ -232,6 +247,8 @@ func (ActAccept) isAction()            {}
 func (ActMerge) isAction()             {}
 func (ActStartMerge) isAction()        {}
 func (ActDropStaleReport) isAction()   {}
+func (ActFreeClaim) isAction()         {}
+func (ActNoteLateDeath) isAction()     {}
 func (ActStopWaiting) isAction()       {}
 func (ActAbandon) isAction()           {}
 func (ActStopSilentWatcher) isAction() {}
@@ -496,9 +513,25 @@ func onMerged(v View, ev EvMerged) []Action {
 	return []Action{a}
 }
 
+// onDeath stops waiting for the tasks in flight whose agent died: the one
+// attempt named, or every task of the shared watcher. Those that reported
+// before dying are collected as usual; the others go again, or fail once
+// their agents died too often.
 func onDeath(v View, ev EvAgentDied) []Action {
 	var out []Action
-	for _, id := range ev.IDs {
+	for _, id := range slices.Sorted(maps.Keys(v.Flights)) {
+		if ev.TaskID != "" && id != ev.TaskID {
+			continue
+		}
+		if f := v.Flights[id]; ev.Attempt != 0 && f.Attempt != ev.Attempt {
+			out = append(out, ActNoteLateDeath{ID: id, Attempt: ev.Attempt, Cause: ev.Cause})
+			continue
+		}
+		out = append(out, ActFreeClaim{ID: id})
+		if slices.Contains(ev.Reported, id) {
+			continue
+		}
+		out = append(out, ActStopWaiting{ID: id})
 		t := v.Graph.Task(id)
 		if AttemptsLeft(t, v.MaxRetries, true) > 0 {
 			out = append(out, ActRequeue{ID: id, Note: "the coding agent died (" + errText(ev.Cause) + ")"})
@@ -506,7 +539,7 @@ func onDeath(v View, ev EvAgentDied) []Action {
 		}
 		out = append(out, failure(v, id, "the coding agent died "+strconv.Itoa(t.Attempts)+" times while running it; last: "+errText(ev.Cause))...)
 	}
-	if ev.Shared {
+	if ev.TaskID == "" {
 		out = append(out, ActRestart{Cause: ev.Cause})
 	}
 	return out
