@@ -66,12 +66,14 @@ func TestDriveTimedOutCopyIsNeverRecycled(t *testing.T) {
 	}
 	rec := &recordingRepo{Repo: repo}
 	var retrySaw []string
+	clock := newTestClock()
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		dir := l.Attempt(c.RunID, c.ID, c.Attempt)
 		if c.Attempt == 1 {
 			// The first attempt hangs and leaves a file behind, as a shell
 			// command still running after the timeout would.
 			_ = os.WriteFile(filepath.Join(dir, "stray.txt"), []byte("late write\n"), 0o644)
+			clock.tickAfter(t, 2*time.Minute)
 			return nil
 		}
 		entries, _ := os.ReadDir(dir)
@@ -82,8 +84,8 @@ func TestDriveTimedOutCopyIsNeverRecycled(t *testing.T) {
 	})
 	st := newTestState(t, plan.Task{ID: "slow", Description: "times out once"})
 	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
-	o := New(Options{Layout: l, Runtime: rt, Repo: rec, TaskTimeout: 300 * time.Millisecond, MaxRetries: 1})
-	if err := o.Drive(ctx, st); err != nil {
+	o := New(Options{Layout: l, Runtime: rt, Repo: rec, TaskTimeout: time.Minute, MaxRetries: 1, Now: clock.Now, Tick: clock.ticks})
+	if err := o.Drive(clock.deadline(t), st); err != nil {
 		t.Fatal(err)
 	}
 	if got := status(st)["slow"]; got != taskgraph.Completed {

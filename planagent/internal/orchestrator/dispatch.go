@@ -92,11 +92,13 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, erro
 	if err := r.ctxm.WriteTaskContext(t, deps, info.History); err != nil {
 		return nil, err
 	}
+	// The clock is read before the command goes out: what answers it at
+	// once answers after its launch time.
+	f := r.newFlight(info.Attempt)
 	if err := r.writeCommand(t, info); err != nil {
 		return nil, err
 	}
-	now := r.o.opts.Now()
-	r.inflight[id] = &flight{attempt: info.Attempt, launched: now, deadline: now.Add(r.o.opts.TaskTimeout)}
+	r.inflight[id] = f
 	return info, nil
 }
 

@@ -3,11 +3,15 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -18,11 +22,11 @@ import (
 // on disk first (a dispatch syncs before its command is written).
 //
 // Dispatches in a row are done together, so their launches overlap.
-func (r *run) apply(ctx context.Context, acts []action) error {
+func (r *run) apply(ctx context.Context, src event, acts []next.Action) error {
 	for i := 0; i < len(acts); i++ {
 		var ids []string
 		for ; i < len(acts); i++ {
-			d, ok := acts[i].(actDispatch)
+			d, ok := acts[i].(next.ActDispatch)
 			if !ok {
 				break
 			}
@@ -36,47 +40,70 @@ func (r *run) apply(ctx context.Context, acts []action) error {
 				break
 			}
 		}
-		if err := r.do(ctx, acts[i]); err != nil {
+		if err := r.do(ctx, src, acts[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// do carries out one action: a dispatch to the small function that does it.
-func (r *run) do(ctx context.Context, a action) error {
+// do carries out one action about the event src: a dispatch to the small
+// function that does it.
+func (r *run) do(ctx context.Context, src event, a next.Action) error {
 	switch a := a.(type) {
-	case actDispatch:
+	case next.ActDispatch:
 		return r.dispatch(ctx, a.ID)
-	case actRecord:
-		r.recordReport(a)
-	case actAccept:
+	case next.ActRecord:
+		rep, ok := src.(reported)
+		if !ok || rep.ID != a.ID {
+			return fmt.Errorf("orchestrator: record %s's report after %T", a.ID, src)
+		}
+		r.recordReport(a.ID, rep.Report)
+	case next.ActAccept:
 		r.startAcceptance(ctx, a.ID)
-	case actMerge:
+	case next.ActMerge:
 		r.enqueueMerge(a.ID)
-	case actComplete:
+	case next.ActStartMerge:
+		return r.startMerge(ctx, a)
+	case next.ActDropStaleReport:
+		r.dropStaleReport(a)
+	case next.ActStopWaiting:
+		delete(r.inflight, a.ID)
+	case next.ActFreeClaim:
+		r.freeClaim(a.ID)
+	case next.ActNoteLateDeath:
+		r.o.opts.Logger.Info("an earlier attempt's agent ended", "task", a.ID, "attempt", a.Attempt, "err", a.Cause)
+	case next.ActAbandon:
+		r.abandon(ctx, a)
+	case next.ActStopSilentWatcher:
+		r.stopSilentWatcher(ctx, a)
+	case next.ActComplete:
 		return r.complete(ctx, a)
-	case actFail:
+	case next.ActFail:
 		return r.fail(a)
-	case actAsk:
-		r.startDecision(ctx, a.Failure)
-	case actDecide:
+	case next.ActAsk:
+		r.startDecision(ctx, a)
+	case next.ActDecide:
 		return r.decide(a)
-	case actRetry:
+	case next.ActRetry:
 		return r.retry(a)
-	case actRequeue:
+	case next.ActRequeue:
 		return r.requeue(a)
-	case actReplan:
-		return r.replan(a)
-	case actAbort:
+	case next.ActReplan:
+		d, ok := src.(decided)
+		if !ok || d.ID != a.ID {
+			return fmt.Errorf("orchestrator: replan after %T", src)
+		}
+		return r.replan(d.tasks)
+	case next.ActAbort:
 		r.aborted = true
-	case actStopConfig:
+	case next.ActStopConfig:
 		return r.stopConfig(a)
-	case actRestart:
+	case next.ActRestart:
 		return r.restart(ctx, a)
-	case actNoteBudget:
+	case next.ActNoteBudget:
 		r.noteBudget(a)
-	case actFinish:
+	case next.ActFinish:
 		return r.finish(ctx, a)
 	default:
 		return fmt.Errorf("orchestrator: unknown action %T", a)
@@ -84,10 +111,52 @@ func (r *run) do(ctx context.Context, a action) error {
 	return nil
 }
 
-// recordReport books a report's summary, files, tokens and time on its task.
-func (r *run) recordReport(a actRecord) {
-	info := r.info(a.ID)
-	rep := a.Report
+// dropStaleReport ignores a report of an earlier run or attempt, saying
+// so once.
+func (r *run) dropStaleReport(a next.ActDropStaleReport) {
+	if f := r.inflight[a.ID]; f != nil && !f.warned {
+		r.o.opts.Logger.Warn("ignoring a stale report", "file", r.o.opts.Layout.ReportFile(a.ID), "run", a.RunID, "attempt", a.Attempt, "want_attempt", a.Want)
+		f.warned = true
+	}
+}
+
+// abandon stops what works on a timed-out attempt: it must not write into
+// a copy that is about to be thrown away (and recycled for another
+// attempt). The time-out comes back to the loop as an event.
+func (r *run) abandon(ctx context.Context, a next.ActAbandon) {
+	delete(r.inflight, a.ID)
+	r.abandoned[a.ID] = true
+	if err := r.o.opts.Runtime.Abandon(ctx, a.ID); err != nil {
+		r.o.opts.Logger.Warn("stop the timed-out attempt", "task", a.ID, "err", err)
+	}
+	r.outcomes = append(r.outcomes, next.EvTimedOut(a))
+}
+
+// stopSilentWatcher stops what the runtime started, so a frozen watcher
+// cannot come back and run the re-dispatched tasks a second time; the
+// tasks it held come back to the loop as its death.
+func (r *run) stopSilentWatcher(ctx context.Context, a next.ActStopSilentWatcher) {
+	if err := r.o.opts.Runtime.Stop(context.WithoutCancel(ctx)); err != nil {
+		r.o.opts.Logger.Warn("stop the silent coding agent", "err", err)
+	}
+	cause := fmt.Errorf("no watcher heartbeat in %s for %s", r.o.opts.Layout.Watchers(), a.Silent)
+	r.outcomes = append(r.outcomes, r.agentDied(runtime.Exit{Err: cause}))
+}
+
+// freeClaim frees a dead agent's claim on a task, so the command of its
+// next attempt is taken afresh.
+func (r *run) freeClaim(id string) {
+	l := r.o.opts.Layout
+	for _, p := range []string{l.ClaimFile(id), l.OwnerFile(id)} {
+		_ = os.Remove(p)
+	}
+}
+
+// recordReport books a report's summary, files, tokens and time on its
+// task, whose attempt is no longer in flight.
+func (r *run) recordReport(id string, rep *protocol.Report) {
+	delete(r.inflight, id)
+	info := r.info(id)
 	info.Attempt = rep.Attempt
 	info.Summary = rep.Summary
 	info.FilesChanged = rep.FilesChanged
@@ -104,10 +173,10 @@ func (r *run) recordReport(a actRecord) {
 // checkpoints) and marks the task completed. A result that cannot reach
 // the workspace is not the task's fault: it comes back to the loop as a
 // failed merge, for the decision step.
-func (r *run) complete(ctx context.Context, a actComplete) error {
+func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 	if a.Commit != "" {
 		if err := r.integrate(ctx, a.ID, a.Commit); err != nil {
-			r.outcomes = append(r.outcomes, evMerged{ID: a.ID, Failure: fmt.Sprintf("update the workspace with the merged result: %v", err)})
+			r.outcomes = append(r.outcomes, next.EvMerged{ID: a.ID, Failure: fmt.Sprintf("update the workspace with the merged result: %v", err)})
 			return nil
 		}
 	}
@@ -127,7 +196,7 @@ func (r *run) complete(ctx context.Context, a actComplete) error {
 }
 
 // fail marks the task failed (its dependants are skipped) and notes why.
-func (r *run) fail(a actFail) error {
+func (r *run) fail(a next.ActFail) error {
 	r.dropCopy(a.ID)
 	info := r.info(a.ID)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
@@ -143,7 +212,7 @@ func (r *run) fail(a actFail) error {
 }
 
 // decide records a decision about a failed task and tells the operator.
-func (r *run) decide(a actDecide) error {
+func (r *run) decide(a next.ActDecide) error {
 	r.st.Decisions = append(r.st.Decisions, runrecord.Decision{Time: r.o.opts.Now(), Task: a.ID, Action: string(a.Action), Reason: a.Reason, Hints: a.Hints})
 	r.o.opts.Events.Emit(events.Event{Type: events.Decision, RunID: r.st.RunID, TaskID: a.ID, Status: string(a.Action),
 		Text: a.Reason, Data: map[string]any{"hints": a.Hints, "invalid": a.Invalid}})
@@ -151,7 +220,7 @@ func (r *run) decide(a actDecide) error {
 }
 
 // retry puts a failed task back to pending with hints for its next attempt.
-func (r *run) retry(a actRetry) error {
+func (r *run) retry(a next.ActRetry) error {
 	if err := r.g.Retry(a.ID); err != nil {
 		return err
 	}
@@ -160,7 +229,7 @@ func (r *run) retry(a actRetry) error {
 }
 
 // requeue sends a task again whose attempt ended through no fault of its own.
-func (r *run) requeue(a actRequeue) error {
+func (r *run) requeue(a next.ActRequeue) error {
 	r.dropCopy(a.ID)
 	info := r.info(a.ID)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: %s", info.Attempt, a.Note))
@@ -175,9 +244,10 @@ func (r *run) requeue(a actRequeue) error {
 	return r.save()
 }
 
-// replan replaces every unfinished task (next validated the tasks on a clone).
-func (r *run) replan(a actReplan) error {
-	if err := r.g.Replace(a.Tasks); err != nil {
+// replan replaces every unfinished task (the tasks were validated on a
+// clone before next saw the verdict).
+func (r *run) replan(tasks []taskgraph.Task) error {
+	if err := r.g.Replace(tasks); err != nil {
 		return fmt.Errorf("replan: %w", err)
 	}
 	for _, t := range r.g.Tasks() {
@@ -187,7 +257,7 @@ func (r *run) replan(a actReplan) error {
 }
 
 // stopConfig stops dispatching because of a configuration error the agent met.
-func (r *run) stopConfig(a actStopConfig) error {
+func (r *run) stopConfig(a next.ActStopConfig) error {
 	if r.st.ConfigError == "" {
 		r.st.ConfigError = a.Reason
 	}
@@ -197,7 +267,7 @@ func (r *run) stopConfig(a actStopConfig) error {
 }
 
 // restart starts a fresh shared watcher after the old one died.
-func (r *run) restart(ctx context.Context, a actRestart) error {
+func (r *run) restart(ctx context.Context, a next.ActRestart) error {
 	r.o.opts.Logger.Warn("the coding agent died; retrying its tasks on a fresh one", "err", a.Cause)
 	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, Text: fmt.Sprintf("coding agent died: %v", a.Cause)})
 	if err := r.o.opts.Runtime.Start(ctx); err != nil {
@@ -207,7 +277,7 @@ func (r *run) restart(ctx context.Context, a actRestart) error {
 }
 
 // noteBudget tells the operator, once, that a budget is reached.
-func (r *run) noteBudget(a actNoteBudget) {
+func (r *run) noteBudget(a next.ActNoteBudget) {
 	r.budgetNoted = true
 	r.o.opts.Logger.Info("budget reached: no new task starts", "why", a.Reason)
 	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
@@ -215,9 +285,9 @@ func (r *run) noteBudget(a actNoteBudget) {
 }
 
 // finish ends the run with its status and why it stopped.
-func (r *run) finish(ctx context.Context, a actFinish) error {
-	r.st.Status, r.st.Paused = a.Status, a.Paused
-	r.st.Stop = stopOf(r.st, a.Status, r.budgetHit(), r.g.Tasks())
+func (r *run) finish(ctx context.Context, a next.ActFinish) error {
+	r.st.Status, r.st.Paused = runrecord.RunStatus(a.Status), a.Paused
+	r.st.Stop = stopOf(r.st, r.st.Status, r.budgetHit(), r.g.Tasks())
 	r.done = true
 	r.clearAttempts(ctx)
 	return r.save()
@@ -225,14 +295,14 @@ func (r *run) finish(ctx context.Context, a actFinish) error {
 
 // startAcceptance runs the task's acceptance commands off the loop, so the
 // other tasks' reports are handled meanwhile; the result comes back as
-// evAccepted. ctx cancels it (Ctrl-C).
+// next.EvAccepted. ctx cancels it (Ctrl-C).
 func (r *run) startAcceptance(ctx context.Context, id string) {
 	t, _ := r.g.Get(id)
 	summary := r.info(id).Summary
 	r.accepting++
 	go func() {
 		failure, output := r.accept(ctx, t)
-		r.send(evAccepted{ID: id, Failure: failure, Summary: summary, Output: output})
+		r.send(next.EvAccepted{ID: id, Failure: failure, Summary: summary, Output: output})
 	}()
 }
 
@@ -283,13 +353,15 @@ func (r *run) runAcceptance(ctx context.Context, dir string, commands []string, 
 // keeps for its review.
 const acceptanceKept = 4000
 
-// startDecision asks the decider off the loop; the answer comes back as
-// evDecided. ctx cancels the call (Ctrl-C).
-func (r *run) startDecision(ctx context.Context, f Failure) {
+// startDecision asks the decider about a failed task off the loop; the
+// answer comes back as decided. ctx cancels the call (Ctrl-C).
+func (r *run) startDecision(ctx context.Context, a next.ActAsk) {
+	t, _ := r.g.Get(a.ID) // failed by the action before
+	f := Failure{Task: t, Error: a.Error, PlanSummary: a.PlanSummary, AttemptsLeft: a.AttemptsLeft}
 	r.deciding++
 	go func() {
 		v := r.o.opts.Decider.Decide(ctx, f)
-		r.send(evDecided{ID: f.Task.ID, Verdict: v})
+		r.send(decided{ID: f.Task.ID, Verdict: v})
 	}()
 }
 

@@ -3,19 +3,23 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
-// Each action's function is tested alone here, on a run made without Drive:
+// Each next.Action's function is tested alone here, on a run made without Drive:
 // real files under a temporary volumes dir, a fake runtime, fake repos.
 
 func newTestRun(t *testing.T, opts Options, tasks ...plan.Task) *run {
@@ -66,13 +70,13 @@ func TestCompleteThatCannotReachTheWorkspaceComesBackAsAnEvent(t *testing.T) {
 	if err := r.g.Start("t000"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.complete(t.Context(), actComplete{ID: "t000", Summary: "did it", Commit: "c2"}); err != nil {
+	if err := r.complete(t.Context(), next.ActComplete{ID: "t000", Summary: "did it", Commit: "c2"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.outcomes) != 1 {
 		t.Fatalf("outcomes %#v, want one failed merge", r.outcomes)
 	}
-	m, ok := r.outcomes[0].(evMerged)
+	m, ok := r.outcomes[0].(next.EvMerged)
 	if !ok || m.ID != "t000" || !strings.Contains(m.Failure, "update the workspace with the merged result: a file changed since") {
 		t.Errorf("outcome %#v", r.outcomes[0])
 	}
@@ -87,8 +91,8 @@ func TestCompleteThatCannotReachTheWorkspaceComesBackAsAnEvent(t *testing.T) {
 func TestRecordReportAddsUpTheAttempts(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(1)...)
 	for n := 1; n <= 2; n++ {
-		r.recordReport(actRecord{ID: "t000", Report: &protocol.Report{ID: "t000", Attempt: n, Summary: "try", Reason: protocol.ReasonModel,
-			Tokens: protocol.Tokens{Prompt: 10, Completion: 1}, FilesChanged: []string{"a.go"}}})
+		r.recordReport("t000", &protocol.Report{ID: "t000", Attempt: n, Summary: "try", Reason: protocol.ReasonModel,
+			Tokens: protocol.Tokens{Prompt: 10, Completion: 1}, FilesChanged: []string{"a.go"}})
 	}
 	info := r.info("t000")
 	if info.Attempt != 2 || info.Tokens.Prompt != 20 || r.agentTokens.Prompt != 20 || info.Reason != protocol.ReasonModel || len(info.FilesChanged) != 1 {
@@ -101,7 +105,7 @@ func TestFailSkipsTheDependantsAndSaysWhy(t *testing.T) {
 	if err := r.g.Start("t000"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.fail(actFail{ID: "t000", Reason: "tests failed"}); err != nil {
+	if err := r.fail(next.ActFail{ID: "t000", Reason: "tests failed"}); err != nil {
 		t.Fatal(err)
 	}
 	if statusOf(t, r, "t000") != taskgraph.Failed || statusOf(t, r, "t001") != taskgraph.Skipped {
@@ -123,7 +127,7 @@ func TestRequeueSendsTheTaskAgainWithANote(t *testing.T) {
 	}
 	r.info("t000").Attempt = 1
 	r.info("t000").OpenSpan(1, r.o.opts.Now())
-	if err := r.requeue(actRequeue{ID: "t000", Note: "the coding agent died"}); err != nil {
+	if err := r.requeue(next.ActRequeue{ID: "t000", Note: "the coding agent died"}); err != nil {
 		t.Fatal(err)
 	}
 	info := r.info("t000")
@@ -139,7 +143,7 @@ func TestRetryCarriesTheHints(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(1)...)
 	_ = r.g.Start("t000")
 	_ = r.g.Fail("t000", "broke")
-	if err := r.retry(actRetry{ID: "t000", Hints: []string{"read the docs"}}); err != nil {
+	if err := r.retry(next.ActRetry{ID: "t000", Hints: []string{"read the docs"}}); err != nil {
 		t.Fatal(err)
 	}
 	if statusOf(t, r, "t000") != taskgraph.Pending || strings.Join(r.info("t000").Hints, "") != "read the docs" {
@@ -148,7 +152,7 @@ func TestRetryCarriesTheHints(t *testing.T) {
 }
 
 // Reading the view changes nothing; the budget is announced once, by its
-// action, and the view then no longer asks for it.
+// next.Action, and the view then no longer asks for it.
 func TestNoteBudgetAnnouncesOnce(t *testing.T) {
 	var logged []string
 	sink := events.Func(func(e events.Event) {
@@ -159,15 +163,15 @@ func TestNoteBudgetAnnouncesOnce(t *testing.T) {
 	r := newTestRun(t, Options{Budget: Budget{Tokens: 100}, Events: sink}, chain(1)...)
 	r.agentTokens = protocol.Tokens{Prompt: 150}
 	for range 3 {
-		if v := r.view(); v.budget == "" || !v.budgetNew {
+		if v := r.view(); v.Budget == "" || !v.BudgetNew {
 			t.Fatalf("view %+v: want the budget reached and new", v)
 		}
 	}
 	if len(logged) != 0 {
 		t.Fatalf("reading the view emitted %v", logged)
 	}
-	r.noteBudget(actNoteBudget{Reason: r.view().budget})
-	if v := r.view(); v.budgetNew || v.budget == "" {
+	r.noteBudget(next.ActNoteBudget{Reason: r.view().Budget})
+	if v := r.view(); v.BudgetNew || v.Budget == "" {
 		t.Errorf("view after the note %+v", v)
 	}
 	if len(logged) != 1 || !strings.Contains(logged[0], "token budget reached") {
@@ -178,7 +182,7 @@ func TestNoteBudgetAnnouncesOnce(t *testing.T) {
 func TestFinishSavesWhyTheRunStopped(t *testing.T) {
 	r := newTestRun(t, Options{Budget: Budget{Tokens: 100}}, chain(1)...)
 	r.agentTokens = protocol.Tokens{Prompt: 150} // and the planner's 120 of the state
-	if err := r.finish(t.Context(), actFinish{Status: runrecord.RunPaused, Paused: "token budget reached"}); err != nil {
+	if err := r.finish(t.Context(), next.ActFinish{Status: next.RunPaused, Paused: "token budget reached"}); err != nil {
 		t.Fatal(err)
 	}
 	loaded, err := runrecord.LoadState(r.o.opts.Layout, r.st.RunID, false)
@@ -193,10 +197,137 @@ func TestFinishSavesWhyTheRunStopped(t *testing.T) {
 func TestDecideRecordsAndTells(t *testing.T) {
 	var got []events.Event
 	r := newTestRun(t, Options{Events: events.Func(func(e events.Event) { got = append(got, e) })}, chain(1)...)
-	if err := r.decide(actDecide{ID: "t000", Action: "retry", Reason: "flaky", Hints: []string{"again"}}); err != nil {
+	if err := r.decide(next.ActDecide{ID: "t000", Action: "retry", Reason: "flaky", Hints: []string{"again"}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.st.Decisions) != 1 || r.st.Decisions[0].Action != "retry" || len(got) != 1 || got[0].Type != events.Decision {
 		t.Errorf("decisions %+v, events %+v", r.st.Decisions, got)
+	}
+}
+
+// stopCounting counts the runtime's Stop calls.
+type stopCounting struct {
+	*fakeRuntime
+	stops int
+}
+
+func (s *stopCounting) Stop(ctx context.Context) error {
+	s.stops++
+	return s.fakeRuntime.Stop(ctx)
+}
+
+func TestAbandonStopsTheAttemptAndComesBackAsATimeout(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(2)...)
+	r.inflight["t000"], r.inflight["t001"] = r.newFlight(1), r.newFlight(1)
+	r.abandon(t.Context(), next.ActAbandon{ID: "t000"})
+	rt := r.o.opts.Runtime.(*fakeRuntime)
+	if strings.Join(rt.abandoned, ",") != "t000" || !r.abandoned["t000"] {
+		t.Errorf("runtime abandoned %v, run's abandoned %v: want t000 stopped and its copy kept from reuse", rt.abandoned, r.abandoned)
+	}
+	if _, ok := r.inflight["t000"]; ok || len(r.inflight) != 1 {
+		t.Errorf("in flight %v, want only t001", r.inflight)
+	}
+	if len(r.outcomes) != 1 || r.outcomes[0] != (next.EvTimedOut{ID: "t000"}) {
+		t.Errorf("outcomes %#v, want t000's time-out", r.outcomes)
+	}
+}
+
+func TestStopSilentWatcherStopsItAndReturnsItsTasks(t *testing.T) {
+	l := newLayout(t)
+	rt := &stopCounting{fakeRuntime: newFakeRuntime(l, completed)}
+	r := newTestRun(t, Options{Runtime: rt}, chain(2)...)
+	r.inflight["t000"], r.inflight["t001"] = r.newFlight(1), r.newFlight(1)
+	// t001 reported before the watcher fell silent: it is collected as usual.
+	rep := &protocol.Report{ID: "t001", RunID: r.st.RunID, Attempt: 1, Status: protocol.StatusCompleted}
+	if err := protocol.WriteReport(r.o.opts.Layout.ReportFile("t001"), rep); err != nil {
+		t.Fatal(err)
+	}
+	r.stopSilentWatcher(t.Context(), next.ActStopSilentWatcher{Silent: 30 * time.Second})
+	if rt.stops != 1 {
+		t.Errorf("runtime stopped %d times, want 1", rt.stops)
+	}
+	if len(r.outcomes) != 1 {
+		t.Fatalf("outcomes %#v, want the watcher's death", r.outcomes)
+	}
+	d, ok := r.outcomes[0].(next.EvAgentDied)
+	if !ok || d.TaskID != "" || strings.Join(d.Reported, ",") != "t001" || !strings.Contains(d.Cause.Error(), "no watcher heartbeat in "+r.o.opts.Layout.Watchers()+" for 30s") {
+		t.Errorf("outcome %#v, want the shared watcher's death with t001 reported", r.outcomes[0])
+	}
+}
+
+func TestFreeClaimLetsTheNextAttemptBeTakenAfresh(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(1)...)
+	l := r.o.opts.Layout
+	for _, p := range []string{l.ClaimFile("t000"), l.OwnerFile("t000")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.freeClaim("t000")
+	for _, p := range []string{l.ClaimFile("t000"), l.OwnerFile("t000")} {
+		if exists(p) {
+			t.Errorf("%s is still there", p)
+		}
+	}
+}
+
+func TestDropStaleReportSaysSoOnce(t *testing.T) {
+	var logs strings.Builder
+	r := newTestRun(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, chain(1)...)
+	r.inflight["t000"] = r.newFlight(2)
+	for range 3 {
+		r.dropStaleReport(next.ActDropStaleReport{ID: "t000", RunID: r.st.RunID, Attempt: 1, Want: 2})
+	}
+	if n := strings.Count(logs.String(), "ignoring a stale report"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	if _, ok := r.inflight["t000"]; !ok {
+		t.Error("the task stopped being waited for")
+	}
+}
+
+func TestRecordReportStopsTheWait(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(1)...)
+	r.inflight["t000"] = r.newFlight(1)
+	r.recordReport("t000", &protocol.Report{ID: "t000", Attempt: 1})
+	if len(r.inflight) != 0 {
+		t.Errorf("in flight %v after the report", r.inflight)
+	}
+}
+
+// squashNothing is a checkpoint repository whose attempts change nothing.
+type squashNothing struct{ Repo }
+
+func (squashNothing) Squash(_ context.Context, _, base, _, _ string) (string, []string, error) {
+	return base, nil, nil
+}
+
+func TestStartMergeTakesTheQueueHeadOneAtATime(t *testing.T) {
+	r := newTestRun(t, Options{Repo: squashNothing{}}, fanOut(2)...)
+	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
+	r.enqueueMerge("p0")
+	r.enqueueMerge("p1")
+	if err := r.startMerge(t.Context(), next.ActStartMerge{ID: "p1"}); err == nil {
+		t.Fatal("the queue's second attempt merged first")
+	}
+	if err := r.startMerge(t.Context(), next.ActStartMerge{ID: "p0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.startMerge(t.Context(), next.ActStartMerge{ID: "p1"}); err == nil {
+		t.Fatal("a second merge started while one runs")
+	}
+	if v := r.view(); !v.Merging || v.MergeNext != "p1" {
+		t.Errorf("view: merging %v, next %q; want merging, p1 next", v.Merging, v.MergeNext)
+	}
+	select {
+	case ev := <-r.results:
+		if m, ok := ev.(next.EvMerged); !ok || m.ID != "p0" || m.Candidate != "c1" || m.Failure != "" {
+			t.Errorf("merge result %#v", ev)
+		}
+	case <-t.Context().Done():
+		t.Fatal("no merge result")
 	}
 }

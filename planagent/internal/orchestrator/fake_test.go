@@ -192,3 +192,45 @@ func itoa(i int) string {
 }
 
 var errBoom = errors.New("boom")
+
+// testClock is the run's clock, moved by the test, and its tick: no test
+// waits for a real tick or a real deadline.
+type testClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	ticks chan time.Time
+}
+
+func newTestClock() *testClock {
+	return &testClock{now: time.Now(), ticks: make(chan time.Time)}
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// tickAfter moves the clock on by d and hands the loop one tick, without
+// blocking the caller (a fake runtime answering a command).
+func (c *testClock) tickAfter(t testing.TB, d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	now := c.now
+	c.mu.Unlock()
+	go func() {
+		select {
+		case c.ticks <- now:
+		case <-t.Context().Done():
+		}
+	}()
+}
+
+// deadline is the test's context, cancelled after a generous minute of
+// real time: a run that waits for a tick no test sends fails instead of
+// hanging.
+func (c *testClock) deadline(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
@@ -107,11 +108,11 @@ func (r *run) enqueueMerge(id string) {
 	r.accepting++
 }
 
-// pumpMerges starts the next merge when none is running. Merges go one at a
-// time, each onto the state the previous one left.
-func (r *run) pumpMerges(ctx context.Context) {
-	if r.merging || len(r.queue) == 0 {
-		return
+// startMerge starts the merge of the queue's first attempt, id, off the
+// loop. Each merge goes onto the state the previous one left.
+func (r *run) startMerge(ctx context.Context, a next.ActStartMerge) error {
+	if r.merging || len(r.queue) == 0 || r.queue[0].id != a.ID {
+		return fmt.Errorf("orchestrator: merge of %s is not the queue's next", a.ID)
 	}
 	job := r.queue[0]
 	r.queue = r.queue[1:]
@@ -120,14 +121,15 @@ func (r *run) pumpMerges(ctx context.Context) {
 	go func() {
 		r.send(r.merge(ctx, job, onto))
 	}()
+	return nil
 }
 
 // merge commits the attempt, applies it onto the integration state and runs
 // the acceptance commands on the result. It moves nothing: the loop
 // advances the integration state when the verdict is in.
-func (r *run) merge(ctx context.Context, job mergeJob, onto string) evMerged {
+func (r *run) merge(ctx context.Context, job mergeJob, onto string) next.EvMerged {
 	repo := r.o.opts.Repo
-	out := evMerged{ID: job.id, Summary: job.body}
+	out := next.EvMerged{ID: job.id, Summary: job.body}
 	commit, removed, err := repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
 	for _, what := range removed {
 		r.o.opts.Logger.Warn("removed from the attempt's copy before its commit", "task", job.id, "removed", what)
@@ -233,7 +235,7 @@ func (r *run) recoverMerges(ctx context.Context) error {
 		}
 		// Moved: the task completes as any merged task does.
 		cp.Head, info.Commit, info.Merging = info.Merging, info.Merging, ""
-		if err := r.complete(ctx, actComplete{ID: id, Summary: info.Summary, Acceptance: info.Acceptance}); err != nil {
+		if err := r.complete(ctx, next.ActComplete{ID: id, Summary: info.Summary, Acceptance: info.Acceptance}); err != nil {
 			return err
 		}
 	}

@@ -100,21 +100,19 @@ func TestDriveStaleDeathIgnored(t *testing.T) {
 	l := newLayout(t)
 	var rt *fakeRuntime
 	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
-		switch c.Attempt {
-		case 1:
-			rt.exited <- runtime.Exit{TaskID: c.ID, Attempt: 1, Err: errBoom}
-		case 2:
-			rt.exited <- runtime.Exit{TaskID: c.ID, Attempt: 1, Err: errors.New("attempt 1's container, late")}
-			go func() {
+		go func() {
+			switch c.Attempt {
+			case 1:
+				rt.exited <- runtime.Exit{TaskID: c.ID, Attempt: 1, Err: errBoom}
+			case 2:
+				rt.exited <- runtime.Exit{TaskID: c.ID, Attempt: 1, Err: errors.New("attempt 1's container, late")}
 				// Once the orchestrator took the late death, the report.
-				for len(rt.exited) > 0 {
-					time.Sleep(time.Millisecond)
-				}
 				_ = protocol.WriteReport(l.ReportFile(c.ID), completed(c))
-			}()
-		}
+			}
+		}()
 		return nil
 	})
+	rt.exited = make(chan runtime.Exit) // a send returns once the orchestrator took it
 	st := newTestState(t, chain(1)...)
 	if err := New(Options{Layout: l, Runtime: rt, MaxRetries: 2}).Drive(t.Context(), st); err != nil {
 		t.Fatal(err)

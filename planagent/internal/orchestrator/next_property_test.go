@@ -3,18 +3,22 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"testing/quick"
+	"time"
 
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
 // simRun carries next's actions out on a graph the way the executor does,
-// with random answers from the agents, the merge queue and the decider,
-// and checks the run's invariants on every step.
+// with random answers from the agents, the merge queue and the decider, a
+// clock and a watcher that may fall silent, and checks the run's
+// invariants on every step.
 type simRun struct {
 	rng        *rand.Rand
 	g          *taskgraph.Graph
@@ -23,18 +27,42 @@ type simRun struct {
 	isolated   bool
 	decider    bool
 	running    []string // attempts waiting for their report
-	accepting  []string // finished, waiting for acceptance or merge
+	flights    map[string]next.Flight
+	accepting  []string // finished, waiting for acceptance (without checkpoints)
+	queue      []string // completed attempts waiting for their merge, in completion order
+	merging    string   // the attempt being merged
 	deciding   []string // failures the decider is asked about
 	aborted    bool
 	budget     string
 	finished   bool
 	completed  map[string]int
+	abandoned  map[string]int // by task and attempt
+	now        time.Time
+	heartbeat  time.Time // the watcher's last beat
+	frozen     bool      // the watcher stopped beating
+	outcomes   []event   // what the executor hands back to the loop
+	lateDeath  string    // the task whose earlier attempt's agent the event says died
 }
 
-func (s *simRun) view() view {
-	return view{g: s.g, running: len(s.running), accepting: len(s.accepting), deciding: len(s.deciding),
-		isolated: s.isolated, aborted: s.aborted, parallel: s.parallel, maxRetries: s.maxRetries,
-		decider: s.decider, budget: s.budget}
+const (
+	simTaskTimeout      = 10 * time.Minute
+	simHeartbeatTimeout = 30 * time.Second
+)
+
+func (s *simRun) view() next.View {
+	merging := s.merging != ""
+	accepting := len(s.accepting) + len(s.queue)
+	if merging {
+		accepting++
+	}
+	v := next.View{Graph: graphView{s.g}, Running: len(s.running), Accepting: accepting, Deciding: len(s.deciding),
+		Isolated: s.isolated, Aborted: s.aborted, Parallel: s.parallel, MaxRetries: s.maxRetries,
+		Decider: s.decider, Budget: s.budget, RunID: "r", Flights: maps.Clone(s.flights),
+		HeartbeatTimeout: simHeartbeatTimeout, Merging: merging}
+	if len(s.queue) > 0 {
+		v.MergeNext = s.queue[0]
+	}
+	return v
 }
 
 // take removes and returns a random element of *ids.
@@ -45,37 +73,71 @@ func (s *simRun) take(ids *[]string) string {
 	return id
 }
 
+// land stops waiting for a running attempt.
+func (s *simRun) land(id string) {
+	s.running = slices.DeleteFunc(s.running, func(r string) bool { return r == id })
+	delete(s.flights, id)
+}
+
 // event is a random thing that can happen next, with the bookkeeping the
 // observer and the loop do before next sees it; nil when nothing can.
 func (s *simRun) event() event {
 	var kinds []int
-	for k, n := range []int{len(s.running), len(s.accepting), len(s.deciding)} {
+	for k, n := range []int{len(s.running), len(s.accepting), len(s.deciding), len(s.running)} {
 		if n > 0 {
 			kinds = append(kinds, k)
 		}
+	}
+	if s.merging != "" {
+		kinds = append(kinds, 4)
 	}
 	if len(kinds) == 0 {
 		return nil
 	}
 	switch kinds[s.rng.IntN(len(kinds))] {
 	case 0:
-		id := s.take(&s.running)
-		switch s.rng.IntN(6) {
+		id := s.running[s.rng.IntN(len(s.running))]
+		f := s.flights[id]
+		switch s.rng.IntN(9) {
 		case 0:
-			return evTimedOut{ID: id}
+			return next.EvAgentDied{TaskID: id, Attempt: f.Attempt, Cause: errors.New("killed")}
+		case 3:
+			if f.Attempt > 1 {
+				// An earlier attempt's agent, found dead late.
+				s.lateDeath = id
+				return next.EvAgentDied{TaskID: id, Attempt: f.Attempt - 1, Cause: errors.New("late")}
+			}
 		case 1:
-			return evAgentDied{IDs: []string{id}, Cause: errors.New("killed")}
+			return next.EvBadReport{ID: id, Err: errors.New("torn")}
 		case 2:
-			return evBadReport{ID: id, Err: errors.New("torn")}
+			// An earlier attempt's report, or an earlier run's.
+			if f.Attempt > 1 {
+				return reported{ID: id, Report: &protocol.Report{ID: id, RunID: "r", Attempt: f.Attempt - 1, Status: protocol.StatusCompleted}}
+			}
+			return reported{ID: id, Report: &protocol.Report{ID: id, RunID: "old", Attempt: f.Attempt, Status: protocol.StatusCompleted}}
 		}
 		st := []protocol.Status{protocol.StatusCompleted, protocol.StatusCompleted, protocol.StatusFailed, protocol.StatusInterrupted}[s.rng.IntN(4)]
-		return evReport{ID: id, Report: &protocol.Report{ID: id, Status: st, Summary: "did " + id, Error: "broke"}}
+		return reported{ID: id, Report: &protocol.Report{ID: id, RunID: "r", Attempt: f.Attempt, Status: st, Summary: "did " + id, Error: "broke"}}
 	case 1:
 		id := s.take(&s.accepting)
-		if !s.isolated {
-			return evAccepted{ID: id, Failure: []string{"", "", "tests failed"}[s.rng.IntN(3)]}
+		return next.EvAccepted{ID: id, Failure: []string{"", "", "tests failed"}[s.rng.IntN(3)]}
+	case 2:
+		id := s.take(&s.deciding)
+		return decided{ID: id, Verdict: Verdict{Action: []Choice{Retry, Continue, Abort}[s.rng.IntN(3)], Reason: "r"}}
+	case 3:
+		// The clock moves on; the watcher beats unless it froze.
+		s.now = s.now.Add([]time.Duration{time.Second, 20 * time.Second, time.Minute, 6 * time.Minute}[s.rng.IntN(4)])
+		if s.rng.IntN(20) == 0 {
+			s.frozen = true
 		}
-		ev := evMerged{ID: id, Candidate: "c-" + id, Changed: s.rng.IntN(2) == 0}
+		if !s.frozen {
+			s.heartbeat = s.now
+		}
+		return next.EvTick{Now: s.now, Heartbeat: s.heartbeat}
+	default:
+		id := s.merging
+		s.merging = ""
+		ev := next.EvMerged{ID: id, Candidate: "c-" + id, Changed: s.rng.IntN(2) == 0}
 		switch s.rng.IntN(4) {
 		case 0:
 			ev.Conflict = []string{"a.go"}
@@ -83,16 +145,16 @@ func (s *simRun) event() event {
 			ev.Failure = "acceptance failed"
 		}
 		return ev
-	default:
-		id := s.take(&s.deciding)
-		return evDecided{ID: id, Verdict: Verdict{Action: []Choice{Retry, Continue, Abort}[s.rng.IntN(3)], Reason: "r"}}
 	}
 }
 
-// do carries one action out and checks the invariants it touches.
-func (s *simRun) do(a action) error {
+// do carries one next.Action out and checks the invariants it touches.
+func (s *simRun) do(src event, a next.Action) error {
 	switch a := a.(type) {
-	case actDispatch:
+	case next.ActDispatch:
+		if _, ok := s.flights[a.ID]; ok {
+			return fmt.Errorf("%s dispatched while its attempt is still waited for", a.ID)
+		}
 		t, _ := s.g.Get(a.ID)
 		for _, d := range t.Dependencies {
 			if dt, _ := s.g.Get(d); dt.Status != taskgraph.Completed {
@@ -102,57 +164,131 @@ func (s *simRun) do(a action) error {
 		if err := s.g.Start(a.ID); err != nil {
 			return err
 		}
-		if t, _ := s.g.Get(a.ID); t.Attempts > s.maxRetries+1+spareAttempts {
+		t, _ = s.g.Get(a.ID)
+		if t.Attempts > s.maxRetries+1+next.SpareAttempts {
 			return fmt.Errorf("%s started attempt %d with --max-retries %d", a.ID, t.Attempts, s.maxRetries)
 		}
 		s.running = append(s.running, a.ID)
-		if n := len(s.running) + len(s.accepting); n > s.parallel {
+		s.flights[a.ID] = next.Flight{Attempt: t.Attempts, Launched: s.now, Deadline: s.now.Add(simTaskTimeout)}
+		if n := len(s.running) + s.view().Accepting; n > s.parallel {
 			return fmt.Errorf("%d tasks in flight (running or waiting for their merge) at --parallel %d", n, s.parallel)
 		}
-	case actAccept:
+	case next.ActRecord:
+		rep := src.(reported).Report
+		if f := s.flights[a.ID]; rep.RunID != "r" || rep.Attempt != f.Attempt {
+			return fmt.Errorf("%s: the report of run %s attempt %d recorded while attempt %d runs", a.ID, rep.RunID, rep.Attempt, f.Attempt)
+		}
+		s.land(a.ID)
+	case next.ActDropStaleReport:
+		if a.RunID == "r" && a.Attempt == s.flights[a.ID].Attempt {
+			return fmt.Errorf("%s: the current attempt's report dropped as stale", a.ID)
+		}
+	case next.ActStopWaiting:
+		if a.ID == s.lateDeath {
+			return fmt.Errorf("%s: an earlier attempt's late death took the attempt in flight", a.ID)
+		}
+		if _, ok := s.flights[a.ID]; !ok {
+			return fmt.Errorf("%s: stopped waiting for an attempt not in flight", a.ID)
+		}
+		s.land(a.ID)
+	case next.ActAbandon:
+		f, ok := s.flights[a.ID]
+		if !ok || !s.now.After(f.Deadline) {
+			return fmt.Errorf("%s abandoned while not past its deadline (in flight %v)", a.ID, ok)
+		}
+		key := fmt.Sprintf("%s.%d", a.ID, f.Attempt)
+		if s.abandoned[key]++; s.abandoned[key] > 1 {
+			return fmt.Errorf("attempt %s abandoned twice", key)
+		}
+		s.land(a.ID)
+		s.outcomes = append(s.outcomes, next.EvTimedOut(a))
+	case next.ActStopSilentWatcher:
+		if !s.heartbeat.Before(s.now.Add(-simHeartbeatTimeout)) {
+			return fmt.Errorf("a watcher that beat at %s taken for dead at %s", s.heartbeat, s.now)
+		}
+		waited := false
+		for _, f := range s.flights {
+			waited = waited || !f.Launched.After(s.now.Add(-simHeartbeatTimeout))
+		}
+		if !waited {
+			return fmt.Errorf("the watcher taken for dead before a task waited %s for it", simHeartbeatTimeout)
+		}
+		s.outcomes = append(s.outcomes, next.EvAgentDied{Cause: errors.New("silent")})
+	case next.ActFreeClaim:
+	case next.ActNoteLateDeath:
+		if f, ok := s.flights[a.ID]; !ok || f.Attempt == a.Attempt {
+			return fmt.Errorf("%s: the death of its attempt %d taken for a late one (in flight %v, attempt %d)", a.ID, a.Attempt, ok, f.Attempt)
+		}
+	case next.ActRestart:
+		s.frozen, s.heartbeat = false, s.now
+	case next.ActAccept:
 		s.accepting = append(s.accepting, a.ID)
-	case actMerge:
-		s.accepting = append(s.accepting, a.ID)
-	case actComplete:
+	case next.ActMerge:
+		if !s.isolated {
+			return fmt.Errorf("%s merged without checkpoints", a.ID)
+		}
+		s.queue = append(s.queue, a.ID)
+	case next.ActStartMerge:
+		if s.merging != "" {
+			return fmt.Errorf("%s merged while %s is merging", a.ID, s.merging)
+		}
+		if len(s.queue) == 0 || s.queue[0] != a.ID {
+			return fmt.Errorf("%s merged out of completion order %v", a.ID, s.queue)
+		}
+		s.merging, s.queue = a.ID, s.queue[1:]
+	case next.ActComplete:
 		s.completed[a.ID]++
 		if s.completed[a.ID] > 1 {
 			return fmt.Errorf("%s completed twice", a.ID)
 		}
 		return s.g.Complete(a.ID, a.Summary)
-	case actFail:
+	case next.ActFail:
+		if _, ok := s.flights[a.ID]; ok {
+			return fmt.Errorf("%s failed while its attempt is still waited for", a.ID)
+		}
 		return s.g.Fail(a.ID, a.Reason)
-	case actAsk:
-		s.deciding = append(s.deciding, a.Failure.Task.ID)
-	case actRetry:
+	case next.ActAsk:
+		s.deciding = append(s.deciding, a.ID)
+	case next.ActRetry:
 		return s.g.Retry(a.ID)
-	case actRequeue:
+	case next.ActRequeue:
+		if _, ok := s.flights[a.ID]; ok {
+			return fmt.Errorf("%s sent again while its attempt is still waited for", a.ID)
+		}
 		if err := s.g.Fail(a.ID, a.Note); err != nil {
 			return err
 		}
 		return s.g.Retry(a.ID)
-	case actAbort:
+	case next.ActAbort:
 		s.aborted = true
-	case actStopConfig:
+	case next.ActStopConfig:
 		s.budget = "configuration error: " + a.Reason
-	case actFinish:
-		if len(s.running)+len(s.accepting)+len(s.deciding) > 0 {
+	case next.ActFinish:
+		if len(s.running)+s.view().Accepting+len(s.deciding) > 0 {
 			return fmt.Errorf("the run finished with work in flight")
 		}
 		s.finished = true
-	case actRecord, actDecide, actRestart, actNoteBudget:
+	case next.ActDecide, next.ActNoteBudget:
 	default:
-		return fmt.Errorf("unexpected action %T", a)
+		return fmt.Errorf("unexpected next.Action %T", a)
 	}
 	return nil
 }
 
+// handle decides on ev, then on what carrying that out handed back, then
+// settles, as the loop does.
 func (s *simRun) handle(ev event) error {
-	for _, e := range []event{ev, evSettle{}} {
-		for _, a := range next(s.view(), e) {
-			if err := s.do(a); err != nil {
+	evs := []event{ev, next.EvSettle{}}
+	for len(evs) > 0 {
+		src, e := nextEvent(s.g, evs[0])
+		evs = evs[1:]
+		for _, a := range next.Decide(s.view(), e) {
+			if err := s.do(src, a); err != nil {
 				return fmt.Errorf("after %#v: %w", e, err)
 			}
 		}
+		evs, s.outcomes = append(s.outcomes, evs...), nil
+		s.lateDeath = ""
 	}
 	return nil
 }
@@ -177,10 +313,17 @@ func randomGraph(rng *rand.Rand) (*taskgraph.Graph, error) {
 }
 
 // TestNextProperties drives next with random graphs and random sequences of
-// reports, deaths, timeouts, merges and decisions: whatever happens, no
-// task completes twice, no task starts before its dependencies completed,
-// no task gets more attempts than its budget, the work in flight (running
-// or waiting for its merge) never exceeds --parallel, and the run ends.
+// reports (stale ones among them), deaths (late ones of an earlier attempt
+// among them), clock ticks, a watcher falling silent, merges and
+// decisions: whatever happens, no task completes twice, no task starts
+// before its dependencies completed, no task gets more attempts than its
+// budget, the work in flight (running or waiting for its merge) never
+// exceeds --parallel, a stale report is never taken for the answer, a task
+// is dispatched, failed or sent again only once its attempt is no longer
+// waited for, a late death takes nothing, an attempt is abandoned only past
+// its deadline and only once, the watcher is taken for dead only when a
+// task waited the heartbeat timeout and its heartbeat is older, the merge
+// queue takes one at a time in completion order, and the run ends.
 func TestNextProperties(t *testing.T) {
 	check := func(seed uint64) bool {
 		rng := rand.New(rand.NewPCG(seed, seed>>7))
@@ -190,8 +333,10 @@ func TestNextProperties(t *testing.T) {
 			return false
 		}
 		s := &simRun{rng: rng, g: g, parallel: 1 + rng.IntN(4), maxRetries: rng.IntN(3),
-			isolated: rng.IntN(2) == 0, decider: rng.IntN(2) == 0, completed: map[string]int{}}
-		if err := s.handle(evSettle{}); err != nil {
+			isolated: rng.IntN(2) == 0, decider: rng.IntN(2) == 0, completed: map[string]int{},
+			flights: map[string]next.Flight{}, abandoned: map[string]int{}, now: time.Unix(1e9, 0)}
+		s.heartbeat = s.now
+		if err := s.handle(next.EvSettle{}); err != nil {
 			t.Errorf("seed %d: %v", seed, err)
 			return false
 		}

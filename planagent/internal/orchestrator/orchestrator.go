@@ -5,11 +5,12 @@
 // ends with a summary. The state is persisted after every transition so
 // `planagent resume` can continue after a crash.
 //
-// The loop is event → next → actions: next (next.go) is a pure function
-// that decides, the executor (execute.go) carries the actions out, and the
-// observer (observe.go) turns files, ticks and the runtime into events. One
-// goroutine owns the graph and the state; acceptance commands and decider
-// calls run beside it and report back as events.
+// The loop is event → next.Decide → actions: package next decides and does
+// no I/O (nextview.go is what it reads), the executor (execute.go) carries
+// the actions out, and the observer (observe.go) turns files, ticks and the
+// runtime into events. One goroutine owns the graph and the state;
+// acceptance commands and decider calls run beside it and report back as
+// events.
 package orchestrator
 
 import (
@@ -27,6 +28,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
@@ -61,14 +63,14 @@ type Failure struct {
 }
 
 // Choice is what is done about a failed task.
-type Choice string
+type Choice = next.Choice
 
 // The choices of the decision step.
 const (
-	Retry    Choice = "retry"    // run the task again, with hints
-	Replan   Choice = "replan"   // replace every unfinished task
-	Continue Choice = "continue" // go on without it (its dependants are skipped)
-	Abort    Choice = "abort"    // stop the run
+	Retry    = next.Retry    // run the task again, with hints
+	Replan   = next.Replan   // replace every unfinished task
+	Continue = next.Continue // go on without it (its dependants are skipped)
+	Abort    = next.Abort    // stop the run
 )
 
 // Verdict is a Decider's answer.
@@ -161,11 +163,15 @@ func New(opts Options) *Orchestrator {
 
 // flight is a dispatched task waiting for its report.
 type flight struct {
-	attempt  int
-	launched time.Time // when its command went out: the heartbeat check waits from here
-	deadline time.Time
-	offset   int64 // bytes of the events file already shown
-	warned   bool  // a stale report was logged once
+	next.Flight
+	offset int64 // bytes of the events file already shown
+	warned bool  // a stale report was logged once
+}
+
+// newFlight is an attempt whose command went out now.
+func (r *run) newFlight(attempt int) *flight {
+	now := r.o.opts.Now()
+	return &flight{Flight: next.Flight{Attempt: attempt, Launched: now, Deadline: now.Add(r.o.opts.TaskTimeout)}}
 }
 
 // run is the state of one Drive call. Only Drive's goroutine touches it;
@@ -286,7 +292,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	}
 	evs := r.collect() // reports that arrived while planagent was down
 	for !r.done {
-		if err := r.handle(ctx, append(evs, evSettle{})); err != nil {
+		if err := r.handle(ctx, append(evs, next.EvSettle{})); err != nil {
 			return err
 		}
 		// One fsync for the records of these events, unless a dispatch
@@ -295,7 +301,6 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 		if err := r.st.Sync(); err != nil {
 			return err
 		}
-		r.pumpMerges(ctx)
 		if r.done {
 			break
 		}
@@ -311,8 +316,8 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 // workspace) comes back as an event, decided on before the rest.
 func (r *run) handle(ctx context.Context, evs []event) error {
 	for len(evs) > 0 {
-		ev := evs[0]
-		if err := r.apply(ctx, next(r.view(), ev)); err != nil {
+		src, ev := nextEvent(r.g, evs[0])
+		if err := r.apply(ctx, src, next.Decide(r.view(), ev)); err != nil {
 			return err
 		}
 		evs = evs[1:]
@@ -321,20 +326,6 @@ func (r *run) handle(ctx context.Context, evs []event) error {
 		}
 	}
 	return nil
-}
-
-// view is the snapshot next decides on. Reading it changes nothing.
-func (r *run) view() view {
-	// A configuration error stops the run like a reached budget: nothing
-	// new starts, and the run pauses once nothing is under way.
-	stop, announce := "configuration error: "+r.st.ConfigError, false
-	if r.st.ConfigError == "" {
-		stop = r.budgetHit().text
-		announce = stop != "" && !r.budgetNoted
-	}
-	return view{g: r.g, running: len(r.inflight), accepting: r.accepting, deciding: r.deciding, aborted: r.aborted,
-		parallel: r.o.opts.Parallel, maxRetries: r.o.opts.MaxRetries, decider: r.o.opts.Decider != nil,
-		isolated: r.isolated(), budget: stop, budgetNew: announce}
 }
 
 // wait blocks until something happens and returns it as events.
@@ -348,12 +339,12 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 			return nil, r.interrupted(ctx.Err())
 		}
 		switch ev := ev.(type) {
-		case evDecided:
+		case decided:
 			r.deciding--
 			r.st.Usage.Add(ev.Verdict.Usage)
-		case evAccepted:
+		case next.EvAccepted:
 			r.accepting--
-		case evMerged:
+		case next.EvMerged:
 			r.accepting--
 			r.merging = false
 		}
@@ -372,10 +363,9 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		r.o.opts.Logger.Warn("reports watcher", "err", werr)
 		return r.collect(), nil
 	case ex := <-r.o.opts.Runtime.Exited():
-		return r.agentDied(ex), nil
+		return []event{r.agentDied(ex)}, nil
 	case <-tick:
-		evs := append(r.collect(), r.timeouts(ctx)...)
-		return append(evs, r.checkHeartbeat(ctx)...), nil
+		return append(r.collect(), next.EvTick{Now: r.o.opts.Now(), Heartbeat: lastHeartbeat(r.o.opts.Layout.Watchers())}), nil
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
@@ -243,14 +244,16 @@ func TestDriveRuntimeDeathRetriesOnFreshRuntime(t *testing.T) {
 // again on the fresh one.
 func TestDriveSilentWatcherIsReplaced(t *testing.T) {
 	l := newLayout(t)
+	clock := newTestClock()
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.Attempt == 1 {
-			return nil // the watcher froze with the task
+			clock.tickAfter(t, time.Minute) // the watcher froze with the task
+			return nil
 		}
 		return completed(c)
 	})
 	st := newTestState(t, chain(1)...)
-	if err := New(Options{Layout: l, Runtime: rt, HeartbeatTimeout: 300 * time.Millisecond}).Drive(t.Context(), st); err != nil {
+	if err := New(Options{Layout: l, Runtime: rt, HeartbeatTimeout: 30 * time.Second, Now: clock.Now, Tick: clock.ticks}).Drive(clock.deadline(t), st); err != nil {
 		t.Fatal(err)
 	}
 	rt.mu.Lock()
@@ -337,10 +340,14 @@ func TestDriveInterrupted(t *testing.T) {
 
 func TestDriveTimeout(t *testing.T) {
 	l := newLayout(t)
-	rt := newFakeRuntime(l, func(*protocol.Command) *protocol.Report { return nil }) // never reports
+	clock := newTestClock()
+	rt := newFakeRuntime(l, func(*protocol.Command) *protocol.Report { // never reports
+		clock.tickAfter(t, time.Minute+time.Second)
+		return nil
+	})
 	st := newTestState(t, chain(1)...)
-	o := New(Options{Layout: l, Runtime: rt, TaskTimeout: 50 * time.Millisecond})
-	if err := o.Drive(t.Context(), st); err != nil {
+	o := New(Options{Layout: l, Runtime: rt, TaskTimeout: time.Minute, Now: clock.Now, Tick: clock.ticks})
+	if err := o.Drive(clock.deadline(t), st); err != nil {
 		t.Fatal(err)
 	}
 	if status(st)["t000"] != taskgraph.Failed {
@@ -372,9 +379,9 @@ func TestDriveTaskThatKillsEveryAgentFails(t *testing.T) {
 	if got["killer"] != taskgraph.Failed || got["fine"] != taskgraph.Completed || st.Status != runrecord.RunFailed {
 		t.Fatalf("statuses %v, run %s", got, st.Status)
 	}
-	// One first run, MaxRetries+spareAttempts more after deaths, and no more.
-	if n := rt.count("killer"); n != 1+1+spareAttempts {
-		t.Errorf("killer dispatched %d times, want %d", n, 1+1+spareAttempts)
+	// One first run, MaxRetries+next.SpareAttempts more after deaths, and no more.
+	if n := rt.count("killer"); n != 1+1+next.SpareAttempts {
+		t.Errorf("killer dispatched %d times, want %d", n, 1+1+next.SpareAttempts)
 	}
 	for _, tk := range st.Tasks {
 		if tk.ID == "killer" && !strings.Contains(tk.Error, "died") {

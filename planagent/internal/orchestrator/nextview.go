@@ -1,0 +1,102 @@
+package orchestrator
+
+import (
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+// What next reads, made from the run: its view of the graph and of what is
+// under way, and the events as it knows them.
+
+// event is what the loop hands next: a next.Event, or one of the two below
+// that carry what the executor needs besides (a report's tokens and files,
+// a replan's tasks).
+type event any
+
+// reported: the report of the attempt in flight arrived.
+type reported struct {
+	ID     string
+	Report *protocol.Report
+}
+
+// decided: the decider answered about a failed task. tasks are its
+// replan's, validated (set by nextEvent).
+type decided struct {
+	ID      string
+	Verdict Verdict
+	tasks   []taskgraph.Task
+}
+
+// nextEvent is ev as next reads it, and ev with what the executor needs of
+// it. A replan is validated like a plan against the graph here, on a clone:
+// plan validation lives with the plans, and next is told whether it holds.
+func nextEvent(g *taskgraph.Graph, ev event) (event, next.Event) {
+	switch e := ev.(type) {
+	case reported:
+		return e, next.EvReport{ID: e.ID, Report: next.Report{RunID: e.Report.RunID, Attempt: e.Report.Attempt,
+			Status: next.ReportStatus(e.Report.Status), Reason: e.Report.Reason, Summary: e.Report.Summary, Error: e.Report.Error}}
+	case decided:
+		vd := e.Verdict
+		v := next.Verdict{Action: vd.Action, Reason: vd.Reason, Invalid: vd.Invalid, Hints: vd.Hints}
+		if vd.Action == Replan {
+			e.tasks, v.ReplanErr = validReplan(g, vd)
+		}
+		return e, next.EvDecided{ID: e.ID, Verdict: v}
+	case next.Event:
+		return e, e
+	}
+	panic("orchestrator: an event next does not know") // only the observer makes events
+}
+
+// validReplan is a replan's tasks, validated like a plan and tried on a
+// clone of the graph.
+func validReplan(g *taskgraph.Graph, vd Verdict) ([]taskgraph.Task, error) {
+	tasks, err := replanTasks(g, vd.Replan)
+	if err == nil {
+		err = g.Clone().Replace(tasks)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return tasks, nil
+}
+
+// graphView is the task graph as next reads it.
+type graphView struct{ g *taskgraph.Graph }
+
+func (v graphView) Task(id string) next.Task {
+	t, _ := v.g.Get(id)
+	return next.Task{Failed: t.Status == taskgraph.Failed, Attempts: t.Attempts, Granted: t.Granted, HasAcceptance: len(t.Acceptance) > 0}
+}
+
+func (v graphView) Ready(n int) []string { return v.g.ReadyN(n) }
+func (v graphView) Finished() bool       { return v.g.Done() }
+func (v graphView) Summary() string      { return v.g.Summary() }
+
+func (v graphView) Completed() bool {
+	return v.g.Counts()[taskgraph.Completed] == v.g.Len()
+}
+
+// view is the snapshot next decides on. Reading it changes nothing.
+func (r *run) view() next.View {
+	// A configuration error stops the run like a reached budget: nothing
+	// new starts, and the run pauses once nothing is under way.
+	stop, announce := "configuration error: "+r.st.ConfigError, false
+	if r.st.ConfigError == "" {
+		stop = r.budgetHit().text
+		announce = stop != "" && !r.budgetNoted
+	}
+	flights := make(map[string]next.Flight, len(r.inflight))
+	for id, f := range r.inflight {
+		flights[id] = f.Flight
+	}
+	v := next.View{Graph: graphView{r.g}, Running: len(r.inflight), Accepting: r.accepting, Deciding: r.deciding, Aborted: r.aborted,
+		Parallel: r.o.opts.Parallel, MaxRetries: r.o.opts.MaxRetries, Decider: r.o.opts.Decider != nil,
+		Isolated: r.isolated(), Budget: stop, BudgetNew: announce,
+		RunID: r.st.RunID, Flights: flights, HeartbeatTimeout: r.o.opts.HeartbeatTimeout, Merging: r.merging}
+	if len(r.queue) > 0 {
+		v.MergeNext = r.queue[0].id
+	}
+	return v
+}
