@@ -32,8 +32,10 @@ func tk(id string, s taskgraph.Status, attempts int) taskgraph.Task {
 	return taskgraph.Task{ID: id, Status: s, Attempts: attempts}
 }
 
-func report(id string, s protocol.Status) *protocol.Report {
-	return &protocol.Report{ID: id, RunID: "r", Attempt: 1, Status: s, Summary: "did " + id, Error: "it broke"}
+// reportA is task a's first-attempt report with status s: the table's
+// reports are all about task a.
+func reportA(s protocol.Status) *protocol.Report {
+	return &protocol.Report{ID: "a", RunID: "r", Attempt: 1, Status: s, Summary: "did a", Error: "it broke"}
 }
 
 // TestNext is the decision table: for a graph, what is under way and an
@@ -47,12 +49,12 @@ func TestNext(t *testing.T) {
 	)
 	chain := map[string][]string{"b": {"a"}}
 	boom := errors.New("oom")
-	rep := report("a", protocol.StatusCompleted)
-	failedRep := report("a", protocol.StatusFailed)
-	interrupted := report("a", protocol.StatusInterrupted)
-	budgetRep := report("a", protocol.StatusFailed)
+	rep := reportA(protocol.StatusCompleted)
+	failedRep := reportA(protocol.StatusFailed)
+	interrupted := reportA(protocol.StatusInterrupted)
+	budgetRep := reportA(protocol.StatusFailed)
 	budgetRep.Error, budgetRep.Reason = "budget: stopped after 900 tokens", protocol.ReasonBudget
-	configRep := report("a", protocol.StatusFailed)
+	configRep := reportA(protocol.StatusFailed)
 	configRep.Error, configRep.Reason = "the model wrote a tool call as text", protocol.ReasonConfig
 	withAcceptance := func(g *taskgraph.Graph) *taskgraph.Graph {
 		ts := g.Tasks()
