@@ -357,7 +357,7 @@ func TestKubeLaunchNeedsACopy(t *testing.T) {
 	if err := k.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = k.Stop(context.Background()) }()
+	defer func() { _ = k.Stop(t.Context()) }()
 	err := k.Launch(t.Context(), Attempt{RunID: k.opts.RunID, TaskID: "alpha", Attempt: 1, Dir: k.opts.Volumes.Workspace()})
 	if err == nil || !strings.Contains(err.Error(), "own copy") {
 		t.Errorf("err = %v", err)

@@ -47,7 +47,7 @@ func TestLocalRestartDoesNotReportTheOldExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
+	t.Cleanup(func() { _ = rt.Stop(context.WithoutCancel(t.Context())) })
 	for i := range 10 {
 		if err := rt.Start(t.Context()); err != nil {
 			t.Fatalf("start %d: %v", i, err)
@@ -98,12 +98,12 @@ func TestE2ELocalRunsTaskInItsCopy(t *testing.T) {
 	if err := rt.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	a := newAttempt(t, l, "r1", "t1", 1)
+	t.Cleanup(func() { _ = rt.Stop(context.WithoutCancel(t.Context())) })
+	a := newAttempt(t, l, "r1", "t1")
 	if err := rt.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	rep := waitReport(t, l, "t1", 1, time.Minute)
+	rep := waitReport(t, l, "t1")
 	real, _ := filepath.EvalSymlinks(a.Dir)
 	if rep.Status != protocol.StatusCompleted || !strings.Contains(rep.Body, real) {
 		t.Fatalf("report: %s %q, want completed with the shell in %s", rep.Status, rep.Body, real)
