@@ -38,6 +38,11 @@ func newTestKube(t *testing.T) (*Kube, *fake.Clientset) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As planagent does before it starts a runtime: without reports/, the
+	// events mirror's first write could come before the heartbeat made it.
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
 	cs := fake.NewClientset()
 	k, err := newKube(cs, noExec{}, "agents", KubeOptions{
 		Volumes: l, RunID: "run-20261125-1", Image: "toolchain:1", TaskTimeout: 20 * time.Minute,
