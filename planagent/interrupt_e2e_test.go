@@ -123,7 +123,7 @@ func TestE2ESecondCtrlCStopsNow(t *testing.T) {
 	}
 	err = cmd.Wait()
 	took := time.Since(second)
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("exit: %v, want 130\n%s", err, strings.Join(seen, "\n"))
 	}
 	// The watcher's grace is 10 s: the second Ctrl-C must not wait it out.

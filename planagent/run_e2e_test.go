@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -324,7 +325,7 @@ func (e *runEnv) run(args ...string) (string, string, int) {
 	err := cmd.Wait()
 	timer.Stop()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		e.t.Fatalf("run planagent: %v", err)
@@ -650,7 +651,7 @@ func TestE2EInterruptAndResumeKeepsSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("run after Ctrl-C: %v, want exit 130; stderr:\n%s", err, errb.String())
 	}
 	if !strings.Contains(errb.String(), "planagent resume run-") {

@@ -18,12 +18,12 @@ func TestExitCode(t *testing.T) {
 	}{
 		{"nil", t.Context(), nil, ExitOK},
 		{"usage", t.Context(), UsageError(errors.New("bad flag")), ExitUsage},
-		{"failed", context.Background(), Failed(errors.New("task failed")), ExitFailed},
-		{"silent", context.Background(), Silent(ExitFailed), ExitFailed},
-		{"wrapped exit error", context.Background(), fmt.Errorf("run: %w", Failed(errors.New("x"))), ExitFailed},
+		{"failed", t.Context(), Failed(errors.New("task failed")), ExitFailed},
+		{"silent", t.Context(), Silent(ExitFailed), ExitFailed},
+		{"wrapped exit error", t.Context(), fmt.Errorf("run: %w", Failed(errors.New("x"))), ExitFailed},
 		{"cancelled", cancelled, errors.New("whatever"), ExitInterrupted},
-		{"context.Canceled", context.Background(), fmt.Errorf("x: %w", context.Canceled), ExitInterrupted},
-		{"unclassified error", context.Background(), errors.New("write the report: disk full"), ExitFailed},
+		{"context.Canceled", t.Context(), fmt.Errorf("x: %w", context.Canceled), ExitInterrupted},
+		{"unclassified error", t.Context(), errors.New("write the report: disk full"), ExitFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

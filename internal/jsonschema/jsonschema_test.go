@@ -17,7 +17,7 @@ type params struct {
 		Ratio float64 `json:"ratio"`
 	} `json:"nested,omitempty"`
 	Ignored string `json:"-"`
-	hidden  string
+	hidden  string //nolint:unused // read only through reflection: For must leave unexported fields out of the schema
 }
 
 func TestFor(t *testing.T) {

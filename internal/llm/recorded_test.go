@@ -88,7 +88,7 @@ func (r *replay) recorded(t *testing.T, i int) map[string]any {
 	return m
 }
 
-func (r *replay) sent(t *testing.T, i int) map[string]any {
+func (r *replay) sent(t *testing.T, i int) map[string]any { //nolint:unparam // i is the request index, as recorded(t, i)'s: the tests compare the second request (1) of the two-turn fixtures
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()

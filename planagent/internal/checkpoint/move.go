@@ -93,7 +93,7 @@ func (r *Repo) putBack(ctx context.Context, paths []string, from, to map[string]
 		return cause
 	}
 	if err := r.moveFiles(context.WithoutCancel(ctx), paths, to, from); err != nil {
-		return fmt.Errorf("%w (and putting the files back failed: %v)", cause, err)
+		return fmt.Errorf("%w (and putting the files back failed: %w)", cause, err)
 	}
 	return cause
 }

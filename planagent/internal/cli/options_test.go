@@ -16,34 +16,33 @@ import (
 func TestCommandsParseIntoOptions(t *testing.T) {
 	f, _, _ := testFactory(nil)
 	var got any
-	record := func(opts any) error { got = opts; return nil }
 	build := map[string]func() *cobra.Command{
 		"run": func() *cobra.Command {
-			return NewCmdRun(f, func(_ *cobra.Command, o *RunOptions) error { return record(*o) })
+			return NewCmdRun(f, func(_ *cobra.Command, o *RunOptions) error { got = *o; return nil })
 		},
 		"plan": func() *cobra.Command {
-			return NewCmdPlan(f, func(_ *cobra.Command, o *PlanOptions) error { return record(*o) })
+			return NewCmdPlan(f, func(_ *cobra.Command, o *PlanOptions) error { got = *o; return nil })
 		},
 		"status": func() *cobra.Command {
-			return NewCmdStatus(f, func(_ *cobra.Command, o *StatusOptions) error { return record(*o) })
+			return NewCmdStatus(f, func(_ *cobra.Command, o *StatusOptions) error { got = *o; return nil })
 		},
 		"resume": func() *cobra.Command {
-			return NewCmdResume(f, func(_ *cobra.Command, run string) error { return record(run) })
+			return NewCmdResume(f, func(_ *cobra.Command, run string) error { got = run; return nil })
 		},
 		"runs": func() *cobra.Command {
-			return NewCmdRuns(f, func(_ *cobra.Command, o *RunsOptions) error { return record(*o) })
+			return NewCmdRuns(f, func(_ *cobra.Command, o *RunsOptions) error { got = *o; return nil })
 		},
 		"graph": func() *cobra.Command {
-			return NewCmdGraph(f, func(_ *cobra.Command, o *GraphOptions) error { return record(*o) })
+			return NewCmdGraph(f, func(_ *cobra.Command, o *GraphOptions) error { got = *o; return nil })
 		},
 		"ui": func() *cobra.Command {
-			return NewCmdUI(f, func(_ *cobra.Command, o *UIOptions) error { return record(*o) })
+			return NewCmdUI(f, func(_ *cobra.Command, o *UIOptions) error { got = *o; return nil })
 		},
 		"diff": func() *cobra.Command {
-			return NewCmdDiff(f, func(_ *cobra.Command, o *DiffOptions) error { return record(*o) })
+			return NewCmdDiff(f, func(_ *cobra.Command, o *DiffOptions) error { got = *o; return nil })
 		},
 		"rollback": func() *cobra.Command {
-			return NewCmdRollback(f, func(_ *cobra.Command, o *RollbackOptions) error { return record(*o) })
+			return NewCmdRollback(f, func(_ *cobra.Command, o *RollbackOptions) error { got = *o; return nil })
 		},
 	}
 	tests := []struct {

@@ -1,7 +1,6 @@
 package publish
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -30,7 +29,7 @@ func TestOpenWithoutAWayAndAPIErrors(t *testing.T) {
 	noGH := func(string) (string, error) { return "", errors.New("not found") }
 	env := map[string]string{}
 	g := GitHub{LookPath: noGH, Getenv: func(k string) string { return env[k] }}
-	if _, _, err := g.Open(context.Background(), PullRequest{Repo: "a/b"}); !errors.Is(err, ErrNoWay) {
+	if _, _, err := g.Open(t.Context(), PullRequest{Repo: "a/b"}); !errors.Is(err, ErrNoWay) {
 		t.Errorf("no gh, no token: %v", err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +38,7 @@ func TestOpenWithoutAWayAndAPIErrors(t *testing.T) {
 	}))
 	defer srv.Close()
 	env["GH_TOKEN"], env["GITHUB_API_URL"] = "t", srv.URL
-	_, via, err := g.Open(context.Background(), PullRequest{Repo: "acme/widget", Head: "x", Base: "main"})
+	_, via, err := g.Open(t.Context(), PullRequest{Repo: "acme/widget", Head: "x", Base: "main"})
 	if via != "api" || err == nil || err.Error() != "GitHub API: create the pull request in acme/widget: HTTP 422: A pull request already exists for acme:x." {
 		t.Errorf("Open = %s, %v", via, err)
 	}

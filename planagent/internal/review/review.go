@@ -59,7 +59,7 @@ func (s Store) List() ([]Comment, error) {
 	}
 	var cs []Comment
 	if err := json.Unmarshal(b, &cs); err != nil {
-		return nil, fmt.Errorf("the review %s is corrupt (%v): move it aside", s.path(), err)
+		return nil, fmt.Errorf("the review %s is corrupt (%w): move it aside", s.path(), err)
 	}
 	return cs, nil
 }

@@ -222,7 +222,7 @@ func (s *State) replayJournal(l volume.Layout) error {
 			if len(bytes.TrimSpace(data[nl+1:])) == 0 {
 				break // a torn last record whose newline made it (a partial block)
 			}
-			return fmt.Errorf("run journal %s line %d is corrupt (%v): move the run aside or restore the file",
+			return fmt.Errorf("run journal %s line %d is corrupt (%w): move the run aside or restore the file",
 				journalPath(l, s.RunID), line, err)
 		}
 		if rec.Seq > s.j.seq {

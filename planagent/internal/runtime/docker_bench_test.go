@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -32,9 +31,9 @@ func BenchmarkAttemptStartToHeartbeat(b *testing.B) {
 	srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Done.") })
 	l := testLayout(b, os.Getuid(), os.Getgid())
 	runID := testRunID(b, cli)
-	opts := testOptions(b, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts := testOptions(b, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Logger, opts.Env = discardLogger(), agentEnv(srv)
-	ctx := context.Background()
+	ctx := b.Context()
 	d, err := NewDocker(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
@@ -117,9 +116,9 @@ func benchFourLaunches(b *testing.B, together bool) {
 	srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Done.") })
 	l := testLayout(b, os.Getuid(), os.Getgid())
 	runID := testRunID(b, cli)
-	opts := testOptions(b, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts := testOptions(b, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Logger, opts.Env = discardLogger(), agentEnv(srv)
-	ctx := context.Background()
+	ctx := b.Context()
 	d, err := NewDocker(ctx, opts)
 	if err != nil {
 		b.Fatal(err)

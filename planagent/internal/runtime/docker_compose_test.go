@@ -27,7 +27,7 @@ func TestDockerReusesComposeWatcher(t *testing.T) {
 
 	composeID := startComposeLike(t, cli, image, l, runID)
 
-	d := startDocker(t, testOptions(t, image, "reuse-"+runID, l, os.Getuid(), os.Getgid(), nil))
+	d := startDocker(t, testOptions(t, image, "reuse-"+runID, l, os.Getuid(), os.Getgid()))
 	if d.Exited() != nil {
 		t.Error("Exited() must be nil when serving through a compose watcher")
 	}
@@ -90,7 +90,7 @@ func startComposeLike(t *testing.T, cli *client.Client, image string, l volume.L
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = cli.ContainerRemove(context.Background(), compose.ID, client.ContainerRemoveOptions{Force: true})
+		_, _ = cli.ContainerRemove(context.WithoutCancel(t.Context()), compose.ID, client.ContainerRemoveOptions{Force: true})
 	})
 	since := time.Now()
 	if _, err := cli.ContainerStart(t.Context(), compose.ID, client.ContainerStartOptions{}); err != nil {
@@ -115,7 +115,7 @@ func TestDockerComposeWatcherOtherWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewDocker(t.Context(), testOptions(t, image, "other-"+runID, other, os.Getuid(), os.Getgid(), nil))
+	_, err = NewDocker(t.Context(), testOptions(t, image, "other-"+runID, other, os.Getuid(), os.Getgid()))
 	if !errors.Is(err, ErrWorkspaceMismatch) {
 		t.Fatalf("NewDocker = %v, want ErrWorkspaceMismatch", err)
 	}

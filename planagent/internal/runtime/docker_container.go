@@ -487,7 +487,7 @@ func (d *Docker) newLogTail() *lineTail {
 func checkStatic(binary string, p platform) error {
 	f, err := elf.Open(binary)
 	if err != nil {
-		return fmt.Errorf("%w: %s is not a Linux executable (%v), and containers run Linux: build one with %s",
+		return fmt.Errorf("%w: %s is not a Linux executable (%w), and containers run Linux: build one with %s",
 			ErrNoCodingAgent, binary, err, p.crossBuild())
 	}
 	defer f.Close()

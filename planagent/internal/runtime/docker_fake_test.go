@@ -221,7 +221,7 @@ func fakeDocker(t *testing.T, fake *fakeEngine) (*Docker, Attempt) {
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	t.Cleanup(func() { _ = d.Stop(context.WithoutCancel(t.Context())) })
 	a := Attempt{RunID: "r1", TaskID: "t1", Attempt: 1, Dir: l.Attempt("r1", "t1", 1), Rel: l.AttemptRel("r1", "t1", 1)}
 	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -560,7 +560,7 @@ func TestDockerFakeLeftoverClaimsFreed(t *testing.T) {
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	t.Cleanup(func() { _ = d.Stop(context.WithoutCancel(t.Context())) })
 	for p := range files {
 		_, err := os.Stat(p)
 		gone := strings.Contains(p, "t1.") || strings.HasSuffix(p, "w1.json")

@@ -57,7 +57,7 @@ func engine(t testing.TB) *client.Client {
 	t.Helper()
 	cli, err := client.New(client.FromEnv)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		_, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
 	}
@@ -76,7 +76,7 @@ func engine(t testing.TB) *client.Client {
 // run in parallel, so builds of the same tag cannot race.
 func testWatcherImage(t testing.TB, cli *client.Client) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := cli.ImageInspect(ctx, baseImage); cerrdefs.IsNotFound(err) {
 		script, _ := filepath.Abs(filepath.Join("..", "..", "..", "scripts", "base-image.sh"))
 		out, err := exec.CommandContext(ctx, script).CombinedOutput()
@@ -167,16 +167,19 @@ func testRunID(t testing.TB, cli *client.Client) string {
 	t.Helper()
 	id := fmt.Sprintf("test-%s-%d", strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()), time.Now().UnixNano())
 	t.Cleanup(func() {
+		// The test's context is cancelled by now; the removal must still run.
 		for _, c := range containersOfRun(t, cli, id) {
-			_, _ = cli.ContainerRemove(context.Background(), c, client.ContainerRemoveOptions{Force: true})
+			_, _ = cli.ContainerRemove(context.WithoutCancel(t.Context()), c, client.ContainerRemoveOptions{Force: true})
 		}
 	})
 	return id
 }
 
+// containersOfRun lists the containers labelled with runID. Its context is
+// not cancelled with the test: testRunID's cleanup lists with it too.
 func containersOfRun(t testing.TB, cli *client.Client, runID string) []string {
 	t.Helper()
-	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{
+	list, err := cli.ContainerList(context.WithoutCancel(t.Context()), client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", LabelRun+"="+runID),
 	})

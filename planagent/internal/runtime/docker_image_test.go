@@ -65,7 +65,7 @@ func TestDockerComposeImage(t *testing.T) {
 			t.Fatalf("%s %s: %v\n%s", compose[0], strings.Join(full, " "), err, out)
 		}
 	}
-	t.Cleanup(func() { run(context.Background(), "down", "-t", "2") })
+	t.Cleanup(func() { run(context.WithoutCancel(t.Context()), "down", "-t", "2") })
 	run(t.Context(), "up", "-d", "codingagent")
 
 	id := waitHealthy(t, cli, project)
@@ -96,7 +96,7 @@ func TestDockerComposeImage(t *testing.T) {
 	}
 
 	runID := testRunID(t, cli)
-	d := startDocker(t, testOptions(t, image, runID, l, os.Getuid(), os.Getgid(), nil))
+	d := startDocker(t, testOptions(t, image, runID, l, os.Getuid(), os.Getgid()))
 	if err := d.Launch(t.Context(), Attempt{RunID: runID, TaskID: "t1", Attempt: 1, Dir: l.Workspace()}); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestDockerStartsDockerfileImage(t *testing.T) {
 	cli := e2eEngine(t)
 	image := composeTestImage(t, cli)
 	l := testLayout(t, os.Getuid(), os.Getgid())
-	d := startDocker(t, testOptions(t, image, testRunID(t, cli), l, os.Getuid(), os.Getgid(), nil))
+	d := startDocker(t, testOptions(t, image, testRunID(t, cli), l, os.Getuid(), os.Getgid()))
 	res, err := d.Exec(t.Context(), l.Workspace(), "git init -q . && git status --short && id -u", time.Minute)
 	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Output) != strconv.Itoa(os.Getuid()) {
 		t.Fatalf("git and id in the workspace = %+v, %v", res, err)

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -103,7 +102,7 @@ func TestDockerFakeLeftoverRemovalInProgress(t *testing.T) {
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatalf("Start with removals in progress: %v", err)
 	}
-	_ = d.Stop(context.Background())
+	_ = d.Stop(t.Context())
 	if len(fake.removed) != 1 || fake.removed[0] != "cccccccccccc" {
 		t.Errorf("removed %v, want the third leftover after the two others", fake.removed)
 	}

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -30,17 +29,14 @@ const (
 	goImage      = "codeagent/go:local"      // busybox and the host's Go toolchain
 )
 
-func testOptions(t testing.TB, image, runID string, l volume.Layout, uid, gid int, logs *syncBuffer) DockerOptions {
-	if logs == nil {
-		logs = &syncBuffer{}
-	}
+func testOptions(t testing.TB, image, runID string, l volume.Layout, uid, gid int) DockerOptions {
 	return DockerOptions{
 		Volumes: l, Image: image, RunID: runID, Binary: staticCodingAgent(t),
 		Memory: "256m", CPUs: 1, Pids: 128,
 		Env: map[string]string{"OPENAI_API_KEY": testKey, "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_MODEL": "m"},
 		UID: uid, GID: gid,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
-		Log:    logs,
+		Log:    &syncBuffer{},
 	}
 }
 
@@ -62,7 +58,7 @@ func startDocker(t *testing.T, opts DockerOptions) *Docker {
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	t.Cleanup(func() { _ = d.Stop(context.WithoutCancel(t.Context())) })
 	return d
 }
 
@@ -87,7 +83,7 @@ var (
 func staticCodingAgent(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "codeagent-runtime-test-")
+		dir, err := os.MkdirTemp("", "codeagent-runtime-test-") //nolint:usetesting // shared by every test of the binary, so not the first caller's t.TempDir(): TestMain removes it
 		if err != nil {
 			buildErr = err
 			return
@@ -154,11 +150,12 @@ func shellModel(commands ...string) func(llmtest.Request) llmtest.Reply {
 	}
 }
 
-// newAttempt writes task id's command working in a fresh copy (a plain
-// directory here) and returns the attempt as the orchestrator hands it over.
-func newAttempt(t *testing.T, l volume.Layout, runID, id string, n int) Attempt {
+// newAttempt writes the command of task id's first attempt, working in a
+// fresh copy (a plain directory here), and returns the attempt as the
+// orchestrator hands it over.
+func newAttempt(t *testing.T, l volume.Layout, runID, id string) Attempt {
 	t.Helper()
-	a := Attempt{RunID: runID, TaskID: id, Attempt: n, Dir: l.Attempt(runID, id, n), Rel: l.AttemptRel(runID, id, n)}
+	a := Attempt{RunID: runID, TaskID: id, Attempt: 1, Dir: l.Attempt(runID, id, 1), Rel: l.AttemptRel(runID, id, 1)}
 	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -176,14 +173,14 @@ func writeTestCommand(t testing.TB, l volume.Layout, a Attempt) {
 	}
 }
 
-// waitReport waits for the report of id's attempt n.
-func waitReport(t *testing.T, l volume.Layout, id string, n int, within time.Duration) *protocol.Report {
+// waitReport waits (up to a minute) for the report of id's first attempt.
+func waitReport(t *testing.T, l volume.Layout, id string) *protocol.Report {
 	t.Helper()
 	var rep *protocol.Report
-	poll.Until(t, within, fmt.Sprintf("the report of %s attempt %d", id, n), func() bool {
+	poll.Until(t, time.Minute, "the report of "+id+" attempt 1", func() bool {
 		r, err := protocol.ReadReport(l.ReportFile(id))
 		rep = r
-		return err == nil && r.Attempt == n
+		return err == nil && r.Attempt == 1
 	})
 	return rep
 }
@@ -206,14 +203,14 @@ func TestDockerAttemptInBusyboxImage(t *testing.T) {
 	srv.Handle(shellModel(`echo "uid=$(id -u) home=$HOME pwd=$(pwd)" && echo made > made.txt && ls /codeagent/volumes`))
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
-	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
 	d := startDocker(t, opts)
-	a := newAttempt(t, l, runID, "t1", 1)
+	a := newAttempt(t, l, runID, "t1")
 	if err := d.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	rep := waitReport(t, l, "t1", 1, time.Minute)
+	rep := waitReport(t, l, "t1")
 	if rep.Status != protocol.StatusCompleted {
 		t.Fatalf("report: %s %s", rep.Status, rep.Error)
 	}
@@ -254,11 +251,11 @@ func TestDockerParallelAttempts(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
-	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
 	d := startDocker(t, opts)
 	for _, id := range []string{"t1", "t2"} {
-		if err := d.Launch(t.Context(), newAttempt(t, l, runID, id, 1)); err != nil {
+		if err := d.Launch(t.Context(), newAttempt(t, l, runID, id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -279,7 +276,7 @@ func TestDockerParallelAttempts(t *testing.T) {
 	}
 	once.Do(func() { close(release) })
 	for _, id := range []string{"t1", "t2"} {
-		rep := waitReport(t, l, id, 1, time.Minute)
+		rep := waitReport(t, l, id)
 		if rep.Status != protocol.StatusCompleted || !strings.Contains(rep.Body, shortID(tasks[id])) {
 			t.Errorf("%s: %s %q, want completed in its own container %s", id, rep.Status, rep.Body, shortID(tasks[id]))
 		}
@@ -296,7 +293,7 @@ func TestDockerExecGoToolchain(t *testing.T) {
 	testImages(t, cli)
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
-	opts := testOptions(t, goImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts := testOptions(t, goImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Memory, opts.CPUs = "", 0 // the compiler needs more than an agent
 	d := startDocker(t, opts)
 	dir := l.Attempt(runID, "t1", 1) + ".accept"
@@ -343,10 +340,10 @@ func TestDockerGitInAttemptContainer(t *testing.T) {
 	srv.Handle(shellModel("echo changed >> a.txt && git status --short && git diff --stat"))
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
-	opts := testOptions(t, DefaultImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts := testOptions(t, DefaultImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
 	d := startDocker(t, opts)
-	a := newAttempt(t, l, runID, "t1", 1)
+	a := newAttempt(t, l, runID, "t1")
 	git := func(args ...string) {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
 		cmd.Dir = a.Dir
@@ -363,7 +360,7 @@ func TestDockerGitInAttemptContainer(t *testing.T) {
 	if err := d.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	rep := waitReport(t, l, "t1", 1, time.Minute)
+	rep := waitReport(t, l, "t1")
 	if rep.Status != protocol.StatusCompleted || !strings.Contains(rep.Body, " M a.txt") || !strings.Contains(rep.Body, "1 file changed") {
 		t.Fatalf("git in the attempt's container: %s %q", rep.Status, rep.Body)
 	}
@@ -396,13 +393,13 @@ func TestDockerAttemptDies(t *testing.T) {
 			})
 			l := testLayout(t, os.Getuid(), os.Getgid())
 			runID := testRunID(t, cli)
-			opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+			opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 			opts.Env = agentEnv(srv)
 			if tc.memory != "" {
 				opts.Memory = tc.memory
 			}
 			d := startDocker(t, opts)
-			if err := d.Launch(t.Context(), newAttempt(t, l, runID, "t1", 1)); err != nil {
+			if err := d.Launch(t.Context(), newAttempt(t, l, runID, "t1")); err != nil {
 				t.Fatal(err)
 			}
 			if tc.kill {
@@ -442,10 +439,10 @@ func TestDockerStopOnCancel(t *testing.T) {
 	srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "late", Delay: time.Minute} })
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
-	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid(), nil)
+	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
 	d := startDocker(t, opts)
-	if err := d.Launch(t.Context(), newAttempt(t, l, runID, "t1", 1)); err != nil {
+	if err := d.Launch(t.Context(), newAttempt(t, l, runID, "t1")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the agent's first model call", func() bool { return len(srv.Requests()) > 0 })
@@ -475,7 +472,7 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 	srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "late", Delay: time.Minute} })
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	crashed := testRunID(t, cli)
-	opts := testOptions(t, busyboxImage, crashed, l, os.Getuid(), os.Getgid(), nil)
+	opts := testOptions(t, busyboxImage, crashed, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
 	d, err := NewDocker(t.Context(), opts)
 	if err != nil {
@@ -484,7 +481,7 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Launch(t.Context(), newAttempt(t, l, crashed, "t1", 1)); err != nil {
+	if err := d.Launch(t.Context(), newAttempt(t, l, crashed, "t1")); err != nil {
 		t.Fatal(err)
 	}
 	_ = d.Close() // the crash: no Stop
@@ -507,7 +504,7 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	startDocker(t, testOptions(t, busyboxImage, testRunID(t, cli), l, os.Getuid(), os.Getgid(), nil))
+	startDocker(t, testOptions(t, busyboxImage, testRunID(t, cli), l, os.Getuid(), os.Getgid()))
 	if _, err := cli.ContainerInspect(t.Context(), left[0], client.ContainerInspectOptions{}); err == nil {
 		t.Error("the crashed run's attempt container is still there after the next Start")
 	}

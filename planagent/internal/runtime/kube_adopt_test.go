@@ -139,7 +139,7 @@ func TestKubeAdoptsTheJobOfAKilledProcess(t *testing.T) {
 			if err := k2.Start(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = k2.Stop(context.Background()) })
+			t.Cleanup(func() { _ = k2.Stop(context.WithoutCancel(t.Context())) })
 			if _, err := cs.BatchV1().Jobs("agents").Get(t.Context(), job, metav1.GetOptions{}); err != nil {
 				t.Fatalf("Start deleted the killed process's running Job: %v", err)
 			}
@@ -197,7 +197,7 @@ func TestKubeRerunsWhatItCannotAdoptAndDropsTheRest(t *testing.T) {
 	if err := k2.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = k2.Stop(context.Background()) })
+	t.Cleanup(func() { _ = k2.Stop(context.WithoutCancel(t.Context())) })
 	if err := k2.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestKubeMirrorsEventsWhileTheAgentRuns(t *testing.T) {
 	if err := k.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	t.Cleanup(func() { _ = k.Stop(context.WithoutCancel(t.Context())) })
 	if err := k.Launch(t.Context(), alphaAttempt(t, k)); err != nil {
 		t.Fatal(err)
 	}

@@ -611,7 +611,7 @@ func pendingReason(p *corev1.Pod) string {
 	return "not started"
 }
 
-func containerRunning(p *corev1.Pod, name string) bool {
+func containerRunning(p *corev1.Pod, name string) bool { //nolint:unparam // only "io" is asked about today, but the pod has two containers (agent, io): the name says which, as containerTerminated's does
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == name {
 			return s.State.Running != nil
@@ -620,7 +620,7 @@ func containerRunning(p *corev1.Pod, name string) bool {
 	return false
 }
 
-func containerTerminated(p *corev1.Pod, name string) *corev1.ContainerStateTerminated { //nolint:unparam // the pod has one container today; the name says which is meant
+func containerTerminated(p *corev1.Pod, name string) *corev1.ContainerStateTerminated {
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == name {
 			return s.State.Terminated

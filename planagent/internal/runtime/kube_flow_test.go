@@ -102,7 +102,7 @@ func runFakeAttempt(t *testing.T, pf *podFiles, code int32) (*Kube, string) {
 	if err := k.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	t.Cleanup(func() { _ = k.Stop(context.WithoutCancel(ctx)) })
 	rel := "attempts/r/alpha.1"
 	dir := filepath.Join(k.opts.Volumes.Root, rel)
 	_ = os.MkdirAll(dir, 0o755)

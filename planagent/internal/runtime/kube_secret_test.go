@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -72,7 +71,7 @@ func TestKubeMCPSecretsOnlyThroughTheSecret(t *testing.T) {
 	if err := k.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = k.Stop(context.Background()) }()
+	defer func() { _ = k.Stop(t.Context()) }()
 	b, env := attemptJSON(t, k)
 	for _, v := range []string{kubeTestKey, mcpToken, mcpLiteral} {
 		if bytes.Contains(b, []byte(v)) {

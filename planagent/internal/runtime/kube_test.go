@@ -38,6 +38,11 @@ func newTestKube(t *testing.T) (*Kube, *fake.Clientset) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As planagent does before it starts a runtime: without reports/, the
+	// events mirror's first write could come before the heartbeat made it.
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
 	cs := fake.NewClientset()
 	k, err := newKube(cs, noExec{}, "agents", KubeOptions{
 		Volumes: l, RunID: "run-20261125-1", Image: "toolchain:1", TaskTimeout: 20 * time.Minute,
@@ -357,7 +362,7 @@ func TestKubeLaunchNeedsACopy(t *testing.T) {
 	if err := k.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = k.Stop(context.Background()) }()
+	defer func() { _ = k.Stop(t.Context()) }()
 	err := k.Launch(t.Context(), Attempt{RunID: k.opts.RunID, TaskID: "alpha", Attempt: 1, Dir: k.opts.Volumes.Workspace()})
 	if err == nil || !strings.Contains(err.Error(), "own copy") {
 		t.Errorf("err = %v", err)

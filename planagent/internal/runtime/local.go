@@ -158,6 +158,11 @@ func (l *Local) Start(ctx context.Context) error {
 	var waitErr error
 	go func() {
 		waitErr = cmd.Wait()
+		if waitErr == nil {
+			// A watcher exits by itself only when something is wrong,
+			// even with status 0: say how, as Wait does for other codes.
+			waitErr = errors.New("exit status 0")
+		}
 		out.Flush()
 		// Read before done is closed: Stop returns once done is, and a
 		// restart may follow at once.
@@ -165,7 +170,7 @@ func (l *Local) Start(ctx context.Context) error {
 		close(done)
 		if !stopped {
 			select {
-			case l.exited <- Exit{Err: fmt.Errorf("codingagent watch (pid %d) exited: %v", cmd.Process.Pid, waitErr)}:
+			case l.exited <- Exit{Err: fmt.Errorf("codingagent watch (pid %d) exited: %w", cmd.Process.Pid, waitErr)}:
 			default:
 			}
 		}
@@ -182,7 +187,7 @@ func (l *Local) Start(ctx context.Context) error {
 		case <-fswatch.Errors(w):
 		case <-poll:
 		case <-done:
-			return fmt.Errorf("codingagent watch exited before its first heartbeat: %v (its output is above)", waitErr)
+			return fmt.Errorf("codingagent watch exited before its first heartbeat: %w (its output is above)", waitErr)
 		case <-deadline.C:
 			_ = l.Stop(context.WithoutCancel(ctx))
 			return fmt.Errorf("codingagent watch wrote no heartbeat within %s", l.opts.StartTimeout)

@@ -19,11 +19,13 @@ func keyPipe(key string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipe for the API key: %w", err)
 	}
-	_, werr := w.WriteString(key)
-	cerr := w.Close()
-	if werr != nil || cerr != nil {
+	_, err = w.WriteString(key)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		_ = r.Close()
-		return nil, fmt.Errorf("pass the API key on a pipe: %v %v", werr, cerr)
+		return nil, fmt.Errorf("pass the API key on a pipe: %w", err)
 	}
 	return r, nil
 }

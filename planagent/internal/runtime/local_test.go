@@ -47,7 +47,7 @@ func TestLocalRestartDoesNotReportTheOldExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
+	t.Cleanup(func() { _ = rt.Stop(context.WithoutCancel(t.Context())) })
 	for i := range 10 {
 		if err := rt.Start(t.Context()); err != nil {
 			t.Fatalf("start %d: %v", i, err)
@@ -81,6 +81,25 @@ func TestLocalRestartDoesNotReportTheOldExit(t *testing.T) {
 	}
 }
 
+// A watcher exits by itself only when something is wrong, even with
+// status 0: Start says how it exited, not "<nil>".
+func TestLocalWatcherExitingWithZeroSaysSo(t *testing.T) {
+	l := localLayout(t)
+	bin := filepath.Join(t.TempDir(), "codingagent")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := NewLocal(LocalOptions{Volumes: l, Binary: bin, StopGrace: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Stop(context.WithoutCancel(t.Context())) })
+	err = rt.Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "before its first heartbeat: exit status 0 ") {
+		t.Errorf("Start = %v, want the watcher's exit before its first heartbeat with status 0", err)
+	}
+}
+
 // TestE2ELocalRunsTaskInItsCopy: the local runtime's one watcher process
 // (the real codingagent) carries each command out in the copy it names.
 func TestE2ELocalRunsTaskInItsCopy(t *testing.T) {
@@ -98,12 +117,12 @@ func TestE2ELocalRunsTaskInItsCopy(t *testing.T) {
 	if err := rt.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	a := newAttempt(t, l, "r1", "t1", 1)
+	t.Cleanup(func() { _ = rt.Stop(context.WithoutCancel(t.Context())) })
+	a := newAttempt(t, l, "r1", "t1")
 	if err := rt.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	rep := waitReport(t, l, "t1", 1, time.Minute)
+	rep := waitReport(t, l, "t1")
 	real, _ := filepath.EvalSymlinks(a.Dir)
 	if rep.Status != protocol.StatusCompleted || !strings.Contains(rep.Body, real) {
 		t.Fatalf("report: %s %q, want completed with the shell in %s", rep.Status, rep.Body, real)

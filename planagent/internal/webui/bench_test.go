@@ -30,7 +30,7 @@ func BenchmarkStreamUpdate(b *testing.B) {
 				b.Fatal(err)
 			}
 			base := f.serve(b)
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel := context.WithCancel(b.Context())
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/runs/"+runID+"/stream", nil)
 			resp, err := http.DefaultClient.Do(req)

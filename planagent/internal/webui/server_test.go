@@ -97,7 +97,7 @@ func (f *fixture) serveToken(t testing.TB, token string) string {
 	if err != nil || warning != "" {
 		t.Fatalf("listen: %v %q", err, warning)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- New(Options{Layout: f.l, View: runview.Options{Prices: runview.Prices{"m1": {Input: 1, Output: 2}}}, Reconcile: time.Hour, Token: token}).Serve(ctx, ln)
@@ -296,7 +296,7 @@ func next(t testing.TB, ch <-chan sseEvent, name string) string {
 func TestStreamFollowsTheRun(t *testing.T) {
 	f := newFixture(t)
 	base := f.serve(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/runs/"+runID+"/stream", nil)
 	resp, err := http.DefaultClient.Do(req)
