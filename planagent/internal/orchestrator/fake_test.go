@@ -56,7 +56,7 @@ func (f *fakeRuntime) Start(ctx context.Context) error {
 	}
 	// One heartbeat per start, like a watcher's first: the orchestrator
 	// watches it go stale when a test says so with a short HeartbeatTimeout.
-	if err := os.WriteFile(filepath.Join(f.layout.Watchers(), "fake.json"), []byte("{}"), 0o644); err != nil {
+	if err := protocol.WriteHeartbeat(f.layout.Watchers(), protocol.Heartbeat{ID: "fake", Started: time.Now(), Updated: time.Now()}); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithCancel(context.Background())

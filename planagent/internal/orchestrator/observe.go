@@ -77,28 +77,14 @@ func (r *run) collect() []event {
 	return out
 }
 
-// lastHeartbeat is when the newest watcher heartbeat in dir was written
-// (runtime.Alive's files); zero when there is none.
+// lastHeartbeat is the newest watcher heartbeat's own updated time in
+// dir, as every reader of heartbeats judges them; zero when there is none.
 func lastHeartbeat(dir string) time.Time {
-	var newest time.Time
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return newest
+	hb, ok := protocol.LatestHeartbeat(dir) // the one judgement: its updated time
+	if !ok {
+		return time.Time{}
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") || !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue // removed between ReadDir and Info: a watcher exiting gracefully
-		}
-		if m := info.ModTime(); m.After(newest) {
-			newest = m
-		}
-	}
-	return newest
+	return hb.Updated
 }
 
 // agentDied is the death of an attempt's agent, or of the shared watcher,
