@@ -32,8 +32,9 @@ func tk(id string, s taskgraph.Status, attempts int) taskgraph.Task {
 	return taskgraph.Task{ID: id, Status: s, Attempts: attempts}
 }
 
-func report(id string, s protocol.Status) *protocol.Report {
-	return &protocol.Report{ID: id, RunID: "r", Attempt: 1, Status: s, Summary: "did " + id, Error: "it broke"}
+// reportA is task a's first attempt's report with status s.
+func reportA(s protocol.Status) *protocol.Report {
+	return &protocol.Report{ID: "a", RunID: "r", Attempt: 1, Status: s, Summary: "did a", Error: "it broke"}
 }
 
 // TestNext is the decision table: for a graph, what is under way and an
@@ -47,15 +48,15 @@ func TestNext(t *testing.T) {
 	)
 	chain := map[string][]string{"b": {"a"}}
 	boom := errors.New("oom")
-	rep := report("a", protocol.StatusCompleted)
-	later := report("a", protocol.StatusCompleted)
+	rep := reportA(protocol.StatusCompleted)
+	later := reportA(protocol.StatusCompleted)
 	later.Attempt = 2
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	failedRep := report("a", protocol.StatusFailed)
-	interrupted := report("a", protocol.StatusInterrupted)
-	budgetRep := report("a", protocol.StatusFailed)
+	failedRep := reportA(protocol.StatusFailed)
+	interrupted := reportA(protocol.StatusInterrupted)
+	budgetRep := reportA(protocol.StatusFailed)
 	budgetRep.Error, budgetRep.Reason = "budget: stopped after 900 tokens", protocol.ReasonBudget
-	configRep := report("a", protocol.StatusFailed)
+	configRep := reportA(protocol.StatusFailed)
 	configRep.Error, configRep.Reason = "the model wrote a tool call as text", protocol.ReasonConfig
 	withAcceptance := func(g *taskgraph.Graph) *taskgraph.Graph {
 		ts := g.Tasks()
