@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -28,8 +29,20 @@ import (
 )
 
 // kubeGateway is where pods reach this host: the first address of the
-// cluster's POD_SUBNET (scripts/k8s-cluster.sh's default 10.244.0.0/24).
-const kubeGateway = "10.244.0.1"
+// cluster's POD_SUBNET, which scripts/k8s-cluster.sh reads from the
+// environment as the tests do (default 10.244.0.0/24; its ports likewise:
+// ETCD_PORT, APISERVER_PORT, KUBELET_PORT, ... to run beside another cluster).
+func kubeGateway() string {
+	subnet := os.Getenv("POD_SUBNET")
+	if subnet == "" {
+		subnet = "10.244.0.0/24"
+	}
+	p, err := netip.ParsePrefix(subnet)
+	if err != nil {
+		panic(fmt.Sprintf("POD_SUBNET=%q: %v", subnet, err))
+	}
+	return p.Masked().Addr().Next().String()
+}
 
 type kubeCluster struct {
 	kubeconfig string
@@ -46,7 +59,7 @@ var (
 // (removed by the first test's cleanup chain: see kubeTestMainDown), or
 // skips unless CODEAGENT_E2E=1 and CODEAGENT_K8S=1. KUBE_E2E_KUBECONFIG
 // reuses a cluster that is already up (and leaves it up).
-func kubeE2E(t *testing.T) *kubeCluster {
+func kubeE2E(t testing.TB) *kubeCluster {
 	t.Helper()
 	if os.Getenv("CODEAGENT_E2E") != "1" || os.Getenv("CODEAGENT_K8S") != "1" {
 		t.Skip("kubernetes end-to-end test: set CODEAGENT_E2E=1 CODEAGENT_K8S=1 (make e2e-k8s) to run it")
@@ -157,7 +170,7 @@ func kubeRunEnv(t *testing.T, f *fakeModel) *runEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Host = fmt.Sprintf("%s:%d", kubeGateway, e.srv.Port())
+	u.Host = fmt.Sprintf("%s:%d", kubeGateway(), e.srv.Port())
 	e.env = append(e.env, "CODEAGENT_RUNTIME=kubernetes", "KUBECONFIG="+k.kubeconfig, "OPENAI_BASE_URL="+u.String(),
 		"CODEAGENT_CONTAINER_MEMORY=512m", "CODEAGENT_CONTAINER_CPUS=1")
 	t.Cleanup(func() { assertNothingLeft(t, k) })

@@ -38,3 +38,27 @@ if docker info >/dev/null 2>&1; then
 else
   echo "docker engine not reachable: BenchmarkAttemptStartToHeartbeat not run" | tee -a "$out"
 fi
+# Kubernetes (BenchmarkKubeJobToHeartbeat, BenchmarkKubeParallel4): a real
+# single-node cluster that scripts/k8s-cluster.sh brings up here (root,
+# kubectl, docker to import the image; the prebuilt archive in ../shared/k8s
+# saves the cold build) and takes down at the end. Its ports and POD_SUBNET
+# come from the environment (ETCD_PORT, APISERVER_PORT, ...: see the script)
+# to run beside another cluster. When no cluster can be had the figures are
+# NOT RUN, loudly, and the rest of make bench stands.
+k8s_not_run() { echo "BENCH: NOT RUN: BenchmarkKubeJobToHeartbeat, BenchmarkKubeParallel4: $*" | tee -a "$out" >&2; }
+k8s_image=${CODEAGENT_IMAGE:-codeagent/codingagent:latest}
+if [ "$(id -u)" -ne 0 ] || ! command -v kubectl >/dev/null 2>&1; then
+  k8s_not_run "they need root and kubectl (scripts/k8s-cluster.sh brings up the cluster)"
+elif ! docker info >/dev/null 2>&1; then
+  k8s_not_run "docker engine not reachable (the image $k8s_image is built with it and imported into the node)"
+else
+  k8s_dir=$(mktemp -d /tmp/codeagent-bench-k8s-XXXXXX)
+  trap 'scripts/k8s-cluster.sh down "$k8s_dir/cluster" >/dev/null 2>&1 || true; rm -rf "$k8s_dir"' EXIT
+  if IMAGE=$k8s_image scripts/image.sh >/dev/null &&
+    scripts/k8s-cluster.sh up "$k8s_dir/cluster" "$k8s_image" >"$k8s_dir/up.log" 2>&1; then
+    KUBE_E2E_KUBECONFIG=$k8s_dir/cluster/kubeconfig CODEAGENT_E2E=1 CODEAGENT_K8S=1 \
+      run -bench 'Kube' -benchtime 1x -timeout 20m ./planagent/
+  else
+    k8s_not_run "the cluster did not come up: $(grep -m1 ERROR "$k8s_dir/up.log" || tail -n 1 "$k8s_dir/up.log")"
+  fi
+fi

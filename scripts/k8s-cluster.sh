@@ -23,7 +23,10 @@
 # under DIR; the system Docker and its containerd are never touched), kubelet.
 # Not started: kube-proxy and CoreDNS (no Service routing or cluster DNS inside pods).
 # Pods get addresses from a private CNI bridge (the host is the first address of POD_SUBNET,
-# 10.244.0.1 by default); they have no route to the outside.
+# 10.244.0.1 by default); they have no route to the outside. The API server listens on
+# 127.0.0.1 only; its certificate also names the gateway, so a test can forward
+# GATEWAY:PORT to it for a pod that uses the in-cluster config (KUBERNETES_SERVICE_HOST/PORT
+# set to the forwarder: the ClusterIP of the kubernetes Service is not routed here).
 #
 # Needs: root, go, openssl, curl, kubectl, zstd (for the prebuilt archive), docker (only for
 # importing images), apt-get.
@@ -267,8 +270,13 @@ gen_pki() {
   }
   local svc_ip
   svc_ip=$(echo "$SERVICE_CIDR" | awk -F'[./]' '{print $1"."$2"."$3"."$4+1}')
+  # The bridge gateway (the host as pods see it) too: with no kube-proxy, a pod that talks
+  # to the API server (planagent in a Job, in-cluster config) is pointed at a forwarder
+  # on the host there, and verifies the certificate against that address.
+  local gw_ip
+  gw_ip=$(echo "$POD_SUBNET" | awk -F'[./]' '{print $1"."$2"."$3"."$4+1}')
   sign apiserver "/CN=kube-apiserver" \
-    "subjectAltName=IP:127.0.0.1,IP:$svc_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+    "subjectAltName=IP:127.0.0.1,IP:$svc_ip,IP:$gw_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
   sign admin "/O=system:masters/CN=kubernetes-admin" \
     "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
   sign kubelet-client "/O=system:nodes/CN=system:node:$NODE_NAME" \

@@ -46,7 +46,7 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
 	}
 	rel := strings.TrimPrefix(workdir, containerVolumes+"/")
-	if err := k.pushTar(ctx, pod, []tarEntry{{host: dir, name: rel, skip: k.opts.Volumes.Root}}); err != nil {
+	if err := k.pushTar(ctx, pod, []tarEntry{{host: dir, name: rel, skip: k.opts.Volumes.Root}}, false); err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: send %s to pod %s: %w", command, dir, pod, err)
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)

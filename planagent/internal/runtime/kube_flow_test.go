@@ -31,6 +31,7 @@ type podFiles struct {
 	ready    bool   // the inputs-ready marker is in the pod (a Job a killed planagent fed)
 	events   string // what `tail -f` of the events file prints, then it follows until cancelled
 	pushes   int
+	scripts  []string // the scripts of the input streams
 }
 
 func (p *podFiles) Exec(ctx context.Context, _, _, container string, argv []string, stdin io.Reader, stdout io.Writer) error {
@@ -71,6 +72,7 @@ func (p *podFiles) Exec(ctx context.Context, _, _, container string, argv []stri
 			p.in[h.Name] = string(b)
 		}
 		p.pushes++
+		p.scripts = append(p.scripts, script)
 		if p.pushes == 1 {
 			close(p.pushed)
 		}
@@ -149,6 +151,12 @@ func TestKubeAttemptCarriesFilesBothWays(t *testing.T) {
 	pf.mu.Lock()
 	if pf.in["commands/alpha.md"] != "command" || pf.in["attempts/r/alpha.1/old.txt"] != "base\n" {
 		t.Errorf("inputs streamed: %v", pf.in)
+	}
+	// codingagent comes from the io container with the inputs, before the
+	// marker the agent container waits for (no init container).
+	if len(pf.scripts) != 1 || !strings.Contains(pf.scripts[0], "cp "+AgentImageBinary+" ") ||
+		strings.Index(pf.scripts[0], agentBinary) > strings.Index(pf.scripts[0], "touch "+kubeReady) {
+		t.Errorf("input scripts %q: want codingagent copied into %s, then the ready marker", pf.scripts, agentBinary)
 	}
 	pf.mu.Unlock()
 	if b, _ := os.ReadFile(filepath.Join(dir, "new.txt")); string(b) != "made in the pod\n" {

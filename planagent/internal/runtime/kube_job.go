@@ -111,7 +111,7 @@ type podSpec struct {
 	deadline   int64    // activeDeadlineSeconds
 	command    []string // run by the agent container once the inputs are in
 	workdir    string
-	withAgent  bool // the init container brings codingagent, the env the model settings
+	withAgent  bool // the inputs' stream brings codingagent, the env the model settings
 }
 
 // secretSpec is the run's Secret: the secret settings (the API key, the
@@ -135,13 +135,12 @@ func (k *Kube) secretSpec() *corev1.Secret {
 // controller if planagent did not delete it, without a service account
 // token, every container non-root without privileges. Its pod has
 //
-//   - init container "codingagent" (AgentImage): copies the static binary
-//     into the shared emptyDir (withAgent only);
 //   - container "agent" (the user's Image): waits for the inputs-ready
 //     marker, then runs the command in the workdir; its exit is the
 //     attempt's end as the API reports it, which the agent cannot forge;
 //   - container "io" (AgentImage, busybox tar): the end planagent's
-//     pods/exec tar streams talk to; it keeps the pod (and its emptyDir)
+//     pods/exec tar streams talk to (with the inputs it copies the static
+//     codingagent into the shared emptyDir: withAgent only, pushTar); it keeps the pod (and its emptyDir)
 //     alive after the agent exits until planagent has collected the
 //     results (activeDeadlineSeconds bounds it).
 //
@@ -178,7 +177,8 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 	io := corev1.Container{
 		Name: "io", Image: k.opts.AgentImage, ImagePullPolicy: k.opts.PullPolicy,
 		// activeDeadlineSeconds ends it when planagent never collects.
-		Command:         []string{"/bin/sh", "-c", fmt.Sprintf(`until [ -e %s ]; do sleep 0.2; done`, kubeCollected)},
+		Command: []string{"/bin/sh", "-c", fmt.Sprintf(`mkdir -p %[1]s/volumes %[1]s/run && until [ -e %[2]s ]; do sleep 0.2; done`,
+			agentDir, kubeCollected)},
 		Env:             []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
 		VolumeMounts:    mounts,
 		SecurityContext: sc,
@@ -188,19 +188,6 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 	pod.Volumes = []corev1.Volume{
 		{Name: kubeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: kubeTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-	}
-	if s.withAgent {
-		pod.InitContainers = []corev1.Container{{
-			Name: "codingagent", Image: k.opts.AgentImage, ImagePullPolicy: k.opts.PullPolicy,
-			Command: []string{"/bin/sh", "-c", fmt.Sprintf("mkdir -p %[1]s/bin %[1]s/volumes %[1]s/run && cp %[2]s %[3]s && chmod 0555 %[3]s",
-				agentDir, AgentImageBinary, agentBinary)},
-			VolumeMounts:    mounts,
-			SecurityContext: sc,
-			Resources:       small,
-		}}
-	} else {
-		io.Command[2] = fmt.Sprintf("mkdir -p %[1]s/volumes %[1]s/run && ", agentDir) + io.Command[2]
-		pod.Containers[1] = io
 	}
 	return k.job(s.name, labels, annotations, s.deadline, pod)
 }

@@ -93,11 +93,10 @@ func TestKubeJobSpec(t *testing.T) {
 		ps.SeccompProfile == nil || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod security context %+v", ps)
 	}
-	all := append(append([]corev1.Container{}, p.InitContainers...), p.Containers...)
-	if len(p.InitContainers) != 1 || len(p.Containers) != 2 {
-		t.Fatalf("containers: %d init, %d, want 1 and 2", len(p.InitContainers), len(p.Containers))
+	if len(p.InitContainers) != 0 || len(p.Containers) != 2 {
+		t.Fatalf("containers: %d init, %d, want 0 and 2 (codingagent comes with the inputs)", len(p.InitContainers), len(p.Containers))
 	}
-	for _, c := range all {
+	for _, c := range p.Containers {
 		sc := c.SecurityContext
 		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
 			sc.Privileged == nil || *sc.Privileged || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" ||
@@ -108,10 +107,7 @@ func TestKubeJobSpec(t *testing.T) {
 			t.Errorf("container %s imagePullPolicy %q", c.Name, c.ImagePullPolicy)
 		}
 	}
-	init, agent, ioc := p.InitContainers[0], p.Containers[0], p.Containers[1]
-	if init.Image != DefaultImage || !strings.Contains(strings.Join(init.Command, " "), "cp "+AgentImageBinary+" "+agentBinary) {
-		t.Errorf("init container %s %v: want the codingagent copied from %s", init.Image, init.Command, DefaultImage)
-	}
+	agent, ioc := p.Containers[0], p.Containers[1]
 	if agent.Image != "toolchain:1" || ioc.Image != DefaultImage {
 		t.Errorf("images: agent %s, io %s", agent.Image, ioc.Image)
 	}
@@ -135,7 +131,7 @@ func TestKubeJobSpec(t *testing.T) {
 	if !fromSecret {
 		t.Errorf("the API key does not come from the run's Secret: %+v", agent.Env)
 	}
-	for _, c := range []corev1.Container{init, ioc} {
+	for _, c := range []corev1.Container{ioc} {
 		for _, e := range c.Env {
 			if strings.HasPrefix(e.Name, "OPENAI_") {
 				t.Errorf("container %s gets %s", c.Name, e.Name)
