@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
@@ -103,13 +104,7 @@ func jobCreates(cs *fake.Clientset, name string) int {
 
 func waitReported(t *testing.T, k *Kube) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !k.reported("alpha", 1) {
-		if time.Now().After(deadline) {
-			t.Fatal("the report never reached the host")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, "the report to reach the host", func() bool { return k.reported("alpha", 1) })
 }
 
 // After kill -9 and resume, the attempt's Job is adopted, not started again:
@@ -233,17 +228,10 @@ func TestKubeMirrorsEventsWhileTheAgentRuns(t *testing.T) {
 	setPod(t, cs, job, running, running)
 	host := k.opts.Volumes.EventsFile("alpha")
 	want := `{"type":"tool_call","tool":"write_file"}` + "\n" + `{"type":"tool_call","tool":"shell_exec"}` + "\n"
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, "the host's events file to hold the agent's whole lines while it runs", func() bool {
 		b, _ := os.ReadFile(host)
-		if string(b) == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the host's events file while the agent runs = %q, want its whole lines %q", b, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return string(b) == want
+	})
 	setPod(t, cs, job, exited0, running)
 	waitReported(t, k)
 }

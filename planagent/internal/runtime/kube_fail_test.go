@@ -10,21 +10,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/codeagent/codeagent/internal/poll"
 )
 
 func waitJob(t *testing.T, cs *fake.Clientset, name string) *batchv1.Job {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j, err := cs.BatchV1().Jobs("agents").Get(t.Context(), name, metav1.GetOptions{})
-		if err == nil {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no job %s: %v", name, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var j *batchv1.Job
+	poll.Until(t, 30*time.Second, "job "+name, func() bool {
+		got, err := cs.BatchV1().Jobs("agents").Get(t.Context(), name, metav1.GetOptions{})
+		j = got
+		return err == nil
+	})
+	return j
 }
 
 // The image check at start names an image the nodes cannot run in one
