@@ -50,10 +50,16 @@ type Repo struct {
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
 	// include are the workspace's ignored files every copy gets
 	// (SetInclude, before the first copy; read-only after).
-	include []string
-	cacheMu sync.Mutex // the copies' object cache (copyObjects)
-	keepMu  sync.Mutex
-	kept    map[string]bool // commits whose keep ref this process made
+	include   []string
+	cacheMu   sync.Mutex      // the copies' object cache (copyObjects)
+	cached    map[string]bool // commits whose history the cache holds
+	cacheTips []string        // the commits packed last into it
+	// initMu guards the HEAD and config of the first copy's git
+	// directory, which git made; later copies get the same files.
+	initMu               sync.Mutex
+	copyHead, copyConfig []byte
+	keepMu               sync.Mutex
+	kept                 map[string]bool // commits whose keep ref this process made
 
 	poolMu  sync.Mutex
 	pool    string // thrown-away copies kept for reuse ("" = none)

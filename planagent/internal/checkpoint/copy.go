@@ -127,17 +127,16 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 		return fmt.Errorf("clear the copy %s: %w", dir, err)
 	}
 	gd := filepath.Join(dir, ".git")
-	if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, gd); err != nil {
+	if err := r.initCopyGitDir(ctx, dir, gd); err != nil {
 		return err
 	}
 	c := git{dir: dir, gitDir: gd, workTree: dir, hardened: true}
-	if _, err := c.run(ctx, "config", "core.bare", "false"); err != nil {
-		return err
-	}
 	if err := r.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack")); err != nil {
 		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)
 	}
-	if _, err := c.run(ctx, "update-ref", "refs/codeagent/base", commit); err != nil {
+	// What `git update-ref` would write in a git directory made a moment
+	// ago by this process, with no reflog for refs/codeagent/.
+	if err := writeNew(filepath.Join(gd, "refs", "codeagent", "base"), []byte(commit+"\n")); err != nil {
 		return err
 	}
 	state := r.stateDir(dir)
@@ -158,12 +157,70 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 	return r.saveState(dir)
 }
 
+// initCopyGitDir makes a copy's git directory gd, which must not exist.
+// The first one of the process is made by `git init` (which probes the
+// file system: file modes, links, case); its HEAD and config are kept, and
+// later ones are written from them here, without a git process: two fewer
+// per copy, and the same files git would write.
+func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
+	r.initMu.Lock()
+	head, config := r.copyHead, r.copyConfig
+	r.initMu.Unlock()
+	if head == nil {
+		if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, gd); err != nil {
+			return err
+		}
+		if _, err := (git{dir: dir, gitDir: gd, workTree: dir, hardened: true}).run(ctx, "config", "core.bare", "false"); err != nil {
+			return err
+		}
+		head, herr := os.ReadFile(filepath.Join(gd, "HEAD"))
+		config, cerr := os.ReadFile(filepath.Join(gd, "config"))
+		if herr == nil && cerr == nil {
+			r.initMu.Lock()
+			r.copyHead, r.copyConfig = head, config
+			r.initMu.Unlock()
+		}
+		return nil
+	}
+	// Mkdir, not MkdirAll: purge just removed it; anything there now was
+	// not made here.
+	if err := os.Mkdir(gd, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(gd, filepath.FromSlash(d)), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := writeNew(filepath.Join(gd, "HEAD"), head); err != nil {
+		return err
+	}
+	return writeNew(filepath.Join(gd, "config"), config)
+}
+
+// writeNew writes a file that must not exist yet, in a directory it makes.
+func writeNew(p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // copyObjects copies the packs of the object cache, which holds commit
 // and its history, into a copy's objects/pack. The cache is a bare
 // repository in the host's private directory, fed from the repository by
-// git's pack protocol (only what it lacks), so a copy costs a file copy of
-// its packs rather than packing the whole history again. Copied, never
-// linked: the agent owns its copy's files and could rewrite a linked one.
+// one `git pack-objects` per commit it lacks (only what the commits it
+// already has do not reach), so a copy costs a file copy of its packs
+// rather than packing the whole history again. Copied, never linked: the
+// agent owns its copy's files and could rewrite a linked one.
 func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
@@ -173,6 +230,7 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 		// Made aside and renamed into place: an init cut short (the
 		// prewarm cancelled) must not leave a cache that looks made.
 		_ = os.RemoveAll(cache)
+		r.cached, r.cacheTips = nil, nil
 		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
 			return err
 		}
@@ -189,20 +247,37 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 			return err
 		}
 	}
-	if _, err := cg.run(ctx, "cat-file", "-e", commit+"^{commit}"); err != nil {
-		// unpackLimit=1: what is fetched stays a pack (copied as one file).
-		if _, err := cg.run(ctx, "-c", "fetch.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", r.gitDir, "+"+keepRef(commit)+":refs/keep/"+commit); err != nil {
+	src := filepath.Join(cache, "objects", "pack")
+	if !r.cached[commit] {
+		if err := r.packInto(ctx, commit, src); err != nil {
 			return err
 		}
+		// A ref per commit, so a repack keeps what the copies need.
+		if err := os.MkdirAll(filepath.Join(cache, "refs", "keep"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(cache, "refs", "keep", commit), []byte(commit+"\n"), 0o644); err != nil {
+			return err
+		}
+		if r.cached == nil {
+			r.cached = map[string]bool{}
+		}
+		r.cached[commit] = true
+		r.cacheTips = append(r.cacheTips, commit)
+		if len(r.cacheTips) > maxCacheTips {
+			r.cacheTips = r.cacheTips[len(r.cacheTips)-maxCacheTips:]
+		}
 	}
-	src := filepath.Join(cache, "objects", "pack")
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
 	}
-	if len(entries) > 3*maxCachePacks {
-		// One pack per fetch: repack now and then, so a copy stays a few files.
-		if _, err := cg.run(ctx, "repack", "-a", "-d", "-q"); err != nil {
+	if packs(entries) > maxCachePacks {
+		// One pack per commit: merged now and then, so a copy stays a few
+		// files (each file copied costs, and so does each pack for every
+		// git command in the copy). A geometric repack rewrites only the
+		// small packs, so the cost per commit stays flat as history grows.
+		if _, err := cg.run(ctx, "repack", "-d", "-q", "--geometric=2"); err != nil {
 			return err
 		}
 		if entries, err = os.ReadDir(src); err != nil {
@@ -223,9 +298,45 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 	return nil
 }
 
-// maxCachePacks is how many packs the object cache may hold (a pack, its
-// index and more per pack: 3 files) before it is repacked into one.
-const maxCachePacks = 20
+// packInto writes a pack of commit's history into the cache's pack
+// directory, without what the commits packed last already reach: one
+// process of the repository's git (the objects are only read and
+// compressed) where a fetch took three.
+func (r *Repo) packInto(ctx context.Context, commit, dir string) error {
+	in := commit + "\n"
+	for _, t := range r.cacheTips {
+		in += "^" + t + "\n"
+	}
+	g := git{dir: filepath.Dir(r.private), gitDir: r.gitDir, hardened: true}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// No delta search: a commit's new objects are few, and the repack
+	// that merges the packs makes the deltas.
+	if _, err := g.runIn(ctx, []byte(in), "pack-objects", "--revs", "-q", "--window=0", filepath.Join(dir, "pack")); err != nil {
+		return err
+	}
+	return nil
+}
+
+// maxCacheTips is how many commits packed last the next pack leaves out
+// (with their history): the copies of a run are of the integration
+// branch's last few commits, so more would only lengthen the walk.
+const maxCacheTips = 4
+
+// maxCachePacks is how many packs the object cache may hold before its
+// small ones are merged.
+const maxCachePacks = 4
+
+func packs(entries []os.DirEntry) int {
+	n := 0
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".pack") {
+			n++
+		}
+	}
+	return n
+}
 
 // stateDir is where the host keeps what it knows of the copy at dir.
 func (r *Repo) stateDir(dir string) string {
@@ -390,6 +501,7 @@ func (r *Repo) DrainPool() error {
 	// The object cache holds the whole history: not kept between runs.
 	r.cacheMu.Lock()
 	errs = append(errs, os.RemoveAll(filepath.Join(filepath.Dir(r.private), "objects.git")))
+	r.cached, r.cacheTips = nil, nil
 	// What a killed planagent left: a cache being made, a squash's quarantine.
 	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects*-*"))
 	for _, l := range leftovers {
