@@ -58,6 +58,8 @@ type Repo struct {
 	// directory, which git made; later copies get the same files.
 	initMu               sync.Mutex
 	copyHead, copyConfig []byte
+	msgMu                sync.Mutex
+	msgs                 map[string]string // Squash's messages, for Apply
 	keepMu               sync.Mutex
 	kept                 map[string]bool // commits whose keep ref this process made
 
@@ -271,11 +273,32 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 	if len(fields) == 0 {
 		return "", fmt.Errorf("merge onto %s: git merge-tree printed no tree", short(onto))
 	}
-	msg, err := r.g.run(ctx, "log", "-1", "--format=%B", commit)
-	if err != nil {
-		return "", err
+	msg, ok := r.message(commit)
+	if !ok {
+		if msg, err = r.g.run(ctx, "log", "-1", "--format=%B", commit); err != nil {
+			return "", err
+		}
 	}
 	return r.g.line(ctx, "commit-tree", fields[0], "-p", onto, "-m", strings.TrimSpace(msg))
+}
+
+// remember keeps the message of a commit Squash made, for its Apply (one
+// git log fewer per merge onto a moved head). Bounded: a run's pending
+// merges are few, and one forgotten is read from git again.
+func (r *Repo) remember(commit, msg string) {
+	r.msgMu.Lock()
+	defer r.msgMu.Unlock()
+	if r.msgs == nil || len(r.msgs) >= 256 {
+		r.msgs = map[string]string{}
+	}
+	r.msgs[commit] = msg
+}
+
+func (r *Repo) message(commit string) (string, bool) {
+	r.msgMu.Lock()
+	defer r.msgMu.Unlock()
+	msg, ok := r.msgs[commit]
+	return msg, ok
 }
 
 func uniq(ss []string) []string {

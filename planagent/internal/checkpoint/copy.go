@@ -667,15 +667,19 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 		}
 	}
 	tree = strings.TrimSpace(tree)
-	baseTree, err := r.g.line(ctx, "rev-parse", base+"^{tree}")
+	q := git{dir: r.workTree, gitDir: r.gitDir, hardened: true}
+	// base's tree and both .gitmodules, in one process.
+	ids, err := lookup(ctx, q, env, base+"^{tree}", tree+":.gitmodules", base+":.gitmodules")
 	if err != nil {
 		return "", removed, err
 	}
-	if tree == baseTree {
+	if ids[0] == "" {
+		return "", removed, fmt.Errorf("the copy's base %s is not a commit of the repository", short(base))
+	}
+	if tree == ids[0] {
 		return base, removed, nil
 	}
-	q := git{dir: r.workTree, gitDir: r.gitDir, hardened: true}
-	if err := r.checkGitmodules(ctx, q, env, tree, baseTree); err != nil {
+	if err := checkGitmodules(ctx, q, env, ids[1], ids[2]); err != nil {
 		return "", removed, err
 	}
 	msg := subject
@@ -687,6 +691,7 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 		return "", removed, err
 	}
 	commit = strings.TrimSpace(c)
+	r.remember(commit, msg)
 	if err := migrate(quarantine, r.objectsDir); err != nil {
 		return "", removed, fmt.Errorf("bring the task's objects into the repository: %w", err)
 	}
@@ -774,18 +779,33 @@ func (e *GitmodulesError) Error() string {
 	return "the task's .gitmodules is refused: " + e.Setting + " (git fsck rejects it; a submodule's update may not be a command, its url and path not an option)"
 }
 
-// checkGitmodules refuses a .gitmodules the task changed when git's fsck
-// would reject it.
-func (r *Repo) checkGitmodules(ctx context.Context, g git, env []string, tree, baseTree string) error {
-	out, err := g.runEnv(ctx, env, nil, "rev-parse", "-q", "--verify", tree+":.gitmodules")
+// lookup resolves object names in one git process (cat-file
+// --batch-check); a name that names nothing is "".
+func lookup(ctx context.Context, g git, env []string, names ...string) ([]string, error) {
+	out, err := g.runEnv(ctx, env, []byte(strings.Join(names, "\n")+"\n"), "cat-file", "--batch-check=%(objectname)")
 	if err != nil {
-		return nil // none
+		return nil, err
 	}
-	blob := strings.TrimSpace(out)
-	if old, err := r.g.line(ctx, "rev-parse", "-q", "--verify", baseTree+":.gitmodules"); err == nil && old == blob {
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(names) {
+		return nil, fmt.Errorf("git cat-file: %d answers for %d names", len(lines), len(names))
+	}
+	ids := make([]string, len(names))
+	for i, l := range lines {
+		if !strings.Contains(l, " ") { // "<name> missing", "<name> ambiguous"
+			ids[i] = l
+		}
+	}
+	return ids, nil
+}
+
+// checkGitmodules refuses a .gitmodules the task changed (blob, was old;
+// "" where there is none) when git's fsck would reject it.
+func checkGitmodules(ctx context.Context, g git, env []string, blob, old string) error {
+	if blob == "" || blob == old {
 		return nil
 	}
-	out, err = g.runEnv(ctx, env, nil, "config", "--blob="+blob, "-z", "--list")
+	out, err := g.runEnv(ctx, env, nil, "config", "--blob="+blob, "-z", "--list")
 	if err != nil {
 		return &GitmodulesError{Setting: "it cannot be read as git config"}
 	}
