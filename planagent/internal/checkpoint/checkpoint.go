@@ -60,6 +60,7 @@ type Repo struct {
 	copyHead, copyConfig []byte
 	msgMu                sync.Mutex
 	msgs                 map[string]string // Squash's messages, for Apply
+	plain                map[string]bool   // commits known to have no submodule
 	keepMu               sync.Mutex
 	kept                 map[string]bool // commits whose keep ref this process made
 
@@ -279,7 +280,11 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 			return "", err
 		}
 	}
-	return r.g.line(ctx, "commit-tree", fields[0], "-p", onto, "-m", strings.TrimSpace(msg))
+	merged, err := r.g.line(ctx, "commit-tree", fields[0], "-p", onto, "-m", strings.TrimSpace(msg))
+	if err == nil && r.isPlain(onto) && r.isPlain(commit) {
+		r.markPlain(merged) // a merge of two trees without gitlinks has none
+	}
+	return merged, err
 }
 
 // remember keeps the message of a commit Squash made, for its Apply (one
@@ -299,6 +304,23 @@ func (r *Repo) message(commit string) (string, bool) {
 	defer r.msgMu.Unlock()
 	msg, ok := r.msgs[commit]
 	return msg, ok
+}
+
+// isPlain reports whether commit is known to have no submodule
+// (checkSubmodules found none, or it was made from such commits here).
+func (r *Repo) isPlain(commit string) bool {
+	r.msgMu.Lock()
+	defer r.msgMu.Unlock()
+	return r.plain[commit]
+}
+
+func (r *Repo) markPlain(commit string) {
+	r.msgMu.Lock()
+	defer r.msgMu.Unlock()
+	if r.plain == nil || len(r.plain) >= 4096 {
+		r.plain = map[string]bool{}
+	}
+	r.plain[commit] = true
 }
 
 func uniq(ss []string) []string {

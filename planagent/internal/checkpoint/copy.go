@@ -692,6 +692,11 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	}
 	commit = strings.TrimSpace(c)
 	r.remember(commit, msg)
+	if r.isPlain(base) {
+		// A copy's squash adds no gitlink (nested repositories are taken
+		// as plain files): base without submodules, its commit too.
+		r.markPlain(commit)
+	}
 	if err := migrate(quarantine, r.objectsDir); err != nil {
 		return "", removed, fmt.Errorf("bring the task's objects into the repository: %w", err)
 	}
@@ -743,9 +748,15 @@ func moveObject(from, to string) error {
 
 // checkSubmodules refuses a copy with anything inside a submodule's path.
 func (r *Repo) checkSubmodules(ctx context.Context, dir, base string) error {
+	if r.isPlain(base) {
+		return nil
+	}
 	subs, err := r.Submodules(ctx, base)
 	if err != nil {
 		return err
+	}
+	if len(subs) == 0 {
+		r.markPlain(base)
 	}
 	var written []string
 	for _, s := range subs {
