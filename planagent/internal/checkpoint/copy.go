@@ -311,9 +311,14 @@ func (r *Repo) packInto(ctx context.Context, commit, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// The repository's objects are read as an alternate of the cache's:
+	// pack-objects' temporary files go to the cache (a planagent killed
+	// meanwhile leaves nothing in the user's objects), and the rename
+	// into place stays on one file system.
+	env := []string{"GIT_OBJECT_DIRECTORY=" + filepath.Dir(dir), "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + r.objectsDir}
 	// No delta search: a commit's new objects are few, and the repack
 	// that merges the packs makes the deltas.
-	if _, err := g.runIn(ctx, []byte(in), "pack-objects", "--revs", "-q", "--window=0", filepath.Join(dir, "pack")); err != nil {
+	if _, err := g.runEnv(ctx, env, []byte(in), "pack-objects", "--revs", "-q", "--window=0", filepath.Join(dir, "pack")); err != nil {
 		return err
 	}
 	return nil
