@@ -75,7 +75,7 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 }
 
 // NewCopy makes a self-contained copy of the tree at commit in dir: a git
-// repository of its own (its objects fetched through git's pack protocol,
+// repository of its own (its objects packed from the repository's,
 // no object file shared with the repository, no remote) with commit checked
 // out, usable where only dir is mounted (a container), git included. A copy
 // thrown away earlier is reused when there is one: its git directory is
@@ -93,8 +93,9 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 	return r.remake(ctx, dir, commit)
 }
 
-// keepRef is the ref that keeps commit reachable and fetchable by name
-// from the copies (DropKeeps removes them when the run ends).
+// keepRef is the ref that keeps commit reachable while the run may still
+// copy or merge it, so a gc of the repository meanwhile cannot prune it
+// (DropKeeps removes them when the run ends).
 func keepRef(commit string) string { return "refs/codeagent/keep/" + commit }
 
 // keep makes the keep ref of commit, once per process: two update-refs of
