@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // BenchmarkAttempt10k is the per-attempt cost of isolation on a 10 000-file
@@ -92,5 +93,89 @@ func benchAttempts(b *testing.B, ws string, pooled bool) {
 		if err := r.RemoveCopy(dir); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkTaskSteps is one task of a chain as the orchestrator runs it,
+// step by step, on a small repository (20 files): the attempt's copy (from
+// the pool), one new file, the squash and the apply (onto the base it was
+// copied from: a chain), the acceptance copy of the merged tree, the move
+// of the workspace, the attempt's copy thrown away. It reports each
+// step's milliseconds per task; the README's "where the time goes" is
+// from it.
+func BenchmarkTaskSteps(b *testing.B) {
+	ctx := b.Context()
+	ws := b.TempDir()
+	for i := range 20 {
+		p := filepath.Join(ws, fmt.Sprintf("src/pkg%d/file%d.go", i%4, i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("package pkg%d\n\nconst N%d = %d\n", i%4, i, i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := exec.Command("sh", "-c", "git init -q -b main && git add -A && git -c user.name=u -c user.email=u@x commit -q -m init")
+	c.Dir = ws
+	if out, err := c.CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	r, err := Open(ctx, ws, filepath.Join(b.TempDir(), "shadow.git"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	head, _ := r.Head(ctx)
+	copies := b.TempDir()
+	r.SetPool(filepath.Join(copies, ".pool"), 2)
+	if _, err := r.Prewarm(ctx, head); err != nil {
+		b.Fatal(err)
+	}
+	var steps [5]time.Duration
+	lap := func(i int, t0 time.Time) time.Time {
+		now := time.Now()
+		steps[i] += now.Sub(t0)
+		return now
+	}
+	n := 0
+	for i := 0; b.Loop(); i++ {
+		n++
+		dir := filepath.Join(copies, fmt.Sprintf("t%d", i))
+		t0 := time.Now()
+		if err := r.NewCopy(ctx, dir, head); err != nil {
+			b.Fatal(err)
+		}
+		t0 = lap(0, t0)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("w%05d.txt", i)), []byte("w\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		commit, _, err := r.Squash(ctx, dir, head, fmt.Sprintf("t%d: write", i), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := r.Apply(ctx, dir, head, commit, head)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 = lap(1, t0)
+		accept := dir + ".accept"
+		if err := r.NewCopy(ctx, accept, m); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.RemoveCopy(accept); err != nil {
+			b.Fatal(err)
+		}
+		t0 = lap(2, t0)
+		if err := r.Advance(ctx, head, m); err != nil {
+			b.Fatal(err)
+		}
+		head = m
+		t0 = lap(3, t0)
+		if err := r.RemoveCopy(dir); err != nil {
+			b.Fatal(err)
+		}
+		lap(4, t0)
+	}
+	for i, name := range []string{"copy", "squash", "accept-copy", "move", "drop"} {
+		b.ReportMetric(float64(steps[i].Microseconds())/1000/float64(n), name+"-ms")
 	}
 }

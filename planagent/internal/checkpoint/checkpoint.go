@@ -50,10 +50,19 @@ type Repo struct {
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
 	// include are the workspace's ignored files every copy gets
 	// (SetInclude, before the first copy; read-only after).
-	include []string
-	cacheMu sync.Mutex // the copies' object cache (copyObjects)
-	keepMu  sync.Mutex
-	kept    map[string]bool // commits whose keep ref this process made
+	include   []string
+	cacheMu   sync.Mutex      // the copies' object cache (copyObjects)
+	cached    map[string]bool // commits whose history the cache holds
+	cacheTips []string        // the commits packed last into it
+	// initMu guards the HEAD and config of the first copy's git
+	// directory, which git made; later copies get the same files.
+	initMu               sync.Mutex
+	copyHead, copyConfig []byte
+	msgMu                sync.Mutex
+	msgs                 map[string]string // Squash's messages, for Apply
+	plain                map[string]bool   // commits known to have no submodule
+	keepMu               sync.Mutex
+	kept                 map[string]bool // commits whose keep ref this process made
 
 	poolMu  sync.Mutex
 	pool    string // thrown-away copies kept for reuse ("" = none)
@@ -265,11 +274,53 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 	if len(fields) == 0 {
 		return "", fmt.Errorf("merge onto %s: git merge-tree printed no tree", short(onto))
 	}
-	msg, err := r.g.run(ctx, "log", "-1", "--format=%B", commit)
-	if err != nil {
-		return "", err
+	msg, ok := r.message(commit)
+	if !ok {
+		if msg, err = r.g.run(ctx, "log", "-1", "--format=%B", commit); err != nil {
+			return "", err
+		}
 	}
-	return r.g.line(ctx, "commit-tree", fields[0], "-p", onto, "-m", strings.TrimSpace(msg))
+	merged, err := r.g.line(ctx, "commit-tree", fields[0], "-p", onto, "-m", strings.TrimSpace(msg))
+	if err == nil && r.isPlain(onto) && r.isPlain(commit) {
+		r.markPlain(merged) // a merge of two trees without gitlinks has none
+	}
+	return merged, err
+}
+
+// remember keeps the message of a commit Squash made, for its Apply (one
+// git log fewer per merge onto a moved head). Bounded: a run's pending
+// merges are few, and one forgotten is read from git again.
+func (r *Repo) remember(commit, msg string) {
+	r.msgMu.Lock()
+	defer r.msgMu.Unlock()
+	if r.msgs == nil || len(r.msgs) >= 256 {
+		r.msgs = map[string]string{}
+	}
+	r.msgs[commit] = msg
+}
+
+func (r *Repo) message(commit string) (string, bool) {
+	r.msgMu.Lock()
+	defer r.msgMu.Unlock()
+	msg, ok := r.msgs[commit]
+	return msg, ok
+}
+
+// isPlain reports whether commit is known to have no submodule
+// (checkSubmodules found none, or it was made from such commits here).
+func (r *Repo) isPlain(commit string) bool {
+	r.msgMu.Lock()
+	defer r.msgMu.Unlock()
+	return r.plain[commit]
+}
+
+func (r *Repo) markPlain(commit string) {
+	r.msgMu.Lock()
+	defer r.msgMu.Unlock()
+	if r.plain == nil || len(r.plain) >= 4096 {
+		r.plain = map[string]bool{}
+	}
+	r.plain[commit] = true
 }
 
 func uniq(ss []string) []string {

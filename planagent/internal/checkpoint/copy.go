@@ -75,7 +75,7 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 }
 
 // NewCopy makes a self-contained copy of the tree at commit in dir: a git
-// repository of its own (its objects fetched through git's pack protocol,
+// repository of its own (its objects packed from the repository's,
 // no object file shared with the repository, no remote) with commit checked
 // out, usable where only dir is mounted (a container), git included. A copy
 // thrown away earlier is reused when there is one: its git directory is
@@ -93,8 +93,9 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 	return r.remake(ctx, dir, commit)
 }
 
-// keepRef is the ref that keeps commit reachable and fetchable by name
-// from the copies (DropKeeps removes them when the run ends).
+// keepRef is the ref that keeps commit reachable while the run may still
+// copy or merge it, so a gc of the repository meanwhile cannot prune it
+// (DropKeeps removes them when the run ends).
 func keepRef(commit string) string { return "refs/codeagent/keep/" + commit }
 
 // keep makes the keep ref of commit, once per process: two update-refs of
@@ -127,17 +128,16 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 		return fmt.Errorf("clear the copy %s: %w", dir, err)
 	}
 	gd := filepath.Join(dir, ".git")
-	if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, gd); err != nil {
+	if err := r.initCopyGitDir(ctx, dir, gd); err != nil {
 		return err
 	}
 	c := git{dir: dir, gitDir: gd, workTree: dir, hardened: true}
-	if _, err := c.run(ctx, "config", "core.bare", "false"); err != nil {
-		return err
-	}
 	if err := r.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack")); err != nil {
 		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)
 	}
-	if _, err := c.run(ctx, "update-ref", "refs/codeagent/base", commit); err != nil {
+	// What `git update-ref` would write in a git directory made a moment
+	// ago by this process, with no reflog for refs/codeagent/.
+	if err := writeNew(filepath.Join(gd, "refs", "codeagent", "base"), []byte(commit+"\n")); err != nil {
 		return err
 	}
 	state := r.stateDir(dir)
@@ -158,12 +158,70 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 	return r.saveState(dir)
 }
 
+// initCopyGitDir makes a copy's git directory gd, which must not exist.
+// The first one of the process is made by `git init` (which probes the
+// file system: file modes, links, case); its HEAD and config are kept, and
+// later ones are written from them here, without a git process: two fewer
+// per copy, and the same files git would write.
+func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
+	r.initMu.Lock()
+	head, config := r.copyHead, r.copyConfig
+	r.initMu.Unlock()
+	if head == nil {
+		if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, gd); err != nil {
+			return err
+		}
+		if _, err := (git{dir: dir, gitDir: gd, workTree: dir, hardened: true}).run(ctx, "config", "core.bare", "false"); err != nil {
+			return err
+		}
+		head, herr := os.ReadFile(filepath.Join(gd, "HEAD"))
+		config, cerr := os.ReadFile(filepath.Join(gd, "config"))
+		if herr == nil && cerr == nil {
+			r.initMu.Lock()
+			r.copyHead, r.copyConfig = head, config
+			r.initMu.Unlock()
+		}
+		return nil
+	}
+	// Mkdir, not MkdirAll: purge just removed it; anything there now was
+	// not made here.
+	if err := os.Mkdir(gd, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(gd, filepath.FromSlash(d)), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := writeNew(filepath.Join(gd, "HEAD"), head); err != nil {
+		return err
+	}
+	return writeNew(filepath.Join(gd, "config"), config)
+}
+
+// writeNew writes a file that must not exist yet, in a directory it makes.
+func writeNew(p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // copyObjects copies the packs of the object cache, which holds commit
 // and its history, into a copy's objects/pack. The cache is a bare
 // repository in the host's private directory, fed from the repository by
-// git's pack protocol (only what it lacks), so a copy costs a file copy of
-// its packs rather than packing the whole history again. Copied, never
-// linked: the agent owns its copy's files and could rewrite a linked one.
+// one `git pack-objects` per commit it lacks (only what the commits it
+// already has do not reach), so a copy costs a file copy of its packs
+// rather than packing the whole history again. Copied, never linked: the
+// agent owns its copy's files and could rewrite a linked one.
 func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
@@ -173,6 +231,7 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 		// Made aside and renamed into place: an init cut short (the
 		// prewarm cancelled) must not leave a cache that looks made.
 		_ = os.RemoveAll(cache)
+		r.cached, r.cacheTips = nil, nil
 		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
 			return err
 		}
@@ -189,20 +248,37 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 			return err
 		}
 	}
-	if _, err := cg.run(ctx, "cat-file", "-e", commit+"^{commit}"); err != nil {
-		// unpackLimit=1: what is fetched stays a pack (copied as one file).
-		if _, err := cg.run(ctx, "-c", "fetch.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", r.gitDir, "+"+keepRef(commit)+":refs/keep/"+commit); err != nil {
+	src := filepath.Join(cache, "objects", "pack")
+	if !r.cached[commit] {
+		if err := r.packInto(ctx, commit, src); err != nil {
 			return err
 		}
+		// A ref per commit, so a repack keeps what the copies need.
+		if err := os.MkdirAll(filepath.Join(cache, "refs", "keep"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(cache, "refs", "keep", commit), []byte(commit+"\n"), 0o644); err != nil {
+			return err
+		}
+		if r.cached == nil {
+			r.cached = map[string]bool{}
+		}
+		r.cached[commit] = true
+		r.cacheTips = append(r.cacheTips, commit)
+		if len(r.cacheTips) > maxCacheTips {
+			r.cacheTips = r.cacheTips[len(r.cacheTips)-maxCacheTips:]
+		}
 	}
-	src := filepath.Join(cache, "objects", "pack")
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
 	}
-	if len(entries) > 3*maxCachePacks {
-		// One pack per fetch: repack now and then, so a copy stays a few files.
-		if _, err := cg.run(ctx, "repack", "-a", "-d", "-q"); err != nil {
+	if packs(entries) > maxCachePacks {
+		// One pack per commit: merged now and then, so a copy stays a few
+		// files (each file copied costs, and so does each pack for every
+		// git command in the copy). A geometric repack rewrites only the
+		// small packs, so the cost per commit stays flat as history grows.
+		if _, err := cg.run(ctx, "repack", "-d", "-q", "--geometric=2"); err != nil {
 			return err
 		}
 		if entries, err = os.ReadDir(src); err != nil {
@@ -223,9 +299,50 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 	return nil
 }
 
-// maxCachePacks is how many packs the object cache may hold (a pack, its
-// index and more per pack: 3 files) before it is repacked into one.
-const maxCachePacks = 20
+// packInto writes a pack of commit's history into the cache's pack
+// directory, without what the commits packed last already reach: one
+// process of the repository's git (the objects are only read and
+// compressed) where a fetch took three.
+func (r *Repo) packInto(ctx context.Context, commit, dir string) error {
+	in := commit + "\n"
+	for _, t := range r.cacheTips {
+		in += "^" + t + "\n"
+	}
+	g := git{dir: filepath.Dir(r.private), gitDir: r.gitDir, hardened: true}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// The repository's objects are read as an alternate of the cache's:
+	// pack-objects' temporary files go to the cache (a planagent killed
+	// meanwhile leaves nothing in the user's objects), and the rename
+	// into place stays on one file system.
+	env := []string{"GIT_OBJECT_DIRECTORY=" + filepath.Dir(dir), "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + r.objectsDir}
+	// No delta search: a commit's new objects are few, and the repack
+	// that merges the packs makes the deltas.
+	if _, err := g.runEnv(ctx, env, []byte(in), "pack-objects", "--revs", "-q", "--window=0", filepath.Join(dir, "pack")); err != nil {
+		return err
+	}
+	return nil
+}
+
+// maxCacheTips is how many commits packed last the next pack leaves out
+// (with their history): the copies of a run are of the integration
+// branch's last few commits, so more would only lengthen the walk.
+const maxCacheTips = 4
+
+// maxCachePacks is how many packs the object cache may hold before its
+// small ones are merged.
+const maxCachePacks = 4
+
+func packs(entries []os.DirEntry) int {
+	n := 0
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".pack") {
+			n++
+		}
+	}
+	return n
+}
 
 // stateDir is where the host keeps what it knows of the copy at dir.
 func (r *Repo) stateDir(dir string) string {
@@ -390,6 +507,7 @@ func (r *Repo) DrainPool() error {
 	// The object cache holds the whole history: not kept between runs.
 	r.cacheMu.Lock()
 	errs = append(errs, os.RemoveAll(filepath.Join(filepath.Dir(r.private), "objects.git")))
+	r.cached, r.cacheTips = nil, nil
 	// What a killed planagent left: a cache being made, a squash's quarantine.
 	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects*-*"))
 	for _, l := range leftovers {
@@ -555,15 +673,19 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 		}
 	}
 	tree = strings.TrimSpace(tree)
-	baseTree, err := r.g.line(ctx, "rev-parse", base+"^{tree}")
+	q := git{dir: r.workTree, gitDir: r.gitDir, hardened: true}
+	// base's tree and both .gitmodules, in one process.
+	ids, err := lookup(ctx, q, env, base+"^{tree}", tree+":.gitmodules", base+":.gitmodules")
 	if err != nil {
 		return "", removed, err
 	}
-	if tree == baseTree {
+	if ids[0] == "" {
+		return "", removed, fmt.Errorf("the copy's base %s is not a commit of the repository", short(base))
+	}
+	if tree == ids[0] {
 		return base, removed, nil
 	}
-	q := git{dir: r.workTree, gitDir: r.gitDir, hardened: true}
-	if err := r.checkGitmodules(ctx, q, env, tree, baseTree); err != nil {
+	if err := checkGitmodules(ctx, q, env, ids[1], ids[2]); err != nil {
 		return "", removed, err
 	}
 	msg := subject
@@ -575,6 +697,12 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 		return "", removed, err
 	}
 	commit = strings.TrimSpace(c)
+	r.remember(commit, msg)
+	if r.isPlain(base) {
+		// A copy's squash adds no gitlink (nested repositories are taken
+		// as plain files): base without submodules, its commit too.
+		r.markPlain(commit)
+	}
 	if err := migrate(quarantine, r.objectsDir); err != nil {
 		return "", removed, fmt.Errorf("bring the task's objects into the repository: %w", err)
 	}
@@ -626,9 +754,15 @@ func moveObject(from, to string) error {
 
 // checkSubmodules refuses a copy with anything inside a submodule's path.
 func (r *Repo) checkSubmodules(ctx context.Context, dir, base string) error {
+	if r.isPlain(base) {
+		return nil
+	}
 	subs, err := r.Submodules(ctx, base)
 	if err != nil {
 		return err
+	}
+	if len(subs) == 0 {
+		r.markPlain(base)
 	}
 	var written []string
 	for _, s := range subs {
@@ -662,18 +796,33 @@ func (e *GitmodulesError) Error() string {
 	return "the task's .gitmodules is refused: " + e.Setting + " (git fsck rejects it; a submodule's update may not be a command, its url and path not an option)"
 }
 
-// checkGitmodules refuses a .gitmodules the task changed when git's fsck
-// would reject it.
-func (r *Repo) checkGitmodules(ctx context.Context, g git, env []string, tree, baseTree string) error {
-	out, err := g.runEnv(ctx, env, nil, "rev-parse", "-q", "--verify", tree+":.gitmodules")
+// lookup resolves object names in one git process (cat-file
+// --batch-check); a name that names nothing is "".
+func lookup(ctx context.Context, g git, env []string, names ...string) ([]string, error) {
+	out, err := g.runEnv(ctx, env, []byte(strings.Join(names, "\n")+"\n"), "cat-file", "--batch-check=%(objectname)")
 	if err != nil {
-		return nil // none
+		return nil, err
 	}
-	blob := strings.TrimSpace(out)
-	if old, err := r.g.line(ctx, "rev-parse", "-q", "--verify", baseTree+":.gitmodules"); err == nil && old == blob {
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(names) {
+		return nil, fmt.Errorf("git cat-file: %d answers for %d names", len(lines), len(names))
+	}
+	ids := make([]string, len(names))
+	for i, l := range lines {
+		if !strings.Contains(l, " ") { // "<name> missing", "<name> ambiguous"
+			ids[i] = l
+		}
+	}
+	return ids, nil
+}
+
+// checkGitmodules refuses a .gitmodules the task changed (blob, was old;
+// "" where there is none) when git's fsck would reject it.
+func checkGitmodules(ctx context.Context, g git, env []string, blob, old string) error {
+	if blob == "" || blob == old {
 		return nil
 	}
-	out, err = g.runEnv(ctx, env, nil, "config", "--blob="+blob, "-z", "--list")
+	out, err := g.runEnv(ctx, env, nil, "config", "--blob="+blob, "-z", "--list")
 	if err != nil {
 		return &GitmodulesError{Setting: "it cannot be read as git config"}
 	}

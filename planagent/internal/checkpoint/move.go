@@ -52,7 +52,7 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 	if err := r.moveRef(ctx, old, new); err != nil {
 		return r.putBack(ctx, paths, from, to, err)
 	}
-	if err := r.readTree(ctx, new); err != nil {
+	if err := r.updateIndex(ctx, paths, to); err != nil {
 		// Not under ctx: a cancelled move must still be put back.
 		if uerr := r.moveRef(context.WithoutCancel(ctx), new, old); uerr != nil {
 			return fmt.Errorf("%w (and moving %s back failed: %v; run `git reset --hard %s` once nothing else uses the repository)", err, r.Branch(), uerr, short(new)) //nolint:errorlint // callers match the move's error, not the undo's
@@ -83,6 +83,46 @@ func (r *Repo) readTree(ctx context.Context, commit string) error {
 		return fmt.Errorf("update the index to %s: %w", short(commit), err)
 	}
 	_, _ = r.g.run(ctx, "update-index", "-q", "--refresh")
+	return nil
+}
+
+// updateIndex makes the index follow HEAD after a move of paths to the
+// entries to: only those entries are written (one update-index), so the
+// others keep their stat data and nothing re-reads the whole tree, as
+// read-tree and a refresh of every file did. The new entries have none:
+// git hashes those few files again the next time it looks.
+func (r *Repo) updateIndex(ctx context.Context, paths []string, to map[string]entry) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	zero := ""
+	var removals, additions []string
+	for _, p := range paths {
+		e := to[p]
+		if e.blob == "" {
+			removals = append(removals, p)
+			continue
+		}
+		zero = strings.Repeat("0", len(e.blob))
+		additions = append(additions, e.mode+" "+e.blob+"\t"+p+"\x00")
+	}
+	if zero == "" {
+		zero = strings.Repeat("0", 40)
+		if r.objectFormat == "sha256" {
+			zero = strings.Repeat("0", 64)
+		}
+	}
+	var in strings.Builder
+	// Removals first: a file may replace a directory the move emptied.
+	for _, p := range removals {
+		in.WriteString("0 " + zero + "\t" + p + "\x00")
+	}
+	for _, a := range additions {
+		in.WriteString(a)
+	}
+	if _, err := r.g.runIn(ctx, []byte(in.String()), "update-index", "-z", "--add", "--replace", "--index-info"); err != nil {
+		return fmt.Errorf("update the index for %d files: %w", len(paths), err)
+	}
 	return nil
 }
 

@@ -1,0 +1,111 @@
+package checkpoint
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitCounter puts a git in front of PATH that logs each run, and returns
+// a function that says how many runs there were since it was last called.
+// Not parallel: it sets PATH.
+func gitCounter(t *testing.T) func() int {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "log")
+	script := "#!/bin/sh\necho \"$*\" >> '" + log + "'\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	seen := 0
+	return func() int {
+		data, _ := os.ReadFile(log)
+		lines := strings.Count(string(data), "\n")
+		n := lines - seen
+		seen = lines
+		return n
+	}
+}
+
+// TestChainTaskGitProcesses bounds the git processes of one task of a
+// chain, step by step, once the run is under way (the pool and the object
+// cache warm): each process costs milliseconds, and a step that gains one
+// shows here before it shows in the benchmarks.
+func TestChainTaskGitProcesses(t *testing.T) {
+	ws := userRepo(t)
+	r := open(t, ws)
+	ctx := t.Context()
+	head, err := r.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := t.TempDir()
+	r.SetPool(filepath.Join(copies, ".pool"), 2)
+	count := gitCounter(t)
+	for i, name := range []string{"a.txt", "b.txt", "c.txt"} {
+		dir := filepath.Join(copies, name)
+		count()
+		if err := r.NewCopy(ctx, dir, head); err != nil {
+			t.Fatal(err)
+		}
+		copyProcs := count()
+		write(t, dir, name, name+"\n")
+		commit, _, err := r.Squash(ctx, dir, head, "write "+name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		squashProcs := count()
+		if _, err := r.Apply(ctx, dir, head, commit, head); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.NewCopy(ctx, dir+".accept", commit); err != nil {
+			t.Fatal(err)
+		}
+		acceptProcs := count()
+		if err := r.RemoveCopy(dir + ".accept"); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Advance(ctx, head, commit); err != nil {
+			t.Fatal(err)
+		}
+		moveProcs := count()
+		if err := r.RemoveCopy(dir); err != nil {
+			t.Fatal(err)
+		}
+		head = commit
+		if i == 0 {
+			continue // the first copies are made by git init, the cache filled
+		}
+		for _, c := range []struct {
+			step     string
+			got, max int
+		}{
+			// checkout, clean (the commit is in the object cache)
+			{"the attempt's copy", copyProcs, 2},
+			// add, write-tree, cat-file, commit-tree, update-ref (no
+			// submodule listing: base was made here from one without)
+			{"the squash", squashProcs, 5},
+			// pack-objects, checkout, clean
+			{"the acceptance copy", acceptProcs, 3},
+			// rev-parse, diff-tree, cat-file, update-ref, update-index
+			{"the move", moveProcs, 5},
+		} {
+			if c.got > c.max {
+				t.Errorf("task %d: %s ran %d git processes, want at most %d", i, c.step, c.got, c.max)
+			}
+		}
+	}
+	if got := read(t, ws, "c.txt"); got != "c.txt\n" {
+		t.Errorf("c.txt = %q", got)
+	}
+	if out := sh(t, ws, "git status --porcelain"); out != "" {
+		t.Errorf("the workspace is not at the last checkpoint:\n%s", out)
+	}
+}
