@@ -21,6 +21,7 @@ run -bench 'ScriptedSession' -benchtime 3x ./codingagent/internal/agent/
 run -bench 'Chain100$|FanOut100$' -benchtime 3x ./planagent/internal/orchestrator/
 [ -n "$quick" ] || run -bench 'Chain1000$|FanOut1000$|Chain10000$|FanOut10000$' -benchtime 1x -timeout 60m ./planagent/internal/orchestrator/
 run -bench 'RunPlan' ./planagent/internal/taskgraph/
+run -bench 'TaskSteps' -benchtime 100x -timeout 20m ./planagent/internal/checkpoint/
 run -bench 'Attempt10k/pooled' -benchtime 10x -timeout 30m ./planagent/internal/checkpoint/
 run -bench 'Attempt10k/fresh' -benchtime 3x -timeout 30m ./planagent/internal/checkpoint/
 run -bench 'GoStdlib' -benchtime 3x ./internal/repomap/
