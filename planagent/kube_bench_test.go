@@ -109,7 +109,7 @@ func barePodSamples(b *testing.B, k *kubeCluster, n int) []time.Duration {
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	url := fmt.Sprintf("http://%s:%d", kubeGateway(), ln.Addr().(*net.TCPAddr).Port)
-	ctx := context.Background()
+	ctx := b.Context()
 	pods := k.cs.CoreV1().Pods("default")
 	no := false
 	var out []time.Duration
@@ -193,7 +193,7 @@ func kubeBenchRun(b *testing.B, k *kubeCluster, n, parallel int) *kubeRun {
 	srv.Handle(f.handle)
 	r := &kubeRun{created: map[string]time.Time{}, deleted: map[string]time.Time{}, firstRequest: map[string]time.Time{}}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -68,7 +68,7 @@ func kubeNamespace(t *testing.T, k *kubeCluster, name string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = k.cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = k.cs.CoreV1().Namespaces().Delete(context.WithoutCancel(t.Context()), name, metav1.DeleteOptions{})
 	})
 	return name
 }
@@ -116,7 +116,7 @@ func TestE2EKubePlanagentAsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = k.cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+		_ = k.cs.CoreV1().PersistentVolumes().Delete(context.WithoutCancel(t.Context()), pv.Name, metav1.DeleteOptions{})
 	})
 
 	apiHost := kubeAPIHostPort(t, k)
