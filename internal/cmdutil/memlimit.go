@@ -5,13 +5,17 @@ import (
 	"runtime/debug"
 )
 
-// DefaultMemoryLimit is the Go heap's soft limit in both binaries. With
-// the default GOGC a heap grows to twice its live data before a collection:
-// a cold repo map of the Go standard library (~30 MB live) would peak past
-// 80 MB. Under the limit the collector runs earlier instead, so both
-// binaries stay near 50–60 MB there; past it (a much larger repository)
-// the runtime caps the collector's CPU share rather than failing.
-const DefaultMemoryLimit = 48 << 20
+// DefaultMemoryLimit is the Go runtime's soft memory limit in both
+// binaries. With the default GOGC a heap grows to twice its live data
+// before a collection: a cold repo map of the Go standard library (~30 MB
+// live) would peak past 80 MB of heap. Under the limit the collector runs
+// earlier instead; past it (a much larger repository) the runtime caps the
+// collector's CPU share rather than failing. 40 MiB, not 48: planagent's
+// binary (the Kubernetes and Docker clients, the Anthropic SDK) keeps
+// ~40 MB of its own file pages resident, and at 48 MiB its peak over the
+// standard library passed 100 MB (101–107 MB; 93 MB at 40 MiB, the run no
+// slower within the noise).
+const DefaultMemoryLimit = 40 << 20
 
 // LimitMemory applies DefaultMemoryLimit unless GOMEMLIMIT (read by the Go
 // runtime itself) already set a limit.
