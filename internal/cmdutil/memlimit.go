@@ -13,8 +13,8 @@ import (
 // collector's CPU share rather than failing. 40 MiB, not 48: planagent's
 // binary (the Kubernetes and Docker clients, the Anthropic SDK) keeps
 // ~40 MB of its own file pages resident, and at 48 MiB its peak over the
-// standard library passed 100 MB (101–107 MB; 93 MB at 40 MiB, the run no
-// slower within the noise).
+// standard library passed 100 MB (101–107 MB; 93–107 MB at 40 MiB, the
+// run no slower within the noise).
 const DefaultMemoryLimit = 40 << 20
 
 // LimitMemory applies DefaultMemoryLimit unless GOMEMLIMIT (read by the Go
