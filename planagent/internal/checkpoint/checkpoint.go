@@ -64,6 +64,10 @@ type Repo struct {
 	keepMu               sync.Mutex
 	kept                 map[string]bool // commits whose keep ref this process made
 
+	qMu   sync.Mutex
+	qFree []string // emptied quarantines of earlier squashes
+	qSeq  int
+
 	poolMu  sync.Mutex
 	pool    string // thrown-away copies kept for reuse ("" = none)
 	poolMax int

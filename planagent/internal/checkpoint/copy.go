@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // An attempt's copy is mounted into the agent's container, so everything in
@@ -122,9 +123,9 @@ func (r *Repo) keep(ctx context.Context, commit string) error {
 }
 
 // remake makes the copy in dir (new, or thrown away by an attempt) hold
-// exactly commit, with a git directory made here.
+// exactly commit, with a git directory emptied and written here.
 func (r *Repo) remake(ctx context.Context, dir, commit string) error {
-	if _, err := purge(dir, true); err != nil {
+	if _, err := purge(dir, false); err != nil {
 		return fmt.Errorf("clear the copy %s: %w", dir, err)
 	}
 	gd := filepath.Join(dir, ".git")
@@ -132,18 +133,24 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 		return err
 	}
 	c := git{dir: dir, gitDir: gd, workTree: dir, hardened: true}
-	if err := r.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack")); err != nil {
+	st := readStamps(filepath.Join(r.stateDir(dir), "packs"))
+	if err := r.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack"), &st); err != nil {
 		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)
 	}
-	// What `git update-ref` would write in a git directory made a moment
-	// ago by this process, with no reflog for refs/codeagent/.
-	if err := writeNew(filepath.Join(gd, "refs", "codeagent", "base"), []byte(commit+"\n")); err != nil {
+	// What `git update-ref` would leave after a `git pack-refs`: one file,
+	// no directory to make.
+	if err := writeCopyFile(filepath.Join(gd, "packed-refs"), []byte(commit+" refs/codeagent/base\n")); err != nil {
 		return err
 	}
-	state := r.stateDir(dir)
 	// The index saved when the copy was last made says which files are
 	// still as they were (their stat data): only the others are written.
-	if err := copyRegular(filepath.Join(gd, "index"), filepath.Join(state, "index")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// Without one, the copy's own index goes: the agent may have written it.
+	index := filepath.Join(gd, "index")
+	if err := copyIntoCopy(index, filepath.Join(r.stateDir(dir), "index")); errors.Is(err, fs.ErrNotExist) {
+		if err := removeAll(index); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return err
 	}
 	if _, err := c.run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
@@ -155,24 +162,37 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 	if err := r.copyIncluded(dir); err != nil {
 		return err
 	}
-	return r.saveState(dir)
+	if err := r.saveState(dir); err != nil {
+		return err
+	}
+	st.seal = time.Now().UnixNano()
+	return writeStamps(filepath.Join(r.stateDir(dir), "packs"), st)
 }
 
-// initCopyGitDir makes a copy's git directory gd, which must not exist.
-// The first one of the process is made by `git init` (which probes the
-// file system: file modes, links, case); its HEAD and config are kept, and
-// later ones are written from them here, without a git process: two fewer
-// per copy, and the same files git would write.
+// initCopyGitDir makes a copy's git directory gd hold a HEAD and config
+// the host wrote, and nothing else of what was there (tidyGitDir). The
+// first one of the process is made by `git init` (which probes the file
+// system: file modes, links, case) where nothing was, its HEAD and config
+// kept; later ones get the same files, written here without a git
+// process.
 func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
 	r.initMu.Lock()
 	head, config := r.copyHead, r.copyConfig
 	r.initMu.Unlock()
 	if head == nil {
+		// git init keeps and reads what it finds: nothing of the agent's.
+		if err := removeAll(gd); err != nil {
+			return err
+		}
 		if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, gd); err != nil {
 			return err
 		}
-		if _, err := (git{dir: dir, gitDir: gd, workTree: dir, hardened: true}).run(ctx, "config", "core.bare", "false"); err != nil {
-			return err
+		cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true}
+		// No reflog: a logs/ directory would be made and removed per copy.
+		for _, kv := range [][2]string{{"core.bare", "false"}, {"core.logAllRefUpdates", "false"}} {
+			if _, err := cg.run(ctx, "config", kv[0], kv[1]); err != nil {
+				return err
+			}
 		}
 		head, herr := os.ReadFile(filepath.Join(gd, "HEAD"))
 		config, cerr := os.ReadFile(filepath.Join(gd, "config"))
@@ -183,36 +203,21 @@ func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
 		}
 		return nil
 	}
-	// Mkdir, not MkdirAll: purge just removed it; anything there now was
-	// not made here.
-	if err := os.Mkdir(gd, 0o755); err != nil {
-		return err
+	made, err := tidyGitDir(gd)
+	if err != nil {
+		return fmt.Errorf("clear the copy's git directory: %w", err)
 	}
-	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
-		if err := os.MkdirAll(filepath.Join(gd, filepath.FromSlash(d)), 0o755); err != nil {
-			return err
+	if !made {
+		for _, d := range []string{"", "objects", "objects/pack", "refs"} {
+			if err := os.Mkdir(filepath.Join(gd, filepath.FromSlash(d)), 0o755); err != nil {
+				return err
+			}
 		}
 	}
-	if err := writeNew(filepath.Join(gd, "HEAD"), head); err != nil {
+	if err := writeCopyFile(filepath.Join(gd, "HEAD"), head); err != nil {
 		return err
 	}
-	return writeNew(filepath.Join(gd, "config"), config)
-}
-
-// writeNew writes a file that must not exist yet, in a directory it makes.
-func writeNew(p string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeCopyFile(filepath.Join(gd, "config"), config)
 }
 
 // copyObjects copies the packs of the object cache, which holds commit
@@ -222,10 +227,13 @@ func writeNew(p string, data []byte) error {
 // already has do not reach), so a copy costs a file copy of its packs
 // rather than packing the whole history again. Copied, never linked: the
 // agent owns its copy's files and could rewrite a linked one.
-func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
+//
+// A pack the copy still has as the host wrote it (stamps, updated here)
+// is not written again.
+func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps) error {
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
-	cache := filepath.Join(filepath.Dir(r.private), "objects.git")
+	cache := r.cacheDir()
 	cg := git{dir: filepath.Dir(cache), gitDir: cache, hardened: true}
 	if fi, err := os.Lstat(filepath.Join(cache, "HEAD")); err != nil || !fi.Mode().IsRegular() {
 		// Made aside and renamed into place: an init cut short (the
@@ -253,20 +261,8 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 		if err := r.packInto(ctx, commit, src); err != nil {
 			return err
 		}
-		// A ref per commit, so a repack keeps what the copies need.
-		if err := os.MkdirAll(filepath.Join(cache, "refs", "keep"), 0o755); err != nil {
+		if err := r.markCached(commit); err != nil {
 			return err
-		}
-		if err := os.WriteFile(filepath.Join(cache, "refs", "keep", commit), []byte(commit+"\n"), 0o644); err != nil {
-			return err
-		}
-		if r.cached == nil {
-			r.cached = map[string]bool{}
-		}
-		r.cached[commit] = true
-		r.cacheTips = append(r.cacheTips, commit)
-		if len(r.cacheTips) > maxCacheTips {
-			r.cacheTips = r.cacheTips[len(r.cacheTips)-maxCacheTips:]
 		}
 	}
 	entries, err := os.ReadDir(src)
@@ -285,18 +281,134 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(pack, 0o755); err != nil {
+	want := map[string]bool{}
+	for _, e := range entries {
+		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), "tmp_") {
+			want[e.Name()] = true
+		}
+	}
+	// The copy's packs of an earlier use that the cache no longer has go;
+	// the others are rewritten in place.
+	have, err := os.ReadDir(pack)
+	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), "tmp_") {
-			continue
-		}
-		if err := copyRegular(filepath.Join(pack, e.Name()), filepath.Join(src, e.Name())); err != nil {
-			return err
+	for _, e := range have {
+		if !want[e.Name()] {
+			if err := removeAll(filepath.Join(pack, e.Name())); err != nil {
+				return err
+			}
 		}
 	}
+	files := map[string]stamp{}
+	for name := range want {
+		p := filepath.Join(pack, name)
+		if st.unchanged(name, p) {
+			files[name] = st.files[name]
+			continue
+		}
+		if err := copyIntoCopy(p, filepath.Join(src, name)); err != nil {
+			return err
+		}
+		if s, ok := stampOf(p); ok {
+			files[name] = s
+		}
+	}
+	st.files = files
 	return nil
+}
+
+// cacheDir is the object cache: a bare repository in the host's private
+// directory.
+func (r *Repo) cacheDir() string { return filepath.Join(filepath.Dir(r.private), "objects.git") }
+
+// cacheObjects is the object cache's objects directory.
+func (r *Repo) cacheObjects() string { return filepath.Join(r.cacheDir(), "objects") }
+
+// markCached records that the cache holds commit and its history (the
+// caller holds cacheMu).
+func (r *Repo) markCached(commit string) error {
+	// A ref per commit, so a repack keeps what the copies need.
+	keep := filepath.Join(r.cacheDir(), "refs", "keep")
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(keep, commit), []byte(commit+"\n"), 0o644); err != nil {
+		return err
+	}
+	if r.cached == nil {
+		r.cached = map[string]bool{}
+	}
+	r.cached[commit] = true
+	r.cacheTips = append(r.cacheTips, commit)
+	if len(r.cacheTips) > maxCacheTips {
+		r.cacheTips = r.cacheTips[len(r.cacheTips)-maxCacheTips:]
+	}
+	return nil
+}
+
+// cacheLoose packs the loose objects among files of quarantine, made with
+// the cache as their alternate on top of a commit it holds, into the
+// cache: with them it holds commit (the caller holds cacheMu).
+func (r *Repo) cacheLoose(quarantine string, files []string, commit string) error {
+	hexLen := 40
+	if r.objectFormat == "sha256" {
+		hexLen = 64
+	}
+	objs, err := readLoose(quarantine, files, hexLen)
+	if err != nil {
+		return err
+	}
+	if _, err := writePack(filepath.Join(r.cacheObjects(), "pack"), r.objectFormat, objs); err != nil {
+		return err
+	}
+	return r.markCached(commit)
+}
+
+// takeQuarantine gives a squash an empty directory for its objects. They
+// are kept between squashes with their fan-out directories (a directory
+// made and removed per squash costs more than the squash's files on a
+// virtual disk); one a killed planagent left is emptied first.
+func (r *Repo) takeQuarantine() (string, error) {
+	r.qMu.Lock()
+	if n := len(r.qFree); n > 0 {
+		q := r.qFree[n-1]
+		r.qFree = r.qFree[:n-1]
+		r.qMu.Unlock()
+		return q, nil
+	}
+	r.qSeq++
+	q := filepath.Join(filepath.Dir(r.private), fmt.Sprintf("objects-q%d", r.qSeq))
+	r.qMu.Unlock()
+	if err := os.RemoveAll(q); err != nil {
+		return "", err
+	}
+	return q, os.MkdirAll(q, 0o755)
+}
+
+// putQuarantine empties a quarantine of its files, those listed (what
+// migrate moved is gone) or, with none, all but the index (kept to be
+// rewritten), and keeps it for the next squash; one that cannot be
+// emptied is removed.
+func (r *Repo) putQuarantine(q string, files []string) {
+	var err error
+	if files == nil {
+		files, err = listFiles(q)
+	}
+	for _, rel := range files {
+		if err == nil {
+			if rerr := os.Remove(filepath.Join(q, rel)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = rerr
+			}
+		}
+	}
+	if err != nil {
+		_ = os.RemoveAll(q)
+		return
+	}
+	r.qMu.Lock()
+	defer r.qMu.Unlock()
+	r.qFree = append(r.qFree, q)
 }
 
 // packInto writes a pack of commit's history into the cache's pack
@@ -332,7 +444,7 @@ const maxCacheTips = 4
 
 // maxCachePacks is how many packs the object cache may hold before its
 // small ones are merged.
-const maxCachePacks = 4
+const maxCachePacks = 16
 
 func packs(entries []os.DirEntry) int {
 	n := 0
@@ -506,9 +618,12 @@ func (r *Repo) DrainPool() error {
 	}
 	// The object cache holds the whole history: not kept between runs.
 	r.cacheMu.Lock()
-	errs = append(errs, os.RemoveAll(filepath.Join(filepath.Dir(r.private), "objects.git")))
+	errs = append(errs, os.RemoveAll(r.cacheDir()))
 	r.cached, r.cacheTips = nil, nil
-	// What a killed planagent left: a cache being made, a squash's quarantine.
+	r.qMu.Lock()
+	r.qFree = nil
+	r.qMu.Unlock()
+	// The quarantines, and what a killed planagent left: a cache being made.
 	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects*-*"))
 	for _, l := range leftovers {
 		errs = append(errs, os.RemoveAll(l))
@@ -638,22 +753,66 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	if err := r.checkSubmodules(ctx, dir, base); err != nil {
 		return "", removed, err
 	}
+	msg := subject
+	if strings.TrimSpace(body) != "" {
+		msg += "\n\n" + strings.TrimSpace(body)
+	}
 	// Objects go to a quarantine first (as git's receive-pack does) and
 	// into the repository only once the commit is accepted: a refused
 	// attempt leaves nothing in the user's objects.
-	if err := os.MkdirAll(filepath.Dir(r.private), 0o755); err != nil {
-		return "", removed, err
-	}
-	quarantine, err := os.MkdirTemp(filepath.Dir(r.private), "objects-")
+	quarantine, err := r.takeQuarantine()
 	if err != nil {
 		return "", removed, err
 	}
-	defer os.RemoveAll(quarantine)
+	var files []string // what git wrote there, once the commit is made
+	defer func() { r.putQuarantine(quarantine, files) }()
+	// With base in the object cache, the quarantine's alternate is the
+	// cache rather than the repository: what git writes into it is then
+	// exactly what the commit has and the cache lacks, and goes into the
+	// cache as one pack, so the acceptance copy and the next task's copy
+	// need no pack-objects. The cache stays locked meanwhile (a repack
+	// would remove the packs git reads).
+	r.cacheMu.Lock()
+	cached := r.cached[base]
+	if !cached {
+		r.cacheMu.Unlock()
+	}
+	commit, files, err = r.squashInto(ctx, quarantine, cached, dir, base, msg)
+	if cached {
+		r.cacheMu.Unlock()
+	}
+	if err != nil || commit == base {
+		return commit, removed, err
+	}
+	r.remember(commit, msg)
+	if r.isPlain(base) {
+		// A copy's squash adds no gitlink (nested repositories are taken
+		// as plain files): base without submodules, its commit too.
+		r.markPlain(commit)
+	}
+	if err := migrate(quarantine, files, r.objectsDir); err != nil {
+		return "", removed, fmt.Errorf("bring the task's objects into the repository: %w", err)
+	}
+	if err := r.keep(ctx, commit); err != nil {
+		return "", removed, err
+	}
+	return commit, removed, nil
+}
+
+// squashInto makes Squash's commit with its objects in quarantine, and
+// with cached (the caller holds the cache) puts them into the object
+// cache too.
+func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, dir, base, msg string) (string, []string, error) {
+	alt := r.objectsDir
+	if cached {
+		alt = r.cacheObjects()
+	}
 	idx := filepath.Join(quarantine, "index")
-	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + r.objectsDir}
+	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
 	g := git{dir: dir, gitDir: r.gitDir, workTree: dir, hardened: true, extra: r.copyArgs}
 	var tree string
-	if err = copyRegular(idx, filepath.Join(r.stateDir(dir), "index")); err == nil {
+	err := copyRegular(idx, filepath.Join(r.stateDir(dir), "index"))
+	if err == nil {
 		if _, err = g.runEnv(ctx, env, nil, "add", "-A"); err == nil {
 			tree, err = g.runEnv(ctx, env, nil, "write-tree")
 		}
@@ -663,13 +822,13 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 		// which hashes every file.
 		_ = os.Remove(idx)
 		if _, err := g.runEnv(ctx, env, nil, "read-tree", base); err != nil {
-			return "", removed, err
+			return "", nil, err
 		}
 		if _, err := g.runEnv(ctx, env, nil, "add", "-A"); err != nil {
-			return "", removed, err
+			return "", nil, err
 		}
 		if tree, err = g.runEnv(ctx, env, nil, "write-tree"); err != nil {
-			return "", removed, err
+			return "", nil, err
 		}
 	}
 	tree = strings.TrimSpace(tree)
@@ -677,65 +836,49 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	// base's tree and both .gitmodules, in one process.
 	ids, err := lookup(ctx, q, env, base+"^{tree}", tree+":.gitmodules", base+":.gitmodules")
 	if err != nil {
-		return "", removed, err
+		return "", nil, err
 	}
 	if ids[0] == "" {
-		return "", removed, fmt.Errorf("the copy's base %s is not a commit of the repository", short(base))
+		return "", nil, fmt.Errorf("the copy's base %s is not a commit of the repository", short(base))
 	}
 	if tree == ids[0] {
-		return base, removed, nil
+		return base, nil, nil
 	}
 	if err := checkGitmodules(ctx, q, env, ids[1], ids[2]); err != nil {
-		return "", removed, err
-	}
-	msg := subject
-	if strings.TrimSpace(body) != "" {
-		msg += "\n\n" + strings.TrimSpace(body)
+		return "", nil, err
 	}
 	c, err := q.runEnv(ctx, env, []byte(msg), "commit-tree", tree, "-p", base, "-F", "-")
 	if err != nil {
-		return "", removed, err
+		return "", nil, err
 	}
-	commit = strings.TrimSpace(c)
-	r.remember(commit, msg)
-	if r.isPlain(base) {
-		// A copy's squash adds no gitlink (nested repositories are taken
-		// as plain files): base without submodules, its commit too.
-		r.markPlain(commit)
+	commit := strings.TrimSpace(c)
+	files, err := listFiles(quarantine)
+	if err != nil {
+		return "", nil, err
 	}
-	if err := migrate(quarantine, r.objectsDir); err != nil {
-		return "", removed, fmt.Errorf("bring the task's objects into the repository: %w", err)
+	if cached {
+		if err := r.cacheLoose(quarantine, files, commit); err != nil {
+			return "", nil, fmt.Errorf("put the task's objects into the object cache: %w", err)
+		}
 	}
-	if err := r.keep(ctx, commit); err != nil {
-		return "", removed, err
-	}
-	return commit, removed, nil
+	return commit, files, nil
 }
 
-// migrate moves the loose objects and packs of the quarantine into the
-// repository's objects (a pack's index after its pack, as git does).
-func migrate(quarantine, objects string) error {
-	var idxs [][2]string
-	err := filepath.WalkDir(quarantine, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || p == filepath.Join(quarantine, "index") {
+// migrate moves files (listFiles) of the quarantine into the repository's
+// objects, a pack's index after its pack, as git does.
+func migrate(quarantine string, files []string, objects string) error {
+	var idxs []string
+	for _, rel := range files {
+		if strings.HasSuffix(rel, ".idx") {
+			idxs = append(idxs, rel)
+			continue
+		}
+		if err := moveObject(filepath.Join(quarantine, rel), filepath.Join(objects, rel)); err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(quarantine, p)
-		if strings.HasPrefix(rel, "info"+string(filepath.Separator)) {
-			return nil
-		}
-		to := filepath.Join(objects, rel)
-		if strings.HasSuffix(rel, ".idx") {
-			idxs = append(idxs, [2]string{p, to})
-			return nil
-		}
-		return moveObject(p, to)
-	})
-	if err != nil {
-		return err
 	}
-	for _, m := range idxs {
-		if err := moveObject(m[0], m[1]); err != nil {
+	for _, rel := range idxs {
+		if err := moveObject(filepath.Join(quarantine, rel), filepath.Join(objects, rel)); err != nil {
 			return err
 		}
 	}
@@ -846,19 +989,11 @@ func checkGitmodules(ctx context.Context, g git, env []string, blob, old string)
 // followed) is refused unopened, and the open itself follows no link and
 // does not block.
 func copyRegular(dst, src string) error {
-	if fi, err := os.Lstat(src); err != nil {
-		return err
-	} else if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", src)
-	}
-	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := openRegular(src)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", src)
-	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
@@ -878,4 +1013,24 @@ func copyRegular(dst, src string) error {
 		return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
 	}
 	return nil
+}
+
+// openRegular opens the regular file src for reading. Anything else there
+// (a FIFO would block an open, a link would be followed) is refused
+// unopened, and the open itself follows no link and does not block.
+func openRegular(src string) (*os.File, error) {
+	if fi, err := os.Lstat(src); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", src)
+	}
+	f, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", src)
+	}
+	return f, nil
 }

@@ -157,6 +157,9 @@ func hostileSequence(t *testing.T, ctx context.Context, r *Repo, script string) 
 	if st := gitStatus(t, next); st != "" {
 		t.Errorf("the recycled copy is not exactly its commit: %q", st)
 	}
+	if out, err := exec.Command("git", "-C", next, "fsck", "--no-dangling").CombinedOutput(); err != nil {
+		t.Errorf("git fsck in the recycled copy: %v\n%s", err, out)
+	}
 	if c, _, err := r.Squash(ctx, next, head, "b: nothing", ""); err != nil || c != head {
 		t.Errorf("squash of the untouched recycled copy = %s, %v; want its base", c, err)
 	}

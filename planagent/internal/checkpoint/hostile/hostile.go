@@ -49,6 +49,15 @@ var All = []Payload{
 	{"fifo-in-tree", "mkfifo pipe"},
 	{"stale-index-lock", "touch .git/index.lock"},
 	{"gitmodules-update-command", "printf '[submodule \"x\"]\\n\\tpath = x\\n\\turl = ./x\\n\\tupdate = !touch MARKER\\n' > .gitmodules"},
+	// The host rewrites a recycled copy's git files in place: through a
+	// second link it would write into another file (the user's config,
+	// where the copy and the repository share a file system).
+	{"hardlinked-git-files", "echo kept > kept.txt && for f in .git/config .git/HEAD .git/index .git/packed-refs .git/objects/pack/pack-*; do " +
+		"rm -f \"$f\"; ln GITDIR/config \"$f\" 2>/dev/null || ln kept.txt \"$f\"; done"},
+	// A pack changed with its size and modification time kept: only its
+	// change time tells, and it must be written again.
+	{"pack-rewritten-same-size-and-mtime", "for f in .git/objects/pack/pack-*; do cp -p \"$f\" .git/ref && " +
+		"printf XXXX | dd of=\"$f\" bs=1 conv=notrunc 2>/dev/null && touch -r .git/ref \"$f\"; done"},
 	{"hooks-and-fsmonitor", "mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch MARKER\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && " +
 		"printf '[core]\\n\\tfsmonitor = touch MARKER; false\\n\\thooksPath = .git/hooks\\n' >> .git/config"},
 }

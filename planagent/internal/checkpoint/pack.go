@@ -1,0 +1,176 @@
+package checkpoint
+
+import (
+	"bytes"
+	"compress/zlib"
+	"crypto/sha1" //nolint:gosec // git's object and pack checksums, not a security use
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// A squash's new objects reach the object cache as one pack written here,
+// from the loose objects git left in the squash's quarantine: a
+// `git pack-objects` of the commit would walk the history the cache
+// already holds to find the same few objects, and cost a process.
+
+// looseObject is an object as git stores it loose: its id, and its type
+// and content.
+type looseObject struct {
+	id   []byte
+	typ  int // the pack's type number: 1 commit, 2 tree, 3 blob, 4 tag
+	data []byte
+}
+
+var packTypes = map[string]int{"commit": 1, "tree": 2, "blob": 3, "tag": 4}
+
+// readLoose reads the loose objects among files (paths relative to the
+// objects directory dir, as listFiles gives them).
+func readLoose(dir string, files []string, hexLen int) ([]looseObject, error) {
+	var objs []looseObject
+	for _, rel := range files {
+		fan, name, ok := strings.Cut(filepath.ToSlash(rel), "/")
+		if !ok || len(fan) != 2 || len(fan)+len(name) != hexLen {
+			continue // a pack, git's tmp_obj_ files
+		}
+		id, err := hex.DecodeString(fan + name)
+		if err != nil {
+			continue
+		}
+		o, err := readLooseFile(filepath.Join(dir, rel))
+		if err != nil {
+			return nil, fmt.Errorf("loose object %s: %w", fan+name, err)
+		}
+		o.id = id
+		objs = append(objs, o)
+	}
+	return objs, nil
+}
+
+// listFiles lists the files under the objects directory dir (relative
+// paths), leaving out the index and info/ a quarantine also has.
+func listFiles(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel != "index" && !strings.HasPrefix(rel, "info"+string(filepath.Separator)) {
+			files = append(files, rel)
+		}
+		return nil
+	})
+	return files, err
+}
+
+func readLooseFile(p string) (looseObject, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return looseObject{}, err
+	}
+	defer f.Close()
+	z, err := zlib.NewReader(f)
+	if err != nil {
+		return looseObject{}, err
+	}
+	raw, err := io.ReadAll(z)
+	if err != nil {
+		return looseObject{}, err
+	}
+	head, data, ok := bytes.Cut(raw, []byte{0})
+	typ, size, ok2 := strings.Cut(string(head), " ")
+	if !ok || !ok2 || packTypes[typ] == 0 || size != fmt.Sprint(len(data)) {
+		return looseObject{}, fmt.Errorf("not a git object")
+	}
+	return looseObject{typ: packTypes[typ], data: data}, nil
+}
+
+// writePack writes objs as a pack and its index (version 2) into the pack
+// directory dir, under temporary names renamed into place, the index
+// last (git uses a pack once its index is there), and returns the pack's
+// name. The checksums use the repository's hash (sha1 or sha256).
+func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
+	newHash := sha1.New
+	if objectFormat == "sha256" {
+		newHash = sha256.New
+	}
+	sort.Slice(objs, func(i, j int) bool { return bytes.Compare(objs[i].id, objs[j].id) < 0 })
+	var pack bytes.Buffer
+	pack.WriteString("PACK")
+	_ = binary.Write(&pack, binary.BigEndian, [2]uint32{2, uint32(len(objs))})
+	offsets := make([]uint32, len(objs))
+	crcs := make([]uint32, len(objs))
+	for i, o := range objs {
+		if pack.Len() >= 1<<31 {
+			return "", fmt.Errorf("a squash's objects pass 2 GiB")
+		}
+		start := pack.Len()
+		offsets[i] = uint32(start)
+		size := len(o.data)
+		b := byte(o.typ<<4) | byte(size&15)
+		size >>= 4
+		for size > 0 {
+			pack.WriteByte(b | 0x80)
+			b = byte(size & 0x7f)
+			size >>= 7
+		}
+		pack.WriteByte(b)
+		z := zlib.NewWriter(&pack)
+		if _, err := z.Write(o.data); err != nil {
+			return "", err
+		}
+		if err := z.Close(); err != nil {
+			return "", err
+		}
+		crcs[i] = crc32.ChecksumIEEE(pack.Bytes()[start:])
+	}
+	h := newHash()
+	h.Write(pack.Bytes())
+	sum := h.Sum(nil)
+	pack.Write(sum)
+
+	var idx bytes.Buffer
+	idx.Write([]byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
+	var fan [256]uint32
+	for _, o := range objs {
+		fan[o.id[0]]++
+	}
+	for i := 1; i < 256; i++ {
+		fan[i] += fan[i-1]
+	}
+	_ = binary.Write(&idx, binary.BigEndian, fan)
+	for _, o := range objs {
+		idx.Write(o.id)
+	}
+	_ = binary.Write(&idx, binary.BigEndian, crcs)
+	_ = binary.Write(&idx, binary.BigEndian, offsets)
+	idx.Write(sum)
+	ih := newHash()
+	ih.Write(idx.Bytes())
+	idx.Write(ih.Sum(nil))
+
+	name := "pack-" + hex.EncodeToString(sum)
+	for _, f := range []struct {
+		ext  string
+		data []byte
+	}{{".pack", pack.Bytes()}, {".idx", idx.Bytes()}} {
+		tmp := filepath.Join(dir, "tmp_"+name+f.ext)
+		if err := os.WriteFile(tmp, f.data, 0o444); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name+f.ext)); err != nil {
+			_ = os.Remove(tmp)
+			return "", err
+		}
+	}
+	return name, nil
+}
