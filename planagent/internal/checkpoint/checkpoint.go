@@ -48,6 +48,7 @@ type Repo struct {
 	copyArgs     []string
 	objectFormat string
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
+	refsDir      string // its refs directory, "" where refs are not files
 	// include are the workspace's ignored files every copy gets
 	// (SetInclude, before the first copy; read-only after).
 	include   []string
@@ -259,36 +260,82 @@ func (e *ConflictError) Error() string { return "merge conflict in " + strings.J
 // Apply re-applies commit (one commit on top of base, from Squash) onto
 // onto as one commit with the same message. No working tree is touched: the result exists only as a
 // commit until Move. A merge driver a .gitattributes of the task names is
-// not run (driversOff).
+// not run (driversOff). Its objects go through a quarantine as Squash's
+// do, and into the object cache when it holds both commits.
 func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (string, error) {
 	if onto == base {
 		return commit, nil // nothing merged since the copy: the commit itself
 	}
-	g := r.g
-	g.extra = r.copyArgs
-	out, err := g.run(ctx, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", onto, commit)
-	fields := splitZ(out)
-	if err != nil {
-		if exitCode(err) == 1 && len(fields) > 0 {
-			files := uniq(fields[1:])
-			return "", &ConflictError{Files: files}
-		}
-		return "", fmt.Errorf("merge onto %s: %w", short(onto), err)
-	}
-	if len(fields) == 0 {
-		return "", fmt.Errorf("merge onto %s: git merge-tree printed no tree", short(onto))
-	}
 	msg, ok := r.message(commit)
 	if !ok {
+		var err error
 		if msg, err = r.g.run(ctx, "log", "-1", "--format=%B", commit); err != nil {
 			return "", err
 		}
 	}
-	merged, err := r.g.line(ctx, "commit-tree", fields[0], "-p", onto, "-m", strings.TrimSpace(msg))
-	if err == nil && r.isPlain(onto) && r.isPlain(commit) {
+	quarantine, err := r.takeQuarantine()
+	if err != nil {
+		return "", err
+	}
+	var files []string
+	defer func() { r.putQuarantine(quarantine, files) }()
+	r.cacheMu.Lock()
+	cached := r.cached[onto] && r.cached[commit]
+	if !cached {
+		r.cacheMu.Unlock()
+	}
+	merged, files, err := r.applyInto(ctx, quarantine, cached, commit, onto, strings.TrimSpace(msg))
+	if cached {
+		r.cacheMu.Unlock()
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := migrate(quarantine, files, r.objectsDir); err != nil {
+		return "", fmt.Errorf("bring the merge's objects into the repository: %w", err)
+	}
+	if r.isPlain(onto) && r.isPlain(commit) {
 		r.markPlain(merged) // a merge of two trees without gitlinks has none
 	}
-	return merged, err
+	return merged, nil
+}
+
+// applyInto merges for Apply with the objects in quarantine and, with
+// cached (the caller holds the cache), puts them into the object cache.
+func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, commit, onto, msg string) (string, []string, error) {
+	alt := r.objectsDir
+	if cached {
+		alt = r.cacheObjects()
+	}
+	env := []string{"GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
+	g := r.g
+	g.extra = r.copyArgs
+	out, err := g.runEnv(ctx, env, nil, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", onto, commit)
+	fields := splitZ(out)
+	if err != nil {
+		if exitCode(err) == 1 && len(fields) > 0 {
+			return "", nil, &ConflictError{Files: uniq(fields[1:])}
+		}
+		return "", nil, fmt.Errorf("merge onto %s: %w", short(onto), err)
+	}
+	if len(fields) == 0 {
+		return "", nil, fmt.Errorf("merge onto %s: git merge-tree printed no tree", short(onto))
+	}
+	out, err = r.g.runEnv(ctx, env, nil, "commit-tree", fields[0], "-p", onto, "-m", msg)
+	if err != nil {
+		return "", nil, err
+	}
+	merged := strings.TrimSpace(out)
+	files, err := listFiles(quarantine)
+	if err != nil {
+		return "", nil, err
+	}
+	if cached {
+		if err := r.cacheLoose(quarantine, files, merged); err != nil {
+			return "", nil, fmt.Errorf("put the merge's objects into the object cache: %w", err)
+		}
+	}
+	return merged, files, nil
 }
 
 // remember keeps the message of a commit Squash made, for its Apply (one

@@ -46,6 +46,19 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 		od = filepath.Join(r.g.dir, od)
 	}
 	r.objectsDir = od
+	// Keep refs are written as files where refs are files (git's default
+	// ref storage): one git process fewer per commit the run makes.
+	r.refsDir = ""
+	if st, _ := r.g.line(ctx, "config", "--get", "extensions.refStorage"); st == "" || st == "files" {
+		rd, err := r.g.line(ctx, "rev-parse", "--git-path", "refs")
+		if err != nil {
+			return err
+		}
+		if !filepath.IsAbs(rd) {
+			rd = filepath.Join(r.g.dir, rd)
+		}
+		r.refsDir = rd
+	}
 	r.copyArgs = nil
 	// Exit 1 is "no such key": nothing to turn off.
 	out, _ := r.g.run(ctx, "config", "--name-only", "--get-regexp", `^(filter|merge)\.`)
@@ -94,6 +107,24 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 	return r.remake(ctx, dir, commit)
 }
 
+// writeRef writes the loose ref file p naming commit as git does: into
+// p.lock, renamed into place. Only this process writes keep refs (under
+// keepMu), so a lock file found is one a killed planagent left.
+func writeRef(p, commit string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	lock := p + ".lock"
+	if err := os.WriteFile(lock, []byte(commit+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(lock, p); err != nil {
+		_ = os.Remove(lock)
+		return err
+	}
+	return nil
+}
+
 // keepRef is the ref that keeps commit reachable while the run may still
 // copy or merge it, so a gc of the repository meanwhile cannot prune it
 // (DropKeeps removes them when the run ends).
@@ -107,12 +138,15 @@ func (r *Repo) keep(ctx context.Context, commit string) error {
 	if r.kept[commit] {
 		return nil
 	}
-	// Not cut short: a git update-ref killed midway leaves its lock file
-	// (refs/codeagent/keep/<commit>.lock), and every later copy of that
-	// commit then fails with "cannot lock ref … File exists". Prewarm's
-	// context is cancelled as soon as the run starts, on a busy machine
-	// while this runs. It takes milliseconds.
-	if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", keepRef(commit), commit); err != nil {
+	if r.refsDir != "" {
+		if err := writeRef(filepath.Join(r.refsDir, "codeagent", "keep", commit), commit); err != nil {
+			return err
+		}
+	} else if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", keepRef(commit), commit); err != nil {
+		// Not cut short: a git update-ref killed midway leaves its lock
+		// file, and every later copy of that commit then fails with
+		// "cannot lock ref … File exists". Prewarm's context is cancelled
+		// as soon as the run starts. It takes milliseconds.
 		return err
 	}
 	if r.kept == nil {

@@ -89,9 +89,10 @@ func TestChainTaskGitProcesses(t *testing.T) {
 		}{
 			// checkout, clean (the commit is in the object cache)
 			{"the attempt's copy", copyProcs, 2},
-			// add, write-tree, cat-file, commit-tree, update-ref (no
-			// submodule listing: base was made here from one without)
-			{"the squash", squashProcs, 5},
+			// add, write-tree, cat-file, commit-tree (no submodule
+			// listing: base was made here from one without; the keep ref
+			// written as a file)
+			{"the squash", squashProcs, 4},
 			// checkout, clean (the squash put its objects into the
 			// object cache as a pack of its own)
 			{"the acceptance copy", acceptProcs, 2},
@@ -108,5 +109,65 @@ func TestChainTaskGitProcesses(t *testing.T) {
 	}
 	if out := sh(t, ws, "git status --porcelain"); out != "" {
 		t.Errorf("the workspace is not at the last checkpoint:\n%s", out)
+	}
+}
+
+// TestFanOutMergeGitProcesses bounds the git processes of a fan-out's
+// second merge, onto a head that moved since its copy: the merge (log is
+// not needed, the squash's message is remembered) and its acceptance copy,
+// whose objects the merge put into the object cache.
+func TestFanOutMergeGitProcesses(t *testing.T) {
+	ws := userRepo(t)
+	r := open(t, ws)
+	ctx := t.Context()
+	head, err := r.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := t.TempDir()
+	r.SetPool(filepath.Join(copies, ".pool"), 3)
+	count := gitCounter(t)
+	var commits []string
+	for _, name := range []string{"a.txt", "b.txt"} {
+		dir := filepath.Join(copies, name)
+		if err := r.NewCopy(ctx, dir, head); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, name, name+"\n")
+		c, _, err := r.Squash(ctx, dir, head, "write "+name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		commits = append(commits, c)
+	}
+	if err := r.Advance(ctx, head, commits[0]); err != nil {
+		t.Fatal(err)
+	}
+	count()
+	merged, err := r.Apply(ctx, filepath.Join(copies, "b.txt"), head, commits[1], commits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got > 2 {
+		t.Errorf("the merge onto the moved head ran %d git processes, want at most 2 (merge-tree, commit-tree)", got)
+	}
+	accept := filepath.Join(copies, "b.accept")
+	if err := r.NewCopy(ctx, accept, merged); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got > 2 {
+		t.Errorf("the acceptance copy of the merge ran %d git processes, want at most 2 (checkout, clean)", got)
+	}
+	if got := read(t, accept, "a.txt") + read(t, accept, "b.txt"); got != "a.txt\nb.txt\n" {
+		t.Errorf("the acceptance copy holds %q", got)
+	}
+	if out, err := exec.Command("git", "-C", accept, "fsck", "--no-dangling").CombinedOutput(); err != nil {
+		t.Errorf("git fsck in the acceptance copy: %v\n%s", err, out)
+	}
+	if err := r.Advance(ctx, commits[0], merged); err != nil {
+		t.Fatal(err)
+	}
+	if out := sh(t, ws, "git fsck --no-dangling && git status --porcelain"); out != "" {
+		t.Errorf("the workspace after the merge:\n%s", out)
 	}
 }
