@@ -62,7 +62,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 	case next.ActAccept:
 		r.startAcceptance(ctx, a.ID)
 	case next.ActMerge:
-		r.enqueueMerge(a.ID)
+		r.enqueueMerge(ctx, a.ID)
 	case next.ActStartMerge:
 		return r.startMerge(ctx, a)
 	case next.ActDropStaleReport:

@@ -305,11 +305,44 @@ func (squashNothing) Squash(_ context.Context, _, base, _, _ string) (string, []
 	return base, nil, nil
 }
 
+// squashSignal is a checkpoint repository whose squashes say when they
+// run.
+type squashSignal struct {
+	Repo
+	ran chan string
+}
+
+func (s squashSignal) Squash(_ context.Context, _, base, subject, _ string) (string, []string, error) {
+	s.ran <- subject
+	return base, nil, nil
+}
+
+// A queued attempt is committed while it waits: the squash needs nothing
+// merged before it, so it runs beside the merge ahead (with parallel
+// tasks, off the queue's one line).
+func TestQueuedAttemptsSquashWhileTheyWait(t *testing.T) {
+	ran := make(chan string, 2)
+	r := newTestRun(t, Options{Repo: squashSignal{ran: ran}}, fanOut(2)...)
+	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
+	r.enqueueMerge(t.Context(), "p0")
+	r.enqueueMerge(t.Context(), "p1")
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case s := <-ran:
+			got[strings.SplitN(s, ":", 2)[0]] = true
+		case <-t.Context().Done():
+			t.Fatalf("squashed before any merge started: %v; want p0 and p1", got)
+		}
+	}
+	r.squashing.Wait()
+}
+
 func TestStartMergeTakesTheQueueHeadOneAtATime(t *testing.T) {
 	r := newTestRun(t, Options{Repo: squashNothing{}}, fanOut(2)...)
 	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
-	r.enqueueMerge("p0")
-	r.enqueueMerge("p1")
+	r.enqueueMerge(t.Context(), "p0")
+	r.enqueueMerge(t.Context(), "p1")
 	if err := r.startMerge(t.Context(), next.ActStartMerge{ID: "p1"}); err == nil {
 		t.Fatal("the queue's second attempt merged first")
 	}

@@ -55,6 +55,16 @@ type mergeJob struct {
 	dir, base         string
 	acceptance        []string
 	attempt           int
+	// squashed is its commit, made while it waits (a squash depends on
+	// nothing merged before it), nil to make it in the merge.
+	squashed <-chan squashResult
+}
+
+// squashResult is what Squash returned.
+type squashResult struct {
+	commit  string
+	removed []string
+	err     error
 }
 
 // isolated reports whether attempts work in copies (a run with checkpoints).
@@ -96,15 +106,28 @@ func (r *run) dropCopy(id string) {
 	}
 }
 
-// enqueueMerge puts a completed attempt in the merge queue.
-func (r *run) enqueueMerge(id string) {
+// enqueueMerge puts a completed attempt in the merge queue, and commits
+// its copy off the loop meanwhile: the squash needs only the copy and its
+// base, so with parallel tasks it runs beside the merge ahead of it
+// rather than in the queue's one line.
+func (r *run) enqueueMerge(ctx context.Context, id string) {
 	t, _ := r.g.Get(id)
 	info := r.info(id)
-	r.queue = append(r.queue, mergeJob{
+	job := mergeJob{
 		id: id, subject: id + ": " + titleOf(t), body: info.Summary,
 		dir: r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt), base: info.Base,
 		acceptance: t.Acceptance, attempt: info.Attempt,
-	})
+	}
+	if r.isolated() {
+		ch := make(chan squashResult, 1)
+		job.squashed = ch
+		r.squashing.Go(func() {
+			var s squashResult
+			s.commit, s.removed, s.err = r.o.opts.Repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
+			ch <- s
+		})
+	}
+	r.queue = append(r.queue, job)
 	r.accepting++
 }
 
@@ -130,7 +153,13 @@ func (r *run) startMerge(ctx context.Context, a next.ActStartMerge) error {
 func (r *run) merge(ctx context.Context, job mergeJob, onto string) next.EvMerged {
 	repo := r.o.opts.Repo
 	out := next.EvMerged{ID: job.id, Summary: job.body}
-	commit, removed, err := repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
+	var s squashResult
+	if job.squashed != nil {
+		s = <-job.squashed
+	} else {
+		s.commit, s.removed, s.err = repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
+	}
+	commit, removed, err := s.commit, s.removed, s.err
 	for _, what := range removed {
 		r.o.opts.Logger.Warn("removed from the attempt's copy before its commit", "task", job.id, "removed", what)
 	}
@@ -264,6 +293,7 @@ func (r *run) clearAttempts(ctx context.Context) {
 	if !r.isolated() {
 		return
 	}
+	r.squashing.Wait() // a squash of a task the run no longer merges
 	if err := r.o.opts.Repo.DropKeeps(context.WithoutCancel(ctx)); err != nil {
 		r.o.opts.Logger.Warn("drop the run's keep refs", "err", err)
 	}

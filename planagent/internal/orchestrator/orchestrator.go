@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -186,7 +187,8 @@ type run struct {
 	accepting int             // acceptance runs and merges queued or under way
 	deciding  int             // decider calls under way
 	queue     []mergeJob
-	merging   bool // a merge is under way
+	merging   bool           // a merge is under way
+	squashing sync.WaitGroup // the queued attempts' squashes (enqueueMerge)
 	issues    []string
 	aborted   bool
 	done      bool
@@ -230,6 +232,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 		title, overview = st.Plan.Title, st.Plan.Overview
 	}
 	r := o.newRun(st, g, projectctx.New(l, st.RunID, st.Goal, title, overview))
+	defer r.squashing.Wait()
 	defer close(r.stopped)
 	defer r.endTraces()
 	defer st.Close()
