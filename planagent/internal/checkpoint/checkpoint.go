@@ -27,11 +27,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Repo is the checkpoint repository of one workspace.
 type Repo struct {
 	g        git // commands on the integration repository and the workspace
+	cat      *catFile
 	mode     string
 	gitDir   string
 	workTree string
@@ -61,6 +63,7 @@ type Repo struct {
 	copyHead, copyConfig []byte
 	msgMu                sync.Mutex
 	msgs                 map[string]string // Squash's messages, for Apply
+	trees                map[string]string // commits' trees (commitTree)
 	plain                map[string]bool   // commits known to have no submodule
 	keepMu               sync.Mutex
 	kept                 map[string]bool // commits whose keep ref this process made
@@ -136,7 +139,15 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 	if err := r.prepareCopies(ctx); err != nil {
 		return nil, fmt.Errorf("checkpoints in %s: %w", ws, err)
 	}
+	r.cat = &catFile{g: r.g}
 	return r, nil
+}
+
+// Close ends the git process the repository keeps for reading objects
+// (planagent's exit ends it too: its input closes).
+func (r *Repo) Close() error {
+	r.cat.close()
+	return nil
 }
 
 // initShadow makes the shadow repository on first use, with a first
@@ -201,7 +212,17 @@ func (r *Repo) IsAncestor(ctx context.Context, a, b string) bool {
 
 // Head is the commit HEAD is at.
 func (r *Repo) Head(ctx context.Context) (string, error) {
-	return r.g.line(ctx, "rev-parse", "--verify", "HEAD^{commit}")
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	o, err := r.cat.get("HEAD^{commit}")
+	if err != nil {
+		return "", err
+	}
+	if o.missing {
+		return "", fmt.Errorf("HEAD is not a commit")
+	}
+	return o.id, nil
 }
 
 // Dirty lists the workspace's files that differ from HEAD: modified,
@@ -321,11 +342,11 @@ func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, co
 	if len(fields) == 0 {
 		return "", nil, fmt.Errorf("merge onto %s: git merge-tree printed no tree", short(onto))
 	}
-	out, err = r.g.runEnv(ctx, env, nil, "commit-tree", fields[0], "-p", onto, "-m", msg)
+	merged, err := r.writeCommit(quarantine, fields[0], []string{onto}, msg, time.Now())
 	if err != nil {
 		return "", nil, err
 	}
-	merged := strings.TrimSpace(out)
+	r.rememberTree(merged, fields[0])
 	files, err := listFiles(quarantine)
 	if err != nil {
 		return "", nil, err

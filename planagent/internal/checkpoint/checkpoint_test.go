@@ -61,6 +61,7 @@ func open(t *testing.T, ws string) *Repo {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = r.Close() })
 	return r
 }
 

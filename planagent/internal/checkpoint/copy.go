@@ -866,26 +866,29 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 		}
 	}
 	tree = strings.TrimSpace(tree)
-	q := git{dir: r.workTree, gitDir: r.gitDir, hardened: true}
-	// base's tree and both .gitmodules, in one process.
-	ids, err := lookup(ctx, q, env, base+"^{tree}", tree+":.gitmodules", base+":.gitmodules")
+	baseTree, err := r.commitTree(base)
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("the copy's base: %w", err)
 	}
-	if ids[0] == "" {
-		return "", nil, fmt.Errorf("the copy's base %s is not a commit of the repository", short(base))
-	}
-	if tree == ids[0] {
+	if tree == baseTree {
 		return base, nil, nil
 	}
-	if err := checkGitmodules(ctx, q, env, ids[1], ids[2]); err != nil {
-		return "", nil, err
+	// A copy without a .gitmodules has none in its tree: no lookup.
+	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err == nil {
+		q := git{dir: r.workTree, gitDir: r.gitDir, hardened: true}
+		ids, err := lookup(ctx, q, env, tree+":.gitmodules", base+":.gitmodules")
+		if err != nil {
+			return "", nil, err
+		}
+		if err := checkGitmodules(ctx, q, env, ids[0], ids[1]); err != nil {
+			return "", nil, err
+		}
 	}
-	c, err := q.runEnv(ctx, env, []byte(msg), "commit-tree", tree, "-p", base, "-F", "-")
+	commit, err := r.writeCommit(quarantine, tree, []string{base}, msg, time.Now())
 	if err != nil {
 		return "", nil, err
 	}
-	commit := strings.TrimSpace(c)
+	r.rememberTree(commit, tree)
 	files, err := listFiles(quarantine)
 	if err != nil {
 		return "", nil, err

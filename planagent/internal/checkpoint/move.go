@@ -1,16 +1,13 @@
 package checkpoint
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -287,32 +284,9 @@ func (e *ChangedError) Error() string {
 }
 
 // diffTrees lists the paths that differ between the trees of old and new,
-// with their entries on each side (none where a side has no file), in one
-// git process.
-func (r *Repo) diffTrees(ctx context.Context, old, new string) ([]string, map[string]entry, map[string]entry, error) {
-	out, err := r.g.run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	var paths []string
-	from, to := map[string]entry{}, map[string]entry{}
-	fields := splitZ(out)
-	for i := 0; i+1 < len(fields); i += 2 {
-		// ":<old mode> <new mode> <old id> <new id> <status>", then the path.
-		f := strings.Fields(strings.TrimPrefix(fields[i], ":"))
-		if len(f) != 5 {
-			return nil, nil, nil, fmt.Errorf("git diff-tree: unexpected %q", fields[i])
-		}
-		p := fields[i+1]
-		paths = append(paths, p)
-		if strings.Trim(f[2], "0") != "" {
-			from[p] = entry{mode: f[0], blob: f[2]}
-		}
-		if strings.Trim(f[3], "0") != "" {
-			to[p] = entry{mode: f[1], blob: f[3]}
-		}
-	}
-	return paths, from, to, nil
+// with their entries on each side (none where a side has no file).
+func (r *Repo) diffTrees(_ context.Context, old, new string) ([]string, map[string]entry, map[string]entry, error) {
+	return r.diffTreesBatch(old, new)
 }
 
 // current hashes the workspace's files at paths as git would; a missing
@@ -361,35 +335,18 @@ func (r *Repo) current(ctx context.Context, paths []string) (map[string]string, 
 	return m, nil
 }
 
-// blobs reads the contents of blobs in one git process.
-func (r *Repo) blobs(ctx context.Context, ids []string) (map[string][]byte, error) {
+// blobs reads the contents of blobs.
+func (r *Repo) blobs(_ context.Context, ids []string) (map[string][]byte, error) {
 	m := map[string][]byte{}
-	if len(ids) == 0 {
-		return m, nil
-	}
-	out, err := r.g.runIn(ctx, []byte(strings.Join(ids, "\n")+"\n"), "cat-file", "--batch")
-	if err != nil {
-		return nil, err
-	}
-	rd := bufio.NewReader(strings.NewReader(out))
-	for range ids {
-		header, err := rd.ReadString('\n')
+	for _, id := range ids {
+		o, err := r.cat.get(id)
 		if err != nil {
-			return nil, fmt.Errorf("git cat-file: %w", err)
+			return nil, err
 		}
-		f := strings.Fields(header)
-		if len(f) != 3 {
-			return nil, fmt.Errorf("git cat-file: unexpected %q", strings.TrimSpace(header))
+		if o.missing || o.typ != "blob" {
+			return nil, fmt.Errorf("blob %s is not in the repository", short(id))
 		}
-		n, err := strconv.Atoi(f[2])
-		if err != nil {
-			return nil, fmt.Errorf("git cat-file: size %q", f[2])
-		}
-		buf := make([]byte, n+1) // the content and its newline
-		if _, err := io.ReadFull(rd, buf); err != nil {
-			return nil, fmt.Errorf("git cat-file: %w", err)
-		}
-		m[f[0]] = buf[:n]
+		m[id] = o.data
 	}
 	return m, nil
 }
