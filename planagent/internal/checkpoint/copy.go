@@ -190,7 +190,7 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 	if _, err := c.run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
 		return err
 	}
-	if _, err := c.run(ctx, "clean", "-q", "-ffdx"); err != nil {
+	if err := r.cleanCopy(ctx, dir); err != nil {
 		return err
 	}
 	if err := r.copyIncluded(dir); err != nil {
