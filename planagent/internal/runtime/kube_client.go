@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +13,6 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -114,30 +114,23 @@ func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
 }
 
 func (c *kubeClient) Jobs(namespace string) kubeJobs {
-	return gentype.NewClientWithList("jobs", c.batch, c.params, namespace,
-		func() *batchv1.Job { return &batchv1.Job{} }, func() *batchv1.JobList { return &batchv1.JobList{} },
-		gentype.PrefersProtobuf[*batchv1.Job]())
+	return &kubeResource[*batchv1.Job, *batchv1.JobList]{client: c.batch, params: c.params, resource: "jobs", namespace: namespace,
+		newObject: func() *batchv1.Job { return &batchv1.Job{} }, newList: func() *batchv1.JobList { return &batchv1.JobList{} }}
 }
 
 func (c *kubeClient) Pods(namespace string) kubePods {
-	return &kubePodClient{
-		ClientWithList: gentype.NewClientWithList("pods", c.core, c.params, namespace,
-			func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} },
-			gentype.PrefersProtobuf[*corev1.Pod]()),
-		params: c.params,
-	}
+	return &kubePodClient{kubeResource[*corev1.Pod, *corev1.PodList]{client: c.core, params: c.params, resource: "pods", namespace: namespace,
+		newObject: func() *corev1.Pod { return &corev1.Pod{} }, newList: func() *corev1.PodList { return &corev1.PodList{} }}}
 }
 
 func (c *kubeClient) Secrets(namespace string) kubeSecrets {
-	return gentype.NewClientWithList("secrets", c.core, c.params, namespace,
-		func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} },
-		gentype.PrefersProtobuf[*corev1.Secret]())
+	return &kubeResource[*corev1.Secret, *corev1.SecretList]{client: c.core, params: c.params, resource: "secrets", namespace: namespace,
+		newObject: func() *corev1.Secret { return &corev1.Secret{} }, newList: func() *corev1.SecretList { return &corev1.SecretList{} }}
 }
 
 func (c *kubeClient) Namespaces() kubeNamespaces {
-	return gentype.NewClient("namespaces", c.core, c.params, "",
-		func() *corev1.Namespace { return &corev1.Namespace{} },
-		gentype.PrefersProtobuf[*corev1.Namespace]())
+	return &kubeResource[*corev1.Namespace, *corev1.NamespaceList]{client: c.core, params: c.params, resource: "namespaces",
+		newObject: func() *corev1.Namespace { return &corev1.Namespace{} }, newList: func() *corev1.NamespaceList { return &corev1.NamespaceList{} }}
 }
 
 // execURL is the pods/exec URL of a command in a pod, as client-go's
@@ -147,13 +140,100 @@ func (c *kubeClient) execURL(namespace, pod string, opts *corev1.PodExecOptions)
 		VersionedParams(opts, c.params).URL()
 }
 
+// kubeObject is an API object with its metadata.
+type kubeObject interface {
+	k8sruntime.Object
+	GetName() string
+}
+
+// kubeResource makes the calls of one resource as client-go's generated
+// clients make them (k8s.io/client-go/gentype, not linked: it brings in
+// client-go's fakes, and with them managed fields and OpenAPI models):
+// protobuf preferred, as for every core/v1 and batch/v1 type; namespace ""
+// for a cluster-scoped resource.
+type kubeResource[T kubeObject, L k8sruntime.Object] struct {
+	client    *rest.RESTClient
+	params    k8sruntime.ParameterCodec
+	resource  string
+	namespace string
+	newObject func() T
+	newList   func() L
+}
+
+func (c *kubeResource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
+	result := c.newObject()
+	err := c.client.Get().
+		UseProtobufAsDefault().
+		NamespaceIfScoped(c.namespace, c.namespace != "").
+		Resource(c.resource).
+		Name(name).
+		VersionedParams(&opts, c.params).
+		Do(ctx).
+		Into(result)
+	return result, err
+}
+
+func (c *kubeResource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
+	list := c.newList()
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	err := c.client.Get().
+		UseProtobufAsDefault().
+		NamespaceIfScoped(c.namespace, c.namespace != "").
+		Resource(c.resource).
+		VersionedParams(&opts, c.params).
+		Timeout(timeout).
+		Do(ctx).
+		Into(list)
+	return list, err
+}
+
+func (c *kubeResource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
+	result := c.newObject()
+	err := c.client.Post().
+		UseProtobufAsDefault().
+		NamespaceIfScoped(c.namespace, c.namespace != "").
+		Resource(c.resource).
+		VersionedParams(&opts, c.params).
+		Body(obj).
+		Do(ctx).
+		Into(result)
+	return result, err
+}
+
+func (c *kubeResource[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	result := c.newObject()
+	err := c.client.Put().
+		UseProtobufAsDefault().
+		NamespaceIfScoped(c.namespace, c.namespace != "").
+		Resource(c.resource).
+		Name(obj.GetName()).
+		VersionedParams(&opts, c.params).
+		Body(obj).
+		Do(ctx).
+		Into(result)
+	return result, err
+}
+
+func (c *kubeResource[T, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return c.client.Delete().
+		UseProtobufAsDefault().
+		NamespaceIfScoped(c.namespace, c.namespace != "").
+		Resource(c.resource).
+		Name(name).
+		Body(&opts).
+		Do(ctx).
+		Error()
+}
+
 // kubePodClient adds the log request of client-go's pod client.
 type kubePodClient struct {
-	*gentype.ClientWithList[*corev1.Pod, *corev1.PodList]
-	params k8sruntime.ParameterCodec
+	kubeResource[*corev1.Pod, *corev1.PodList]
 }
 
 func (p *kubePodClient) GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request {
-	return p.GetClient().Get().Namespace(p.GetNamespace()).Name(name).Resource("pods").SubResource("log").
+	return p.client.Get().Namespace(p.namespace).Name(name).Resource("pods").SubResource("log").
 		VersionedParams(opts, p.params)
 }
