@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -82,7 +81,7 @@ const (
 // shared with the host but the API server: inputs go in and results come
 // out as tar streams over pods/exec (kube_sync.go).
 type Kube struct {
-	cs     kubernetes.Interface
+	api    kubeAPI
 	exec   podExecer
 	opts   KubeOptions
 	ns     string
@@ -116,15 +115,15 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrClusterUnreachable, err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	c, err := newKubeClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: client for %s: %w", ErrClusterUnreachable, where, err)
 	}
-	k, err := newKube(cs, &spdyExec{cfg: cfg, cs: cs}, ns, opts)
+	k, err := newKube(c, &spdyExec{cfg: cfg, c: c}, ns, opts)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+	if _, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 		switch {
 		case apierrors.IsForbidden(err):
 			return nil, fmt.Errorf("%w: list jobs in namespace %s at %s is forbidden: bind the Role of the README's Kubernetes section (jobs, pods, pods/exec, pods/log, secrets): %w", ErrClusterUnreachable, ns, where, err)
@@ -134,7 +133,7 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 			return nil, fmt.Errorf("%w: API server at %s (%s) does not answer: check --kubeconfig/--context: %w", ErrClusterUnreachable, cfg.Host, where, err)
 		}
 	}
-	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	if _, err := c.Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("%w: namespace %s not found at %s: create it or pass --namespace", ErrClusterUnreachable, ns, where)
 	}
 	if err := k.checkSecret(ctx); err != nil {
@@ -146,8 +145,9 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 	return k, nil
 }
 
-// newKube checks the options; the tests pass a fake clientset.
-func newKube(cs kubernetes.Interface, ex podExecer, ns string, opts KubeOptions) (*Kube, error) {
+// newKube checks the options; the tests pass client-go's fake clientset
+// (clientsetAPI).
+func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, error) {
 	if opts.RunID == "" {
 		return nil, errors.New("kubernetes runtime: empty run id: the orchestrator must pass the run's id")
 	}
@@ -183,7 +183,7 @@ func newKube(cs kubernetes.Interface, ex podExecer, ns string, opts KubeOptions)
 	if opts.Log != nil {
 		opts.Log = &lockedWriter{w: opts.Log}
 	}
-	k := &Kube{cs: cs, exec: ex, opts: opts, ns: ns, log: logger.With("runtime", "kubernetes"),
+	k := &Kube{api: api, exec: ex, opts: opts, ns: ns, log: logger.With("runtime", "kubernetes"),
 		exited: make(chan Exit, 16), secret: opts.Secret, attempts: make(map[string]*kubeAttempt), orphans: make(map[string]*batchv1.Job)}
 	if k.secret == "" {
 		k.secret, k.ownSecret = secretName(opts.RunID), true
@@ -271,7 +271,7 @@ func (k *Kube) Start(ctx context.Context) error {
 	if k.started {
 		return nil
 	}
-	list, err := k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{LabelRun: labelValue(k.opts.RunID)})})
+	list, err := k.api.Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{LabelRun: labelValue(k.opts.RunID)})})
 	if err != nil {
 		return fmt.Errorf("list the run's jobs in namespace %s: %w", k.ns, err)
 	}
@@ -321,7 +321,7 @@ func (k *Kube) checkSecret(ctx context.Context) error {
 	if k.ownSecret {
 		return nil
 	}
-	s, err := k.cs.CoreV1().Secrets(k.ns).Get(ctx, k.secret, metav1.GetOptions{})
+	s, err := k.api.Secrets(k.ns).Get(ctx, k.secret, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("%w: the secret %s (kube_secret) in namespace %s: %w: create it with one key per variable (kubectl create secret generic %s --from-literal=%s=...) or unset kube_secret",
 			ErrClusterUnreachable, k.secret, k.ns, err, k.secret, config.APIKeyEnv)
@@ -346,7 +346,7 @@ func (k *Kube) ensureSecret(ctx context.Context) error {
 		return nil
 	}
 	s := k.secretSpec()
-	api := k.cs.CoreV1().Secrets(k.ns)
+	api := k.api.Secrets(k.ns)
 	_, err := api.Create(ctx, s, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		_, err = api.Update(ctx, s, metav1.UpdateOptions{})
@@ -406,7 +406,7 @@ func (k *Kube) Stop(ctx context.Context) error {
 		}
 	}
 	if k.ownSecret {
-		err := k.cs.CoreV1().Secrets(k.ns).Delete(ctx, k.secret, metav1.DeleteOptions{})
+		err := k.api.Secrets(k.ns).Delete(ctx, k.secret, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete the run's secret %s: %w", k.secret, err))
 		}
@@ -417,7 +417,7 @@ func (k *Kube) Stop(ctx context.Context) error {
 // deleteJob deletes one Job with its pods.
 func (k *Kube) deleteJob(ctx context.Context, name string) error {
 	bg := metav1.DeletePropagationBackground
-	err := k.cs.BatchV1().Jobs(k.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	err := k.api.Jobs(k.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -426,7 +426,7 @@ func (k *Kube) deleteJob(ctx context.Context, name string) error {
 
 // deleteJobs deletes the Jobs matching selector, with their pods.
 func (k *Kube) deleteJobs(ctx context.Context, selector string) error {
-	list, err := k.cs.BatchV1().Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	list, err := k.api.Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return fmt.Errorf("list the run's jobs in namespace %s: %w", k.ns, err)
 	}

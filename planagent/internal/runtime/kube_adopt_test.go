@@ -127,7 +127,7 @@ func TestKubeAdoptsTheJobOfAKilledProcess(t *testing.T) {
 			setPod(t, cs, job, c.agent, running)
 			pf := newPodFiles(t, k1.opts.RunID)
 			pf.ready = c.inputsIn
-			k2, err := newKube(cs, pf, "agents", k1.opts)
+			k2, err := newKube(clientsetAPI{cs}, pf, "agents", k1.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +185,7 @@ func TestKubeRerunsWhatItCannotAdoptAndDropsTheRest(t *testing.T) {
 	if _, err := cs.BatchV1().Jobs("agents").Create(t.Context(), stray, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	k2, err := newKube(cs, noExec{}, "agents", k1.opts)
+	k2, err := newKube(clientsetAPI{cs}, noExec{}, "agents", k1.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

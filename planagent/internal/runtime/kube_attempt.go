@@ -84,7 +84,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	if adopted {
 		k.log.Info("adopted the attempt's job a previous process created", "task", a.TaskID, "attempt", a.Attempt, "job", job.Name, "namespace", k.ns)
 	} else {
-		made, err = k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+		made, err = k.api.Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// A Job of this very attempt that cannot be adopted (its pod
 			// ended without its results collected): start over.
@@ -93,7 +93,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 			err = k.waitGone(dctx, job.Name)
 			cancel()
 			if err == nil {
-				made, err = k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+				made, err = k.api.Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 			}
 		}
 		if err != nil {
@@ -143,7 +143,7 @@ func (k *Kube) adopt(ctx context.Context, task, name string) (*batchv1.Job, bool
 	if orphan == nil {
 		return nil, false, nil
 	}
-	pods, err := k.cs.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+	pods, err := k.api.Pods(k.ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
 	if err != nil {
 		return nil, false, fmt.Errorf("list the pod of job %s: %w", name, err)
 	}
@@ -180,7 +180,7 @@ func (k *Kube) inputsIn(ctx context.Context, pod string) (bool, error) {
 // waitGone waits until the Job name is deleted.
 func (k *Kube) waitGone(ctx context.Context, name string) error {
 	for {
-		_, err := k.cs.BatchV1().Jobs(k.ns).Get(ctx, name, metav1.GetOptions{})
+		_, err := k.api.Jobs(k.ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -406,7 +406,7 @@ func (k *Kube) streamLogs(ctx context.Context, pod string) {
 		k.log.Debug("no log writer for the agent's log", "pod", pod)
 		return
 	}
-	rc, err := k.cs.CoreV1().Pods(k.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "agent", Follow: true}).Stream(ctx)
+	rc, err := k.api.Pods(k.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "agent", Follow: true}).Stream(ctx)
 	if err != nil {
 		k.log.Warn("stream the agent's log", "pod", pod, "err", err)
 		return
@@ -454,7 +454,7 @@ func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) 
 	job := ref.name
 	sel := metav1.ListOptions{LabelSelector: "job-name=" + job}
 	for {
-		list, err := k.cs.CoreV1().Pods(k.ns).List(ctx, sel)
+		list, err := k.api.Pods(k.ns).List(ctx, sel)
 		if err != nil && ctx.Err() == nil {
 			k.log.Warn("list the attempt's pod", "job", job, "err", err)
 		}
@@ -476,7 +476,7 @@ func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) 
 				return nil, fmt.Errorf("pod %s pending for %s (kube_pending_timeout): %s", p.Name, limit, pendingReason(p))
 			}
 		} else if err == nil {
-			j, jerr := k.cs.BatchV1().Jobs(k.ns).Get(ctx, job, metav1.GetOptions{})
+			j, jerr := k.api.Jobs(k.ns).Get(ctx, job, metav1.GetOptions{})
 			if apierrors.IsNotFound(jerr) {
 				return nil, fmt.Errorf("job %s was deleted", job)
 			}

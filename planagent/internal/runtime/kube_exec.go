@@ -29,7 +29,7 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 	job := k.jobSpec(podSpec{name: name, role: "exec",
 		deadline: int64(math.Ceil(timeout.Seconds())) + int64(math.Ceil(k.opts.PendingTimeout.Seconds())),
 		command:  []string{"/bin/sh", "-c", command}, workdir: workdir})
-	made, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+	made, err := k.api.Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: create job %s in namespace %s: %w", command, name, k.ns, err)
 	}
@@ -68,7 +68,7 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 
 // podLog is the agent container's whole log, its end kept, the key masked.
 func (k *Kube) podLog(ctx context.Context, pod string) (string, error) {
-	rc, err := k.cs.CoreV1().Pods(k.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "agent"}).Stream(ctx)
+	rc, err := k.api.Pods(k.ns).GetLogs(pod, &corev1.PodLogOptions{Container: "agent"}).Stream(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read the output of pod %s (RBAC needs get on pods/log): %w", pod, err)
 	}

@@ -197,7 +197,7 @@ func TestKubeAttemptWithoutReportIsAnExit(t *testing.T) {
 func waitJobGone(t *testing.T, k *Kube, name string) {
 	t.Helper()
 	poll.Until(t, 30*time.Second, "job "+name+" to be deleted after the attempt", func() bool {
-		_, err := k.cs.BatchV1().Jobs("agents").Get(t.Context(), name, metav1.GetOptions{})
+		_, err := k.api.Jobs("agents").Get(t.Context(), name, metav1.GetOptions{})
 		return err != nil
 	})
 }

@@ -44,7 +44,7 @@ func (k *Kube) probe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrClusterUnreachable, err)
 	}
-	made, err := k.cs.BatchV1().Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
+	made, err := k.api.Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("%w: create the image check job %s in namespace %s: %w", ErrClusterUnreachable, job.Name, k.ns, err)
 	}

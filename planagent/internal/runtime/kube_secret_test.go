@@ -32,7 +32,7 @@ func kubeWithMCP(t *testing.T, cs *fake.Clientset, secret string) (*Kube, error)
 	if secret == "" {
 		secretEnv = append(secretEnv, "CODEAGENT_MCP_SERVERS")
 	}
-	return newKube(cs, noExec{}, "agents", KubeOptions{
+	return newKube(clientsetAPI{cs}, noExec{}, "agents", KubeOptions{
 		Volumes: l, RunID: "run-20261125-2", Image: "toolchain:1", Secret: secret, SecretEnv: secretEnv,
 		Env: map[string]string{"OPENAI_API_KEY": kubeTestKey, "OPENAI_MODEL": "m", "GITHUB_TOKEN": mcpToken,
 			"CODEAGENT_MCP_SERVERS": `{"gh":{"url":"https://mcp.example/","headers":{"Authorization":"` + mcpLiteral + `","X-Token":"${GITHUB_TOKEN}"}}}`},

@@ -14,8 +14,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 )
@@ -33,13 +31,12 @@ type podExecer interface {
 // spdyExec is pods/exec through the API server.
 type spdyExec struct {
 	cfg *rest.Config
-	cs  kubernetes.Interface
+	c   *kubeClient
 }
 
 func (e *spdyExec) Exec(ctx context.Context, ns, pod, container string, argv []string, stdin io.Reader, stdout io.Writer) error {
-	req := e.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ex, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", req.URL())
+	u := e.c.execURL(ns, pod, &corev1.PodExecOptions{Container: container, Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true})
+	ex, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", u)
 	if err != nil {
 		return fmt.Errorf("exec in pod %s: %w", pod, err)
 	}
