@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/codeagent/codeagent/internal/telemetry"
+	"github.com/codeagent/codeagent/internal/telemetry/export"
 )
 
 // Main runs root with signal handling set up once, prints the error (if any)
@@ -21,7 +21,7 @@ func Main(f *Factory, root *cobra.Command, args []string) int {
 	defer stop()
 	// Traces, when OTEL_EXPORTER_OTLP_ENDPOINT asks for them: flushed at
 	// exit, Ctrl-C included.
-	shutdown, terr := telemetry.Setup(ctx, root.Name())
+	shutdown, terr := export.Setup(ctx, root.Name())
 	if terr != nil {
 		fmt.Fprintf(f.IO.Err, "%s: traces: %v (going on without them)\n", root.Name(), terr)
 	} else {

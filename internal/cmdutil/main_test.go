@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/codeagent/codeagent/internal/telemetry"
+	"github.com/codeagent/codeagent/internal/telemetry/export"
 )
 
 // Bad usage exits 2, whether cobra or a command says so; any other failure
@@ -82,5 +85,20 @@ func TestVersionIsTheLongFlagOnly(t *testing.T) {
 	}
 	if code, out, errb := run(true, "-v"); code != ExitOK || out != "" {
 		t.Errorf("-v as --verbose: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+}
+
+// Without an OTLP endpoint, the exporter Main sets up exports nothing. (The
+// test of export.Setup lives here, where the exporter is linked anyway,
+// rather than in a test binary of its own.)
+func TestTraceSetupWithoutEndpointExportsNothing(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	shutdown, err := export.Setup(t.Context(), "x")
+	if err != nil || telemetry.Enabled() {
+		t.Fatalf("setup: %v, enabled %v", err, telemetry.Enabled())
+	}
+	if err := shutdown(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -343,6 +343,7 @@ func TestAnthropicSetupMessages(t *testing.T) {
 }
 
 func TestAnthropicIdleStreamRetried(t *testing.T) {
+	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
 	s := anthropictest.New(t, anthropictest.Reply{Text: "partial", Stall: true}, anthropictest.Reply{Text: "whole"})
 	var retries []error
 	c := newAnthropicClient(t, s, func(c *llm.Config) {

@@ -230,8 +230,10 @@ func TestLLMTestServerListensOnEveryInterface(t *testing.T) {
 }
 
 func TestLLMTestServerHangEndsWithTheClient(t *testing.T) {
+	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			t.Parallel()
 			s := llmtest.New(t)
 			s.Enqueue(llmtest.Reply{Hang: true})
 			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)

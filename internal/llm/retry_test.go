@@ -26,8 +26,10 @@ func asError(t *testing.T, err error) *llm.Error {
 }
 
 func TestRetryHonoursRetryAfter(t *testing.T) {
+	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			t.Parallel()
 			s := llmtest.New(t)
 			s.Enqueue(llmtest.Reply{Status: 429, RetryAfter: "1"}, llmtest.Text("done"))
 			var waits []time.Duration
@@ -53,6 +55,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 }
 
 func TestRetryTransientFailures(t *testing.T) {
+	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
 	tests := []struct {
 		name  string
 		first llmtest.Reply
@@ -65,6 +68,7 @@ func TestRetryTransientFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s := llmtest.New(t)
 			s.Enqueue(tt.first, llmtest.Text("complete"))
 			// Long enough that a loaded machine does not stall the good answer.

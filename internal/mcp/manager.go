@@ -40,6 +40,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// CallTimeout bounds one tool call (5m).
 	CallTimeout time.Duration
+	// StopGrace is how long a stdio server has to exit once its stdin is
+	// closed, before SIGTERM (and as long again before SIGKILL) (2s).
+	StopGrace time.Duration
 	// Secrets are replaced by [redacted] in results and messages, besides
 	// the servers' own env and header values.
 	Secrets []string
@@ -102,6 +105,9 @@ func New(opts Options) *Manager {
 	}
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = 5 * time.Minute
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = 2 * time.Second
 	}
 	m := &Manager{opts: opts}
 	names := make([]string, 0, len(opts.Servers))

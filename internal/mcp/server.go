@@ -102,7 +102,7 @@ func (s *server) connectLocked(ctx context.Context) error {
 		cmd.Stderr = s.stderr
 		stopWithParent(cmd)
 		s.cmd = cmd
-		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: s.opts.StopGrace}
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "codeagent", Version: "1"}, nil)
 	cctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)

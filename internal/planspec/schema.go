@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/codeagent/codeagent/internal/jsonschema"
-	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
@@ -23,12 +22,21 @@ type ToolOptions struct {
 const defaultToolDescription = "Submit the plan for the goal. Call it exactly once, after exploring the workspace. " +
 	"An invalid plan is rejected with the exact problem; fix it and call again."
 
+// Tool is a function definition offered to the model, field for field an
+// llm.Tool: callers convert it (llm.Tool(CreatePlanTool(o))), so that
+// planspec, and taskgraph with it, do not link the LLM clients.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON Schema of the arguments
+}
+
 // CreatePlanTool is the create_plan function schema. It is written by hand
 // rather than generated from Plan: generation emits $defs/$ref, which some
 // OpenAI-compatible servers reject, and would make title and overview
 // required, while the contract requires only tasks with id, description and
 // dependencies.
-func CreatePlanTool(o ToolOptions) llm.Tool {
+func CreatePlanTool(o ToolOptions) Tool {
 	str := func(desc string) jsonschema.Schema {
 		return jsonschema.Schema{Type: jsonschema.String, Description: desc}
 	}
@@ -79,5 +87,5 @@ func CreatePlanTool(o ToolOptions) llm.Tool {
 	if err != nil {
 		panic(fmt.Sprintf("planspec: marshal the create_plan schema: %v", err)) // plain values: cannot fail
 	}
-	return llm.Tool{Name: CreatePlanToolName, Description: desc, Parameters: raw}
+	return Tool{Name: CreatePlanToolName, Description: desc, Parameters: raw}
 }

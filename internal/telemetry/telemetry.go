@@ -12,20 +12,20 @@
 // attempt's span context reaches the coding agent in the command file's
 // traceparent, and the run's first span context, kept with the run, is the
 // parent of a resumed process's run span.
+//
+// The exporter (OTLP/HTTP, the SDK, and the protobuf and gRPC packages
+// they bring) is in the export package, which only the programs' main
+// path imports: a package that starts spans links none of it.
 package telemetry
 
 import (
 	"context"
 	"os"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -58,32 +58,6 @@ func Enabled() bool {
 		return false
 	}
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
-}
-
-// Setup installs the tracer provider of a program (service is its name
-// unless OTEL_SERVICE_NAME says otherwise) and returns what flushes and
-// stops it at exit. Without an endpoint it installs nothing.
-func Setup(ctx context.Context, service string) (shutdown func(context.Context) error, err error) {
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	if !Enabled() {
-		return func(context.Context) error { return nil }, nil
-	}
-	// The exporter reads the OTEL_EXPORTER_OTLP_* variables itself
-	// (endpoint, headers, timeout, insecure).
-	exp, err := otlptracehttp.New(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if os.Getenv("OTEL_SERVICE_NAME") != "" {
-		service = os.Getenv("OTEL_SERVICE_NAME")
-	}
-	res := resource.NewSchemaless(attribute.String("service.name", service))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res),
-		// Short batches: a watcher lives for hours and its task spans should
-		// show while the run goes on.
-		sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(time.Second)))
-	otel.SetTracerProvider(tp)
-	return tp.Shutdown, nil
 }
 
 type taskKey struct{}

@@ -46,18 +46,6 @@ func TestTraceParentCarriesTheTraceAndTheTask(t *testing.T) {
 	}
 }
 
-func TestSetupWithoutEndpointExportsNothing(t *testing.T) {
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	shutdown, err := Setup(t.Context(), "x")
-	if err != nil || Enabled() {
-		t.Fatalf("setup: %v, enabled %v", err, Enabled())
-	}
-	if err := shutdown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // The standard switches turn traces off though an endpoint is set (for
 // other programs of the environment).
 func TestSetupOffByTheStandardSwitches(t *testing.T) {

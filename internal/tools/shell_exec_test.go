@@ -66,6 +66,7 @@ func TestShellExec(t *testing.T) {
 // outlive the shell and checks it is dead after the call, both when the
 // call times out, when the shell exits on its own and when ctx is cancelled.
 func TestShellExecKillsProcessGroup(t *testing.T) {
+	t.Parallel() // the timeout case waits 1s: overlapped with the rest
 	tests := []struct {
 		name      string
 		command   string
@@ -83,6 +84,7 @@ func TestShellExecKillsProcessGroup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ws := newTestWorkspace(t, nil)
 			ctx := t.Context()
 			if tt.cancel {

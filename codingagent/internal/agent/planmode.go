@@ -96,13 +96,13 @@ func (planTool) Name() string   { return CreatePlanToolName }
 func (planTool) ReadOnly() bool { return true }
 
 func (planTool) Definition() llm.Tool {
-	return planspec.CreatePlanTool(planspec.ToolOptions{
+	return llm.Tool(planspec.CreatePlanTool(planspec.ToolOptions{
 		Description: "Make a plan for a complex request (several files, dependent steps, analysis before changes). " +
 			"Do not use it for questions or small single-file changes: answer or act directly. " +
 			"An invalid plan is rejected with the problem; fix it and call again.",
 		TaskRisks: true,
 		Testing:   true,
-	})
+	}))
 }
 
 func (t planTool) Run(_ context.Context, args json.RawMessage) (tools.Result, error) {

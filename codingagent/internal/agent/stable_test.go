@@ -149,6 +149,9 @@ func canonicalWire(tb testing.TB, v any) string {
 // counts, and so the prompt cache serves most of what is sent; the task
 // then costs at most 0.35 of what it costs without the cache.
 func TestRequestPrefixStable(t *testing.T) {
+	if testing.Short() {
+		t.Skipf("slow: a %d-turn scripted task, with and without the prompt cache (make test runs it)", stableTurns)
+	}
 	a, srv := anthropicTask(t, false, false)
 	breaks := prefixBreaks(t, srv.Bodies())
 	t.Logf("%d requests, prefix rewritten before requests %v", len(srv.Bodies()), breaks)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/jsonout"
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/volume"
 )
@@ -107,7 +108,7 @@ func runRepomap(cmd *cobra.Command, f *cmdutil.Factory, opts *repomapOptions) er
 		fmt.Fprintf(f.IO.Err, "warning: %s\n", w)
 	}
 	if opts.json {
-		return cmdutil.WriteJSON(f.IO.Out, m)
+		return jsonout.Write(f.IO.Out, m)
 	}
 	if m.Text == "" {
 		fmt.Fprintf(f.IO.Err, "no source files to map in %s\n", root)

@@ -183,6 +183,7 @@ func TestShutdown(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
 	tests := []struct {
 		name        string
 		cmdTimeout  time.Duration
@@ -195,6 +196,7 @@ func TestTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			l := newLayout(t)
 			srv := llmtest.New(t)
 			model := newScriptedModel()

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/jsonout"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 )
 
@@ -61,7 +62,7 @@ func runGraph(cmd *cobra.Command, f *cmdutil.Factory, opts *GraphOptions) error 
 	case "dot":
 		_, err = io.WriteString(f.IO.Out, runview.Dot(v))
 	case "json":
-		err = cmdutil.WriteJSON(f.IO.Out, runview.GraphOf(v))
+		err = jsonout.Write(f.IO.Out, runview.GraphOf(v))
 	default:
 		_, err = io.WriteString(f.IO.Out, runview.Mermaid(v))
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/jsonout"
 )
 
 // PlanOptions are the flags of `planagent plan`.
@@ -55,7 +56,7 @@ func runPlan(cmd *cobra.Command, f *cmdutil.Factory, opts *PlanOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return cmdutil.WriteJSON(f.IO.Out, p)
+		return jsonout.Write(f.IO.Out, p)
 	}
 	_, err = fmt.Fprint(f.IO.Out, renderPlan(p))
 	return err

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/jsonout"
 	"github.com/codeagent/codeagent/planagent/internal/review"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
@@ -52,7 +53,7 @@ func runReview(cmd *cobra.Command, f *cmdutil.Factory, runID string, jsonOut boo
 		if cs == nil {
 			cs = []review.Comment{}
 		}
-		return cmdutil.WriteJSON(f.IO.Out, cs)
+		return jsonout.Write(f.IO.Out, cs)
 	}
 	if len(cs) == 0 {
 		fmt.Fprintf(f.IO.Out, "run %s has no review comments (planagent comment %s TASK FILE:LINE TEXT)\n", st.RunID, st.RunID)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/jsonout"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 )
 
@@ -46,7 +47,7 @@ func runRuns(cmd *cobra.Command, f *cmdutil.Factory, opts *RunsOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return cmdutil.WriteJSON(f.IO.Out, rows)
+		return jsonout.Write(f.IO.Out, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(f.IO.Err, "no runs under %s (start one with `planagent run GOAL`)\n", s.layout.Runs())

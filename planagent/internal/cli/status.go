@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/jsonout"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -56,7 +57,7 @@ func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) erro
 		return err
 	}
 	if opts.JSON {
-		return cmdutil.WriteJSON(f.IO.Out, v)
+		return jsonout.Write(f.IO.Out, v)
 	}
 	g, err := taskgraph.New(st.Tasks)
 	if err != nil {

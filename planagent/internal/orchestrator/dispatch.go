@@ -13,7 +13,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -149,7 +149,7 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo) error {
 // launch asks the runtime to carry out the attempt whose command is written.
 func (r *run) launch(ctx context.Context, id string, info *runrecord.TaskInfo) error {
 	l := r.o.opts.Layout
-	a := runtime.Attempt{RunID: r.st.RunID, TaskID: id, Attempt: info.Attempt, Dir: l.Workspace()}
+	a := attempt.Attempt{RunID: r.st.RunID, TaskID: id, Attempt: info.Attempt, Dir: l.Workspace()}
 	if r.isolated() {
 		a.Dir, a.Rel = l.Attempt(r.st.RunID, id, info.Attempt), l.AttemptRel(r.st.RunID, id, info.Attempt)
 	}

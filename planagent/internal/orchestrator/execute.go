@@ -11,7 +11,7 @@ import (
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -140,7 +140,7 @@ func (r *run) stopSilentWatcher(ctx context.Context, a next.ActStopSilentWatcher
 		r.o.opts.Logger.Warn("stop the silent coding agent", "err", err)
 	}
 	cause := fmt.Errorf("no watcher heartbeat in %s for %s", r.o.opts.Layout.Watchers(), a.Silent)
-	r.outcomes = append(r.outcomes, r.agentDied(runtime.Exit{Err: cause}))
+	r.outcomes = append(r.outcomes, r.agentDied(attempt.Exit{Err: cause}))
 }
 
 // freeClaim frees a dead agent's claim on a task, so the command of its

@@ -16,7 +16,7 @@ import (
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
 
 // fakeRuntime is an in-process watcher: it answers each command file with
@@ -25,20 +25,20 @@ import (
 type fakeRuntime struct {
 	layout volume.Layout
 	answer func(c *protocol.Command) *protocol.Report
-	exec   func(command string) runtime.ExecResult
+	exec   func(command string) attempt.ExecResult
 
 	mu        sync.Mutex
 	starts    int
 	seen      map[string]int // commands received per task id
 	cancel    context.CancelFunc
 	done      chan struct{}
-	exited    chan runtime.Exit
+	exited    chan attempt.Exit
 	commands  []string
 	abandoned []string // tasks given up on
 }
 
 func newFakeRuntime(l volume.Layout, answer func(c *protocol.Command) *protocol.Report) *fakeRuntime {
-	return &fakeRuntime{layout: l, answer: answer, seen: map[string]int{}, exited: make(chan runtime.Exit, 1)}
+	return &fakeRuntime{layout: l, answer: answer, seen: map[string]int{}, exited: make(chan attempt.Exit, 1)}
 }
 
 func completed(c *protocol.Command) *protocol.Report {
@@ -112,9 +112,9 @@ func (f *fakeRuntime) scan() {
 	}
 }
 
-func (f *fakeRuntime) Exited() <-chan runtime.Exit { return f.exited }
+func (f *fakeRuntime) Exited() <-chan attempt.Exit { return f.exited }
 
-func (f *fakeRuntime) Launch(context.Context, runtime.Attempt) error { return nil }
+func (f *fakeRuntime) Launch(context.Context, attempt.Attempt) error { return nil }
 
 func (f *fakeRuntime) Abandon(_ context.Context, id string) error {
 	f.mu.Lock()
@@ -123,11 +123,11 @@ func (f *fakeRuntime) Abandon(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) Exec(ctx context.Context, dir, command string, timeout time.Duration) (runtime.ExecResult, error) {
+func (f *fakeRuntime) Exec(ctx context.Context, dir, command string, timeout time.Duration) (attempt.ExecResult, error) {
 	if f.exec != nil {
 		return f.exec(command), nil
 	}
-	return runtime.ShellExec(ctx, dir, command, timeout)
+	return attempt.ShellExec(ctx, dir, command, timeout)
 }
 
 func (f *fakeRuntime) Stop(ctx context.Context) error {

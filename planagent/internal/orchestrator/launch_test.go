@@ -12,7 +12,7 @@ import (
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
 
 // slowLaunches is a runtime whose Launch takes as long as a container's
@@ -30,7 +30,7 @@ type slowLaunches struct {
 	allOnce sync.Once
 }
 
-func (s *slowLaunches) Launch(ctx context.Context, a runtime.Attempt) error {
+func (s *slowLaunches) Launch(ctx context.Context, a attempt.Attempt) error {
 	s.mu.Lock()
 	s.now++
 	s.most = max(s.most, s.now)
@@ -103,16 +103,16 @@ func TestDriveStaleDeathIgnored(t *testing.T) {
 		go func() {
 			switch c.Attempt {
 			case 1:
-				rt.exited <- runtime.Exit{TaskID: c.ID, Attempt: 1, Err: errBoom}
+				rt.exited <- attempt.Exit{TaskID: c.ID, Attempt: 1, Err: errBoom}
 			case 2:
-				rt.exited <- runtime.Exit{TaskID: c.ID, Attempt: 1, Err: errors.New("attempt 1's container, late")}
+				rt.exited <- attempt.Exit{TaskID: c.ID, Attempt: 1, Err: errors.New("attempt 1's container, late")}
 				// Once the orchestrator took the late death, the report.
 				_ = protocol.WriteReport(l.ReportFile(c.ID), completed(c))
 			}
 		}()
 		return nil
 	})
-	rt.exited = make(chan runtime.Exit) // a send returns once the orchestrator took it
+	rt.exited = make(chan attempt.Exit) // a send returns once the orchestrator took it
 	st := newTestState(t, chain(1)...)
 	if err := New(Options{Layout: l, Runtime: rt, MaxRetries: 2}).Drive(t.Context(), st); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -90,7 +90,7 @@ func lastHeartbeat(dir string) time.Time {
 // agentDied is the death of an attempt's agent, or of the shared watcher,
 // with the tasks in flight that reported before it: next tells which
 // tasks it takes with it.
-func (r *run) agentDied(ex runtime.Exit) next.EvAgentDied {
+func (r *run) agentDied(ex attempt.Exit) next.EvAgentDied {
 	ev := next.EvAgentDied{TaskID: ex.TaskID, Attempt: ex.Attempt, Cause: ex.Err}
 	for _, id := range slices.Sorted(maps.Keys(r.inflight)) {
 		if exists(r.o.opts.Layout.ReportFile(id)) {

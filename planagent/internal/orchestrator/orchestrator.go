@@ -33,7 +33,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -44,14 +44,14 @@ type Runtime interface {
 	Start(ctx context.Context) error
 	// Launch starts what carries out an attempt whose command is written
 	// (its own container, in the docker runtime); a shared watcher needs nothing.
-	Launch(ctx context.Context, a runtime.Attempt) error
+	Launch(ctx context.Context, a attempt.Attempt) error
 	// Abandon stops what still works on an attempt given up on (timed
 	// out), before its copy is thrown away.
 	Abandon(ctx context.Context, taskID string) error
 	// Exited reports an attempt's agent, or the shared watcher, dying.
-	Exited() <-chan runtime.Exit
+	Exited() <-chan attempt.Exit
 	// Exec runs an acceptance command with dir as its working directory.
-	Exec(ctx context.Context, dir, command string, timeout time.Duration) (runtime.ExecResult, error)
+	Exec(ctx context.Context, dir, command string, timeout time.Duration) (attempt.ExecResult, error)
 	Stop(ctx context.Context) error
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -222,7 +222,7 @@ func TestDriveRuntimeDeathRetriesOnFreshRuntime(t *testing.T) {
 	var rt *fakeRuntime
 	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.Attempt == 1 {
-			rt.exited <- runtime.Exit{Err: errBoom} // the container died mid-task
+			rt.exited <- attempt.Exit{Err: errBoom} // the container died mid-task
 			return nil
 		}
 		return completed(c)
@@ -366,7 +366,7 @@ func TestDriveTaskThatKillsEveryAgentFails(t *testing.T) {
 	var rt *fakeRuntime
 	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.ID == "killer" {
-			rt.exited <- runtime.Exit{Err: errBoom} // every attempt takes the agent down
+			rt.exited <- attempt.Exit{Err: errBoom} // every attempt takes the agent down
 			return nil
 		}
 		return completed(c)
@@ -396,15 +396,15 @@ func TestDriveAcceptanceDoesNotBlockTheLoop(t *testing.T) {
 	l := newLayout(t)
 	rt := newFakeRuntime(l, completed)
 	otherDone := make(chan struct{})
-	rt.exec = func(command string) runtime.ExecResult {
+	rt.exec = func(command string) attempt.ExecResult {
 		if command == "wait-for-other" {
 			select {
 			case <-otherDone:
 			case <-time.After(10 * time.Second):
-				return runtime.ExecResult{ExitCode: 1, Output: "the other task was never handled"}
+				return attempt.ExecResult{ExitCode: 1, Output: "the other task was never handled"}
 			}
 		}
-		return runtime.ExecResult{}
+		return attempt.ExecResult{}
 	}
 	events := &recordSink{onEnd: func(id string) {
 		if id == "other" {

@@ -87,6 +87,7 @@ type Kube struct {
 	ns     string
 	log    *slog.Logger
 	exited chan Exit
+	poll   time.Duration // between looks at a Job or pod that is not there yet (kubePoll)
 	// secret is the Secret the pods take the secret settings from: the
 	// run's own (ownSecret, created by Start, deleted by Stop) or the
 	// user's; secretKeys are the variables the pods take from it.
@@ -183,7 +184,7 @@ func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, err
 	if opts.Log != nil {
 		opts.Log = &lockedWriter{w: opts.Log}
 	}
-	k := &Kube{api: api, exec: ex, opts: opts, ns: ns, log: logger.With("runtime", "kubernetes"),
+	k := &Kube{api: api, exec: ex, opts: opts, ns: ns, poll: kubePoll, log: logger.With("runtime", "kubernetes"),
 		exited: make(chan Exit, 16), secret: opts.Secret, attempts: make(map[string]*kubeAttempt), orphans: make(map[string]*batchv1.Job)}
 	if k.secret == "" {
 		k.secret, k.ownSecret = secretName(opts.RunID), true

@@ -131,6 +131,7 @@ func TestKubeAdoptsTheJobOfAKilledProcess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			k2.poll = k1.poll
 			if err := k2.Start(t.Context()); err != nil {
 				t.Fatal(err)
 			}
@@ -189,6 +190,7 @@ func TestKubeRerunsWhatItCannotAdoptAndDropsTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	k2.poll = k1.poll
 	if err := k2.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -187,7 +187,7 @@ func (k *Kube) waitGone(ctx context.Context, name string) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("job %s still there: %w", name, ctx.Err())
-		case <-time.After(kubePoll):
+		case <-time.After(k.poll):
 		}
 	}
 }
@@ -490,7 +490,7 @@ func (k *Kube) waitPodObj(ctx context.Context, ref jobRef, ok func(*corev1.Pod) 
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(kubePoll):
+		case <-time.After(k.poll):
 		}
 	}
 }

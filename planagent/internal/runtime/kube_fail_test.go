@@ -77,7 +77,7 @@ func TestKubeProbeNamesAnImageThatCannotRun(t *testing.T) {
 // passes, naming the scheduler's reason.
 func TestKubeUnschedulablePodFailsAfterThePendingTimeout(t *testing.T) {
 	k, cs := newTestKube(t)
-	k.opts.PendingTimeout = time.Second
+	k.opts.PendingTimeout = 300 * time.Millisecond
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "agents", Labels: map[string]string{"job-name": "j"}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
 			Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector"}}}}
@@ -89,7 +89,7 @@ func TestKubeUnschedulablePodFailsAfterThePendingTimeout(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "unschedulable: 0/1 nodes are available") || !strings.Contains(err.Error(), "kube_pending_timeout") {
 		t.Errorf("err = %v", err)
 	}
-	if time.Since(start) < time.Second {
+	if time.Since(start) < k.opts.PendingTimeout {
 		t.Errorf("failed after %s, before the pending timeout", time.Since(start))
 	}
 }

@@ -52,6 +52,7 @@ func newTestKube(t *testing.T) (*Kube, *fake.Clientset) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	k.poll = 20 * time.Millisecond // the fake API server answers at once
 	return k, cs
 }
 

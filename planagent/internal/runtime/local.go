@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
 
 // ErrNoCodingAgent means the codingagent binary was not found.
@@ -129,7 +129,7 @@ func (l *Local) Start(ctx context.Context) error {
 		args = append(args, "--poll", "1s")
 	}
 	cmd := exec.Command(l.opts.Binary, args...)
-	cmd.Env = withoutKey(append(os.Environ(), l.opts.Env...))
+	cmd.Env = attempt.WithoutKey(append(os.Environ(), l.opts.Env...))
 	keyPipe, err := keyPipe(l.opts.APIKey)
 	if err != nil {
 		return err
@@ -213,54 +213,7 @@ func (l *Local) Abandon(context.Context, string) error { return nil }
 
 // Exec runs command with sh -c in dir.
 func (l *Local) Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
-	return ShellExec(ctx, dir, command, timeout)
-}
-
-// ShellExec runs command with /bin/sh -c in dir, killing its whole process
-// group at the timeout. Output is combined and capped.
-func ShellExec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
-	if timeout <= 0 {
-		timeout = 10 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir = dir
-	cmd.Env = withoutKey(os.Environ())
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return ExecResult{}, fmt.Errorf("run %q: %w", command, err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-waited:
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-waited
-		return ExecResult{Output: capOutput(buf.String()), ExitCode: -1}, fmt.Errorf("%q: %w", command, ctx.Err())
-	}
-	res := ExecResult{Output: capOutput(buf.String())}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitCode()
-	default:
-		return res, fmt.Errorf("run %q: %w", command, err)
-	}
-	return res, nil
-}
-
-func capOutput(s string) string {
-	const max = 20000
-	if len(s) <= max {
-		return s
-	}
-	return s[:max/2] + fmt.Sprintf("\n[... %d bytes omitted ...]\n", len(s)-max) + s[len(s)-max/2:]
+	return attempt.ShellExec(ctx, dir, command, timeout)
 }
 
 // Stop sends SIGTERM (the watcher finishes or interrupts its tasks within its

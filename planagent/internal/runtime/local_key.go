@@ -3,9 +3,6 @@ package runtime
 import (
 	"fmt"
 	"os"
-	"strings"
-
-	"github.com/codeagent/codeagent/internal/config"
 )
 
 // keyPipe returns the read end of a pipe holding key, already closed for
@@ -28,17 +25,4 @@ func keyPipe(key string) (*os.File, error) {
 		return nil, fmt.Errorf("pass the API key on a pipe: %w", err)
 	}
 	return r, nil
-}
-
-// withoutKey drops the API key (and a stale descriptor number) from env:
-// neither the watcher nor an acceptance command gets it in its environment.
-func withoutKey(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !config.IsKeyEnv(name) && name != config.APIKeyFDEnv {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

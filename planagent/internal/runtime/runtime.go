@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
 
 type Runtime interface {
@@ -34,10 +35,8 @@ type Runtime interface {
 	Stop(ctx context.Context) error
 }
 
-type ExecResult struct {
-	Output   string
-	ExitCode int
-}
+// ExecResult is an acceptance command's output and exit code (attempt.ExecResult).
+type ExecResult = attempt.ExecResult
 
 // Alive reports whether some heartbeat in watchersDir (<watcher-id>.json)
 // was written within maxAge, i.e. a live watcher (compose, another

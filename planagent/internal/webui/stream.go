@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/fswatch"
+	"github.com/codeagent/codeagent/internal/jsonout"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
@@ -158,7 +158,7 @@ func (s *sseWriter) send(event string, v any) {
 	if s.err != nil {
 		return
 	}
-	b, err := cmdutil.MarshalJSON(v)
+	b, err := jsonout.Marshal(v)
 	if err != nil {
 		s.err = fmt.Errorf("encode %s event: %w", event, err)
 		return

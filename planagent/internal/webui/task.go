@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/jsonout"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
@@ -179,7 +179,7 @@ func readCapped(p string, n int64) (string, error) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	enc := cmdutil.NewJSONEncoder(w)
+	enc := jsonout.NewEncoder(w)
 	enc.SetIndent("", " ")
 	_ = enc.Encode(v)
 }
