@@ -237,11 +237,11 @@ func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
 		}
 		return nil
 	}
-	made, err := tidyGitDir(gd)
+	kept, err := tidyGitDir(gd)
 	if err != nil {
 		return fmt.Errorf("clear the copy's git directory: %w", err)
 	}
-	if !made {
+	if !kept {
 		for _, d := range []string{"", "objects", "objects/pack", "refs"} {
 			if err := os.Mkdir(filepath.Join(gd, filepath.FromSlash(d)), 0o755); err != nil {
 				return err
