@@ -54,7 +54,12 @@ type Repo struct {
 	// include are the workspace's ignored files every copy gets
 	// (SetInclude, before the first copy; read-only after).
 	include   []string
-	cacheMu   sync.Mutex      // the copies' object cache (copyObjects)
+	// The copies' object cache: cacheRW is held shared while git reads or
+	// a copy copies its packs, exclusively to make it or merge its packs
+	// (a repack removes packs); cacheMu guards what it holds (cached,
+	// cacheTips) and packing a commit into it.
+	cacheRW   sync.RWMutex
+	cacheMu   sync.Mutex
 	cached    map[string]bool // commits whose history the cache holds
 	cacheTips []string        // the commits packed last into it
 	// initMu guards the HEAD and config of the first copy's git
@@ -300,14 +305,10 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 	}
 	var files []string
 	defer func() { r.putQuarantine(quarantine, files) }()
-	r.cacheMu.Lock()
-	cached := r.cached[onto] && r.cached[commit]
-	if !cached {
-		r.cacheMu.Unlock()
-	}
+	cached := r.readCache(onto, commit)
 	merged, files, err := r.applyInto(ctx, quarantine, cached, commit, onto, strings.TrimSpace(msg))
 	if cached {
-		r.cacheMu.Unlock()
+		r.cacheRW.RUnlock()
 	}
 	if err != nil {
 		return "", err

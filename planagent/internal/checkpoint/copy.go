@@ -265,55 +265,15 @@ func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
 // A pack the copy still has as the host wrote it (stamps, updated here)
 // is not written again.
 func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps) error {
-	r.cacheMu.Lock()
-	defer r.cacheMu.Unlock()
-	cache := r.cacheDir()
-	cg := git{dir: filepath.Dir(cache), gitDir: cache, hardened: true}
-	if fi, err := os.Lstat(filepath.Join(cache, "HEAD")); err != nil || !fi.Mode().IsRegular() {
-		// Made aside and renamed into place: an init cut short (the
-		// prewarm cancelled) must not leave a cache that looks made.
-		_ = os.RemoveAll(cache)
-		r.cached, r.cacheTips = nil, nil
-		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
-			return err
-		}
-		tmp, err := os.MkdirTemp(filepath.Dir(cache), "objects.git.new-")
-		if err != nil {
-			return err
-		}
-		if _, err := cg.run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, tmp); err != nil {
-			_ = os.RemoveAll(tmp)
-			return err
-		}
-		if err := os.Rename(tmp, cache); err != nil {
-			_ = os.RemoveAll(tmp)
-			return err
-		}
+	if err := r.fillCache(ctx, commit); err != nil {
+		return err
 	}
-	src := filepath.Join(cache, "objects", "pack")
-	if !r.cached[commit] {
-		if err := r.packInto(ctx, commit, src); err != nil {
-			return err
-		}
-		if err := r.markCached(commit); err != nil {
-			return err
-		}
-	}
+	r.cacheRW.RLock()
+	defer r.cacheRW.RUnlock()
+	src := filepath.Join(r.cacheDir(), "objects", "pack")
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
-	}
-	if packs(entries) > maxCachePacks {
-		// One pack per commit: merged now and then, so a copy stays a few
-		// files (each file copied costs, and so does each pack for every
-		// git command in the copy). A geometric repack rewrites only the
-		// small packs, so the cost per commit stays flat as history grows.
-		if _, err := cg.run(ctx, "repack", "-d", "-q", "--geometric=2"); err != nil {
-			return err
-		}
-		if entries, err = os.ReadDir(src); err != nil {
-			return err
-		}
 	}
 	want := map[string]bool{}
 	for _, e := range entries {
@@ -352,6 +312,86 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 	return nil
 }
 
+// fillCache makes the object cache hold commit: made on first use, the
+// commit packed into it when it lacks it, its packs merged when they are
+// many. Exclusive, and only when there is something to do.
+func (r *Repo) fillCache(ctx context.Context, commit string) error {
+	r.cacheRW.RLock()
+	r.cacheMu.Lock()
+	ready := r.cached[commit] && r.cachePacks() <= maxCachePacks
+	r.cacheMu.Unlock()
+	r.cacheRW.RUnlock()
+	if ready {
+		return nil
+	}
+	r.cacheRW.Lock()
+	defer r.cacheRW.Unlock()
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	cache := r.cacheDir()
+	cg := git{dir: filepath.Dir(cache), gitDir: cache, hardened: true}
+	if fi, err := os.Lstat(filepath.Join(cache, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		// Made aside and renamed into place: an init cut short (the
+		// prewarm cancelled) must not leave a cache that looks made.
+		_ = os.RemoveAll(cache)
+		r.cached, r.cacheTips = nil, nil
+		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
+			return err
+		}
+		tmp, err := os.MkdirTemp(filepath.Dir(cache), "objects.git.new-")
+		if err != nil {
+			return err
+		}
+		if _, err := cg.run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, tmp); err != nil {
+			_ = os.RemoveAll(tmp)
+			return err
+		}
+		if err := os.Rename(tmp, cache); err != nil {
+			_ = os.RemoveAll(tmp)
+			return err
+		}
+	}
+	if !r.cached[commit] {
+		if err := r.packInto(ctx, commit, filepath.Join(cache, "objects", "pack")); err != nil {
+			return err
+		}
+		if err := r.markCached(commit); err != nil {
+			return err
+		}
+	}
+	if r.cachePacks() > maxCachePacks {
+		// One pack per commit: merged now and then, so a copy stays a few
+		// files (each file copied costs, and so does each pack for every
+		// git command in the copy). A geometric repack rewrites only the
+		// small packs, so the cost per commit stays flat as history grows.
+		if _, err := cg.run(ctx, "repack", "-d", "-q", "--geometric=2"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cachePacks is how many packs the object cache has.
+func (r *Repo) cachePacks() int {
+	entries, _ := os.ReadDir(filepath.Join(r.cacheDir(), "objects", "pack"))
+	return packs(entries)
+}
+
+// readCache reports whether the object cache holds every one of commits,
+// and then holds it for reading (the caller releases cacheRW's read lock).
+func (r *Repo) readCache(commits ...string) bool {
+	r.cacheRW.RLock()
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	for _, c := range commits {
+		if !r.cached[c] {
+			r.cacheRW.RUnlock()
+			return false
+		}
+	}
+	return true
+}
+
 // cacheDir is the object cache: a bare repository in the host's private
 // directory.
 func (r *Repo) cacheDir() string { return filepath.Join(filepath.Dir(r.private), "objects.git") }
@@ -383,7 +423,7 @@ func (r *Repo) markCached(commit string) error {
 
 // cacheLoose packs the loose objects among files of quarantine, made with
 // the cache as their alternate on top of a commit it holds, into the
-// cache: with them it holds commit (the caller holds cacheMu).
+// cache: with them it holds commit (the caller holds cacheRW for reading).
 func (r *Repo) cacheLoose(quarantine string, files []string, commit string) error {
 	hexLen := 40
 	if r.objectFormat == "sha256" {
@@ -396,6 +436,8 @@ func (r *Repo) cacheLoose(quarantine string, files []string, commit string) erro
 	if _, err := writePack(filepath.Join(r.cacheObjects(), "pack"), r.objectFormat, objs); err != nil {
 		return err
 	}
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
 	return r.markCached(commit)
 }
 
@@ -651,6 +693,7 @@ func (r *Repo) DrainPool() error {
 		}
 	}
 	// The object cache holds the whole history: not kept between runs.
+	r.cacheRW.Lock()
 	r.cacheMu.Lock()
 	errs = append(errs, os.RemoveAll(r.cacheDir()))
 	r.cached, r.cacheTips = nil, nil
@@ -663,6 +706,7 @@ func (r *Repo) DrainPool() error {
 		errs = append(errs, os.RemoveAll(l))
 	}
 	r.cacheMu.Unlock()
+	r.cacheRW.Unlock()
 	states, _ := os.ReadDir(r.private)
 	for _, s := range states {
 		p, err := os.ReadFile(filepath.Join(r.private, s.Name(), "path"))
@@ -804,16 +848,12 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	// cache rather than the repository: what git writes into it is then
 	// exactly what the commit has and the cache lacks, and goes into the
 	// cache as one pack, so the acceptance copy and the next task's copy
-	// need no pack-objects. The cache stays locked meanwhile (a repack
-	// would remove the packs git reads).
-	r.cacheMu.Lock()
-	cached := r.cached[base]
-	if !cached {
-		r.cacheMu.Unlock()
-	}
+	// need no pack-objects. The cache is held meanwhile (a repack would
+	// remove the packs git reads).
+	cached := r.readCache(base)
 	commit, files, err = r.squashInto(ctx, quarantine, cached, dir, base, msg)
 	if cached {
-		r.cacheMu.Unlock()
+		r.cacheRW.RUnlock()
 	}
 	if err != nil || commit == base {
 		return commit, removed, err

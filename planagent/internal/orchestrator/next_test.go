@@ -347,11 +347,11 @@ func TestNext(t *testing.T) {
 			want: nil,
 		},
 		{
-			name: "settle dispatches before it starts a merge",
+			name: "settle starts a merge before it dispatches (the merge runs while the loop makes copies)",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1), tk("b", P, 0)) },
 			v:    next.View{Parallel: 2, Isolated: true, Accepting: 1, MergeNext: "a"},
 			ev:   next.EvSettle{},
-			want: []next.Action{next.ActDispatch{ID: "b"}, next.ActStartMerge{ID: "a"}},
+			want: []next.Action{next.ActStartMerge{ID: "a"}, next.ActDispatch{ID: "b"}},
 		},
 		{
 			name: "with a decider a failure is asked about, with the attempts left",

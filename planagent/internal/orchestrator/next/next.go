@@ -391,16 +391,18 @@ func settle(v View) []Action {
 	if v.BudgetNew {
 		out = append(out, ActNoteBudget{Reason: v.Budget})
 	}
+	// The merge queue: one merge at a time, in completion order, each onto
+	// the state the previous one left. Started before the dispatches: the
+	// merge runs off the loop, while the loop makes the new attempts'
+	// copies, and the queue's one line is what bounds a fan-out.
+	if v.MergeNext != "" && !v.Merging {
+		out = append(out, ActStartMerge{ID: v.MergeNext})
+	}
 	started := false
 	if !v.Aborted && v.Deciding == 0 && v.Budget == "" {
 		for _, id := range v.Graph.Ready(v.Parallel - v.Running - v.Accepting) {
 			out, started = append(out, ActDispatch{ID: id}), true
 		}
-	}
-	// The merge queue: one merge at a time, in completion order, each onto
-	// the state the previous one left.
-	if v.MergeNext != "" && !v.Merging {
-		out = append(out, ActStartMerge{ID: v.MergeNext})
 	}
 	if started || v.Running > 0 || v.Accepting > 0 || v.Deciding > 0 {
 		return out
