@@ -53,7 +53,7 @@ type Repo struct {
 	refsDir      string // its refs directory, "" where refs are not files
 	// include are the workspace's ignored files every copy gets
 	// (SetInclude, before the first copy; read-only after).
-	include   []string
+	include []string
 	// The copies' object cache: cacheRW is held shared while git reads or
 	// a copy copies its packs, exclusively to make it or merge its packs
 	// (a repack removes packs); cacheMu guards what it holds (cached,
