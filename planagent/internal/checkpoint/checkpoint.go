@@ -306,7 +306,7 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 	var files []string
 	defer func() { r.putQuarantine(quarantine, files) }()
 	cached := r.readCache(onto, commit)
-	merged, files, err := r.applyInto(ctx, quarantine, cached, commit, onto, strings.TrimSpace(msg))
+	merged, files, err := r.applyInto(ctx, quarantine, cached, base, commit, onto, strings.TrimSpace(msg))
 	if cached {
 		r.cacheRW.RUnlock()
 	}
@@ -324,7 +324,35 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 
 // applyInto merges for Apply with the objects in quarantine and, with
 // cached (the caller holds the cache), puts them into the object cache.
-func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, commit, onto, msg string) (string, []string, error) {
+func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, base, commit, onto, msg string) (string, []string, error) {
+	tree, ok, err := r.trivialMerge(quarantine, base, commit, onto)
+	if err != nil {
+		return "", nil, fmt.Errorf("merge onto %s: %w", short(onto), err)
+	}
+	if !ok {
+		if tree, err = r.mergeTree(ctx, quarantine, cached, commit, onto); err != nil {
+			return "", nil, err
+		}
+	}
+	merged, err := r.writeCommit(quarantine, tree, []string{onto}, msg, time.Now())
+	if err != nil {
+		return "", nil, err
+	}
+	r.rememberTree(merged, tree)
+	files, err := listFiles(quarantine)
+	if err != nil {
+		return "", nil, err
+	}
+	if cached {
+		if err := r.cacheLoose(quarantine, files, merged); err != nil {
+			return "", nil, fmt.Errorf("put the merge's objects into the object cache: %w", err)
+		}
+	}
+	return merged, files, nil
+}
+
+// mergeTree merges commit onto onto with git, its objects into quarantine.
+func (r *Repo) mergeTree(ctx context.Context, quarantine string, cached bool, commit, onto string) (string, error) {
 	alt := r.objectsDir
 	if cached {
 		alt = r.cacheObjects()
@@ -336,28 +364,14 @@ func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, co
 	fields := splitZ(out)
 	if err != nil {
 		if exitCode(err) == 1 && len(fields) > 0 {
-			return "", nil, &ConflictError{Files: uniq(fields[1:])}
+			return "", &ConflictError{Files: uniq(fields[1:])}
 		}
-		return "", nil, fmt.Errorf("merge onto %s: %w", short(onto), err)
+		return "", fmt.Errorf("merge onto %s: %w", short(onto), err)
 	}
 	if len(fields) == 0 {
-		return "", nil, fmt.Errorf("merge onto %s: git merge-tree printed no tree", short(onto))
+		return "", fmt.Errorf("merge onto %s: git merge-tree printed no tree", short(onto))
 	}
-	merged, err := r.writeCommit(quarantine, fields[0], []string{onto}, msg, time.Now())
-	if err != nil {
-		return "", nil, err
-	}
-	r.rememberTree(merged, fields[0])
-	files, err := listFiles(quarantine)
-	if err != nil {
-		return "", nil, err
-	}
-	if cached {
-		if err := r.cacheLoose(quarantine, files, merged); err != nil {
-			return "", nil, fmt.Errorf("put the merge's objects into the object cache: %w", err)
-		}
-	}
-	return merged, files, nil
+	return fields[0], nil
 }
 
 // remember keeps the message of a commit Squash made, for its Apply (one

@@ -1,0 +1,171 @@
+package checkpoint
+
+import (
+	"encoding/hex"
+	"sort"
+	"strings"
+)
+
+// A fan-out's merge onto a head that moved since the attempt's copy is,
+// most of the time, of changes that do not meet: the attempt added or
+// changed some files, the merges before it others. Then the merged tree is
+// the head's with the attempt's entries put in, written here (the trees
+// on the changed paths) instead of by a `git merge-tree` process. Anything
+// else goes to git: a path both sides changed, one inside the other, and
+// any removal on either side (git's rename detection may move the other
+// side's files after it, or call it a conflict).
+
+// trivialMerge returns the tree of commit's changes over base applied onto
+// onto, its new trees written into the objects directory dir, or ok false
+// when the merge is not one of disjoint additions and changes, or base
+// (commit's parent) is not a recent first-parent ancestor of onto (then
+// git's merge base could be another).
+func (r *Repo) trivialMerge(dir, base, commit, onto string) (tree string, ok bool, err error) {
+	if reached, err := r.reaches(onto, base, 64); err != nil || !reached {
+		return "", false, err
+	}
+	bt, err := r.commitTree(base)
+	if err != nil {
+		return "", false, err
+	}
+	ct, err := r.commitTree(commit)
+	if err != nil {
+		return "", false, err
+	}
+	ot, err := r.commitTree(onto)
+	if err != nil {
+		return "", false, err
+	}
+	mineFrom, mine := map[string]entry{}, map[string]entry{}
+	if err := r.diffTree("", bt, ct, mineFrom, mine); err != nil {
+		return "", false, err
+	}
+	theirsFrom, theirs := map[string]entry{}, map[string]entry{}
+	if err := r.diffTree("", bt, ot, theirsFrom, theirs); err != nil {
+		return "", false, err
+	}
+	if removes(mineFrom, mine) || removes(theirsFrom, theirs) {
+		return "", false, nil
+	}
+	for p := range mine {
+		if _, both := theirs[p]; both || meets(p, theirs) {
+			return "", false, nil
+		}
+	}
+	tree, err = r.editTree(dir, ot, mine)
+	return tree, err == nil, err
+}
+
+// removes reports whether a side's diff removes a path (an entry before,
+// none after).
+func removes(from, to map[string]entry) bool {
+	for p := range from {
+		if _, ok := to[p]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// meets reports whether path p lies inside a path of other or one of
+// other's paths inside p.
+func meets(p string, other map[string]entry) bool {
+	for q := range other {
+		if strings.HasPrefix(p, q+"/") || strings.HasPrefix(q, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// editTree writes the tree id with the files of set put in (paths
+// relative to it; new directories made), and returns the new tree's id.
+func (r *Repo) editTree(dir, id string, set map[string]entry) (string, error) {
+	entries, err := r.treeEntries(id)
+	if err != nil {
+		return "", err
+	}
+	sub := map[string]map[string]entry{}
+	for p, e := range set {
+		name, rest, deeper := strings.Cut(p, "/")
+		if !deeper {
+			entries[name] = treeEntry{mode: e.mode, id: e.blob}
+			continue
+		}
+		if sub[name] == nil {
+			sub[name] = map[string]entry{}
+		}
+		sub[name][rest] = e
+	}
+	for name, s := range sub {
+		old := ""
+		if e, ok := entries[name]; ok && e.mode == "40000" {
+			old = e.id
+		}
+		nid, err := r.editTree(dir, old, s)
+		if err != nil {
+			return "", err
+		}
+		entries[name] = treeEntry{mode: "40000", id: nid}
+	}
+	return writeTree(dir, r.objectFormat, entries)
+}
+
+// writeTree writes a tree object of entries as git does: sorted by name,
+// a directory's name as if a slash followed it.
+func writeTree(dir, objectFormat string, entries map[string]treeEntry) (string, error) {
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	key := func(n string) string {
+		if entries[n].mode == "40000" {
+			return n + "/"
+		}
+		return n
+	}
+	sort.Slice(names, func(i, j int) bool { return key(names[i]) < key(names[j]) })
+	var b []byte
+	for _, n := range names {
+		e := entries[n]
+		id, err := hex.DecodeString(e.id)
+		if err != nil {
+			return "", err
+		}
+		b = append(b, e.mode+" "+n+"\x00"...)
+		b = append(b, id...)
+	}
+	return writeLoose(dir, objectFormat, "tree", b)
+}
+
+// reaches reports whether ancestor is at most steps first parents back
+// from commit.
+func (r *Repo) reaches(commit, ancestor string, steps int) (bool, error) {
+	for range steps {
+		if commit == ancestor {
+			return true, nil
+		}
+		o, err := r.cat.get(commit)
+		if err != nil {
+			return false, err
+		}
+		if o.missing || o.typ != "commit" {
+			return false, nil
+		}
+		parent := ""
+		for _, line := range strings.Split(string(o.data), "\n") {
+			if p, ok := strings.CutPrefix(line, "parent "); ok {
+				parent = p
+				break
+			}
+			if line == "" {
+				break
+			}
+		}
+		if parent == "" {
+			return false, nil
+		}
+		commit = parent
+	}
+	return commit == ancestor, nil
+}
