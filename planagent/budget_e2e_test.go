@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 // End-to-end tests of the budgets: a run paused at its token budget (exit 3,

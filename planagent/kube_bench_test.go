@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 // Benchmarks of --runtime kubernetes on the real single-node cluster of the

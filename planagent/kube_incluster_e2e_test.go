@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 // planagent itself as a Job in the cluster: examples/kubernetes/ applied as

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 // End-to-end tests of `planagent run --runtime local`: the real binaries as

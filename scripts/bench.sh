@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-bench.out}
 : >"$out"
-run() { go test -run '^$' -count 1 "$@" 2>&1 | grep -E '^(Benchmark|FAIL|ok|---)' | tee -a "$out"; }
+# -tags e2e: planagent's process-level benchmarks are in its e2e files.
+run() { go test -tags e2e -run '^$' -count 1 "$@" 2>&1 | grep -E '^(Benchmark|FAIL|ok|---)' | tee -a "$out"; }
 # BENCH_QUICK=1 (CI) leaves out the orchestration runs of 1 000 and 10 000
 # tasks and the 10 000-task plan file, which
 # take minutes each; everything else runs as in a full `make bench`.

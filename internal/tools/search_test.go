@@ -8,6 +8,7 @@ import (
 )
 
 func TestListDir(t *testing.T) {
+	t.Parallel()
 	ws := newTestWorkspace(t, map[string]string{
 		"b.txt": "hello", "a/x.go": "", ".hidden": "1", "empty/.keep": "",
 		"proj/.gitignore": "*.log\n!keep.log\n", "proj/a.log": "", "proj/keep.log": "", "proj/src/x.go": "", "proj/node_modules/m.js": "",

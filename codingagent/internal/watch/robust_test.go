@@ -129,6 +129,7 @@ func TestInvalidFileNameIsSetAside(t *testing.T) {
 // On shutdown a running task gets the grace period; a task that does not
 // finish in it is interrupted, reported as such, and Run returns nil.
 func TestShutdown(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		delay      time.Duration // the model's delay before its first answer

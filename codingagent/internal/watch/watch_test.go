@@ -223,6 +223,7 @@ func TestRecoverClaims(t *testing.T) {
 // new watcher leaves its claim alone until the heartbeat is StaleAfter old,
 // then runs the command again as the next attempt.
 func TestRetakeWhenTheOwnersHeartbeatGoesStale(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	if err := protocol.WriteCommand(filepath.Join(l.Claimed(), "c1.md"), command("c1", 1)); err != nil {
 		t.Fatal(err)

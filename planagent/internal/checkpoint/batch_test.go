@@ -12,6 +12,7 @@ import (
 // The long-lived cat-file reads HEAD anew each time: a commit made by
 // another git process after the first read is what the next one sees.
 func TestHeadFollowsCommitsOfOtherProcesses(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
 	first, err := r.Head(t.Context())
@@ -38,6 +39,7 @@ func TestHeadFollowsCommitsOfOtherProcesses(t *testing.T) {
 // a directory replaced by a file and a file by a directory, deep paths,
 // names that sort around a directory's.
 func TestDiffTreesMatchesGit(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	sh(t, ws, `mkdir -p a/b/c d e x && echo 1 > a/b/c/deep.txt && echo 2 > a.txt && echo 3 > a-b && echo 4 > d/f && echo 5 > e/g && echo 6 > run.sh && ln -s notes.txt link && echo 7 > x/y && echo 8 > gone.txt && git add -A && git commit -q -m before`)
 	old := sh(t, ws, "git rev-parse HEAD")
@@ -83,8 +85,10 @@ func gitDiffTree(t *testing.T, ws, old, new string) ([]string, map[string]entry,
 // writeCommit writes the very commit `git commit-tree` writes for the same
 // tree, parent, message, identity and time, in both object formats.
 func TestWriteCommitIsGitsCommit(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"sha1", "sha256"} {
 		t.Run(format, func(t *testing.T) {
+			t.Parallel()
 			ws := t.TempDir()
 			sh(t, ws, "git init -q --object-format="+format+" -b main && echo x > f && git add f && git -c user.name=U -c user.email=u@e commit -q -m first")
 			parent := sh(t, ws, "git rev-parse HEAD")

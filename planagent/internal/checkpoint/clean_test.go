@@ -13,6 +13,7 @@ import (
 // intent-to-add entry has extended flags), long and odd names included;
 // version 4 is left to git.
 func TestIndexPathsIsLsFiles(t *testing.T) {
+	t.Parallel()
 	ws := userRepo(t)
 	long := strings.Repeat("d", 200) + "/" + strings.Repeat("f", 250)
 	write(t, ws, long, "x")
@@ -38,6 +39,7 @@ func TestIndexPathsIsLsFiles(t *testing.T) {
 // point at), while its tracked files, its submodule directories and its
 // .git stay; and the same through git clean for an index of version 4.
 func TestCleanCopyIsGitClean(t *testing.T) {
+	t.Parallel()
 	for _, v4 := range []bool{false, true} {
 		ws := userRepo(t)
 		write(t, ws, "src/keep.go", "package src\n")

@@ -14,8 +14,10 @@ import (
 // git made: every object, in both object formats, and git's own check of
 // the pack and its index.
 func TestWritePack(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"sha1", "sha256"} {
 		t.Run(format, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			repo := filepath.Join(dir, "repo.git")
 			gitT(t, dir, "init", "-q", "--bare", "--object-format="+format, repo)

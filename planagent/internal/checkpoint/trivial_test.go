@@ -11,6 +11,7 @@ import (
 // very tree git merge-tree gives; a removal on either side, a path both
 // changed and a path inside another's go to git.
 func TestTrivialMergeIsGitsMerge(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name         string
 		theirs, mine string // shell run in the workspace for each side
@@ -27,6 +28,7 @@ func TestTrivialMergeIsGitsMerge(t *testing.T) {
 		{"a removal on mine", "echo a > a.txt", "git rm -q run.sh", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			ws := userRepo(t)
 			sh(t, ws, "mkdir -p src && echo k > src/keep.go && echo '#!/bin/sh' > run.sh && git add -A && git commit -q -m base")
 			base := sh(t, ws, "git rev-parse HEAD")

@@ -117,6 +117,7 @@ func runPlanagent(t *testing.T, vol, ws string, args ...string) (code int, out, 
 // leaves the user's own file, and makes both tasks pending and the run
 // resumable.
 func TestDiffAndRollbackStart(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"git", "shadow"} {
 		t.Run(mode, func(t *testing.T) {
 			vol, ws, repo, st := checkpointedRun(t, mode == "git")

@@ -240,6 +240,7 @@ func writeReport(t *testing.T, l volume.Layout, task string, attempt int) {
 // The error paths of an attempt's container: what Launch returns, what
 // Exited says, and that no container is left behind.
 func TestDockerFakeAttemptErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		createErr error

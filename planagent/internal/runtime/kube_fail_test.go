@@ -76,6 +76,7 @@ func TestKubeProbeNamesAnImageThatCannotRun(t *testing.T) {
 // A pod the scheduler cannot place fails its attempt once kube_pending_timeout
 // passes, naming the scheduler's reason.
 func TestKubeUnschedulablePodFailsAfterThePendingTimeout(t *testing.T) {
+	t.Parallel()
 	k, cs := newTestKube(t)
 	k.opts.PendingTimeout = 300 * time.Millisecond
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "agents", Labels: map[string]string{"job-name": "j"}},

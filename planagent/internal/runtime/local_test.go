@@ -38,6 +38,7 @@ func localLayout(t *testing.T) volume.Layout {
 // A watcher stopped just before a restart must not have its exit reported
 // as the death of the new one (each process has its own stop flag).
 func TestLocalRestartDoesNotReportTheOldExit(t *testing.T) {
+	t.Parallel()
 	l := localLayout(t)
 	bin := filepath.Join(t.TempDir(), "codingagent")
 	if err := os.WriteFile(bin, []byte(heartbeatWatcher), 0o755); err != nil {

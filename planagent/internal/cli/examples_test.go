@@ -1,13 +1,13 @@
-package main
+package cli_test
 
 import (
-	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
@@ -19,7 +19,7 @@ import (
 // passes only flags planagent has, and keeps what the run did (job summary,
 // a pushed branch, a patch artifact). The README shows the same file.
 func TestGitHubActionsExample(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "examples", "github-actions.yml"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "github-actions.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestGitHubActionsExample(t *testing.T) {
 			t.Errorf("no step does %q", want)
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
