@@ -79,6 +79,10 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		r.stopSilentWatcher(ctx, a)
 	case next.ActComplete:
 		return r.complete(ctx, a)
+	case next.ActFinishMerge:
+		return r.finishMerge(ctx, a)
+	case next.ActForgetMerge:
+		r.forgetMerge(a)
 	case next.ActFail:
 		return r.fail(a)
 	case next.ActAsk:

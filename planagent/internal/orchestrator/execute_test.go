@@ -364,3 +364,43 @@ func TestStartMergeTakesTheQueueHeadOneAtATime(t *testing.T) {
 		t.Fatal("no merge result")
 	}
 }
+
+// advanceRecorder is a checkpoint repository that records its moves.
+type advanceRecorder struct {
+	Repo
+	moves *[][2]string
+}
+
+func (a advanceRecorder) Advance(_ context.Context, old, new string) error {
+	*a.moves = append(*a.moves, [2]string{old, new})
+	return nil
+}
+
+func TestFinishMergeMovesAgainAndRecordsTheCheckpoint(t *testing.T) {
+	var moves [][2]string
+	r := newTestRun(t, Options{Repo: advanceRecorder{moves: &moves}}, chain(1)...)
+	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
+	r.info("t000").Merging = "c2"
+	if err := r.do(t.Context(), next.EvInterruptedMerge{}, next.ActFinishMerge{ID: "t000", Target: "c2"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 1 || moves[0] != [2]string{"c1", "c2"} {
+		t.Errorf("moves %v, want c1 to c2 once", moves)
+	}
+	if info := r.info("t000"); r.st.Checkpoints.Head != "c2" || info.Commit != "c2" || info.Merging != "" {
+		t.Errorf("head %s, commit %s, merging %q", r.st.Checkpoints.Head, info.Commit, info.Merging)
+	}
+}
+
+func TestForgetMergeLeavesTheTaskToBeMergedAgain(t *testing.T) {
+	var moves [][2]string
+	r := newTestRun(t, Options{Repo: advanceRecorder{moves: &moves}}, chain(1)...)
+	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
+	r.info("t000").Merging = "c2"
+	if err := r.do(t.Context(), next.EvInterruptedMerge{}, next.ActForgetMerge{ID: "t000", Head: "theirs"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 0 || r.info("t000").Merging != "" || r.st.Checkpoints.Head != "c1" {
+		t.Errorf("moves %v, merging %q, head %s: want nothing moved and the merge dropped", moves, r.info("t000").Merging, r.st.Checkpoints.Head)
+	}
+}

@@ -232,10 +232,10 @@ func (r *run) integrate(ctx context.Context, id, candidate string) error {
 	return nil
 }
 
-// recoverMerges finishes what a crash interrupted between saving a merge's
-// target and recording it: the branch is at the target or still at the
-// old head, and advancing again finishes the move either way. Anything else means the branch was moved by
-// someone else; that task's merge is redone from its report.
+// recoverMerges hands next each merge a crash interrupted between saving
+// its target and recording it, with where the branch is now: next decides
+// whether moving again finishes it (ActFinishMerge) or the branch was
+// moved by someone else and the task is merged again (ActForgetMerge).
 func (r *run) recoverMerges(ctx context.Context) error {
 	if !r.isolated() {
 		return nil
@@ -250,25 +250,30 @@ func (r *run) recoverMerges(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("recover the merge of %s: %w", id, err)
 		}
-		switch head {
-		case info.Merging, cp.Head:
-			// Again even when the branch is there: the crash may have come
-			// before the index or the files followed it.
-			if err := r.o.opts.Repo.Advance(ctx, cp.Head, info.Merging); err != nil {
-				return fmt.Errorf("recover the merge of %s: %w", id, err)
-			}
-		default:
-			r.o.opts.Logger.Warn("the branch moved during an interrupted merge; merging the task again", "task", id, "head", head)
-			info.Merging = ""
-			continue
-		}
-		// Moved: the task completes as any merged task does.
-		cp.Head, info.Commit, info.Merging = info.Merging, info.Merging, ""
-		if err := r.complete(ctx, next.ActComplete{ID: id, Summary: info.Summary, Acceptance: info.Acceptance}); err != nil {
+		ev := next.EvInterruptedMerge{ID: id, Head: head, Target: info.Merging, Checkpoint: cp.Head,
+			Summary: info.Summary, Acceptance: info.Acceptance}
+		if err := r.handle(ctx, []event{ev}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// finishMerge moves the integration state to an interrupted merge's target
+// again, and records it as the task's checkpoint.
+func (r *run) finishMerge(ctx context.Context, a next.ActFinishMerge) error {
+	cp, info := r.st.Checkpoints, r.info(a.ID)
+	if err := r.o.opts.Repo.Advance(ctx, cp.Head, a.Target); err != nil {
+		return fmt.Errorf("recover the merge of %s: %w", a.ID, err)
+	}
+	cp.Head, info.Commit, info.Merging = a.Target, a.Target, ""
+	return nil
+}
+
+// forgetMerge drops an interrupted merge next gave up on.
+func (r *run) forgetMerge(a next.ActForgetMerge) {
+	r.o.opts.Logger.Warn("the branch moved during an interrupted merge; merging the task again", "task", a.ID, "head", a.Head)
+	r.info(a.ID).Merging = ""
 }
 
 func (r *run) failpoint(name string) {

@@ -347,6 +347,27 @@ func TestNext(t *testing.T) {
 			want: nil,
 		},
 		{
+			name: "an interrupted merge whose branch reached its target is finished, then completes",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    next.View{Isolated: true},
+			ev:   next.EvInterruptedMerge{ID: "a", Head: "c2", Target: "c2", Checkpoint: "c1", Summary: "did a", Acceptance: "ok"},
+			want: []next.Action{next.ActFinishMerge{ID: "a", Target: "c2"}, next.ActComplete{ID: "a", Summary: "did a", Acceptance: "ok"}},
+		},
+		{
+			name: "an interrupted merge whose branch had not moved yet is finished too",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    next.View{Isolated: true},
+			ev:   next.EvInterruptedMerge{ID: "a", Head: "c1", Target: "c2", Checkpoint: "c1"},
+			want: []next.Action{next.ActFinishMerge{ID: "a", Target: "c2"}, next.ActComplete{ID: "a"}},
+		},
+		{
+			name: "an interrupted merge whose branch someone else moved is forgotten: merged again from the report",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    next.View{Isolated: true},
+			ev:   next.EvInterruptedMerge{ID: "a", Head: "theirs", Target: "c2", Checkpoint: "c1"},
+			want: []next.Action{next.ActForgetMerge{ID: "a", Head: "theirs"}},
+		},
+		{
 			name: "settle starts a merge before it dispatches (the merge runs while the loop makes copies)",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1), tk("b", P, 0)) },
 			v:    next.View{Parallel: 2, Isolated: true, Accepting: 1, MergeNext: "a"},

@@ -123,15 +123,25 @@ type EvAgentDied struct {
 	Reported []string
 }
 
-func (EvSettle) isEvent()    {}
-func (EvReport) isEvent()    {}
-func (EvBadReport) isEvent() {}
-func (EvAccepted) isEvent()  {}
-func (EvDecided) isEvent()   {}
-func (EvTimedOut) isEvent()  {}
-func (EvMerged) isEvent()    {}
-func (EvAgentDied) isEvent() {}
-func (EvTick) isEvent()      {}
+// EvInterruptedMerge: resume found a merge a crash cut short. The run had
+// saved Target as the task's merge while its integration state was
+// Checkpoint; the branch is at Head. Summary and Acceptance are the
+// task's, as its merge recorded them.
+type EvInterruptedMerge struct {
+	ID, Head, Target, Checkpoint string
+	Summary, Acceptance          string
+}
+
+func (EvInterruptedMerge) isEvent() {}
+func (EvSettle) isEvent()           {}
+func (EvReport) isEvent()           {}
+func (EvBadReport) isEvent()        {}
+func (EvAccepted) isEvent()         {}
+func (EvDecided) isEvent()          {}
+func (EvTimedOut) isEvent()         {}
+func (EvMerged) isEvent()           {}
+func (EvAgentDied) isEvent()        {}
+func (EvTick) isEvent()             {}
 
 // Action is one thing the executor does.
 type Action interface{ isAction() }
@@ -189,6 +199,14 @@ type ActStopSilentWatcher struct{ Silent time.Duration }
 // ActComplete marks the task completed; with checkpoints, Commit is the
 // merged state the integration branch moves to first.
 type ActComplete struct{ ID, Summary, Commit, Acceptance string }
+
+// ActFinishMerge moves the integration state to Target again, the branch,
+// the index and the files: the crash may have come before they followed.
+type ActFinishMerge struct{ ID, Target string }
+
+// ActForgetMerge drops an interrupted merge whose branch someone else
+// moved (to Head): the task is merged again from its report.
+type ActForgetMerge struct{ ID, Head string }
 
 // ActFail marks the task failed (its dependants are skipped) and notes why.
 type ActFail struct{ ID, Reason string }
@@ -253,6 +271,8 @@ func (ActStopWaiting) isAction()       {}
 func (ActAbandon) isAction()           {}
 func (ActStopSilentWatcher) isAction() {}
 func (ActComplete) isAction()          {}
+func (ActFinishMerge) isAction()       {}
+func (ActForgetMerge) isAction()       {}
 func (ActFail) isAction()              {}
 func (ActAsk) isAction()               {}
 func (ActRetry) isAction()             {}
@@ -366,6 +386,13 @@ func Decide(v View, ev Event) []Action {
 		return []Action{ActComplete{ID: ev.ID, Summary: ev.Summary, Acceptance: ev.Output}}
 	case EvMerged:
 		return onMerged(v, ev)
+	case EvInterruptedMerge:
+		// At the target or still at the old state, moving again finishes
+		// the move either way; anything else is someone else's commit.
+		if ev.Head == ev.Target || ev.Head == ev.Checkpoint {
+			return []Action{ActFinishMerge{ID: ev.ID, Target: ev.Target}, ActComplete{ID: ev.ID, Summary: ev.Summary, Acceptance: ev.Acceptance}}
+		}
+		return []Action{ActForgetMerge{ID: ev.ID, Head: ev.Head}}
 	case EvTimedOut:
 		return failure(v, ev.ID, "no report within the task timeout")
 	case EvAgentDied:
