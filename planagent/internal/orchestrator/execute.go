@@ -79,6 +79,10 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		r.stopSilentWatcher(ctx, a)
 	case next.ActComplete:
 		return r.complete(ctx, a)
+	case next.ActResend:
+		return r.resend(ctx, a)
+	case next.ActRelaunch:
+		return r.launch(ctx, a.ID, r.info(a.ID))
 	case next.ActFinishMerge:
 		return r.finishMerge(ctx, a)
 	case next.ActForgetMerge:

@@ -16,6 +16,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -402,5 +403,44 @@ func TestForgetMergeLeavesTheTaskToBeMergedAgain(t *testing.T) {
 	}
 	if len(moves) != 0 || r.info("t000").Merging != "" || r.st.Checkpoints.Head != "c1" {
 		t.Errorf("moves %v, merging %q, head %s: want nothing moved and the merge dropped", moves, r.info("t000").Merging, r.st.Checkpoints.Head)
+	}
+}
+
+func TestResendWritesTheCommandAgain(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(1)...)
+	if err := r.g.Start("t000"); err != nil {
+		t.Fatal(err)
+	}
+	r.info("t000").Attempt = 1
+	if err := r.do(t.Context(), next.EvResumedInFlight{}, next.ActResend{ID: "t000"}); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := protocol.ReadCommand(r.o.opts.Layout.CommandFile("t000"))
+	if err != nil || cmd.ID != "t000" || cmd.Attempt != 1 {
+		t.Fatalf("command %+v, %v", cmd, err)
+	}
+}
+
+// launchRecorder is a runtime that records what it was asked to launch.
+type launchRecorder struct {
+	*fakeRuntime
+	launched *[]attempt.Attempt
+}
+
+func (l launchRecorder) Launch(_ context.Context, a attempt.Attempt) error {
+	*l.launched = append(*l.launched, a)
+	return nil
+}
+
+func TestRelaunchLaunchesTheResumedAttempt(t *testing.T) {
+	var launched []attempt.Attempt
+	l := newLayout(t)
+	r := newTestRun(t, Options{Runtime: launchRecorder{fakeRuntime: newFakeRuntime(l, completed), launched: &launched}}, chain(1)...)
+	r.info("t000").Attempt = 2
+	if err := r.do(t.Context(), next.EvResumedInFlight{}, next.ActRelaunch{ID: "t000"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(launched) != 1 || launched[0].TaskID != "t000" || launched[0].Attempt != 2 {
+		t.Errorf("launched %+v, want t000's attempt 2", launched)
 	}
 }

@@ -347,6 +347,30 @@ func TestNext(t *testing.T) {
 			want: nil,
 		},
 		{
+			name: "a resumed attempt whose report is waiting is only watched",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			ev:   next.EvResumedInFlight{ID: "a", Report: true, Command: true},
+			want: nil,
+		},
+		{
+			name: "a resumed attempt a watcher has claimed is only watched",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			ev:   next.EvResumedInFlight{ID: "a", Claim: true, Command: true},
+			want: nil,
+		},
+		{
+			name: "a resumed attempt with its command written is launched again",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			ev:   next.EvResumedInFlight{ID: "a", Command: true},
+			want: []next.Action{next.ActRelaunch{ID: "a"}},
+		},
+		{
+			name: "a resumed attempt the crash left without a command gets it (and its copy) again, then is launched",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			ev:   next.EvResumedInFlight{ID: "a"},
+			want: []next.Action{next.ActResend{ID: "a"}, next.ActRelaunch{ID: "a"}},
+		},
+		{
 			name: "an interrupted merge whose branch reached its target is finished, then completes",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
 			v:    next.View{Isolated: true},

@@ -24,35 +24,34 @@ import (
 // attempt past its deadline, a silent watcher, which tasks an agent's
 // death takes with it.
 
-// adoptInProgress makes in-progress tasks of a resumed run in-flight again.
+// adoptInProgress makes in-progress tasks of a resumed run in-flight again
+// and tells next what of each attempt is on disk: next decides whether it
+// waits, is launched again, or gets its command (and copy) again first.
 func (r *run) adoptInProgress(ctx context.Context) error {
 	l := r.o.opts.Layout
+	var evs []event
 	for _, t := range r.g.Tasks() {
 		if t.Status != taskgraph.InProgress {
 			continue
 		}
-		info := r.info(t.ID)
-		r.inflight[t.ID] = r.newFlight(info.Attempt)
-		if exists(l.ReportFile(t.ID)) || exists(l.ClaimFile(t.ID)) {
-			continue // its report is waiting, or a watcher has it
-		}
-		if !exists(l.CommandFile(t.ID)) {
-			// Crashed between saving the state and writing the command: the
-			// copy may be half made, so it is made again.
-			if r.isolated() {
-				if err := r.prepareCopy(ctx, t.ID, info); err != nil {
-					return err
-				}
-			}
-			if err := r.writeCommand(t, info); err != nil {
-				return err
-			}
-		}
-		if err := r.launch(ctx, t.ID, info); err != nil {
+		r.inflight[t.ID] = r.newFlight(r.info(t.ID).Attempt)
+		evs = append(evs, next.EvResumedInFlight{ID: t.ID, Report: exists(l.ReportFile(t.ID)),
+			Claim: exists(l.ClaimFile(t.ID)), Command: exists(l.CommandFile(t.ID))})
+	}
+	return r.handle(ctx, evs)
+}
+
+// resend writes a resumed attempt's command again, its copy made again
+// first.
+func (r *run) resend(ctx context.Context, a next.ActResend) error {
+	t, _ := r.g.Get(a.ID)
+	info := r.info(a.ID)
+	if r.isolated() {
+		if err := r.prepareCopy(ctx, a.ID, info); err != nil {
 			return err
 		}
 	}
-	return nil
+	return r.writeCommand(t, info)
 }
 
 // collect returns an event for every report that has arrived for an

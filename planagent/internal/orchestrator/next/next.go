@@ -133,15 +133,24 @@ type EvInterruptedMerge struct {
 }
 
 func (EvInterruptedMerge) isEvent() {}
-func (EvSettle) isEvent()           {}
-func (EvReport) isEvent()           {}
-func (EvBadReport) isEvent()        {}
-func (EvAccepted) isEvent()         {}
-func (EvDecided) isEvent()          {}
-func (EvTimedOut) isEvent()         {}
-func (EvMerged) isEvent()           {}
-func (EvAgentDied) isEvent()        {}
-func (EvTick) isEvent()             {}
+
+// EvResumedInFlight: resume found task ID in progress, and what of its
+// attempt is on disk: its report, a watcher's claim on it, its command.
+type EvResumedInFlight struct {
+	ID                     string
+	Report, Claim, Command bool
+}
+
+func (EvResumedInFlight) isEvent() {}
+func (EvSettle) isEvent()          {}
+func (EvReport) isEvent()          {}
+func (EvBadReport) isEvent()       {}
+func (EvAccepted) isEvent()        {}
+func (EvDecided) isEvent()         {}
+func (EvTimedOut) isEvent()        {}
+func (EvMerged) isEvent()          {}
+func (EvAgentDied) isEvent()       {}
+func (EvTick) isEvent()            {}
 
 // Action is one thing the executor does.
 type Action interface{ isAction() }
@@ -199,6 +208,15 @@ type ActStopSilentWatcher struct{ Silent time.Duration }
 // ActComplete marks the task completed; with checkpoints, Commit is the
 // merged state the integration branch moves to first.
 type ActComplete struct{ ID, Summary, Commit, Acceptance string }
+
+// ActResend writes a resumed attempt's command again (and, with
+// checkpoints, makes its copy again: a crash before the command may have
+// left it half made).
+type ActResend struct{ ID string }
+
+// ActRelaunch asks the runtime to carry out a resumed attempt whose
+// command is written.
+type ActRelaunch struct{ ID string }
 
 // ActFinishMerge moves the integration state to Target again, the branch,
 // the index and the files: the crash may have come before they followed.
@@ -272,6 +290,8 @@ func (ActAbandon) isAction()           {}
 func (ActStopSilentWatcher) isAction() {}
 func (ActComplete) isAction()          {}
 func (ActFinishMerge) isAction()       {}
+func (ActResend) isAction()            {}
+func (ActRelaunch) isAction()          {}
 func (ActForgetMerge) isAction()       {}
 func (ActFail) isAction()              {}
 func (ActAsk) isAction()               {}
@@ -386,6 +406,15 @@ func Decide(v View, ev Event) []Action {
 		return []Action{ActComplete{ID: ev.ID, Summary: ev.Summary, Acceptance: ev.Output}}
 	case EvMerged:
 		return onMerged(v, ev)
+	case EvResumedInFlight:
+		switch {
+		case ev.Report || ev.Claim:
+			return nil // its report is waiting, or a watcher has it
+		case !ev.Command:
+			// Crashed between saving the state and writing the command.
+			return []Action{ActResend{ID: ev.ID}, ActRelaunch{ID: ev.ID}}
+		}
+		return []Action{ActRelaunch{ID: ev.ID}}
 	case EvInterruptedMerge:
 		// At the target or still at the old state, moving again finishes
 		// the move either way; anything else is someone else's commit.
