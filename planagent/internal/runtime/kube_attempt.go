@@ -561,6 +561,13 @@ func podProblem(p *corev1.Pod) string {
 	all := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, s := range all {
 		if w := s.State.Waiting; w != nil {
+			if w.Reason == "CreateContainerConfigError" && strings.Contains(w.Message, "failed to sync") {
+				// The kubelet's cache of a secret or config map just made
+				// was not yet in sync ("failed to sync secret cache: timed
+				// out waiting for the condition"): it retries, and the pod
+				// starts a moment later. A missing one stays fatal.
+				continue
+			}
 			switch w.Reason {
 			case "ErrImageNeverPull", "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
 				return fmt.Sprintf("container %s cannot start: %s: %s (import the image into the node, or check imagePullPolicy)", s.Name, w.Reason, w.Message)

@@ -106,10 +106,11 @@ func TestNewKubeNamesTheSetupProblem(t *testing.T) {
 // A pod that cannot go on is named in one line: the attempt fails fast
 // instead of waiting for its timeout.
 func TestPodProblemNamesWhy(t *testing.T) {
-	waiting := func(reason string) *corev1.Pod {
+	waitingWith := func(reason, msg string) *corev1.Pod {
 		return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
-			{Name: "agent", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "m"}}}}}}
+			{Name: "agent", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}}}
 	}
+	waiting := func(reason string) *corev1.Pod { return waitingWith(reason, "m") }
 	for _, c := range []struct {
 		pod  *corev1.Pod
 		want string
@@ -122,6 +123,11 @@ func TestPodProblemNamesWhy(t *testing.T) {
 				{Name: "codingagent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "cp: not found"}}}}}},
 			"init container codingagent failed with code 1"},
 		{waiting("ContainerCreating"), ""},
+		// The kubelet retries a secret whose cache is not yet in sync (seen
+		// on the single-node cluster right after the run made the secret);
+		// a secret that is not there is for good.
+		{waitingWith("CreateContainerConfigError", "failed to sync secret cache: timed out waiting for the condition"), ""},
+		{waitingWith("CreateContainerConfigError", `secret "ca-run-x" not found`), `cannot start: CreateContainerConfigError: secret "ca-run-x" not found`},
 	} {
 		if got := podProblem(c.pod); (c.want == "" && got != "") || !strings.Contains(got, c.want) {
 			t.Errorf("podProblem = %q, want %q", got, c.want)
