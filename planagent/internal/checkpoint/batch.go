@@ -324,19 +324,10 @@ func (r *Repo) writeCommit(dir, tree string, parents []string, msg string, now t
 // stores a loose one, and returns its id.
 func writeLoose(dir, objectFormat, typ string, data []byte) (string, error) {
 	head := fmt.Sprintf("%s %d\x00", typ, len(data))
-	var sum []byte
-	if objectFormat == "sha256" {
-		h := sha256.New()
-		h.Write([]byte(head))
-		h.Write(data)
-		sum = h.Sum(nil)
-	} else {
-		h := sha1.New() //nolint:gosec // git's object ids
-		h.Write([]byte(head))
-		h.Write(data)
-		sum = h.Sum(nil)
-	}
-	id := hex.EncodeToString(sum)
+	h := objectHash(objectFormat)
+	h.Write([]byte(head))
+	h.Write(data)
+	id := hex.EncodeToString(h.Sum(nil))
 	var z bytes.Buffer
 	w := zlib.NewWriter(&z)
 	_, _ = w.Write([]byte(head))

@@ -1061,17 +1061,26 @@ func checkGitmodules(ctx context.Context, g git, env []string, blob, old string)
 	return nil
 }
 
-// copyRegular copies the regular file src to dst (made or truncated).
-// Anything else at src (a FIFO would block an open, a link would be
-// followed) is refused unopened, and the open itself follows no link and
-// does not block.
+// copyRegular copies the regular file src to dst (made or truncated), a
+// file of the host's.
 func copyRegular(dst, src string) error {
+	return copyFile(dst, src, func(p string) (*os.File, error) {
+		return os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	})
+}
+
+// copyFile copies the regular file src (openRegular) into the file create
+// opens at dst. The copy keeps the source's mtime: git tells a file
+// changed within the same second as its index was written ("racily
+// clean") by comparing with the index file's own mtime, which a fresh
+// copy would move forward, hiding such a change from the squash.
+func copyFile(dst, src string, create func(string) (*os.File, error)) error {
 	f, err := openRegular(src)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	out, err := create(dst)
 	if err != nil {
 		return err
 	}
@@ -1082,10 +1091,6 @@ func copyRegular(dst, src string) error {
 	if err := out.Close(); err != nil {
 		return err
 	}
-	// The copy keeps the source's mtime: git tells a file changed within
-	// the same second as its index was written ("racily clean") by
-	// comparing with the index file's own mtime, which a fresh copy would
-	// move forward, hiding such a change from the squash.
 	if fi, err := f.Stat(); err == nil {
 		return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
 	}

@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -127,31 +126,8 @@ func writeCopyFile(p string, data []byte) error {
 }
 
 // copyIntoCopy copies the regular file src (the host's) to p in a copy's
-// git directory (rewrite), with src's modification time: git tells a file
-// changed within the same second as its index was written ("racily
-// clean") by comparing with the index file's own mtime.
-func copyIntoCopy(p, src string) error {
-	in, err := openRegular(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := rewrite(p)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	if fi, err := in.Stat(); err == nil {
-		return os.Chtimes(p, fi.ModTime(), fi.ModTime())
-	}
-	return nil
-}
+// git directory (rewrite), keeping src's modification time (copyFile).
+func copyIntoCopy(p, src string) error { return copyFile(p, src, rewrite) }
 
 // A pack the host wrote into a copy is not written again while it is as
 // the host left it: the same inode, size, modification and change time

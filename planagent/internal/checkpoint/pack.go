@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"io/fs"
@@ -94,15 +95,20 @@ func readLooseFile(p string) (looseObject, error) {
 	return looseObject{typ: packTypes[typ], data: data}, nil
 }
 
+// objectHash is the repository's hash: of object ids and of pack and
+// index checksums.
+func objectHash(objectFormat string) hash.Hash {
+	if objectFormat == "sha256" {
+		return sha256.New()
+	}
+	return sha1.New() //nolint:gosec // git's object ids, not a security use
+}
+
 // writePack writes objs as a pack and its index (version 2) into the pack
 // directory dir, under temporary names renamed into place, the index
 // last (git uses a pack once its index is there), and returns the pack's
 // name. The checksums use the repository's hash (sha1 or sha256).
 func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
-	newHash := sha1.New
-	if objectFormat == "sha256" {
-		newHash = sha256.New
-	}
 	sort.Slice(objs, func(i, j int) bool { return bytes.Compare(objs[i].id, objs[j].id) < 0 })
 	var pack bytes.Buffer
 	pack.WriteString("PACK")
@@ -133,7 +139,7 @@ func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
 		}
 		crcs[i] = crc32.ChecksumIEEE(pack.Bytes()[start:])
 	}
-	h := newHash()
+	h := objectHash(objectFormat)
 	h.Write(pack.Bytes())
 	sum := h.Sum(nil)
 	pack.Write(sum)
@@ -154,7 +160,7 @@ func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
 	_ = binary.Write(&idx, binary.BigEndian, crcs)
 	_ = binary.Write(&idx, binary.BigEndian, offsets)
 	idx.Write(sum)
-	ih := newHash()
+	ih := objectHash(objectFormat)
 	ih.Write(idx.Bytes())
 	idx.Write(ih.Sum(nil))
 
