@@ -317,7 +317,11 @@ func (r *Repo) writeCommit(dir, tree string, parents []string, msg string, now t
 	if !strings.HasSuffix(msg, "\n") {
 		b.WriteString("\n")
 	}
-	return writeLoose(dir, r.objectFormat, "commit", []byte(b.String()))
+	id, err := writeLoose(dir, r.objectFormat, "commit", []byte(b.String()))
+	if err == nil && len(parents) > 0 {
+		r.rememberParent(id, parents[0])
+	}
+	return id, err
 }
 
 // writeLoose writes an object into the objects directory dir as git

@@ -69,6 +69,7 @@ type Repo struct {
 	msgMu                sync.Mutex
 	msgs                 map[string]string // Squash's messages, for Apply
 	trees                map[string]string // commits' trees (commitTree)
+	parents              map[string]string // commits' first parents (firstParent)
 	plain                map[string]bool   // commits known to have no submodule
 	keepMu               sync.Mutex
 	kept                 map[string]bool // commits whose keep ref this process made

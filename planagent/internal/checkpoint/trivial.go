@@ -15,13 +15,18 @@ import (
 // any removal on either side (git's rename detection may move the other
 // side's files after it, or call it a conflict).
 
+// mergeReach is how many first parents back from the head a merge's base
+// may lie for the merge to be written here: the merges of a fan-out of
+// that many tasks from one base.
+const mergeReach = 4096
+
 // trivialMerge returns the tree of commit's changes over base applied onto
 // onto, its new trees written into the objects directory dir, or ok false
 // when the merge is not one of disjoint additions and changes, or base
 // (commit's parent) is not a recent first-parent ancestor of onto (then
 // git's merge base could be another).
 func (r *Repo) trivialMerge(dir, base, commit, onto string) (tree string, ok bool, err error) {
-	if reached, err := r.reaches(onto, base, 64); err != nil || !reached {
+	if reached, err := r.reaches(onto, base, mergeReach); err != nil || !reached {
 		return "", false, err
 	}
 	bt, err := r.commitTree(base)
@@ -139,33 +144,58 @@ func writeTree(dir, objectFormat string, entries map[string]treeEntry) (string, 
 }
 
 // reaches reports whether ancestor is at most steps first parents back
-// from commit.
+// from commit. The parents of the commits this process wrote, and of those
+// read once, are remembered: a fan-out's base lies one more merge back at
+// each merge, and walking there through cat-file each time would cost a
+// round trip per merge before it.
 func (r *Repo) reaches(commit, ancestor string, steps int) (bool, error) {
 	for range steps {
 		if commit == ancestor {
 			return true, nil
 		}
-		o, err := r.cat.get(commit)
-		if err != nil {
+		parent, err := r.firstParent(commit)
+		if err != nil || parent == "" {
 			return false, err
-		}
-		if o.missing || o.typ != "commit" {
-			return false, nil
-		}
-		parent := ""
-		for _, line := range strings.Split(string(o.data), "\n") {
-			if p, ok := strings.CutPrefix(line, "parent "); ok {
-				parent = p
-				break
-			}
-			if line == "" {
-				break
-			}
-		}
-		if parent == "" {
-			return false, nil
 		}
 		commit = parent
 	}
 	return commit == ancestor, nil
+}
+
+// firstParent is commit's first parent, "" for a root commit or what is
+// not a commit.
+func (r *Repo) firstParent(commit string) (string, error) {
+	r.msgMu.Lock()
+	parent, ok := r.parents[commit]
+	r.msgMu.Unlock()
+	if ok {
+		return parent, nil
+	}
+	o, err := r.cat.get(commit)
+	if err != nil {
+		return "", err
+	}
+	if o.missing || o.typ != "commit" {
+		return "", nil
+	}
+	for _, line := range strings.Split(string(o.data), "\n") {
+		if p, ok := strings.CutPrefix(line, "parent "); ok {
+			parent = p
+			break
+		}
+		if line == "" {
+			break
+		}
+	}
+	r.rememberParent(commit, parent)
+	return parent, nil
+}
+
+func (r *Repo) rememberParent(commit, parent string) {
+	r.msgMu.Lock()
+	defer r.msgMu.Unlock()
+	if r.parents == nil || len(r.parents) >= mergeReach {
+		r.parents = map[string]string{}
+	}
+	r.parents[commit] = parent
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A merge of disjoint additions and changes onto a moved head gives the
@@ -59,5 +60,42 @@ func TestTrivialMergeIsGitsMerge(t *testing.T) {
 			// The trees written are whole objects git reads.
 			sh(t, ws, "cp -r "+q+"/. .git/objects/ && git ls-tree -r "+tree+" >/dev/null && git fsck --no-dangling")
 		})
+	}
+}
+
+// A fan-out's base lies one merge further back at each merge: a base far
+// more than a few dozen first parents back is still found (the merges of
+// a 100-task fan-out were all sent to git before), and a commit off the
+// first-parent line is not.
+func TestReachesFarBack(t *testing.T) {
+	t.Parallel()
+	ws := userRepo(t)
+	r := open(t, ws)
+	root := sh(t, ws, "git rev-parse HEAD")
+	tree, err := r.commitTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip := root
+	for i := range 300 {
+		if tip, err = r.writeCommit(r.objectsDir, tree, []string{tip}, "merge "+strings.Repeat("x", i%7), time.Unix(int64(1e9+i), 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	side, err := r.writeCommit(r.objectsDir, tree, []string{root}, "side", time.Unix(1e9, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := open(t, ws) // nothing remembered: every parent read through cat-file
+	for _, repo := range []*Repo{r, fresh} {
+		if ok, err := repo.reaches(tip, root, mergeReach); err != nil || !ok {
+			t.Errorf("the root 300 first parents back: reached %v, %v", ok, err)
+		}
+		if ok, err := repo.reaches(tip, side, mergeReach); err != nil || ok {
+			t.Errorf("a commit off the first-parent line: reached %v, %v", ok, err)
+		}
+		if ok, err := repo.reaches(tip, root, 299); err != nil || ok {
+			t.Errorf("300 back within 299 steps: reached %v, %v", ok, err)
+		}
 	}
 }

@@ -12,21 +12,56 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
-// dispatch starts the next attempts of tasks ids: for each, the state
-// first, then the attempt's copy of the workspace, the task context and
-// the command file, one task after the other; then the runtime launches
+// dispatch starts the next attempts of tasks ids: the state of each first,
+// synced before anything acts on it. With checkpoints their copies of the
+// workspace are then made together, off the loop: a copy is most of what
+// a task costs the loop, and the loop meanwhile merges and moves the
+// workspace for the tasks that finished. EvCopied brings them back to be
+// launched (ActLaunch); without checkpoints they are launched at once.
+func (r *run) dispatch(ctx context.Context, ids ...string) error {
+	type copyJob struct {
+		dir, base string
+		attempt   int
+	}
+	jobs := make([]copyJob, len(ids))
+	for i, id := range ids {
+		info, err := r.prepare(ctx, id)
+		if err != nil {
+			return err
+		}
+		jobs[i] = copyJob{dir: r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt), base: info.Base, attempt: info.Attempt}
+	}
+	if !r.isolated() {
+		return r.launchAll(ctx, ids...)
+	}
+	r.copying += len(ids)
+	r.copies.Go(func() {
+		errs := make([]error, len(ids))
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Go(func() { errs[i] = r.makeCopy(ctx, id, jobs[i].attempt, jobs[i].dir, jobs[i].base) })
+		}
+		wg.Wait()
+		r.send(next.EvCopied{IDs: ids, Err: errors.Join(errs...)})
+	})
+	return nil
+}
+
+// launchAll sends the dispatched attempts of tasks ids, one task after the
+// other: the task context and the command file; then the runtime launches
 // them all at once. A container takes most of a second to create and start
 // (more on a busy machine): launched one after the other, the last of
 // --parallel N tasks would wait N-1 launch times before it began.
-func (r *run) dispatch(ctx context.Context, ids ...string) error {
+func (r *run) launchAll(ctx context.Context, ids ...string) error {
 	infos := make([]*runrecord.TaskInfo, len(ids))
 	for i, id := range ids {
-		info, err := r.prepare(ctx, id)
+		info, err := r.sendCommand(id)
 		if err != nil {
 			return err
 		}
@@ -58,7 +93,7 @@ func (r *run) dispatch(ctx context.Context, ids ...string) error {
 	return nil
 }
 
-// prepare readies the next attempt of task id for its launch.
+// prepare records the next attempt of task id as started.
 func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, error) {
 	if err := r.g.Start(id); err != nil {
 		return nil, err
@@ -72,18 +107,22 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, erro
 	if r.isolated() {
 		info.Base = r.st.Checkpoints.Head
 	}
-	// Persist before acting: a crash after this line re-sends the command on resume.
+	// Persist before acting: a crash after this line re-sends the command
+	// (its copy made again) on resume.
 	if err := r.record(id); err != nil {
 		return nil, err
 	}
 	if err := r.st.Sync(); err != nil {
 		return nil, err
 	}
-	if r.isolated() {
-		if err := r.prepareCopy(ctx, id, info); err != nil {
-			return nil, err
-		}
-	}
+	return info, nil
+}
+
+// sendCommand writes the task context and the command of task id's
+// attempt, which is in flight from then on.
+func (r *run) sendCommand(id string) (*runrecord.TaskInfo, error) {
+	t, _ := r.g.Get(id)
+	info := r.info(id)
 	var deps []taskgraph.Task
 	for _, d := range t.Dependencies {
 		dt, _ := r.g.Get(d)

@@ -21,30 +21,43 @@ import (
 // all the events it handles in a row, or earlier by a step that needs them
 // on disk first (a dispatch syncs before its command is written).
 //
-// Dispatches in a row are done together, so their launches overlap.
+// Dispatches in a row are done together, so their copies are made and
+// their launches overlap; so are launches in a row.
 func (r *run) apply(ctx context.Context, src event, acts []next.Action) error {
-	for i := 0; i < len(acts); i++ {
-		var ids []string
-		for ; i < len(acts); i++ {
-			d, ok := acts[i].(next.ActDispatch)
-			if !ok {
-				break
-			}
-			ids = append(ids, d.ID)
-		}
-		if len(ids) > 0 {
+	for i := 0; i < len(acts); {
+		if ids := together[next.ActDispatch](acts[i:], func(a next.ActDispatch) string { return a.ID }); len(ids) > 0 {
+			i += len(ids)
 			if err := r.dispatch(ctx, ids...); err != nil {
 				return err
 			}
-			if i == len(acts) {
-				break
+			continue
+		}
+		if ids := together[next.ActLaunch](acts[i:], func(a next.ActLaunch) string { return a.ID }); len(ids) > 0 {
+			i += len(ids)
+			if err := r.launchAll(ctx, ids...); err != nil {
+				return err
 			}
+			continue
 		}
 		if err := r.do(ctx, src, acts[i]); err != nil {
 			return err
 		}
+		i++
 	}
 	return nil
+}
+
+// together is the ids of the actions of type A at the start of acts.
+func together[A next.Action](acts []next.Action, id func(A) string) []string {
+	var ids []string
+	for _, a := range acts {
+		x, ok := a.(A)
+		if !ok {
+			break
+		}
+		ids = append(ids, id(x))
+	}
+	return ids
 }
 
 // do carries out one action about the event src: a dispatch to the small
@@ -53,6 +66,10 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 	switch a := a.(type) {
 	case next.ActDispatch:
 		return r.dispatch(ctx, a.ID)
+	case next.ActLaunch:
+		return r.launchAll(ctx, a.ID)
+	case next.ActHalt:
+		return a.Err
 	case next.ActRecord:
 		rep, ok := src.(reported)
 		if !ok || rep.ID != a.ID {

@@ -72,15 +72,21 @@ func (r *run) isolated() bool {
 	return r.o.opts.Repo != nil && r.st.Checkpoints != nil
 }
 
-// prepareCopy makes the attempt's copy of the integration state, replacing
-// whatever a crashed earlier try left at that path.
+// prepareCopy makes the attempt's copy of the integration state on the
+// loop (a resumed attempt's).
 func (r *run) prepareCopy(ctx context.Context, id string, info *runrecord.TaskInfo) error {
-	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt)
+	return r.makeCopy(ctx, id, info.Attempt, r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt), info.Base)
+}
+
+// makeCopy makes the copy of commit base for attempt of task id in dir,
+// replacing whatever a crashed earlier try left at that path. It touches
+// only the repository: dispatch runs it off the loop.
+func (r *run) makeCopy(ctx context.Context, id string, attempt int, dir, base string) error {
 	if err := r.o.opts.Repo.RemoveCopy(dir); err != nil {
 		return fmt.Errorf("task %s: clear the attempt's copy: %w", id, err)
 	}
-	if err := r.o.opts.Repo.NewCopy(ctx, dir, info.Base); err != nil {
-		return fmt.Errorf("task %s: copy the workspace for attempt %d: %w", id, info.Attempt, err)
+	if err := r.o.opts.Repo.NewCopy(ctx, dir, base); err != nil {
+		return fmt.Errorf("task %s: copy the workspace for attempt %d: %w", id, attempt, err)
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ type simRun struct {
 	maxRetries int
 	isolated   bool
 	decider    bool
+	copying    []string // attempts dispatched whose copies are being made
 	running    []string // attempts waiting for their report
 	flights    map[string]next.Flight
 	accepting  []string // finished, waiting for acceptance (without checkpoints)
@@ -55,7 +56,7 @@ func (s *simRun) view() next.View {
 	if merging {
 		accepting++
 	}
-	v := next.View{Graph: graphView{s.g}, Running: len(s.running), Accepting: accepting, Deciding: len(s.deciding),
+	v := next.View{Graph: graphView{s.g}, Copying: len(s.copying), Running: len(s.running), Accepting: accepting, Deciding: len(s.deciding),
 		Isolated: s.isolated, Aborted: s.aborted, Parallel: s.parallel, MaxRetries: s.maxRetries,
 		Decider: s.decider, Budget: s.budget, RunID: "r", Flights: maps.Clone(s.flights),
 		HeartbeatTimeout: simHeartbeatTimeout, Merging: merging}
@@ -71,6 +72,13 @@ func (s *simRun) take(ids *[]string) string {
 	id := (*ids)[i]
 	*ids = slices.Delete(*ids, i, i+1)
 	return id
+}
+
+// launch sends a dispatched attempt: it is waited for from now on.
+func (s *simRun) launch(id string) {
+	t, _ := s.g.Get(id)
+	s.running = append(s.running, id)
+	s.flights[id] = next.Flight{Attempt: t.Attempts, Launched: s.now, Deadline: s.now.Add(simTaskTimeout)}
 }
 
 // land stops waiting for a running attempt.
@@ -90,6 +98,9 @@ func (s *simRun) event() event {
 	}
 	if s.merging != "" {
 		kinds = append(kinds, 4)
+	}
+	if len(s.copying) > 0 {
+		kinds = append(kinds, 5)
 	}
 	if len(kinds) == 0 {
 		return nil
@@ -134,6 +145,14 @@ func (s *simRun) event() event {
 			s.heartbeat = s.now
 		}
 		return next.EvTick{Now: s.now, Heartbeat: s.heartbeat}
+	case 5:
+		// The copies of one dispatch are made, rarely not.
+		ids := s.copying
+		s.copying = nil
+		if s.rng.IntN(40) == 0 {
+			return next.EvCopied{IDs: ids, Err: errors.New("disk full")}
+		}
+		return next.EvCopied{IDs: ids}
 	default:
 		id := s.merging
 		s.merging = ""
@@ -168,11 +187,31 @@ func (s *simRun) do(src event, a next.Action) error {
 		if t.Attempts > s.maxRetries+1+next.SpareAttempts {
 			return fmt.Errorf("%s started attempt %d with --max-retries %d", a.ID, t.Attempts, s.maxRetries)
 		}
-		s.running = append(s.running, a.ID)
-		s.flights[a.ID] = next.Flight{Attempt: t.Attempts, Launched: s.now, Deadline: s.now.Add(simTaskTimeout)}
-		if n := len(s.running) + s.view().Accepting; n > s.parallel {
-			return fmt.Errorf("%d tasks in flight (running or waiting for their merge) at --parallel %d", n, s.parallel)
+		if s.isolated {
+			s.copying = append(s.copying, a.ID)
+		} else {
+			s.launch(a.ID)
 		}
+		if n := len(s.copying) + len(s.running) + s.view().Accepting; n > s.parallel {
+			return fmt.Errorf("%d tasks in flight (being copied, running or waiting for their merge) at --parallel %d", n, s.parallel)
+		}
+	case next.ActLaunch:
+		copied, ok := src.(next.EvCopied)
+		if !ok || !slices.Contains(copied.IDs, a.ID) || copied.Err != nil {
+			return fmt.Errorf("%s launched after %#v, not after its copy was made", a.ID, src)
+		}
+		if s.aborted {
+			return fmt.Errorf("%s launched after the run was aborted", a.ID)
+		}
+		if t, _ := s.g.Get(a.ID); t.Status != taskgraph.InProgress {
+			return fmt.Errorf("%s launched while %s", a.ID, t.Status)
+		}
+		s.launch(a.ID)
+	case next.ActHalt:
+		if copied, ok := src.(next.EvCopied); !ok || copied.Err == nil {
+			return fmt.Errorf("the run halted after %#v", src)
+		}
+		s.finished = true
 	case next.ActRecord:
 		rep := src.(reported).Report
 		if f := s.flights[a.ID]; rep.RunID != "r" || rep.Attempt != f.Attempt {
@@ -264,7 +303,7 @@ func (s *simRun) do(src event, a next.Action) error {
 	case next.ActStopConfig:
 		s.budget = "configuration error: " + a.Reason
 	case next.ActFinish:
-		if len(s.running)+s.view().Accepting+len(s.deciding) > 0 {
+		if len(s.copying)+len(s.running)+s.view().Accepting+len(s.deciding) > 0 {
 			return fmt.Errorf("the run finished with work in flight")
 		}
 		s.finished = true
@@ -317,8 +356,9 @@ func randomGraph(rng *rand.Rand) (*taskgraph.Graph, error) {
 // among them), clock ticks, a watcher falling silent, merges and
 // decisions: whatever happens, no task completes twice, no task starts
 // before its dependencies completed, no task gets more attempts than its
-// budget, the work in flight (running or waiting for its merge) never
-// exceeds --parallel, a stale report is never taken for the answer, a task
+// budget, the work in flight (its copy being made, running or waiting for
+// its merge) never exceeds --parallel, an attempt is launched only once
+// its copy is made and never after an abort, a stale report is never taken for the answer, a task
 // is dispatched, failed or sent again only once its attempt is no longer
 // waited for, a late death takes nothing, an attempt is abandoned only past
 // its deadline and only once, the watcher is taken for dead only when a

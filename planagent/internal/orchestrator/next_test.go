@@ -48,6 +48,7 @@ func TestNext(t *testing.T) {
 	)
 	chain := map[string][]string{"b": {"a"}}
 	boom := errors.New("oom")
+	errDiskFull := errors.New("no space left on device")
 	rep := reportA(protocol.StatusCompleted)
 	later := reportA(protocol.StatusCompleted)
 	later.Attempt = 2
@@ -397,6 +398,43 @@ func TestNext(t *testing.T) {
 			v:    next.View{Parallel: 2, Isolated: true, Accepting: 1, MergeNext: "a"},
 			ev:   next.EvSettle{},
 			want: []next.Action{next.ActStartMerge{ID: "a"}, next.ActDispatch{ID: "b"}},
+		},
+		{
+			name: "settle counts the attempts whose copies are being made against the limit, and waits for them",
+			g: func(t *testing.T) *taskgraph.Graph {
+				return graphOf(t, nil, tk("a", IP, 1), tk("b", IP, 1), tk("c", P, 0), tk("d", P, 0))
+			},
+			v:    next.View{Parallel: 3, Isolated: true, Copying: 2},
+			ev:   next.EvSettle{},
+			want: []next.Action{next.ActDispatch{ID: "c"}},
+		},
+		{
+			name: "a run with copies being made does not end",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    next.View{Parallel: 1, Isolated: true, Copying: 1},
+			ev:   next.EvSettle{},
+			want: nil,
+		},
+		{
+			name: "the attempts whose copies are made are launched together",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1), tk("b", IP, 1)) },
+			v:    next.View{Parallel: 2, Isolated: true},
+			ev:   next.EvCopied{IDs: []string{"a", "b"}},
+			want: []next.Action{next.ActLaunch{ID: "a"}, next.ActLaunch{ID: "b"}},
+		},
+		{
+			name: "a copy that cannot be made halts the run",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    next.View{Parallel: 1, Isolated: true},
+			ev:   next.EvCopied{IDs: []string{"a"}, Err: errDiskFull},
+			want: []next.Action{next.ActHalt{Err: errDiskFull}},
+		},
+		{
+			name: "an attempt copied after an abort is not launched but goes back to pending",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    next.View{Parallel: 1, Isolated: true, Aborted: true},
+			ev:   next.EvCopied{IDs: []string{"a"}},
+			want: []next.Action{next.ActRequeue{ID: "a", Note: "not started: the run was aborted"}},
 		},
 		{
 			name: "with a decider a failure is asked about, with the attempts left",

@@ -91,7 +91,7 @@ func (r *run) view() next.View {
 	for id, f := range r.inflight {
 		flights[id] = f.Flight
 	}
-	v := next.View{Graph: graphView{r.g}, Running: len(r.inflight), Accepting: r.accepting, Deciding: r.deciding, Aborted: r.aborted,
+	v := next.View{Graph: graphView{r.g}, Copying: r.copying, Running: len(r.inflight), Accepting: r.accepting, Deciding: r.deciding, Aborted: r.aborted,
 		Parallel: r.o.opts.Parallel, MaxRetries: r.o.opts.MaxRetries, Decider: r.o.opts.Decider != nil,
 		Isolated: r.isolated(), Budget: stop, BudgetNew: announce,
 		RunID: r.st.RunID, Flights: flights, HeartbeatTimeout: r.o.opts.HeartbeatTimeout, Merging: r.merging}

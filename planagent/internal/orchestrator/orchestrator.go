@@ -188,6 +188,8 @@ type run struct {
 	deciding  int             // decider calls under way
 	queue     []mergeJob
 	merging   bool           // a merge is under way
+	copying   int            // attempts whose copies are being made (dispatch)
+	copies    sync.WaitGroup // the copies being made
 	squashing sync.WaitGroup // the queued attempts' squashes (enqueueMerge)
 	issues    []string
 	aborted   bool
@@ -233,6 +235,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	}
 	r := o.newRun(st, g, projectctx.New(l, st.RunID, st.Goal, title, overview))
 	defer r.squashing.Wait()
+	defer r.copies.Wait() // after stopped is closed: their EvCopied is dropped
 	defer close(r.stopped)
 	defer r.endTraces()
 	defer st.Close()
@@ -350,6 +353,8 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		case next.EvMerged:
 			r.accepting--
 			r.merging = false
+		case next.EvCopied:
+			r.copying -= len(ev.IDs)
 		}
 		return []event{ev}, nil
 	case fe, ok := <-fswatch.Events(w):

@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +115,78 @@ func benchIsolated(b *testing.B, tasks []plan.Task, parallel int) {
 		b.StartTimer()
 		b.ReportMetric(took.Seconds(), "s/run")
 		b.ReportMetric(float64(most), "max-copies")
+	}
+}
+
+// gatedRepo is a real checkpoint repository whose copies for task gated
+// are made only once the workspace moved for the merge of task after.
+type gatedRepo struct {
+	*checkpoint.Repo
+	gated    string // the attempt copy's directory name, e.g. "c.1"
+	advances int    // the moves to wait for
+	mu       sync.Mutex
+	moved    int
+	gate     chan struct{}
+}
+
+func (r *gatedRepo) Advance(ctx context.Context, old, new string) error {
+	err := r.Repo.Advance(ctx, old, new)
+	r.mu.Lock()
+	if r.moved++; r.moved == r.advances {
+		close(r.gate)
+	}
+	r.mu.Unlock()
+	return err
+}
+
+func (r *gatedRepo) NewCopy(ctx context.Context, dir, commit string) error {
+	if filepath.Base(dir) == r.gated {
+		select {
+		case <-r.gate:
+		case <-time.After(time.Minute):
+			return errors.New("the loop did not merge while this copy was made: copies are made on the loop")
+		}
+	}
+	return r.Repo.NewCopy(ctx, dir, commit)
+}
+
+// An attempt's copy is made off the loop: while it is being made, the loop
+// merges the tasks that finished and moves the workspace. Here task c's
+// copy is held until b's merge moved the workspace, which comes after c is
+// dispatched (a's move frees the slot c takes, b's merge starts then): made
+// on the loop, the copy would wait for a move the loop never gets to.
+func TestDriveMakesCopiesOffTheLoop(t *testing.T) {
+	ctx := t.Context()
+	l := newLayout(t)
+	ws := l.Workspace()
+	if err := os.WriteFile(filepath.Join(ws, "README"), []byte("project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := checkpoint.Open(ctx, ws, checkpoint.ShadowDir(filepath.Join(l.Root, "checkpoints"), ws), []string{l.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := &gatedRepo{Repo: repo, gated: "c.1", advances: 2, gate: make(chan struct{})}
+	st := newTestState(t, plan.Task{ID: "a", Description: "a"}, plan.Task{ID: "b", Description: "b"}, plan.Task{ID: "c", Description: "c"})
+	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
+	counter := &copyCounter{dir: filepath.Join(l.Attempts(), st.RunID)}
+	rt := newFakeRuntime(l, counter.answer(l))
+	if err := New(Options{Layout: l, Runtime: rt, Repo: gated, Parallel: 2}).Drive(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != runrecord.RunCompleted {
+		t.Fatalf("run %s: %+v", st.Status, st.Stop)
+	}
+	for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
+		if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
+			t.Errorf("the workspace lacks %s: %v", f, err)
+		}
 	}
 }

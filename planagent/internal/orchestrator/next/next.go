@@ -147,16 +147,34 @@ func (EvReport) isEvent()          {}
 func (EvBadReport) isEvent()       {}
 func (EvAccepted) isEvent()        {}
 func (EvDecided) isEvent()         {}
+func (EvCopied) isEvent()          {}
 func (EvTimedOut) isEvent()        {}
 func (EvMerged) isEvent()          {}
 func (EvAgentDied) isEvent()       {}
 func (EvTick) isEvent()            {}
 
+// EvCopied: the copies of the attempts dispatched together (IDs) are made,
+// off the loop; Err says one could not be.
+type EvCopied struct {
+	IDs []string
+	Err error
+}
+
 // Action is one thing the executor does.
 type Action interface{ isAction() }
 
-// ActDispatch starts a pending task's next attempt.
+// ActDispatch starts a pending task's next attempt. With checkpoints its
+// copy is made off the loop (→ EvCopied) and ActLaunch sends it; without,
+// it is sent at once.
 type ActDispatch struct{ ID string }
+
+// ActLaunch sends a dispatched attempt whose copy is made: its context and
+// command, then the runtime's launch. Launches in a row start together.
+type ActLaunch struct{ ID string }
+
+// ActHalt ends Drive with Err: the run cannot go on (a copy that cannot be
+// made, a full disk); it is left interrupted, resumable, with the cause.
+type ActHalt struct{ Err error }
 
 // ActRecord books the report of the event on the task (its summary,
 // files, tokens and time), whose attempt is no longer in flight.
@@ -278,6 +296,8 @@ type ActFinish struct {
 }
 
 func (ActDispatch) isAction()          {}
+func (ActLaunch) isAction()            {}
+func (ActHalt) isAction()              {}
 func (ActRecord) isAction()            {}
 func (ActAccept) isAction()            {}
 func (ActMerge) isAction()             {}
@@ -343,6 +363,7 @@ type Task struct {
 type View struct {
 	Graph      Graph
 	Running    int  // attempts waiting for their report
+	Copying    int  // attempts dispatched whose copies are being made (→ EvCopied)
 	Accepting  int  // tasks finished but waiting for their acceptance or merge (queued or under way)
 	Deciding   int  // decider calls under way
 	Isolated   bool // attempts work in copies and are merged (a run with checkpoints)
@@ -406,6 +427,8 @@ func Decide(v View, ev Event) []Action {
 		return []Action{ActComplete{ID: ev.ID, Summary: ev.Summary, Acceptance: ev.Output}}
 	case EvMerged:
 		return onMerged(v, ev)
+	case EvCopied:
+		return onCopied(v, ev)
 	case EvResumedInFlight:
 		switch {
 		case ev.Report || ev.Claim:
@@ -438,8 +461,8 @@ func Decide(v View, ev Event) []Action {
 // to wait for, it ends the run. Nothing starts while the decider is asked:
 // its answer may replace the unfinished tasks or stop the run.
 //
-// The limit counts every task in flight: running, and finished but waiting
-// for its acceptance or its merge. Such a task still holds its attempt copy
+// The limit counts every task in flight: its copy being made, running,
+// and finished but waiting for its acceptance or its merge. Such a task still holds its attempt copy
 // (and, with acceptance, a container): counting only the running ones let
 // a 100-task fan-out at --parallel 4 pile up 91 unmerged tasks and 50 copies.
 func settle(v View) []Action {
@@ -456,11 +479,11 @@ func settle(v View) []Action {
 	}
 	started := false
 	if !v.Aborted && v.Deciding == 0 && v.Budget == "" {
-		for _, id := range v.Graph.Ready(v.Parallel - v.Running - v.Accepting) {
+		for _, id := range v.Graph.Ready(v.Parallel - v.Copying - v.Running - v.Accepting) {
 			out, started = append(out, ActDispatch{ID: id}), true
 		}
 	}
-	if started || v.Running > 0 || v.Accepting > 0 || v.Deciding > 0 {
+	if started || v.Copying > 0 || v.Running > 0 || v.Accepting > 0 || v.Deciding > 0 {
 		return out
 	}
 	status := RunFailed
@@ -543,6 +566,25 @@ func onReport(v View, ev EvReport) []Action {
 		}
 		return append([]Action{rec}, failure(v, ev.ID, "the agent reported failure: "+msg)...)
 	}
+}
+
+// onCopied launches the attempts whose copies are made. A copy that could
+// not be made stops the run: the next would fail alike (a full disk, the
+// repository gone). An attempt the run was aborted under goes back to
+// pending instead of starting after the abort.
+func onCopied(v View, ev EvCopied) []Action {
+	if ev.Err != nil {
+		return []Action{ActHalt{Err: ev.Err}}
+	}
+	out := make([]Action, 0, len(ev.IDs))
+	for _, id := range ev.IDs {
+		if v.Aborted {
+			out = append(out, ActRequeue{ID: id, Note: "not started: the run was aborted"})
+			continue
+		}
+		out = append(out, ActLaunch{ID: id})
+	}
+	return out
 }
 
 // onMerged completes a merged attempt; a conflict sends the task again on
