@@ -82,6 +82,8 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		r.enqueueMerge(ctx, a.ID)
 	case next.ActStartMerge:
 		return r.startMerge(ctx, a)
+	case next.ActRemerge:
+		return r.remerge(a.ID)
 	case next.ActDropStaleReport:
 		r.dropStaleReport(a)
 	case next.ActStopWaiting:

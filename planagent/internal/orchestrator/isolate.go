@@ -57,7 +57,20 @@ type mergeJob struct {
 	attempt           int
 	// squashed is its commit, made while it waits (a squash depends on
 	// nothing merged before it), nil to make it in the merge.
-	squashed <-chan squashResult
+	squashed *squashing
+}
+
+// squashing is a Squash under way off the loop.
+type squashing struct {
+	done chan struct{}
+	res  squashResult
+}
+
+// wait returns what Squash returned, as often as it is asked (a merge made
+// again asks again).
+func (s *squashing) wait() squashResult {
+	<-s.done
+	return s.res
 }
 
 // squashResult is what Squash returned.
@@ -125,12 +138,11 @@ func (r *run) enqueueMerge(ctx context.Context, id string) {
 		acceptance: t.Acceptance, attempt: info.Attempt,
 	}
 	if r.isolated() {
-		ch := make(chan squashResult, 1)
-		job.squashed = ch
+		sq := &squashing{done: make(chan struct{})}
+		job.squashed = sq
 		r.squashing.Go(func() {
-			var s squashResult
-			s.commit, s.removed, s.err = r.o.opts.Repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
-			ch <- s
+			defer close(sq.done)
+			sq.res.commit, sq.res.removed, sq.res.err = r.o.opts.Repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
 		})
 	}
 	r.queue = append(r.queue, job)
@@ -138,18 +150,32 @@ func (r *run) enqueueMerge(ctx context.Context, id string) {
 }
 
 // startMerge starts the merge of the queue's first attempt, id, off the
-// loop. Each merge goes onto the state the previous one left.
+// loop. Each merge goes onto the state the previous one left (a.Onto, or
+// the integration state).
 func (r *run) startMerge(ctx context.Context, a next.ActStartMerge) error {
 	if r.merging || len(r.queue) == 0 || r.queue[0].id != a.ID {
 		return fmt.Errorf("orchestrator: merge of %s is not the queue's next", a.ID)
 	}
 	job := r.queue[0]
 	r.queue = r.queue[1:]
-	r.merging = true
-	onto := r.st.Checkpoints.Head
+	r.merging, r.lastMerge = true, job
+	onto := a.Onto
+	if onto == "" {
+		onto = r.st.Checkpoints.Head
+	}
 	go func() {
 		r.send(r.merge(ctx, job, onto))
 	}()
+	return nil
+}
+
+// remerge puts the attempt just merged, id, back at the head of the queue.
+func (r *run) remerge(id string) error {
+	if r.merging || r.lastMerge.id != id {
+		return fmt.Errorf("orchestrator: merge of %s again, not the last merged", id)
+	}
+	r.queue = append([]mergeJob{r.lastMerge}, r.queue...)
+	r.accepting++
 	return nil
 }
 
@@ -158,10 +184,10 @@ func (r *run) startMerge(ctx context.Context, a next.ActStartMerge) error {
 // advances the integration state when the verdict is in.
 func (r *run) merge(ctx context.Context, job mergeJob, onto string) next.EvMerged {
 	repo := r.o.opts.Repo
-	out := next.EvMerged{ID: job.id, Summary: job.body}
+	out := next.EvMerged{ID: job.id, Summary: job.body, Onto: onto}
 	var s squashResult
 	if job.squashed != nil {
-		s = <-job.squashed
+		s = job.squashed.wait()
 	} else {
 		s.commit, s.removed, s.err = repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
 	}

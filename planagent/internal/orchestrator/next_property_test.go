@@ -32,6 +32,9 @@ type simRun struct {
 	accepting  []string // finished, waiting for acceptance (without checkpoints)
 	queue      []string // completed attempts waiting for their merge, in completion order
 	merging    string   // the attempt being merged
+	mergeOnto  string   // the state it is merged onto
+	head       string   // the integration state
+	merges     int      // the merges made, for their candidates' names
 	deciding   []string // failures the decider is asked about
 	aborted    bool
 	budget     string
@@ -59,7 +62,7 @@ func (s *simRun) view() next.View {
 	v := next.View{Graph: graphView{s.g}, Copying: len(s.copying), Running: len(s.running), Accepting: accepting, Deciding: len(s.deciding),
 		Isolated: s.isolated, Aborted: s.aborted, Parallel: s.parallel, MaxRetries: s.maxRetries,
 		Decider: s.decider, Budget: s.budget, RunID: "r", Flights: maps.Clone(s.flights),
-		HeartbeatTimeout: simHeartbeatTimeout, Merging: merging}
+		HeartbeatTimeout: simHeartbeatTimeout, Merging: merging, Head: s.head}
 	if len(s.queue) > 0 {
 		v.MergeNext = s.queue[0]
 	}
@@ -156,7 +159,8 @@ func (s *simRun) event() event {
 	default:
 		id := s.merging
 		s.merging = ""
-		ev := next.EvMerged{ID: id, Candidate: "c-" + id, Changed: s.rng.IntN(2) == 0}
+		s.merges++
+		ev := next.EvMerged{ID: id, Onto: s.mergeOnto, Candidate: fmt.Sprintf("c%d-%s", s.merges, id), Changed: s.rng.IntN(2) == 0}
 		switch s.rng.IntN(4) {
 		case 0:
 			ev.Conflict = []string{"a.go"}
@@ -275,7 +279,31 @@ func (s *simRun) do(src event, a next.Action) error {
 			return fmt.Errorf("%s merged out of completion order %v", a.ID, s.queue)
 		}
 		s.merging, s.queue = a.ID, s.queue[1:]
+		s.mergeOnto = a.Onto
+		if a.Onto == "" {
+			s.mergeOnto = s.head
+		}
+	case next.ActRemerge:
+		merged, ok := src.(next.EvMerged)
+		if !ok || merged.ID != a.ID || merged.Onto == s.head {
+			return fmt.Errorf("%s merged again after %#v (the integration state is %q)", a.ID, src, s.head)
+		}
+		s.queue = append([]string{a.ID}, s.queue...)
 	case next.ActComplete:
+		if a.Commit != "" {
+			// The merged result reaches the workspace only from the
+			// state it was merged onto; the move may fail (a file the
+			// user changed meanwhile), which comes back as a failed merge.
+			merged, ok := src.(next.EvMerged)
+			if !ok || merged.Onto != s.head {
+				return fmt.Errorf("%s: the workspace moved to %s, merged onto %q, from %q", a.ID, a.Commit, merged.Onto, s.head)
+			}
+			if s.rng.IntN(3) == 0 {
+				s.outcomes = append(s.outcomes, next.EvMerged{ID: a.ID, Failure: "update the workspace with the merged result: changed meanwhile"})
+				return nil
+			}
+			s.head = a.Commit
+		}
 		s.completed[a.ID]++
 		if s.completed[a.ID] > 1 {
 			return fmt.Errorf("%s completed twice", a.ID)
@@ -363,7 +391,9 @@ func randomGraph(rng *rand.Rand) (*taskgraph.Graph, error) {
 // waited for, a late death takes nothing, an attempt is abandoned only past
 // its deadline and only once, the watcher is taken for dead only when a
 // task waited the heartbeat timeout and its heartbeat is older, the merge
-// queue takes one at a time in completion order, and the run ends.
+// queue takes one at a time in completion order, a merged result reaches
+// the workspace only from the state it was merged onto (one merged onto a
+// state a failed move never reached is merged again), and the run ends.
 func TestNextProperties(t *testing.T) {
 	check := func(seed uint64) bool {
 		rng := rand.New(rand.NewPCG(seed, seed>>7))
@@ -372,7 +402,7 @@ func TestNextProperties(t *testing.T) {
 			t.Error(err)
 			return false
 		}
-		s := &simRun{rng: rng, g: g, parallel: 1 + rng.IntN(4), maxRetries: rng.IntN(3),
+		s := &simRun{rng: rng, g: g, parallel: 1 + rng.IntN(4), maxRetries: rng.IntN(3), head: "start",
 			isolated: rng.IntN(2) == 0, decider: rng.IntN(2) == 0, completed: map[string]int{},
 			flights: map[string]next.Flight{}, abandoned: map[string]int{}, now: time.Unix(1e9, 0)}
 		s.heartbeat = s.now

@@ -98,5 +98,8 @@ func (r *run) view() next.View {
 	if len(r.queue) > 0 {
 		v.MergeNext = r.queue[0].id
 	}
+	if r.st.Checkpoints != nil {
+		v.Head = r.st.Checkpoints.Head
+	}
 	return v
 }

@@ -188,6 +188,7 @@ type run struct {
 	deciding  int             // decider calls under way
 	queue     []mergeJob
 	merging   bool           // a merge is under way
+	lastMerge mergeJob       // the merge under way, or the last one
 	copying   int            // attempts whose copies are being made (dispatch)
 	copies    sync.WaitGroup // the copies being made
 	squashing sync.WaitGroup // the queued attempts' squashes (enqueueMerge)

@@ -190,3 +190,113 @@ func TestDriveMakesCopiesOffTheLoop(t *testing.T) {
 		}
 	}
 }
+
+// movingRepo is a real checkpoint repository whose first move of the
+// workspace fails, as when the user changed a file the task changed, and
+// whose first merge waits until both tasks' squashes began: the second
+// task is in the queue when the first merge is in.
+type movingRepo struct {
+	*checkpoint.Repo
+	mu       sync.Mutex
+	squashes int
+	squashed chan struct{}
+	moves    int
+	applies  []string // "commit onto" of each Apply
+}
+
+func (r *movingRepo) Squash(ctx context.Context, dir, base, subject, body string) (string, []string, error) {
+	r.mu.Lock()
+	if r.squashes++; r.squashes == 2 {
+		close(r.squashed)
+	}
+	r.mu.Unlock()
+	return r.Repo.Squash(ctx, dir, base, subject, body)
+}
+
+func (r *movingRepo) Apply(ctx context.Context, dir, base, commit, onto string) (string, error) {
+	r.mu.Lock()
+	first := len(r.applies) == 0
+	r.applies = append(r.applies, filepath.Base(dir)+" onto "+onto)
+	r.mu.Unlock()
+	if first {
+		select {
+		case <-r.squashed:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return r.Repo.Apply(ctx, dir, base, commit, onto)
+}
+
+func (r *movingRepo) Advance(ctx context.Context, old, new string) error {
+	r.mu.Lock()
+	r.moves++
+	first := r.moves == 1
+	r.mu.Unlock()
+	if first {
+		return errors.New("notes.txt was changed in the workspace since")
+	}
+	return r.Repo.Advance(ctx, old, new)
+}
+
+// The queue's next merge starts onto the merged result while the
+// workspace moves there. When that move fails, the next merge went onto a
+// state the workspace never reached: it is merged again onto the state it
+// is at, and only that result reaches the workspace.
+func TestDriveMergesAgainWhenTheMoveBeforeFailed(t *testing.T) {
+	ctx := t.Context()
+	l := newLayout(t)
+	ws := l.Workspace()
+	if err := os.WriteFile(filepath.Join(ws, "README"), []byte("project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := checkpoint.Open(ctx, ws, checkpoint.ShadowDir(filepath.Join(l.Root, "checkpoints"), ws), []string{l.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moving := &movingRepo{Repo: repo, squashed: make(chan struct{})}
+	st := newTestState(t, plan.Task{ID: "a", Description: "a"}, plan.Task{ID: "b", Description: "b"})
+	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
+	counter := &copyCounter{dir: filepath.Join(l.Attempts(), st.RunID)}
+	rt := newFakeRuntime(l, counter.answer(l))
+	if err := New(Options{Layout: l, Runtime: rt, Repo: moving, Parallel: 2}).Drive(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	moving.mu.Lock()
+	applies := moving.applies
+	moving.mu.Unlock()
+	var failed, done string
+	for _, id := range []string{"a", "b"} {
+		switch st.Info[id].Commit {
+		case "":
+			failed = id
+		default:
+			done = id
+		}
+	}
+	if failed == "" || done == "" {
+		t.Fatalf("want one task failed by its move and one completed; commits a %q, b %q", st.Info["a"].Commit, st.Info["b"].Commit)
+	}
+	if len(applies) != 3 {
+		t.Fatalf("merges %v: want 3 (the first, the next onto its result, the next again onto the start)", applies)
+	}
+	if want := done + ".1 onto " + head; applies[2] != want {
+		t.Errorf("the last merge was %q, want %q", applies[2], want)
+	}
+	if _, err := os.Stat(filepath.Join(ws, done+".txt")); err != nil {
+		t.Errorf("the completed task's file is not in the workspace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, failed+".txt")); !os.IsNotExist(err) {
+		t.Errorf("the failed move's file reached the workspace: %v", err)
+	}
+	if got, err := repo.Head(ctx); err != nil || got != st.Checkpoints.Head || got != st.Info[done].Commit {
+		t.Errorf("the branch is at %s (%v), the state says %s, %s's commit %s", got, err, st.Checkpoints.Head, done, st.Info[done].Commit)
+	}
+}

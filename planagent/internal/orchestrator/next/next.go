@@ -99,6 +99,9 @@ type Verdict struct {
 // acceptance command.
 type EvMerged struct {
 	ID, Candidate, Failure, Summary string
+	// Onto is the integration state the attempt was merged onto ("" for
+	// a result that could not reach the workspace).
+	Onto                            string
 	Acceptance                      string // what the acceptance commands printed
 	Changed                         bool
 	Conflict                        []string
@@ -187,8 +190,12 @@ type ActAccept struct{ ID string }
 type ActMerge struct{ ID string }
 
 // ActStartMerge starts the merge of the merge queue's first attempt (off
-// the loop) → EvMerged.
-type ActStartMerge struct{ ID string }
+// the loop) → EvMerged, onto Onto ("": the integration state as it is).
+type ActStartMerge struct{ ID, Onto string }
+
+// ActRemerge puts a merged attempt back at the head of the merge queue:
+// it was merged onto a state the integration state never reached.
+type ActRemerge struct{ ID string }
 
 // ActDropStaleReport ignores a report left by an earlier run or an earlier
 // attempt (Attempt) of the task, whose attempt Want is in flight.
@@ -302,6 +309,7 @@ func (ActRecord) isAction()            {}
 func (ActAccept) isAction()            {}
 func (ActMerge) isAction()             {}
 func (ActStartMerge) isAction()        {}
+func (ActRemerge) isAction()           {}
 func (ActDropStaleReport) isAction()   {}
 func (ActFreeClaim) isAction()         {}
 func (ActNoteLateDeath) isAction()     {}
@@ -386,6 +394,8 @@ type View struct {
 	// empty); Merging says a merge is under way.
 	MergeNext string
 	Merging   bool
+	// Head is the integration state (with checkpoints).
+	Head string
 }
 
 // Flight is what Decide knows of an attempt in flight.
@@ -589,7 +599,15 @@ func onCopied(v View, ev EvCopied) []Action {
 
 // onMerged completes a merged attempt; a conflict sends the task again on
 // the new base (an attempt of its budget), naming the files.
+//
+// The queue's next merge starts onto this one's result at once, while the
+// loop moves the workspace there: the merges do not wait for the moves.
+// Should the move fail, that merge went onto a state the integration
+// state never reached, and is made again.
 func onMerged(v View, ev EvMerged) []Action {
+	if ev.Onto != "" && ev.Onto != v.Head {
+		return []Action{ActRemerge{ID: ev.ID}}
+	}
 	switch {
 	case len(ev.Conflict) > 0:
 		t := v.Graph.Task(ev.ID)
@@ -607,8 +625,12 @@ func onMerged(v View, ev EvMerged) []Action {
 		return failure(v, ev.ID, ev.Failure)
 	}
 	a := ActComplete{ID: ev.ID, Summary: ev.Summary, Acceptance: ev.Acceptance}
+	onto := v.Head
 	if ev.Changed {
-		a.Commit = ev.Candidate
+		a.Commit, onto = ev.Candidate, ev.Candidate
+	}
+	if v.MergeNext != "" && !v.Merging {
+		return []Action{ActStartMerge{ID: v.MergeNext, Onto: onto}, a}
 	}
 	return []Action{a}
 }
