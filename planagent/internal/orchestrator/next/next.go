@@ -101,10 +101,10 @@ type EvMerged struct {
 	ID, Candidate, Failure, Summary string
 	// Onto is the integration state the attempt was merged onto ("" for
 	// a result that could not reach the workspace).
-	Onto                            string
-	Acceptance                      string // what the acceptance commands printed
-	Changed                         bool
-	Conflict                        []string
+	Onto       string
+	Acceptance string // what the acceptance commands printed
+	Changed    bool
+	Conflict   []string
 }
 
 // EvTimedOut: a task Decide gave up on (ActAbandon) is abandoned: what
