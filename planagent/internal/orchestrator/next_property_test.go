@@ -108,7 +108,13 @@ func (s *simRun) event() event {
 	if len(kinds) == 0 {
 		return nil
 	}
-	switch kinds[s.rng.IntN(len(kinds))] {
+	kind := kinds[s.rng.IntN(len(kinds))]
+	if s.merging != "" && len(s.queue) == 0 && len(s.running) > 0 && s.rng.IntN(3) > 0 {
+		// Mostly a report before the merge under way ends: the queue then
+		// holds the next merge, which starts onto this one's result.
+		kind = 0
+	}
+	switch kind {
 	case 0:
 		id := s.running[s.rng.IntN(len(s.running))]
 		f := s.flights[id]
