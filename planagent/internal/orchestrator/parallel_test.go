@@ -44,10 +44,10 @@ func (c *copyCounter) answer(l volume.Layout) func(*protocol.Command) *protocol.
 	}
 }
 
-// isolatedDrive runs tasks with checkpoints (a shadow repository, a copy per
-// attempt, the merge queue) and file-writing agents; it returns the most
-// attempt copies seen on disk at once and how long Drive took.
-func isolatedDrive(t testing.TB, tasks []plan.Task, parallel int) (*runrecord.State, int, time.Duration) {
+// isolatedSetup is a workspace of one file under a shadow checkpoint
+// repository, snapshotted, and a state of tasks whose checkpoints start
+// there; the runtime's agents each write a file of their own.
+func isolatedSetup(t testing.TB, pool int, tasks ...plan.Task) (volume.Layout, *checkpoint.Repo, *runrecord.State, *copyCounter, *fakeRuntime) {
 	ctx := t.Context()
 	l := newLayout(t)
 	ws := l.Workspace()
@@ -58,7 +58,9 @@ func isolatedDrive(t testing.TB, tasks []plan.Task, parallel int) (*runrecord.St
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo.SetPool(filepath.Join(l.Attempts(), ".pool"), parallel+1)
+	if pool > 0 {
+		repo.SetPool(filepath.Join(l.Attempts(), ".pool"), pool)
+	}
 	if err := repo.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,15 @@ func isolatedDrive(t testing.TB, tasks []plan.Task, parallel int) (*runrecord.St
 	st := newTestState(t, tasks...)
 	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
 	counter := &copyCounter{dir: filepath.Join(l.Attempts(), st.RunID)}
-	rt := newFakeRuntime(l, counter.answer(l))
+	return l, repo, st, counter, newFakeRuntime(l, counter.answer(l))
+}
+
+// isolatedDrive runs tasks with checkpoints (a shadow repository, a copy per
+// attempt, the merge queue) and file-writing agents; it returns the most
+// attempt copies seen on disk at once and how long Drive took.
+func isolatedDrive(t testing.TB, tasks []plan.Task, parallel int) (*runrecord.State, int, time.Duration) {
+	ctx := t.Context()
+	l, repo, st, counter, rt := isolatedSetup(t, parallel+1, tasks...)
 	start := time.Now()
 	if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: parallel}).Drive(ctx, st); err != nil {
 		t.Fatal(err)
@@ -157,27 +167,9 @@ func (r *gatedRepo) NewCopy(ctx context.Context, dir, commit string) error {
 // on the loop, the copy would wait for a move the loop never gets to.
 func TestDriveMakesCopiesOffTheLoop(t *testing.T) {
 	ctx := t.Context()
-	l := newLayout(t)
+	l, repo, st, _, rt := isolatedSetup(t, 0, plan.Task{ID: "a", Description: "a"}, plan.Task{ID: "b", Description: "b"}, plan.Task{ID: "c", Description: "c"})
 	ws := l.Workspace()
-	if err := os.WriteFile(filepath.Join(ws, "README"), []byte("project\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := checkpoint.Open(ctx, ws, checkpoint.ShadowDir(filepath.Join(l.Root, "checkpoints"), ws), []string{l.Root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Snapshot(ctx); err != nil {
-		t.Fatal(err)
-	}
-	head, err := repo.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	gated := &gatedRepo{Repo: repo, gated: "c.1", advances: 2, gate: make(chan struct{})}
-	st := newTestState(t, plan.Task{ID: "a", Description: "a"}, plan.Task{ID: "b", Description: "b"}, plan.Task{ID: "c", Description: "c"})
-	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
-	counter := &copyCounter{dir: filepath.Join(l.Attempts(), st.RunID)}
-	rt := newFakeRuntime(l, counter.answer(l))
 	if err := New(Options{Layout: l, Runtime: rt, Repo: gated, Parallel: 2}).Drive(ctx, st); err != nil {
 		t.Fatal(err)
 	}
@@ -245,27 +237,10 @@ func (r *movingRepo) Advance(ctx context.Context, old, new string) error {
 // is at, and only that result reaches the workspace.
 func TestDriveMergesAgainWhenTheMoveBeforeFailed(t *testing.T) {
 	ctx := t.Context()
-	l := newLayout(t)
+	l, repo, st, _, rt := isolatedSetup(t, 0, plan.Task{ID: "a", Description: "a"}, plan.Task{ID: "b", Description: "b"})
 	ws := l.Workspace()
-	if err := os.WriteFile(filepath.Join(ws, "README"), []byte("project\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	repo, err := checkpoint.Open(ctx, ws, checkpoint.ShadowDir(filepath.Join(l.Root, "checkpoints"), ws), []string{l.Root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Snapshot(ctx); err != nil {
-		t.Fatal(err)
-	}
-	head, err := repo.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	head := st.Checkpoints.Start
 	moving := &movingRepo{Repo: repo, squashed: make(chan struct{})}
-	st := newTestState(t, plan.Task{ID: "a", Description: "a"}, plan.Task{ID: "b", Description: "b"})
-	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
-	counter := &copyCounter{dir: filepath.Join(l.Attempts(), st.RunID)}
-	rt := newFakeRuntime(l, counter.answer(l))
 	if err := New(Options{Layout: l, Runtime: rt, Repo: moving, Parallel: 2}).Drive(ctx, st); err != nil {
 		t.Fatal(err)
 	}
