@@ -82,6 +82,9 @@ type Repo struct {
 	pool    string // thrown-away copies kept for reuse ("" = none)
 	poolMax int
 	poolSeq int
+	// madeAt is the commit each copy was last made at, by its path: a
+	// copy taken from the pool for the commit it holds writes nothing.
+	madeAt map[string]string
 }
 
 // Mode is "git" (the user's repository) or "shadow".

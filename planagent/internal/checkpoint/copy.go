@@ -99,7 +99,7 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 	if err := r.keep(ctx, commit); err != nil {
 		return err
 	}
-	if !r.takeFromPool(dir) {
+	if !r.takeFromPool(dir, commit) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -200,7 +200,11 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 		return err
 	}
 	st.seal = time.Now().UnixNano()
-	return writeStamps(filepath.Join(r.stateDir(dir), "packs"), st)
+	if err := writeStamps(filepath.Join(r.stateDir(dir), "packs"), st); err != nil {
+		return err
+	}
+	r.madeCopy(dir, commit)
+	return nil
 }
 
 // initCopyGitDir makes a copy's git directory gd hold a HEAD and config
@@ -300,6 +304,17 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 		if st.unchanged(name, p) {
 			files[name] = st.files[name]
 			continue
+		}
+		// Written too shortly before the copy was last handed out for
+		// its stamp to tell (or not stamped): read, which costs less than
+		// a write, and kept when still the host's bytes. Rewritten, its
+		// change time would again be too recent, and every pack would be
+		// written anew on every use of a copy in a quick run.
+		if sameBytes(p, filepath.Join(src, name)) {
+			if s, ok := stampOf(p); ok {
+				files[name] = s
+				continue
+			}
 		}
 		if err := copyIntoCopy(p, filepath.Join(src, name)); err != nil {
 			return err
@@ -720,19 +735,33 @@ func (r *Repo) DrainPool() error {
 	return errors.Join(errs...)
 }
 
-func (r *Repo) takeFromPool(dir string) bool {
+// takeFromPool moves a thrown-away copy to dir, the one made at commit
+// when there is one (in a chain, the acceptance copy of the task before:
+// its files and packs are already what the next task's copy needs), else
+// the one thrown away last (the nearest commit, the fewest files to write).
+func (r *Repo) takeFromPool(dir, commit string) bool {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
 	if r.pool == "" {
 		return false
 	}
 	entries, _ := os.ReadDir(r.pool)
-	for _, e := range entries {
-		from := filepath.Join(r.pool, e.Name())
+	var names []string
+	for i := len(entries) - 1; i >= 0; i-- {
+		name := entries[i].Name()
+		if r.madeAt[filepath.Join(r.pool, name)] == commit {
+			names = append([]string{name}, names...)
+		} else {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		from := filepath.Join(r.pool, name)
 		if !r.hasState(from) {
 			continue
 		}
 		if os.Rename(from, dir) == nil {
+			r.movedCopy(from, filepath.Clean(dir))
 			if r.moveState(from, dir) != nil {
 				_ = os.RemoveAll(r.stateDir(dir)) // remade without it: every file rewritten
 			}
@@ -740,6 +769,25 @@ func (r *Repo) takeFromPool(dir string) bool {
 		}
 	}
 	return false
+}
+
+// movedCopy follows a copy's commit from one path to another (the caller
+// holds poolMu).
+func (r *Repo) movedCopy(from, to string) {
+	if c, ok := r.madeAt[from]; ok {
+		delete(r.madeAt, from)
+		r.madeAt[to] = c
+	}
+}
+
+// madeCopy notes the commit the copy at dir was just made at.
+func (r *Repo) madeCopy(dir, commit string) {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	if r.madeAt == nil {
+		r.madeAt = map[string]string{}
+	}
+	r.madeAt[filepath.Clean(dir)] = commit
 }
 
 // RemoveCopy throws a copy away: into the pool when there is room (NewCopy
@@ -760,6 +808,9 @@ func (r *Repo) RemoveCopy(dir string) error {
 // can no longer create files in the deleted tree, while a copy recycled for
 // another attempt would take whatever it writes next.
 func (r *Repo) DiscardCopy(dir string) error {
+	r.poolMu.Lock()
+	delete(r.madeAt, filepath.Clean(dir))
+	r.poolMu.Unlock()
 	return errors.Join(removeAll(dir), os.RemoveAll(r.stateDir(dir)))
 }
 
@@ -794,10 +845,12 @@ func (r *Repo) putInPool(dir string) bool {
 		return false
 	}
 	r.poolSeq++
-	to := filepath.Join(r.pool, fmt.Sprintf("%d-%d", os.Getpid(), r.poolSeq))
+	// Named in the order thrown away (takeFromPool reads them back).
+	to := filepath.Join(r.pool, fmt.Sprintf("%d-%09d", os.Getpid(), r.poolSeq))
 	if os.Rename(dir, to) != nil {
 		return false
 	}
+	r.movedCopy(filepath.Clean(dir), to)
 	if r.moveState(dir, to) != nil {
 		_ = removeAll(to)
 		return false

@@ -1,8 +1,10 @@
 package checkpoint
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -156,6 +158,47 @@ func stampOf(p string) (stamp, bool) {
 		return stamp{}, false
 	}
 	return stamp{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true //nolint:unconvert // uint64 on some platforms
+}
+
+// sameBytes reports whether the copy's file p is a single regular file
+// holding exactly the bytes of the host's file src. The open follows no
+// link and does not block.
+func sameBytes(p, src string) bool {
+	if !singleFile(p) {
+		return false
+	}
+	a, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer a.Close()
+	b, err := openRegular(src)
+	if err != nil {
+		return false
+	}
+	defer b.Close()
+	fa, err := a.Stat()
+	if err != nil || !fa.Mode().IsRegular() {
+		return false
+	}
+	fb, err := b.Stat()
+	if err != nil || fa.Size() != fb.Size() {
+		return false
+	}
+	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		n, errA := io.ReadFull(a, bufA)
+		m, errB := io.ReadFull(b, bufB)
+		if n != m || !bytes.Equal(bufA[:n], bufB[:m]) {
+			return false
+		}
+		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
+			return errB == errA
+		}
+		if errA != nil || errB != nil {
+			return false
+		}
+	}
 }
 
 // stamps are the packs the host wrote into a copy, and when it sealed it.
