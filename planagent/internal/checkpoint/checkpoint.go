@@ -85,6 +85,10 @@ type Repo struct {
 	// madeAt is the commit each copy was last made at, by its path: a
 	// copy taken from the pool for the commit it holds writes nothing.
 	madeAt map[string]string
+	// What the copies' checkout done here needs: whether the user has an
+	// attributes file (then git does it), and the umask new files get.
+	userAttributes bool
+	umask          os.FileMode
 }
 
 // Mode is "git" (the user's repository) or "shadow".

@@ -60,6 +60,7 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 		r.refsDir = rd
 	}
 	r.copyArgs = nil
+	r.userAttributes, r.umask = userAttributesFile(), processUmask()
 	// Exit 1 is "no such key": nothing to turn off.
 	out, _ := r.g.run(ctx, "config", "--name-only", "--get-regexp", `^(filter|merge)\.`)
 	seen := map[string]bool{}
@@ -159,6 +160,7 @@ func (r *Repo) keep(ctx context.Context, commit string) error {
 // remake makes the copy in dir (new, or thrown away by an attempt) hold
 // exactly commit, with a git directory emptied and written here.
 func (r *Repo) remake(ctx context.Context, dir, commit string) error {
+	was := r.takeMadeAt(dir)
 	if _, err := purge(dir, false); err != nil {
 		return fmt.Errorf("clear the copy %s: %w", dir, err)
 	}
@@ -177,18 +179,21 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 		return err
 	}
 	// The index saved when the copy was last made says which files are
-	// still as they were (their stat data): only the others are written.
-	// Without one, the copy's own index goes: the agent may have written it.
-	index := filepath.Join(gd, "index")
-	if err := copyIntoCopy(index, filepath.Join(r.stateDir(dir), "index")); errors.Is(err, fs.ErrNotExist) {
-		if err := removeAll(index); err != nil {
+	// still as they were (their stat data): only the others are written,
+	// here (checkoutCopy) or by git. Without one, the copy's own index
+	// goes: the agent may have written it.
+	if err := r.checkoutCopy(ctx, dir, was, commit); err != nil {
+		index := filepath.Join(gd, "index")
+		if err := copyIntoCopy(index, filepath.Join(r.stateDir(dir), "index")); errors.Is(err, fs.ErrNotExist) {
+			if err := removeAll(index); err != nil {
+				return err
+			}
+		} else if err != nil {
 			return err
 		}
-	} else if err != nil {
-		return err
-	}
-	if _, err := c.run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
-		return err
+		if _, err := c.run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
+			return err
+		}
 	}
 	if err := r.cleanCopy(ctx, dir); err != nil {
 		return err
@@ -778,6 +783,17 @@ func (r *Repo) movedCopy(from, to string) {
 		delete(r.madeAt, from)
 		r.madeAt[to] = c
 	}
+}
+
+// takeMadeAt is the commit the copy at dir was last made at ("" when not
+// known), forgotten until the copy is made again.
+func (r *Repo) takeMadeAt(dir string) string {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	dir = filepath.Clean(dir)
+	c := r.madeAt[dir]
+	delete(r.madeAt, dir)
+	return c
 }
 
 // madeCopy notes the commit the copy at dir was just made at.

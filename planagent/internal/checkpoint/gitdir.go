@@ -192,8 +192,10 @@ func sameBytes(p, src string) bool {
 		if n != m || !bytes.Equal(bufA[:n], bufB[:m]) {
 			return false
 		}
-		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
-			return errB == errA
+		endA := errors.Is(errA, io.EOF) || errors.Is(errA, io.ErrUnexpectedEOF)
+		endB := errors.Is(errB, io.EOF) || errors.Is(errB, io.ErrUnexpectedEOF)
+		if endA || endB {
+			return endA && endB
 		}
 		if errA != nil || errB != nil {
 			return false

@@ -87,16 +87,18 @@ func TestChainTaskGitProcesses(t *testing.T) {
 			step     string
 			got, max int
 		}{
-			// checkout (the commit is in the object cache; what git does
-			// not track removed here, from the index)
-			{"the attempt's copy", copyProcs, 1},
+			// none: the pooled copy made at this commit (the acceptance
+			// copy before) is checked out here (checkoutCopy), and what
+			// git does not track removed here, from the index
+			{"the attempt's copy", copyProcs, 0},
 			// add, write-tree (no submodule listing: base was made here
 			// from one without; base's tree read by the long-lived
 			// cat-file, the commit and the keep ref written here)
 			{"the squash", squashProcs, 2},
-			// checkout (the squash put its objects into the object
+			// none: checked out here too, from the pooled copy of the
+			// task before (the squash put its objects into the object
 			// cache as a pack of its own)
-			{"the acceptance copy", acceptProcs, 1},
+			{"the acceptance copy", acceptProcs, 0},
 			// update-ref, update-index (HEAD, the trees and the blobs
 			// read by the long-lived cat-file)
 			{"the move", moveProcs, 2},

@@ -1,0 +1,215 @@
+package checkpoint
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// tree is what a directory holds, .git aside: each path's kind and
+// content ("file 644 …", "link → …", "dir").
+func tree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		if rel == ".git" {
+			return filepath.SkipDir
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			out[rel] = "link → " + target
+		case fi.IsDir():
+			out[rel] = "dir"
+		default:
+			data, _ := os.ReadFile(p)
+			exec := "644"
+			if fi.Mode()&0o100 != 0 {
+				exec = "755"
+			}
+			out[rel] = "file " + exec + " " + string(data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A recycled copy checked out here (checkoutCopy) is what git's checkout
+// makes of it: for every pair of commits below (files added, changed,
+// removed; exec bits; links; a directory become a file and back) and
+// every kind of mess an agent leaves (same-size edits with the old
+// modification time, removals, a tracked directory made a link to a
+// directory outside, a file made a link or a directory, untracked and
+// ignored files), the copy holds exactly the commit's tree, git finds it
+// clean, and nothing outside is written. Most remakes run no git process
+// at all; the rest fall back to git.
+func TestCheckoutCopyIsGitCheckout(t *testing.T) {
+	ws := userRepo(t)
+	r := open(t, ws)
+	ctx := t.Context()
+	c0, err := r.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(base, id string, edit func(dir string)) string {
+		_, c := attempt(t, r, base, id, edit)
+		return c
+	}
+	c1 := commit(c0, "c1", func(dir string) {
+		write(t, dir, "src/a.go", "package src // a\n")
+		write(t, dir, "src/b.go", "package src // b\n")
+		write(t, dir, "src/sub/c.go", "package sub\n")
+		write(t, dir, "bin/run.sh", "#!/bin/sh\necho run\n")
+		if err := os.Chmod(filepath.Join(dir, "bin/run.sh"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("src/a.go", filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c2 := commit(c1, "c2", func(dir string) {
+		write(t, dir, "src/a.go", "package src // a, changed\n")
+		if err := os.Remove(filepath.Join(dir, "src/b.go")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(dir, "bin/run.sh"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(filepath.Join(dir, "src/sub")); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, "src/sub", "now a file\n")
+		if err := os.Remove(filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("bin/run.sh", filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, "new/deep/file.txt", "deep\n")
+	})
+	outside := t.TempDir()
+	write(t, outside, "a.go", "outside, must stay\n")
+	write(t, outside, "notes.txt", "outside, must stay\n")
+	mess := map[string]func(dir string){
+		"nothing": func(string) {},
+		"same-size edit, old mtime": func(dir string) {
+			p := filepath.Join(dir, "notes.txt")
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return
+			}
+			data, _ := os.ReadFile(p)
+			if len(data) > 0 {
+				data[0] ^= 0x20
+			}
+			write(t, dir, "notes.txt", string(data))
+			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"edits and removals": func(dir string) {
+			_ = os.WriteFile(filepath.Join(dir, "src/a.go"), []byte("scribbled over, longer than before\n"), 0o644)
+			_ = os.Remove(filepath.Join(dir, "notes.txt"))
+			_ = os.Chmod(filepath.Join(dir, ".gitignore"), 0o755)
+		},
+		"tracked directory made a link outside": func(dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, "src")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(dir, "src")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"file made a link outside, another a directory": func(dir string) {
+			_ = os.Remove(filepath.Join(dir, "notes.txt"))
+			if err := os.Symlink(filepath.Join(outside, "notes.txt"), filepath.Join(dir, "notes.txt")); err != nil {
+				t.Fatal(err)
+			}
+			_ = os.RemoveAll(filepath.Join(dir, ".gitignore"))
+			write(t, dir, ".gitignore/inside", "a directory now\n")
+		},
+		"untracked, ignored, and in the way of new paths": func(dir string) {
+			write(t, dir, "build/out.bin", "ignored\n")
+			write(t, dir, "scratch.txt", "untracked\n")
+			_ = os.RemoveAll(filepath.Join(dir, "new/deep/file.txt"))
+			write(t, dir, "new/deep/file.txt/x", "a directory where a file comes\n")
+			write(t, dir, "src/b.go.orig", "untracked\n")
+		},
+	}
+	pairs := [][2]string{{c0, c1}, {c1, c2}, {c2, c1}, {c1, c1}, {c2, c0}}
+	count := gitCounter(t)
+	copies := t.TempDir()
+	r.SetPool(filepath.Join(copies, ".pool"), 1)
+	procs, remakes := 0, 0
+	for name, m := range mess {
+		for _, pair := range pairs {
+			from, to := pair[0], pair[1]
+			dir := filepath.Join(copies, "a")
+			if err := r.NewCopy(ctx, dir, from); err != nil {
+				t.Fatal(err)
+			}
+			m(dir)
+			if err := r.RemoveCopy(dir); err != nil {
+				t.Fatal(err)
+			}
+			count()
+			next := filepath.Join(copies, "b")
+			if err := r.NewCopy(ctx, next, to); err != nil {
+				t.Fatalf("%s, %s → %s: %v", name, short(from), short(to), err)
+			}
+			procs += count()
+			remakes++
+			ref := filepath.Join(t.TempDir(), "ref")
+			sh(t, ws, "mkdir -p '"+ref+"' && git archive "+to+" | tar -x -C '"+ref+"'")
+			got, want := tree(t, next), tree(t, ref)
+			for p, w := range want {
+				if got[p] != w {
+					t.Errorf("%s, %s → %s: %s is %q, want %q", name, short(from), short(to), p, got[p], w)
+				}
+			}
+			for p, g := range got {
+				if _, ok := want[p]; !ok {
+					t.Errorf("%s, %s → %s: %s (%q) should not be there", name, short(from), short(to), p, g)
+				}
+			}
+			if out := sh(t, next, "git status --porcelain --ignored && git rev-parse HEAD"); out != to {
+				t.Errorf("%s, %s → %s: git status and HEAD in the copy: %q", name, short(from), short(to), out)
+			}
+			// The index is git's: the same entries as the commit's tree.
+			ls := sh(t, next, "git ls-files -s | awk '{print $1, $2, $4}'")
+			tr := sh(t, next, "git ls-tree -r "+to+" | awk '{print $1, $3, $4}'")
+			if ls != tr {
+				t.Errorf("%s, %s → %s: index\n%s\nwant\n%s", name, short(from), short(to), ls, tr)
+			}
+			if err := r.RemoveCopy(next); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, f := range []string{"a.go", "notes.txt"} {
+		if got := read(t, outside, f); got != "outside, must stay\n" {
+			t.Errorf("the file outside the copy %s was written: %q", f, got)
+		}
+	}
+	// The fast path must be what most remakes take: a remake by git
+	// checkout is one process.
+	if procs > remakes/3 {
+		t.Errorf("%d git processes in %d remakes: the copies were mostly checked out by git", procs, remakes)
+	}
+	t.Logf("%d git processes in %d remakes", procs, remakes)
+}
