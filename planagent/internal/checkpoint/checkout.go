@@ -427,3 +427,51 @@ func writeCopyEntry(dir, rel, mode string, content []byte, umask os.FileMode) ([
 	}
 	return st, nil
 }
+
+// indexTree writes the tree of the index idx, which git add made from the
+// copy's saved index (saved, the base's, whose tree is baseTree), into the
+// objects directory dir, and returns its id: what `git write-tree` would
+// write, without the process. Only the paths whose entries differ are
+// looked at, and only the trees above them written. errGitCheckout when
+// either index is one this does not read.
+func (r *Repo) indexTree(dir, idx, saved, baseTree string) (string, error) {
+	idLen := 20
+	if r.objectFormat == "sha256" {
+		idLen = 32
+	}
+	now, _, err := readIndex(idx, idLen)
+	if err != nil {
+		return "", err
+	}
+	was, _, err := readIndex(saved, idLen)
+	if err != nil {
+		return "", err
+	}
+	set := map[string]entry{}
+	i, j := 0, 0
+	for i < len(was) || j < len(now) {
+		switch {
+		case j == len(now) || (i < len(was) && was[i].path < now[j].path):
+			set[was[i].path] = entry{}
+			i++
+		case i == len(was) || now[j].path < was[i].path:
+			set[now[j].path] = entry{mode: treeMode(now[j].stat[6]), blob: hex.EncodeToString(now[j].oid)}
+			j++
+		default:
+			if now[j].stat[6] != was[i].stat[6] || !bytes.Equal(now[j].oid, was[i].oid) {
+				set[now[j].path] = entry{mode: treeMode(now[j].stat[6]), blob: hex.EncodeToString(now[j].oid)}
+			}
+			i++
+			j++
+		}
+	}
+	if len(set) == 0 {
+		return baseTree, nil
+	}
+	for p, e := range set {
+		if !plainPath(p) || (e.blob != "" && e.mode != "100644" && e.mode != "100755" && e.mode != "120000" && e.mode != "160000") {
+			return "", errGitCheckout
+		}
+	}
+	return r.editTree(dir, baseTree, set)
+}

@@ -213,3 +213,93 @@ func TestCheckoutCopyIsGitCheckout(t *testing.T) {
 	}
 	t.Logf("%d git processes in %d remakes", procs, remakes)
 }
+
+// A squash's tree, written here from the index git add made (indexTree),
+// is the one `git write-tree` writes from the same files, for every kind
+// of change: files added, changed and removed, directories emptied, a file
+// made a directory and back, exec bits, links, everything removed. The
+// squash runs one git process (add).
+func TestSquashTreeIsGitsWriteTree(t *testing.T) {
+	ws := userRepo(t)
+	sh(t, ws, `mkdir -p dir/sub x/y && echo a > a.txt && echo b > dir/b.txt && echo c > dir/sub/c.txt &&
+		echo z > x/y/z.txt && printf '#!/bin/sh\n' > exe.sh && chmod +x exe.sh && ln -s a.txt link &&
+		git add -A && git commit -qm base`)
+	r := open(t, ws)
+	ctx := t.Context()
+	base, err := r.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := t.TempDir()
+	r.SetPool(filepath.Join(copies, ".pool"), 1)
+	rm := func(dir string, paths ...string) {
+		for _, p := range paths {
+			if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cases := map[string]func(dir string){
+		"a new file":           func(dir string) { write(t, dir, "new.txt", "new\n") },
+		"a new directory":      func(dir string) { write(t, dir, "n1/n2/deep.txt", "deep\n") },
+		"a change":             func(dir string) { write(t, dir, "dir/b.txt", "b, changed\n") },
+		"a directory emptied":  func(dir string) { rm(dir, "dir/sub/c.txt") },
+		"a whole tree removed": func(dir string) { rm(dir, "x") },
+		"a file made a directory": func(dir string) {
+			rm(dir, "a.txt")
+			write(t, dir, "a.txt/inner", "inner\n")
+		},
+		"a directory made a file": func(dir string) {
+			rm(dir, "dir/sub")
+			write(t, dir, "dir/sub", "a file now\n")
+		},
+		"exec bits": func(dir string) {
+			_ = os.Chmod(filepath.Join(dir, "exe.sh"), 0o644)
+			_ = os.Chmod(filepath.Join(dir, "a.txt"), 0o755)
+		},
+		"links": func(dir string) {
+			rm(dir, "link", "dir/b.txt")
+			_ = os.Symlink("exe.sh", filepath.Join(dir, "link"))
+			_ = os.Symlink("../a.txt", filepath.Join(dir, "b.txt"))
+		},
+		"everything removed": func(dir string) {
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if e.Name() != ".git" {
+					rm(dir, e.Name())
+				}
+			}
+		},
+		"nothing": func(string) {},
+	}
+	count := gitCounter(t)
+	// The first squash on base learns that it has no submodule (ls-tree).
+	attempt(t, r, base, "warm", func(string) {})
+	for name, edit := range cases {
+		dir := filepath.Join(copies, "task")
+		if err := r.NewCopy(ctx, dir, base); err != nil {
+			t.Fatal(err)
+		}
+		edit(dir)
+		count()
+		commit, _, err := r.Squash(ctx, dir, base, name, "")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := count(); n > 1 {
+			t.Errorf("%s: the squash ran %d git processes, want 1 (add)", name, n)
+		}
+		idx := filepath.Join(t.TempDir(), "index")
+		want := sh(t, ws, "export GIT_INDEX_FILE='"+idx+"' && git read-tree "+base+
+			" && git --work-tree='"+dir+"' add -A && git write-tree")
+		if got := sh(t, ws, "git rev-parse "+commit+"^{tree}"); got != want {
+			t.Errorf("%s: the squash's tree is %s, git's %s\n%s", name, got, want, sh(t, ws, "git diff-tree -r "+got+" "+want))
+		}
+		if err := r.RemoveCopy(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := sh(t, ws, "git fsck --no-dangling 2>&1"); out != "" {
+		t.Errorf("git fsck: %s", out)
+	}
+}

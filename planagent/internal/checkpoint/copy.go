@@ -957,7 +957,7 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 	err := copyRegular(idx, filepath.Join(r.stateDir(dir), "index"))
 	if err == nil {
 		if _, err = g.runEnv(ctx, env, nil, "add", "-A"); err == nil {
-			tree, err = g.runEnv(ctx, env, nil, "write-tree")
+			tree, err = r.writeIndexTree(ctx, g, env, quarantine, idx, r.stateDir(dir), base)
 		}
 	}
 	if err != nil {
@@ -1008,6 +1008,19 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 		}
 	}
 	return commit, files, nil
+}
+
+// writeIndexTree writes the tree of the index idx that git add made from
+// the copy's saved index (in state) on base, here (indexTree) or by git.
+func (r *Repo) writeIndexTree(ctx context.Context, g git, env []string, quarantine, idx, state, base string) (string, error) {
+	baseTree, err := r.commitTree(base)
+	if err == nil {
+		tree, err := r.indexTree(quarantine, idx, filepath.Join(state, "index"), baseTree)
+		if err == nil {
+			return tree, nil
+		}
+	}
+	return g.runEnv(ctx, env, nil, "write-tree")
 }
 
 // migrate moves files (listFiles) of the quarantine into the repository's

@@ -91,10 +91,11 @@ func TestChainTaskGitProcesses(t *testing.T) {
 			// copy before) is checked out here (checkoutCopy), and what
 			// git does not track removed here, from the index
 			{"the attempt's copy", copyProcs, 0},
-			// add, write-tree (no submodule listing: base was made here
-			// from one without; base's tree read by the long-lived
-			// cat-file, the commit and the keep ref written here)
-			{"the squash", squashProcs, 2},
+			// add (no submodule listing: base was made here from one
+			// without; base's tree read by the long-lived cat-file; the
+			// trees written here from the index add made, the commit
+			// and the keep ref too)
+			{"the squash", squashProcs, 1},
 			// none: checked out here too, from the pooled copy of the
 			// task before (the squash put its objects into the object
 			// cache as a pack of its own)

@@ -84,17 +84,32 @@ func meets(p string, other map[string]entry) bool {
 }
 
 // editTree writes the tree id with the files of set put in (paths
-// relative to it; new directories made), and returns the new tree's id.
+// relative to it; new directories made) or, where an entry has no blob,
+// taken out (a directory left empty goes: git keeps no empty tree but the
+// top one), and returns the new tree's id.
 func (r *Repo) editTree(dir, id string, set map[string]entry) (string, error) {
+	tree, empty, err := r.editSubtree(dir, id, set)
+	if err != nil || !empty {
+		return tree, err
+	}
+	return writeTree(dir, r.objectFormat, nil)
+}
+
+// editSubtree is editTree; an empty result is not written (empty true).
+func (r *Repo) editSubtree(dir, id string, set map[string]entry) (string, bool, error) {
 	entries, err := r.treeEntries(id)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	sub := map[string]map[string]entry{}
 	for p, e := range set {
 		name, rest, deeper := strings.Cut(p, "/")
 		if !deeper {
-			entries[name] = treeEntry{mode: e.mode, id: e.blob}
+			if e.blob == "" {
+				delete(entries, name)
+			} else {
+				entries[name] = treeEntry{mode: e.mode, id: e.blob}
+			}
 			continue
 		}
 		if sub[name] == nil {
@@ -104,16 +119,37 @@ func (r *Repo) editTree(dir, id string, set map[string]entry) (string, error) {
 	}
 	for name, s := range sub {
 		old := ""
-		if e, ok := entries[name]; ok && e.mode == "40000" {
+		e, ok := entries[name]
+		if ok && e.mode == "40000" {
 			old = e.id
+		} else if ok && !hasFile(s) {
+			continue // a file at the name, and only removals below it
 		}
-		nid, err := r.editTree(dir, old, s)
+		nid, empty, err := r.editSubtree(dir, old, s)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
-		entries[name] = treeEntry{mode: "40000", id: nid}
+		if empty {
+			delete(entries, name)
+		} else {
+			entries[name] = treeEntry{mode: "40000", id: nid}
+		}
 	}
-	return writeTree(dir, r.objectFormat, entries)
+	if len(entries) == 0 {
+		return "", true, nil
+	}
+	tree, err := writeTree(dir, r.objectFormat, entries)
+	return tree, false, err
+}
+
+// hasFile reports whether set puts any file in.
+func hasFile(set map[string]entry) bool {
+	for _, e := range set {
+		if e.blob != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // writeTree writes a tree object of entries as git does: sorted by name,
