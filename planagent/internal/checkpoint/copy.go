@@ -957,7 +957,7 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 	err := copyRegular(idx, filepath.Join(r.stateDir(dir), "index"))
 	if err == nil {
 		if _, err = g.runEnv(ctx, env, nil, "add", "-A"); err == nil {
-			tree, err = r.writeIndexTree(ctx, g, env, quarantine, idx, r.stateDir(dir), base)
+			tree, err = r.writeIndexTree(ctx, g, env, quarantine, idx, dir, base)
 		}
 	}
 	if err != nil {
@@ -1011,13 +1011,17 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 }
 
 // writeIndexTree writes the tree of the index idx that git add made from
-// the copy's saved index (in state) on base, here (indexTree) or by git.
-func (r *Repo) writeIndexTree(ctx context.Context, g git, env []string, quarantine, idx, state, base string) (string, error) {
-	baseTree, err := r.commitTree(base)
-	if err == nil {
-		tree, err := r.indexTree(quarantine, idx, filepath.Join(state, "index"), baseTree)
-		if err == nil {
-			return tree, nil
+// the saved index of the copy at dir, here (indexTree) when this process
+// made the copy at base (the saved index is then base's tree), else by git.
+func (r *Repo) writeIndexTree(ctx context.Context, g git, env []string, quarantine, idx, dir, base string) (string, error) {
+	r.poolMu.Lock()
+	made := r.madeAt[filepath.Clean(dir)]
+	r.poolMu.Unlock()
+	if made == base {
+		if baseTree, err := r.commitTree(base); err == nil {
+			if tree, err := r.indexTree(quarantine, idx, filepath.Join(r.stateDir(dir), "index"), baseTree); err == nil {
+				return tree, nil
+			}
 		}
 	}
 	return g.runEnv(ctx, env, nil, "write-tree")
