@@ -53,7 +53,7 @@ func readIndex(p string, idLen int) ([]indexEntry, syscall.Timespec, error) {
 	if err != nil {
 		return nil, mtime, errGitCheckout
 	}
-	mtime = fi.Sys().(*syscall.Stat_t).Mtim
+	_, mtime = statTimes(fi.Sys().(*syscall.Stat_t))
 	if len(data) < 12 || string(data[:4]) != "DIRC" {
 		return nil, mtime, errGitCheckout
 	}
@@ -128,8 +128,9 @@ func statData(fi fs.FileInfo) ([10]uint32, bool) {
 	default:
 		return [10]uint32{}, false
 	}
+	ctime, mtime := statTimes(st)
 	return [10]uint32{
-		uint32(st.Ctim.Sec), uint32(st.Ctim.Nsec), uint32(st.Mtim.Sec), uint32(st.Mtim.Nsec),
+		uint32(ctime.Sec), uint32(ctime.Nsec), uint32(mtime.Sec), uint32(mtime.Nsec),
 		uint32(st.Dev), uint32(st.Ino), mode, st.Uid, st.Gid, uint32(st.Size), //nolint:gosec // git keeps 32 bits
 	}, true
 }

@@ -157,7 +157,8 @@ func stampOf(p string) (stamp, bool) {
 	if !ok || st.Nlink != 1 {
 		return stamp{}, false
 	}
-	return stamp{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true //nolint:unconvert // uint64 on some platforms
+	ctime, mtime := statTimes(st)
+	return stamp{ino: int64(st.Ino), size: st.Size, mtime: mtime.Nano(), ctime: ctime.Nano()}, true //nolint:unconvert,gosec // uint64 on some platforms
 }
 
 // sameBytes reports whether the copy's file p is a single regular file

@@ -23,7 +23,8 @@ func packStat(t *testing.T, dir string) map[string][2]int64 {
 			t.Fatal(err)
 		}
 		st := fi.Sys().(*syscall.Stat_t)
-		out[e.Name()] = [2]int64{int64(st.Ino), st.Ctim.Nano()} //nolint:unconvert // uint64 on some platforms
+		ctime, _ := statTimes(st)
+		out[e.Name()] = [2]int64{int64(st.Ino), ctime.Nano()} //nolint:unconvert,gosec // uint64 on some platforms
 	}
 	return out
 }

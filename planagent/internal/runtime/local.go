@@ -146,7 +146,7 @@ func (l *Local) Start(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = out, out
 	// Own process group: the terminal's Ctrl-C reaches planagent, which
 	// stops the watcher itself; Pdeathsig stops it if planagent is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = ownGroup()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", l.opts.Binary, err)
 	}
