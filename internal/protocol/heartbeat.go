@@ -58,7 +58,7 @@ func WriteHeartbeat(dir string, h Heartbeat) error {
 	}
 	data = append(data, '\n')
 	path := HeartbeatFile(dir, h.ID)
-	spare := spareOf(path)
+	spare := filepath.Join(dir, "."+filepath.Base(path)+".tmp-spare")
 	if swapIn(spare, path, data) == nil {
 		return nil
 	}
@@ -87,20 +87,6 @@ func WriteHeartbeat(dir string, h Heartbeat) error {
 		return fmt.Errorf("write heartbeat of watcher %s: %w", h.ID, err)
 	}
 	return nil
-}
-
-// RemoveHeartbeat removes watcher id's heartbeat from dir, and its spare.
-func RemoveHeartbeat(dir, id string) error {
-	path := HeartbeatFile(dir, id)
-	if err := os.Remove(spareOf(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return os.Remove(path)
-}
-
-// spareOf is the spare of the heartbeat file path.
-func spareOf(path string) string {
-	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-spare")
 }
 
 // swapIn writes data into the existing single regular file spare (never

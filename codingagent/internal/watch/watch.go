@@ -172,7 +172,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer func() {
 		stopHB()
 		<-hbDone
-		if err := protocol.RemoveHeartbeat(l.Watchers(), opts.WatcherID); err != nil {
+		if err := os.Remove(protocol.HeartbeatFile(l.Watchers(), opts.WatcherID)); err != nil {
 			w.log.Warn("remove heartbeat", "err", err)
 		}
 	}()

@@ -127,7 +127,7 @@ func (d *Docker) freeClaims(hosts map[string]bool) {
 	beats, _ := filepath.Glob(filepath.Join(d.opts.Volumes.Watchers(), "*.json"))
 	for _, b := range beats {
 		if hosts[host(b)] {
-			_ = protocol.RemoveHeartbeat(filepath.Dir(b), strings.TrimSuffix(filepath.Base(b), ".json"))
+			_ = os.Remove(b)
 		}
 	}
 }

@@ -379,7 +379,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 func (k *Kube) heartbeat(ctx context.Context, job string, carried <-chan struct{}) {
 	dir := k.opts.Volumes.Watchers()
 	id := "kube-" + job
-	defer func() { _ = protocol.RemoveHeartbeat(dir, id) }()
+	defer os.Remove(protocol.HeartbeatFile(dir, id))
 	started := time.Now().UTC()
 	beat := func() {
 		_ = os.MkdirAll(dir, 0o755)
