@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -42,32 +41,22 @@ func (h Heartbeat) Fresh(now time.Time, maxAge time.Duration) bool {
 // HeartbeatFile is the heartbeat file of watcher id in dir.
 func HeartbeatFile(dir, id string) string { return filepath.Join(dir, id+".json") }
 
-// WriteHeartbeat writes h as dir's heartbeat file of h.ID without fsync:
-// a reader never sees a torn heartbeat, and one lost to a power cut is
-// judged stale and rewritten within seconds. The new heartbeat goes into
-// the spare ".<id>.json.tmp-spare" (which readers skip), the file the write
-// before replaced, and the two are swapped in one rename: no file is made
-// or removed, which on a virtual disk costs a millisecond each, and a
-// watcher beats twice per task. The first write, a spare that is not a
-// single regular file, or a file system that cannot swap fall back to a
-// new temporary file renamed into place.
+// WriteHeartbeat writes h as dir's heartbeat file of h.ID through a temp
+// file (".<id>.json.tmp-*", which readers skip) and a rename, without
+// fsync: a reader never sees a torn heartbeat, and one lost to a power cut
+// is judged stale and rewritten within seconds.
 func WriteHeartbeat(dir string, h Heartbeat) error {
 	data, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode heartbeat of watcher %s: %w", h.ID, err)
 	}
-	data = append(data, '\n')
 	path := HeartbeatFile(dir, h.ID)
-	spare := filepath.Join(dir, "."+filepath.Base(path)+".tmp-spare")
-	if swapIn(spare, path, data) == nil {
-		return nil
-	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write heartbeat of watcher %s: %w", h.ID, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	_, err = f.Write(append(data, '\n'))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -75,47 +64,13 @@ func WriteHeartbeat(dir string, h Heartbeat) error {
 		err = os.Chmod(tmp, 0o644)
 	}
 	if err == nil {
-		// Swapped in, the heartbeat before becomes the spare.
-		if exchange(tmp, path) == nil {
-			err = os.Rename(tmp, spare)
-		} else {
-			err = os.Rename(tmp, path)
-		}
+		err = os.Rename(tmp, path)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write heartbeat of watcher %s: %w", h.ID, err)
 	}
 	return nil
-}
-
-// swapIn writes data into the existing single regular file spare (never
-// through a link) and swaps it with path, which must exist.
-func swapIn(spare, path string, data []byte) error {
-	f, err := os.OpenFile(spare, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return err
-	}
-	fi, err := f.Stat()
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if err != nil || !fi.Mode().IsRegular() || !ok || st.Nlink != 1 {
-		f.Close()
-		return errors.New("the spare is not a single regular file")
-	}
-	err = f.Truncate(0)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil && fi.Mode().Perm() != 0o644 {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return exchange(spare, path)
 }
 
 // ReadHeartbeat reads the heartbeat of watcher id from dir. A missing file
