@@ -62,6 +62,10 @@ type Repo struct {
 	cacheMu   sync.Mutex
 	cached    map[string]bool // commits whose history the cache holds
 	cacheTips []string        // the commits packed last into it
+	// small are the packs this process wrote into the cache from a
+	// squash's or a merge's loose objects, by name, with their objects: a
+	// copy gets them all as one pack (copyObjects).
+	small map[string][]looseObject
 	// initMu guards the HEAD and config of the first copy's git
 	// directory, which git made; later copies get the same files.
 	initMu               sync.Mutex

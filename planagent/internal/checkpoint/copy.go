@@ -271,8 +271,12 @@ func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
 // rather than packing the whole history again. Copied, never linked: the
 // agent owns its copy's files and could rewrite a linked one.
 //
-// A pack the copy still has as the host wrote it (stamps, updated here)
-// is not written again.
+// The small packs of the squashes and merges since the cache's packs were
+// last merged reach the copy as one pack (their objects, kept in memory).
+// A pack the copy still has as the host wrote it (stamps, updated here) is
+// not written again, and one it no longer needs is renamed to a name it
+// needs and rewritten in place rather than removed while another is made:
+// on a virtual disk a new file costs ten times a rewrite.
 func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps) error {
 	if err := r.fillCache(ctx, commit); err != nil {
 		return err
@@ -284,27 +288,66 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 	if err != nil {
 		return err
 	}
-	want := map[string]bool{}
+	// need maps each file the copy must hold to its cache file, or (nil
+	// path) to the bytes in data.
+	need := map[string]string{}
 	for _, e := range entries {
 		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), "tmp_") {
-			want[e.Name()] = true
+			need[e.Name()] = filepath.Join(src, e.Name())
 		}
 	}
-	// The copy's packs of an earlier use that the cache no longer has go;
-	// the others are rewritten in place.
+	var recent []looseObject
+	r.cacheMu.Lock()
+	for name, objs := range r.small {
+		if need[name+".pack"] != "" && need[name+".idx"] != "" {
+			delete(need, name+".pack")
+			delete(need, name+".idx")
+			recent = append(recent, objs...)
+		}
+	}
+	r.cacheMu.Unlock()
+	data := map[string][]byte{}
+	if len(recent) > 0 {
+		name, packData, idxData, err := encodePack(r.objectFormat, recent)
+		if err != nil {
+			return err
+		}
+		data[name+".pack"], data[name+".idx"] = packData, idxData
+		need[name+".pack"], need[name+".idx"] = "", ""
+	}
 	have, err := os.ReadDir(pack)
 	if err != nil {
 		return err
 	}
+	held := map[string]bool{}
+	var stale []string
 	for _, e := range have {
-		if !want[e.Name()] {
-			if err := removeAll(filepath.Join(pack, e.Name())); err != nil {
-				return err
+		if _, ok := need[e.Name()]; ok {
+			held[e.Name()] = true
+		} else {
+			stale = append(stale, e.Name())
+		}
+	}
+	// A file no longer needed takes the name of one the copy lacks.
+	for name := range need {
+		if held[name] {
+			continue
+		}
+		for i, old := range stale {
+			if filepath.Ext(old) == filepath.Ext(name) && singleFile(filepath.Join(pack, old)) &&
+				os.Rename(filepath.Join(pack, old), filepath.Join(pack, name)) == nil {
+				stale = append(stale[:i], stale[i+1:]...)
+				break
 			}
 		}
 	}
+	for _, old := range stale {
+		if err := removeAll(filepath.Join(pack, old)); err != nil {
+			return err
+		}
+	}
 	files := map[string]stamp{}
-	for name := range want {
+	for name, from := range need {
 		p := filepath.Join(pack, name)
 		if st.unchanged(name, p) {
 			files[name] = st.files[name]
@@ -315,13 +358,24 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 		// a write, and kept when still the host's bytes. Rewritten, its
 		// change time would again be too recent, and every pack would be
 		// written anew on every use of a copy in a quick run.
-		if sameBytes(p, filepath.Join(src, name)) {
+		same := false
+		if from == "" {
+			same = sameData(p, data[name])
+		} else {
+			same = sameBytes(p, from)
+		}
+		if same {
 			if s, ok := stampOf(p); ok {
 				files[name] = s
 				continue
 			}
 		}
-		if err := copyIntoCopy(p, filepath.Join(src, name)); err != nil {
+		if from == "" {
+			err = writeCopyFile(p, data[name])
+		} else {
+			err = copyIntoCopy(p, from)
+		}
+		if err != nil {
 			return err
 		}
 		if s, ok := stampOf(p); ok {
@@ -453,11 +507,16 @@ func (r *Repo) cacheLoose(quarantine string, files []string, commit string) erro
 	if err != nil {
 		return err
 	}
-	if _, err := writePack(filepath.Join(r.cacheObjects(), "pack"), r.objectFormat, objs); err != nil {
+	name, err := writePack(filepath.Join(r.cacheObjects(), "pack"), r.objectFormat, objs)
+	if err != nil {
 		return err
 	}
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
+	if r.small == nil {
+		r.small = map[string][]looseObject{}
+	}
+	r.small[name] = objs
 	return r.markCached(commit)
 }
 

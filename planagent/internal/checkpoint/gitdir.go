@@ -204,6 +204,25 @@ func sameBytes(p, src string) bool {
 	}
 }
 
+// sameData reports whether the copy's file p is a single regular file
+// holding exactly data (sameBytes, against bytes in memory).
+func sameData(p string, data []byte) bool {
+	if !singleFile(p) {
+		return false
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+		return false
+	}
+	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
+	return err == nil && bytes.Equal(got, data)
+}
+
 // stamps are the packs the host wrote into a copy, and when it sealed it.
 type stamps struct {
 	seal  int64

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -109,7 +110,32 @@ func objectHash(objectFormat string) hash.Hash {
 // last (git uses a pack once its index is there), and returns the pack's
 // name. The checksums use the repository's hash (sha1 or sha256).
 func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
+	name, pack, idx, err := encodePack(objectFormat, objs)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range []struct {
+		ext  string
+		data []byte
+	}{{".pack", pack}, {".idx", idx}} {
+		tmp := filepath.Join(dir, "tmp_"+name+f.ext)
+		if err := os.WriteFile(tmp, f.data, 0o444); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name+f.ext)); err != nil {
+			_ = os.Remove(tmp)
+			return "", err
+		}
+	}
+	return name, nil
+}
+
+// encodePack is a pack of objs (each once) and its index, and the pack's
+// name: the same objects give the same bytes.
+func encodePack(objectFormat string, objs []looseObject) (name string, packData, idxData []byte, err error) {
+	objs = slices.Clone(objs)
 	sort.Slice(objs, func(i, j int) bool { return bytes.Compare(objs[i].id, objs[j].id) < 0 })
+	objs = slices.CompactFunc(objs, func(a, b looseObject) bool { return bytes.Equal(a.id, b.id) })
 	var pack bytes.Buffer
 	pack.WriteString("PACK")
 	_ = binary.Write(&pack, binary.BigEndian, [2]uint32{2, uint32(len(objs))})
@@ -117,7 +143,7 @@ func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
 	crcs := make([]uint32, len(objs))
 	for i, o := range objs {
 		if pack.Len() >= 1<<31 {
-			return "", fmt.Errorf("a squash's objects pass 2 GiB")
+			return "", nil, nil, fmt.Errorf("a squash's objects pass 2 GiB")
 		}
 		start := pack.Len()
 		offsets[i] = uint32(start)
@@ -132,10 +158,10 @@ func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
 		pack.WriteByte(b)
 		z := zlib.NewWriter(&pack)
 		if _, err := z.Write(o.data); err != nil {
-			return "", err
+			return "", nil, nil, err
 		}
 		if err := z.Close(); err != nil {
-			return "", err
+			return "", nil, nil, err
 		}
 		crcs[i] = crc32.ChecksumIEEE(pack.Bytes()[start:])
 	}
@@ -164,19 +190,5 @@ func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
 	ih.Write(idx.Bytes())
 	idx.Write(ih.Sum(nil))
 
-	name := "pack-" + hex.EncodeToString(sum)
-	for _, f := range []struct {
-		ext  string
-		data []byte
-	}{{".pack", pack.Bytes()}, {".idx", idx.Bytes()}} {
-		tmp := filepath.Join(dir, "tmp_"+name+f.ext)
-		if err := os.WriteFile(tmp, f.data, 0o444); err != nil {
-			return "", err
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name+f.ext)); err != nil {
-			_ = os.Remove(tmp)
-			return "", err
-		}
-	}
-	return name, nil
+	return "pack-" + hex.EncodeToString(sum), pack.Bytes(), idx.Bytes(), nil
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -148,5 +149,64 @@ func TestPoolPrefersTheCopyOfTheCommit(t *testing.T) {
 		if out := sh(t, dir, "git status --porcelain && git rev-parse HEAD"); out != commit {
 			t.Errorf("the copy of %s: %q", short(commit), out)
 		}
+	}
+}
+
+// A copy remade along a chain gets the objects of each new commit without
+// a new file: the cache's small packs reach it as one pack, whose files
+// are renamed and rewritten in place as it changes, and the files of
+// packs the cache merged take the names of the merged one. Over twenty
+// tasks (one merge of the cache's packs among them, after which the copy
+// needs two files fewer for a moment) the copy's pack files take at most
+// one new pair of inodes (two per task before), and git finds every
+// object.
+func TestCopyRecyclesItsPackFiles(t *testing.T) {
+	t.Parallel()
+	r, _, head := pooledRepo(t, 1)
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "copy")
+	inodes := func() map[uint64]bool {
+		out := map[uint64]bool{}
+		for name := range packStat(t, dir) {
+			fi, err := os.Lstat(filepath.Join(dir, ".git", "objects", "pack", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[fi.Sys().(*syscall.Stat_t).Ino] = true
+		}
+		return out
+	}
+	seen := map[uint64]bool{}
+	first := 0
+	for i := range 20 {
+		if err := r.NewCopy(ctx, dir, head); err != nil {
+			t.Fatal(err)
+		}
+		if out := sh(t, dir, "git fsck --no-dangling 2>&1 && git status --porcelain"); out != "" {
+			t.Fatalf("task %d: the copy at %s:\n%s", i, short(head), out)
+		}
+		for ino := range inodes() {
+			seen[ino] = true
+		}
+		if i == 1 {
+			first = len(seen)
+		}
+		write(t, dir, fmt.Sprintf("f%02d.txt", i), "task\n")
+		commit, _, err := r.Squash(ctx, dir, head, fmt.Sprintf("task %d", i), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head, err = r.Apply(ctx, dir, head, commit, head); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.RemoveCopy(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) > first+2 {
+		t.Errorf("the copy's pack files took %d inodes over the chain, %d after its second task: new files were made", len(seen), first)
+	}
+	if n := r.cachePacks(); n >= 20 {
+		t.Errorf("the cache holds %d packs: its packs were never merged, the test does not reach that case", n)
 	}
 }
