@@ -408,7 +408,7 @@ func (r *Repo) fillCache(ctx context.Context, commit string) error {
 		// Made aside and renamed into place: an init cut short (the
 		// prewarm cancelled) must not leave a cache that looks made.
 		_ = os.RemoveAll(cache)
-		r.cached, r.cacheTips = nil, nil
+		r.cached, r.cacheTips, r.small = nil, nil, nil
 		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
 			return err
 		}
@@ -440,6 +440,12 @@ func (r *Repo) fillCache(ctx context.Context, commit string) error {
 		// small packs, so the cost per commit stays flat as history grows.
 		if _, err := cg.run(ctx, "repack", "-d", "-q", "--geometric=2"); err != nil {
 			return err
+		}
+		// The small packs merged away take their objects with them.
+		for name := range r.small {
+			if _, err := os.Lstat(filepath.Join(cache, "objects", "pack", name+".pack")); err != nil {
+				delete(r.small, name)
+			}
 		}
 	}
 	return nil
@@ -775,7 +781,7 @@ func (r *Repo) DrainPool() error {
 	r.cacheRW.Lock()
 	r.cacheMu.Lock()
 	errs = append(errs, os.RemoveAll(r.cacheDir()))
-	r.cached, r.cacheTips = nil, nil
+	r.cached, r.cacheTips, r.small = nil, nil, nil
 	r.qMu.Lock()
 	r.qFree = nil
 	r.qMu.Unlock()

@@ -209,4 +209,8 @@ func TestCopyRecyclesItsPackFiles(t *testing.T) {
 	if n := r.cachePacks(); n >= 20 {
 		t.Errorf("the cache holds %d packs: its packs were never merged, the test does not reach that case", n)
 	}
+	// What the merge took in is no longer kept in memory.
+	if len(r.small) >= r.cachePacks() {
+		t.Errorf("%d small packs kept in memory, the cache has %d packs", len(r.small), r.cachePacks())
+	}
 }
