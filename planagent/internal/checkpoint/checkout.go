@@ -380,7 +380,7 @@ func writeCopyEntry(dir, rel, mode string, content []byte, umask os.FileMode) ([
 			if err := os.Remove(full); err != nil {
 				return [10]uint32{}, errGitCheckout
 			}
-		case mode != "120000" && singleFile(full):
+		case mode != "120000" && singleFile(full) && fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky) == 0:
 			f, err := os.OpenFile(full, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 			if err != nil {
 				return [10]uint32{}, err
