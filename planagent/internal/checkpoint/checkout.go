@@ -162,9 +162,8 @@ func isAttributes(p string) bool {
 
 // checkoutCopy brings the copy at dir, made at was (the index saved then
 // says what it held), to commit: its files, index and HEAD. It returns
-// errGitCheckout, having written nothing, when git must do it; any other
-// error may leave the copy half made (the caller then checks it out with
-// git, from the saved index).
+// errGitCheckout when git must do it; an error may leave the copy half
+// made (the caller then checks it out with git, from the saved index).
 func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string) error {
 	if was == "" || !r.plainCheckout() {
 		return errGitCheckout
@@ -243,6 +242,9 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string) error 
 	for _, p := range paths {
 		if _, ok := to[p]; ok {
 			continue
+		}
+		if !dirsOnTheWay(dir, p) {
+			continue // gone with its directory, or under a link: never followed
 		}
 		full := filepath.Join(dir, filepath.FromSlash(p))
 		if fi, err := os.Lstat(full); err == nil && !fi.IsDir() {
@@ -332,6 +334,20 @@ func processUmask() os.FileMode {
 		}
 	}
 	return 0o022
+}
+
+// dirsOnTheWay reports whether every directory above rel in the copy at
+// dir is a real directory (no link, nothing missing).
+func dirsOnTheWay(dir, rel string) bool {
+	p := dir
+	parts := strings.Split(rel, "/")
+	for _, part := range parts[:len(parts)-1] {
+		p = filepath.Join(p, part)
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 func parentOf(p string) string {

@@ -105,6 +105,7 @@ func TestCheckoutCopyIsGitCheckout(t *testing.T) {
 	outside := t.TempDir()
 	write(t, outside, "a.go", "outside, must stay\n")
 	write(t, outside, "notes.txt", "outside, must stay\n")
+	write(t, outside, "b.go", "outside, must stay\n") // c2 removes src/b.go
 	mess := map[string]func(dir string){
 		"nothing": func(string) {},
 		"same-size edit, old mtime": func(dir string) {
@@ -201,7 +202,7 @@ func TestCheckoutCopyIsGitCheckout(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []string{"a.go", "notes.txt"} {
+	for _, f := range []string{"a.go", "notes.txt", "b.go"} {
 		if got := read(t, outside, f); got != "outside, must stay\n" {
 			t.Errorf("the file outside the copy %s was written: %q", f, got)
 		}
