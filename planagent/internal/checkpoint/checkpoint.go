@@ -65,7 +65,10 @@ type Repo struct {
 	// small are the packs this process wrote into the cache from a
 	// squash's or a merge's loose objects, by name, with their objects: a
 	// copy gets them all as one pack (copyObjects).
-	small map[string][]looseObject
+	small map[string][]packEntry
+	// recent is the one pack copies get for the small packs (recentOf),
+	// kept until they change.
+	recent recentPack
 	// initMu guards the HEAD and config of the first copy's git
 	// directory, which git made; later copies get the same files.
 	initMu               sync.Mutex

@@ -296,24 +296,24 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 			need[e.Name()] = filepath.Join(src, e.Name())
 		}
 	}
-	var recent []looseObject
-	r.cacheMu.Lock()
-	for name, objs := range r.small {
-		if need[name+".pack"] != "" && need[name+".idx"] != "" {
-			delete(need, name+".pack")
-			delete(need, name+".idx")
-			recent = append(recent, objs...)
+	var smalls []string
+	for name := range need {
+		if base, ok := strings.CutSuffix(name, ".pack"); ok && need[base+".idx"] != "" {
+			smalls = append(smalls, base)
 		}
 	}
-	r.cacheMu.Unlock()
+	recent, err := r.recentOf(smalls)
+	if err != nil {
+		return err
+	}
 	data := map[string][]byte{}
-	if len(recent) > 0 {
-		name, packData, idxData, err := encodePack(r.objectFormat, recent)
-		if err != nil {
-			return err
+	if recent.name != "" {
+		for _, base := range recent.of {
+			delete(need, base+".pack")
+			delete(need, base+".idx")
 		}
-		data[name+".pack"], data[name+".idx"] = packData, idxData
-		need[name+".pack"], need[name+".idx"] = "", ""
+		data[recent.name+".pack"], data[recent.name+".idx"] = recent.pack, recent.idx
+		need[recent.name+".pack"], need[recent.name+".idx"] = "", ""
 	}
 	have, err := os.ReadDir(pack)
 	if err != nil {
@@ -386,6 +386,44 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 	return nil
 }
 
+// recentPack is one pack of the objects of several small packs (of).
+type recentPack struct {
+	key       string
+	of        []string
+	name      string
+	pack, idx []byte
+}
+
+// recentOf is the pack of the small packs among packs (the cache's packs
+// by name), put together from their entries and kept until they change;
+// an empty one when there is none.
+func (r *Repo) recentOf(packs []string) (recentPack, error) {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	var of []string
+	var entries []packEntry
+	for _, name := range packs {
+		if e, ok := r.small[name]; ok {
+			of = append(of, name)
+			entries = append(entries, e...)
+		}
+	}
+	if len(of) == 0 {
+		return recentPack{}, nil
+	}
+	sort.Strings(of)
+	key := strings.Join(of, ",")
+	if r.recent.key == key {
+		return r.recent, nil
+	}
+	name, pack, idx, err := assemblePack(r.objectFormat, entries)
+	if err != nil {
+		return recentPack{}, err
+	}
+	r.recent = recentPack{key: key, of: of, name: name, pack: pack, idx: idx}
+	return r.recent, nil
+}
+
 // fillCache makes the object cache hold commit: made on first use, the
 // commit packed into it when it lacks it, its packs merged when they are
 // many. Exclusive, and only when there is something to do.
@@ -408,7 +446,7 @@ func (r *Repo) fillCache(ctx context.Context, commit string) error {
 		// Made aside and renamed into place: an init cut short (the
 		// prewarm cancelled) must not leave a cache that looks made.
 		_ = os.RemoveAll(cache)
-		r.cached, r.cacheTips, r.small = nil, nil, nil
+		r.cached, r.cacheTips, r.small, r.recent = nil, nil, nil, recentPack{}
 		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
 			return err
 		}
@@ -513,16 +551,16 @@ func (r *Repo) cacheLoose(quarantine string, files []string, commit string) erro
 	if err != nil {
 		return err
 	}
-	name, err := writePack(filepath.Join(r.cacheObjects(), "pack"), r.objectFormat, objs)
+	name, entries, err := writePack(filepath.Join(r.cacheObjects(), "pack"), r.objectFormat, objs)
 	if err != nil {
 		return err
 	}
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
 	if r.small == nil {
-		r.small = map[string][]looseObject{}
+		r.small = map[string][]packEntry{}
 	}
-	r.small[name] = objs
+	r.small[name] = entries
 	return r.markCached(commit)
 }
 
@@ -781,7 +819,7 @@ func (r *Repo) DrainPool() error {
 	r.cacheRW.Lock()
 	r.cacheMu.Lock()
 	errs = append(errs, os.RemoveAll(r.cacheDir()))
-	r.cached, r.cacheTips, r.small = nil, nil, nil
+	r.cached, r.cacheTips, r.small, r.recent = nil, nil, nil, recentPack{}
 	r.qMu.Lock()
 	r.qFree = nil
 	r.qMu.Unlock()

@@ -108,11 +108,16 @@ func objectHash(objectFormat string) hash.Hash {
 // writePack writes objs as a pack and its index (version 2) into the pack
 // directory dir, under temporary names renamed into place, the index
 // last (git uses a pack once its index is there), and returns the pack's
-// name. The checksums use the repository's hash (sha1 or sha256).
-func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
-	name, pack, idx, err := encodePack(objectFormat, objs)
+// name and its entries. The checksums use the repository's hash (sha1 or
+// sha256).
+func writePack(dir, objectFormat string, objs []looseObject) (string, []packEntry, error) {
+	entries, err := packEntries(objs)
 	if err != nil {
-		return "", err
+		return "", nil, err
+	}
+	name, pack, idx, err := assemblePack(objectFormat, entries)
+	if err != nil {
+		return "", nil, err
 	}
 	for _, f := range []struct {
 		ext  string
@@ -120,50 +125,73 @@ func writePack(dir, objectFormat string, objs []looseObject) (string, error) {
 	}{{".pack", pack}, {".idx", idx}} {
 		tmp := filepath.Join(dir, "tmp_"+name+f.ext)
 		if err := os.WriteFile(tmp, f.data, 0o444); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if err := os.Rename(tmp, filepath.Join(dir, name+f.ext)); err != nil {
 			_ = os.Remove(tmp)
-			return "", err
+			return "", nil, err
 		}
 	}
-	return name, nil
+	return name, entries, nil
 }
 
-// encodePack is a pack of objs (each once) and its index, and the pack's
-// name: the same objects give the same bytes.
-func encodePack(objectFormat string, objs []looseObject) (name string, packData, idxData []byte, err error) {
-	objs = slices.Clone(objs)
-	sort.Slice(objs, func(i, j int) bool { return bytes.Compare(objs[i].id, objs[j].id) < 0 })
-	objs = slices.CompactFunc(objs, func(a, b looseObject) bool { return bytes.Equal(a.id, b.id) })
-	var pack bytes.Buffer
-	pack.WriteString("PACK")
-	_ = binary.Write(&pack, binary.BigEndian, [2]uint32{2, uint32(len(objs))})
-	offsets := make([]uint32, len(objs))
-	crcs := make([]uint32, len(objs))
-	for i, o := range objs {
-		if pack.Len() >= 1<<31 {
-			return "", nil, nil, fmt.Errorf("a squash's objects pass 2 GiB")
-		}
-		start := pack.Len()
-		offsets[i] = uint32(start)
+// packEntry is one object as a pack holds it: its id, and its entry (the
+// type and size header, the compressed content) with the entry's CRC. An
+// entry does not depend on where in a pack it lies, so packs of the same
+// objects are put together without compressing anything again.
+type packEntry struct {
+	id    []byte
+	entry []byte
+	crc   uint32
+}
+
+// packEntries compresses objs into pack entries.
+func packEntries(objs []looseObject) ([]packEntry, error) {
+	out := make([]packEntry, 0, len(objs))
+	var b bytes.Buffer
+	z := zlib.NewWriter(&b)
+	for _, o := range objs {
+		b.Reset()
 		size := len(o.data)
-		b := byte(o.typ<<4) | byte(size&15)
+		h := byte(o.typ<<4) | byte(size&15)
 		size >>= 4
 		for size > 0 {
-			pack.WriteByte(b | 0x80)
-			b = byte(size & 0x7f)
+			b.WriteByte(h | 0x80)
+			h = byte(size & 0x7f)
 			size >>= 7
 		}
-		pack.WriteByte(b)
-		z := zlib.NewWriter(&pack)
+		b.WriteByte(h)
+		z.Reset(&b)
 		if _, err := z.Write(o.data); err != nil {
-			return "", nil, nil, err
+			return nil, err
 		}
 		if err := z.Close(); err != nil {
-			return "", nil, nil, err
+			return nil, err
 		}
-		crcs[i] = crc32.ChecksumIEEE(pack.Bytes()[start:])
+		e := bytes.Clone(b.Bytes())
+		out = append(out, packEntry{id: o.id, entry: e, crc: crc32.ChecksumIEEE(e)})
+	}
+	return out, nil
+}
+
+// assemblePack is a pack of entries (each object once, in id order) and
+// its index, and the pack's name: the same objects give the same bytes.
+func assemblePack(objectFormat string, entries []packEntry) (name string, packData, idxData []byte, err error) {
+	entries = slices.Clone(entries)
+	sort.Slice(entries, func(i, j int) bool { return bytes.Compare(entries[i].id, entries[j].id) < 0 })
+	entries = slices.CompactFunc(entries, func(a, b packEntry) bool { return bytes.Equal(a.id, b.id) })
+	var pack bytes.Buffer
+	pack.WriteString("PACK")
+	_ = binary.Write(&pack, binary.BigEndian, [2]uint32{2, uint32(len(entries))})
+	offsets := make([]uint32, len(entries))
+	crcs := make([]uint32, len(entries))
+	for i, e := range entries {
+		if pack.Len()+len(e.entry) >= 1<<31 {
+			return "", nil, nil, fmt.Errorf("a pack's objects pass 2 GiB")
+		}
+		offsets[i] = uint32(pack.Len())
+		crcs[i] = e.crc
+		pack.Write(e.entry)
 	}
 	h := objectHash(objectFormat)
 	h.Write(pack.Bytes())
@@ -173,15 +201,15 @@ func encodePack(objectFormat string, objs []looseObject) (name string, packData,
 	var idx bytes.Buffer
 	idx.Write([]byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
 	var fan [256]uint32
-	for _, o := range objs {
-		fan[o.id[0]]++
+	for _, e := range entries {
+		fan[e.id[0]]++
 	}
 	for i := 1; i < 256; i++ {
 		fan[i] += fan[i-1]
 	}
 	_ = binary.Write(&idx, binary.BigEndian, fan)
-	for _, o := range objs {
-		idx.Write(o.id)
+	for _, e := range entries {
+		idx.Write(e.id)
 	}
 	_ = binary.Write(&idx, binary.BigEndian, crcs)
 	_ = binary.Write(&idx, binary.BigEndian, offsets)

@@ -48,7 +48,7 @@ func TestWritePack(t *testing.T) {
 			if len(objs) != 6 {
 				t.Fatalf("read %d loose objects, want 6", len(objs))
 			}
-			name, err := writePack(filepath.Join(repo, "objects", "pack"), format, objs)
+			name, _, err := writePack(filepath.Join(repo, "objects", "pack"), format, objs)
 			if err != nil {
 				t.Fatal(err)
 			}
