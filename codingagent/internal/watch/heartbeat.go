@@ -36,26 +36,45 @@ func (w *watcher) beat() error {
 	}
 	w.mu.Unlock()
 	slices.Sort(running)
+	w.beats.Add(1)
 	return protocol.WriteHeartbeat(w.opts.Layout.Watchers(), protocol.Heartbeat{
 		ID: w.opts.WatcherID, PID: w.pid, Host: w.host,
 		Started: w.started, Updated: w.opts.Now().UTC(), Running: running,
 	})
 }
 
-// heartbeatLoop rewrites the heartbeat every interval, and at once when the
-// set of running tasks changes, until ctx is cancelled.
+// kickGap is the least time between two heartbeats asked for by changes
+// of the running tasks: in a quick chain they change twice per task, and
+// each heartbeat is a new file (a millisecond on a virtual disk), while
+// only `codingagent health` shows the running tasks.
+const kickGap = 250 * time.Millisecond
+
+// heartbeatLoop rewrites the heartbeat every interval, and soon after the
+// set of running tasks changes (at once, or kickGap after the heartbeat
+// before), until ctx is cancelled.
 func (w *watcher) heartbeatLoop(ctx context.Context) {
 	t := time.NewTicker(w.opts.Heartbeat)
 	defer t.Stop()
+	var last time.Time
+	var later <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-later:
 		case <-w.kick:
+			if wait := kickGap - time.Since(last); wait > 0 {
+				if later == nil {
+					later = time.After(wait)
+				}
+				continue
+			}
 		}
+		later = nil
 		if err := w.beat(); err != nil {
 			w.log.Error("heartbeat", "err", err)
 		}
+		last = time.Now()
 	}
 }

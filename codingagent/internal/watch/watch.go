@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -134,6 +135,7 @@ type watcher struct {
 	mu      sync.Mutex
 	running map[string]struct{} // for the heartbeat
 	kick    chan struct{}       // asks the heartbeat loop to write now
+	beats   atomic.Int64        // heartbeats written
 }
 
 // Run watches opts.Layout's commands dir and carries out every command until
