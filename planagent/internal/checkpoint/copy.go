@@ -288,8 +288,8 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 	if err != nil {
 		return err
 	}
-	// need maps each file the copy must hold to its cache file, or (nil
-	// path) to the bytes in data.
+	// need maps each file the copy must hold to its cache file, or ("")
+	// to the bytes in data.
 	need := map[string]string{}
 	for _, e := range entries {
 		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), "tmp_") {

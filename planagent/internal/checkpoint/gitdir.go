@@ -162,51 +162,26 @@ func stampOf(p string) (stamp, bool) {
 }
 
 // sameBytes reports whether the copy's file p is a single regular file
-// holding exactly the bytes of the host's file src. The open follows no
-// link and does not block.
+// holding exactly the bytes of the host's file src.
 func sameBytes(p, src string) bool {
-	if !singleFile(p) {
-		return false
-	}
-	a, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openRegular(src)
 	if err != nil {
 		return false
 	}
-	defer a.Close()
-	b, err := openRegular(src)
-	if err != nil {
-		return false
-	}
-	defer b.Close()
-	fa, err := a.Stat()
-	if err != nil || !fa.Mode().IsRegular() {
-		return false
-	}
-	fb, err := b.Stat()
-	if err != nil || fa.Size() != fb.Size() {
-		return false
-	}
-	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
-	for {
-		n, errA := io.ReadFull(a, bufA)
-		m, errB := io.ReadFull(b, bufB)
-		if n != m || !bytes.Equal(bufA[:n], bufB[:m]) {
-			return false
-		}
-		endA := errors.Is(errA, io.EOF) || errors.Is(errA, io.ErrUnexpectedEOF)
-		endB := errors.Is(errB, io.EOF) || errors.Is(errB, io.ErrUnexpectedEOF)
-		if endA || endB {
-			return endA && endB
-		}
-		if errA != nil || errB != nil {
-			return false
-		}
-	}
+	defer f.Close()
+	fi, err := f.Stat()
+	return err == nil && sameContent(p, f, fi.Size())
 }
 
-// sameData reports whether the copy's file p is a single regular file
-// holding exactly data (sameBytes, against bytes in memory).
+// sameData is sameBytes against bytes in memory.
 func sameData(p string, data []byte) bool {
+	return sameContent(p, bytes.NewReader(data), int64(len(data)))
+}
+
+// sameContent reports whether the copy's file p is a single regular file
+// of size bytes that read as want. The open follows no link and does not
+// block.
+func sameContent(p string, want io.Reader, size int64) bool {
 	if !singleFile(p) {
 		return false
 	}
@@ -215,13 +190,24 @@ func sameData(p string, data []byte) bool {
 		return false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
 		return false
 	}
-	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
-	return err == nil && bytes.Equal(got, data)
+	got, exp := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		n, errA := io.ReadFull(f, got)
+		m, errB := io.ReadFull(want, exp)
+		if n != m || !bytes.Equal(got[:n], exp[:m]) {
+			return false
+		}
+		if errA != nil || errB != nil {
+			return ended(errA) && ended(errB)
+		}
+	}
 }
+
+// ended reports whether a full read stopped at the end of its file.
+func ended(err error) bool { return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) }
 
 // stamps are the packs the host wrote into a copy, and when it sealed it.
 type stamps struct {
