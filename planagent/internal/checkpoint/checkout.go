@@ -449,20 +449,22 @@ func writeCopyEntry(dir, rel, mode string, content []byte, umask os.FileMode) ([
 // copy's saved index (saved, the base's, whose tree is baseTree), into the
 // objects directory dir, and returns its id: what `git write-tree` would
 // write, without the process. Only the paths whose entries differ are
-// looked at, and only the trees above them written. errGitCheckout when
-// either index is one this does not read.
-func (r *Repo) indexTree(dir, idx, saved, baseTree string) (string, error) {
+// looked at, and only the trees above them written. news are the objects
+// the new tree has that base's has not: the blobs of the entries that
+// differ and the trees written. errGitCheckout when either index is one
+// this does not read.
+func (r *Repo) indexTree(dir, idx, saved, baseTree string) (tree string, news []string, err error) {
 	idLen := 20
 	if r.objectFormat == "sha256" {
 		idLen = 32
 	}
 	now, _, err := readIndex(idx, idLen)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	was, _, err := readIndex(saved, idLen)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	set := map[string]entry{}
 	i, j := 0, 0
@@ -483,12 +485,16 @@ func (r *Repo) indexTree(dir, idx, saved, baseTree string) (string, error) {
 		}
 	}
 	if len(set) == 0 {
-		return baseTree, nil
+		return baseTree, nil, nil
 	}
 	for p, e := range set {
 		if !plainPath(p) || (e.blob != "" && e.mode != "100644" && e.mode != "100755" && e.mode != "120000" && e.mode != "160000") {
-			return "", errGitCheckout
+			return "", nil, errGitCheckout
+		}
+		if e.blob != "" && e.mode != "160000" {
+			news = append(news, e.blob)
 		}
 	}
-	return r.editTree(dir, baseTree, set)
+	tree, err = r.editTree(dir, baseTree, set, &news)
+	return tree, news, err
 }

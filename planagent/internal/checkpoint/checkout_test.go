@@ -290,6 +290,18 @@ func TestSquashTreeIsGitsWriteTree(t *testing.T) {
 		if n := count(); n > 1 {
 			t.Errorf("%s: the squash ran %d git processes, want 1 (add)", name, n)
 		}
+		// Every object of the commit is in your repository, and no object
+		// file stays behind in a quarantine: the squash finds what git add
+		// wrote without listing the quarantine.
+		if missing := sh(t, ws, "git rev-list --objects --missing=print "+commit+" | grep '^?' || true"); missing != "" {
+			t.Errorf("%s: objects of the commit missing from the repository: %s", name, missing)
+		}
+		qs, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects-q*"))
+		for _, q := range qs {
+			if left, err := listFiles(q); err != nil || len(left) > 0 {
+				t.Errorf("%s: %s keeps %v (%v)", name, q, left, err)
+			}
+		}
 		idx := filepath.Join(t.TempDir(), "index")
 		want := sh(t, ws, "export GIT_INDEX_FILE='"+idx+"' && git read-tree "+base+
 			" && git --work-tree='"+dir+"' add -A && git write-tree")

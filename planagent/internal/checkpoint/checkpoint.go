@@ -92,6 +92,13 @@ type Repo struct {
 	// madeAt is the commit each copy was last made at, by its path: a
 	// copy taken from the pool for the commit it holds writes nothing.
 	madeAt map[string]string
+	// ready are the pooled copies remade by RecycleCopy and untouched
+	// since, by their path: taken as they are. remaking are the commits a
+	// RecycleCopy is remaking a copy at (closed when done), which NewCopy
+	// of that commit waits for rather than remake another.
+	ready     map[string]bool
+	remaking  map[string]chan struct{}
+	recycling sync.WaitGroup
 	// What the copies' checkout done here needs: whether the user has an
 	// attributes file (then git does it), and the umask new files get.
 	userAttributes bool

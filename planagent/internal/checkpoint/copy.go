@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -100,12 +101,62 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 	if err := r.keep(ctx, commit); err != nil {
 		return err
 	}
-	if !r.takeFromPool(dir, commit) {
+	r.poolMu.Lock()
+	remaking := r.remaking[commit]
+	r.poolMu.Unlock()
+	if remaking != nil {
+		select {
+		case <-remaking:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	taken, ready := r.takeFromPool(dir, commit)
+	if ready {
+		return nil
+	}
+	if !taken {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
 	return r.remake(ctx, dir, commit)
+}
+
+// RecycleCopy throws the copy at dir away as RemoveCopy does, but first
+// remakes it at commit, and the pool hands it to the next NewCopy of
+// commit as it is. It is for a copy whose commit the next copy is likely
+// to be of, at a moment the caller would otherwise wait: the acceptance
+// copy of a merge that passed, remade while the workspace moves, is the
+// next task's copy in a chain. Nothing but this process may write the
+// copy any more (its commands have ended).
+func (r *Repo) RecycleCopy(ctx context.Context, dir, commit string) error {
+	r.poolMu.Lock()
+	if r.pool == "" || r.remaking[commit] != nil {
+		r.poolMu.Unlock()
+		return r.RemoveCopy(dir)
+	}
+	done := make(chan struct{})
+	if r.remaking == nil {
+		r.remaking = map[string]chan struct{}{}
+	}
+	r.remaking[commit] = done
+	r.recycling.Add(1)
+	r.poolMu.Unlock()
+	defer func() {
+		r.poolMu.Lock()
+		delete(r.remaking, commit)
+		r.poolMu.Unlock()
+		close(done)
+		r.recycling.Done()
+	}()
+	if err := r.remake(ctx, dir, commit); err != nil {
+		return errors.Join(err, r.DiscardCopy(dir))
+	}
+	if !r.putInPool(dir, true) {
+		return r.DiscardCopy(dir)
+	}
+	return nil
 }
 
 // writeRef writes the loose ref file p naming commit as git does: into
@@ -787,7 +838,7 @@ func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
 			}
 			return made, fmt.Errorf("prepare a copy of the workspace: %w", err)
 		}
-		if !r.putInPool(dir) {
+		if !r.putInPool(dir, false) {
 			_ = r.DiscardCopy(dir)
 			break
 		}
@@ -800,8 +851,10 @@ func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
 // copies that are gone: once a run ends, nothing a failed attempt made
 // stays on the disk.
 func (r *Repo) DrainPool() error {
+	r.recycling.Wait()
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
+	r.ready = nil
 	var errs []error
 	if r.pool != "" {
 		// First a copy Prewarm was making when planagent was killed.
@@ -847,36 +900,45 @@ func (r *Repo) DrainPool() error {
 // when there is one (in a chain, the acceptance copy of the task before:
 // its files and packs are already what the next task's copy needs), else
 // the one thrown away last (the nearest commit, the fewest files to write).
-func (r *Repo) takeFromPool(dir, commit string) bool {
+func (r *Repo) takeFromPool(dir, commit string) (taken, ready bool) {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
 	if r.pool == "" {
-		return false
+		return false, false
 	}
 	entries, _ := os.ReadDir(r.pool)
-	var names []string
+	// Ready copies of commit first, then other copies of commit, then the
+	// rest, each newest first.
+	var first, second, rest []string
 	for i := len(entries) - 1; i >= 0; i-- {
 		name := entries[i].Name()
-		if r.madeAt[filepath.Join(r.pool, name)] == commit {
-			names = append([]string{name}, names...)
-		} else {
-			names = append(names, name)
+		p := filepath.Join(r.pool, name)
+		switch {
+		case r.madeAt[p] == commit && r.ready[p]:
+			first = append(first, name)
+		case r.madeAt[p] == commit:
+			second = append(second, name)
+		default:
+			rest = append(rest, name)
 		}
 	}
-	for _, name := range names {
+	for _, name := range slices.Concat(first, second, rest) {
 		from := filepath.Join(r.pool, name)
 		if !r.hasState(from) {
 			continue
 		}
+		wasReady := r.ready[from]
+		delete(r.ready, from)
 		if os.Rename(from, dir) == nil {
 			r.movedCopy(from, filepath.Clean(dir))
 			if r.moveState(from, dir) != nil {
 				_ = os.RemoveAll(r.stateDir(dir)) // remade without it: every file rewritten
+				return true, false
 			}
-			return true
+			return true, wasReady && r.madeAt[filepath.Clean(dir)] == commit
 		}
 	}
-	return false
+	return false, false
 }
 
 // movedCopy follows a copy's commit from one path to another (the caller
@@ -915,7 +977,7 @@ func (r *Repo) RemoveCopy(dir string) error {
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
 		return os.RemoveAll(r.stateDir(dir))
 	}
-	if r.putInPool(dir) {
+	if r.putInPool(dir, false) {
 		return nil
 	}
 	return r.DiscardCopy(dir)
@@ -948,7 +1010,9 @@ func removeAll(dir string) error {
 	return nil
 }
 
-func (r *Repo) putInPool(dir string) bool {
+// putInPool moves the copy at dir into the pool, ready (to be taken as it
+// is) or not; false when the pool is full or there is none.
+func (r *Repo) putInPool(dir string, ready bool) bool {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
 	if r.pool == "" || !r.hasState(dir) { // no state: not a finished copy
@@ -973,6 +1037,12 @@ func (r *Repo) putInPool(dir string) bool {
 	if r.moveState(dir, to) != nil {
 		_ = removeAll(to)
 		return false
+	}
+	if ready {
+		if r.ready == nil {
+			r.ready = map[string]bool{}
+		}
+		r.ready[to] = true
 	}
 	return true
 }
@@ -1057,15 +1127,18 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
 	g := git{dir: dir, gitDir: r.gitDir, workTree: dir, hardened: true, extra: r.copyArgs}
 	var tree string
+	var news []string // with known, what the quarantine can hold (see below)
+	known := false
 	err := copyRegular(idx, filepath.Join(r.stateDir(dir), "index"))
 	if err == nil {
 		if _, err = g.runEnv(ctx, env, nil, "add", "-A"); err == nil {
-			tree, err = r.writeIndexTree(ctx, g, env, quarantine, idx, dir, base)
+			tree, news, known, err = r.writeIndexTree(ctx, g, env, quarantine, idx, dir, base)
 		}
 	}
 	if err != nil {
 		// No saved index (or an unusable one): a scratch one from base,
 		// which hashes every file.
+		known = false
 		_ = os.Remove(idx)
 		if _, err := g.runEnv(ctx, env, nil, "read-tree", base); err != nil {
 			return "", nil, err
@@ -1101,7 +1174,7 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 		return "", nil, err
 	}
 	r.rememberTree(commit, tree)
-	files, err := listFiles(quarantine)
+	files, err := quarantined(quarantine, known, append(news, commit))
 	if err != nil {
 		return "", nil, err
 	}
@@ -1116,18 +1189,46 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 // writeIndexTree writes the tree of the index idx that git add made from
 // the saved index of the copy at dir, here (indexTree) when this process
 // made the copy at base (the saved index is then base's tree), else by git.
-func (r *Repo) writeIndexTree(ctx context.Context, g git, env []string, quarantine, idx, dir, base string) (string, error) {
+func (r *Repo) writeIndexTree(ctx context.Context, g git, env []string, quarantine, idx, dir, base string) (tree string, news []string, known bool, err error) {
 	r.poolMu.Lock()
 	made := r.madeAt[filepath.Clean(dir)]
 	r.poolMu.Unlock()
 	if made == base {
 		if baseTree, err := r.commitTree(base); err == nil {
-			if tree, err := r.indexTree(quarantine, idx, filepath.Join(r.stateDir(dir), "index"), baseTree); err == nil {
-				return tree, nil
+			if tree, news, err := r.indexTree(quarantine, idx, filepath.Join(r.stateDir(dir), "index"), baseTree); err == nil {
+				return tree, news, true, nil
 			}
 		}
 	}
-	return g.runEnv(ctx, env, nil, "write-tree")
+	tree, err = g.runEnv(ctx, env, nil, "write-tree")
+	return tree, nil, false, err
+}
+
+// quarantined lists the object files in quarantine, as listFiles does.
+// With known, ids holds every object git add and this process can have
+// written there for the commit (its new blobs, trees and the commit):
+// only those are looked for, not every fan-out directory a quarantine
+// keeps read. Git add writes a pack only for a file past
+// core.bigFileThreshold; with a pack directory the whole is listed.
+func quarantined(quarantine string, known bool, ids []string) ([]string, error) {
+	if _, err := os.Lstat(filepath.Join(quarantine, "pack")); !known || err == nil {
+		return listFiles(quarantine)
+	}
+	files := make([]string, 0, len(ids))
+	seen := map[string]bool{}
+	for _, id := range ids {
+		rel := filepath.Join(id[:2], id[2:])
+		if seen[rel] {
+			continue
+		}
+		seen[rel] = true
+		if _, err := os.Lstat(filepath.Join(quarantine, rel)); err == nil {
+			files = append(files, rel)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return files, nil
 }
 
 // migrate moves files (listFiles) of the quarantine into the repository's

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // packStat is the inode and change time of each pack file of the copy at
@@ -212,5 +214,119 @@ func TestCopyRecyclesItsPackFiles(t *testing.T) {
 	// What the merge took in is no longer kept in memory.
 	if len(r.small) >= r.cachePacks() {
 		t.Errorf("%d small packs kept in memory, the cache has %d packs", len(r.small), r.cachePacks())
+	}
+}
+
+// An acceptance copy recycled at the commit it was made at comes back
+// clean (what the commands left is gone) and is then taken as it is: the
+// next copy of that commit is the same directory, not remade (its saved
+// index is not written again). A copy of another commit is remade.
+func TestRecycledCopyIsTakenAsItIs(t *testing.T) {
+	t.Parallel()
+	r, _, head := pooledRepo(t, 2)
+	ctx := t.Context()
+	_, a := attempt(t, r, head, "a", func(dir string) { write(t, dir, "a.txt", "a\n") })
+	base := t.TempDir()
+	accept := filepath.Join(base, "accept")
+	if err := r.NewCopy(ctx, accept, a); err != nil {
+		t.Fatal(err)
+	}
+	write(t, accept, "out/result.bin", "what the acceptance command left\n")
+	write(t, accept, "a.txt", "changed by a test\n")
+	if err := r.RecycleCopy(ctx, accept, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(accept); !os.IsNotExist(err) {
+		t.Fatal("the recycled copy is still at its place")
+	}
+	stamp := func(dir string) [2]int64 {
+		fi, err := os.Stat(filepath.Join(r.stateDir(dir), "index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2]int64{int64(fi.Sys().(*syscall.Stat_t).Ino), fi.ModTime().UnixNano()}
+	}
+	pooled, _ := filepath.Glob(filepath.Join(r.pool, "*"))
+	if len(pooled) != 1 {
+		t.Fatalf("pool: %v", pooled)
+	}
+	saved := stamp(pooled[0])
+	next := filepath.Join(base, "next")
+	if err := r.NewCopy(ctx, next, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := stamp(next); got != saved {
+		t.Error("the recycled copy was remade when taken")
+	}
+	if out := sh(t, next, "git status --porcelain --ignored && git rev-parse HEAD"); out != a {
+		t.Errorf("the next copy: %q, want clean at %s", out, short(a))
+	}
+	if read(t, next, "a.txt") != "a\n" {
+		t.Error("a.txt is not the commit's")
+	}
+	// Taken once: thrown away plainly, it is remade for the next use.
+	if err := r.RemoveCopy(next); err != nil {
+		t.Fatal(err)
+	}
+	pooled, _ = filepath.Glob(filepath.Join(r.pool, "*"))
+	if len(pooled) != 1 {
+		t.Fatalf("pool: %v", pooled)
+	}
+	write(t, pooled[0], "stray.txt", "x\n")
+	other := filepath.Join(base, "other")
+	if err := r.NewCopy(ctx, other, a); err != nil {
+		t.Fatal(err)
+	}
+	if out := sh(t, other, "git status --porcelain --ignored"); out != "" {
+		t.Errorf("a copy thrown away plainly was not remade: %q", out)
+	}
+}
+
+// NewCopy of a commit a RecycleCopy is remaking a copy at waits for it and
+// takes that copy, rather than remake another one beside it.
+func TestNewCopyWaitsForTheRecycleOfItsCommit(t *testing.T) {
+	t.Parallel()
+	r, _, head := pooledRepo(t, 2)
+	ctx := t.Context()
+	for i := range 5 {
+		base := t.TempDir()
+		accept := filepath.Join(base, "accept")
+		if err := r.NewCopy(ctx, accept, head); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := r.RecycleCopy(ctx, accept, head); err != nil {
+				t.Error(err)
+			}
+		})
+		// RecycleCopy marks the commit before it returns to remake; wait
+		// for the mark, as the orchestrator's dispatch comes after it.
+		for {
+			r.poolMu.Lock()
+			marked := r.remaking[head] != nil
+			r.poolMu.Unlock()
+			if marked {
+				break
+			}
+			if _, err := os.Lstat(accept); os.IsNotExist(err) {
+				break // already done
+			}
+			time.Sleep(time.Millisecond)
+		}
+		next := filepath.Join(base, "next")
+		if err := r.NewCopy(ctx, next, head); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if pooled, _ := filepath.Glob(filepath.Join(r.pool, "*")); len(pooled) != 0 {
+			t.Errorf("round %d: the recycled copy stayed in the pool (%v): the next copy was made beside it", i, pooled)
+		}
+		if out := sh(t, next, "git status --porcelain --ignored && git rev-parse HEAD"); out != head {
+			t.Errorf("round %d: the next copy: %q", i, out)
+		}
+		if err := r.DiscardCopy(next); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -57,7 +57,7 @@ func (r *Repo) trivialMerge(dir, base, commit, onto string) (tree string, ok boo
 			return "", false, nil
 		}
 	}
-	tree, err = r.editTree(dir, ot, mine)
+	tree, err = r.editTree(dir, ot, mine, nil)
 	return tree, err == nil, err
 }
 
@@ -86,17 +86,22 @@ func meets(p string, other map[string]entry) bool {
 // editTree writes the tree id with the files of set put in (paths
 // relative to it; new directories made) or, where an entry has no blob,
 // taken out (a directory left empty goes: git keeps no empty tree but the
-// top one), and returns the new tree's id.
-func (r *Repo) editTree(dir, id string, set map[string]entry) (string, error) {
-	tree, empty, err := r.editSubtree(dir, id, set)
+// top one), and returns the new tree's id; with wrote, the id of every tree
+// it wrote is added to it.
+func (r *Repo) editTree(dir, id string, set map[string]entry, wrote *[]string) (string, error) {
+	tree, empty, err := r.editSubtree(dir, id, set, wrote)
 	if err != nil || !empty {
 		return tree, err
 	}
-	return writeTree(dir, r.objectFormat, nil)
+	tree, err = writeTree(dir, r.objectFormat, nil)
+	if err == nil && wrote != nil {
+		*wrote = append(*wrote, tree)
+	}
+	return tree, err
 }
 
 // editSubtree is editTree; an empty result is not written (empty true).
-func (r *Repo) editSubtree(dir, id string, set map[string]entry) (string, bool, error) {
+func (r *Repo) editSubtree(dir, id string, set map[string]entry, wrote *[]string) (string, bool, error) {
 	entries, err := r.treeEntries(id)
 	if err != nil {
 		return "", false, err
@@ -125,7 +130,7 @@ func (r *Repo) editSubtree(dir, id string, set map[string]entry) (string, bool, 
 		} else if ok && !hasFile(s) {
 			continue // a file at the name, and only removals below it
 		}
-		nid, empty, err := r.editSubtree(dir, old, s)
+		nid, empty, err := r.editSubtree(dir, old, s, wrote)
 		if err != nil {
 			return "", false, err
 		}
@@ -139,6 +144,9 @@ func (r *Repo) editSubtree(dir, id string, set map[string]entry) (string, bool, 
 		return "", true, nil
 	}
 	tree, err := writeTree(dir, r.objectFormat, entries)
+	if err == nil && wrote != nil {
+		*wrote = append(*wrote, tree)
+	}
 	return tree, false, err
 }
 

@@ -41,6 +41,9 @@ type Repo interface {
 	Head(ctx context.Context) (string, error)
 	// RemoveCopy throws a copy away (it may be recycled for a later attempt).
 	RemoveCopy(dir string) error
+	// RecycleCopy throws a copy away remade at commit, for the next copy
+	// of commit to take as it is.
+	RecycleCopy(ctx context.Context, dir, commit string) error
 	// DiscardCopy deletes a copy something may still write into.
 	DiscardCopy(dir string) error
 	// DropKeeps forgets what kept the run's unmerged commits alive.
@@ -163,9 +166,11 @@ func (r *run) startMerge(ctx context.Context, a next.ActStartMerge) error {
 	if onto == "" {
 		onto = r.st.Checkpoints.Head
 	}
-	go func() {
-		r.send(r.merge(ctx, job, onto))
-	}()
+	r.merges.Go(func() {
+		ev, after := r.merge(ctx, job, onto)
+		r.send(ev)
+		after()
+	})
 	return nil
 }
 
@@ -181,10 +186,14 @@ func (r *run) remerge(id string) error {
 
 // merge commits the attempt, applies it onto the integration state and runs
 // the acceptance commands on the result. It moves nothing: the loop
-// advances the integration state when the verdict is in.
-func (r *run) merge(ctx context.Context, job mergeJob, onto string) next.EvMerged {
+// advances the integration state when the verdict is in. after is for
+// once the verdict is sent: it throws the acceptance copy away, remade at
+// the merged state when that passed, as the next task's copy is likely to
+// be (RecycleCopy), while the loop moves the workspace.
+func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.EvMerged, after func()) {
 	repo := r.o.opts.Repo
-	out := next.EvMerged{ID: job.id, Summary: job.body, Onto: onto}
+	out = next.EvMerged{ID: job.id, Summary: job.body, Onto: onto}
+	after = func() {}
 	var s squashResult
 	if job.squashed != nil {
 		s = job.squashed.wait()
@@ -200,7 +209,7 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) next.EvMerge
 	}
 	if err != nil {
 		out.Failure = fmt.Sprintf("commit the attempt's changes: %v", err)
-		return out
+		return out, after
 	}
 	out.Candidate = onto
 	if commit != job.base {
@@ -208,35 +217,39 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) next.EvMerge
 		var conflict *checkpoint.ConflictError
 		if errors.As(err, &conflict) {
 			out.Conflict = conflict.Files
-			return out
+			return out, after
 		}
 		if err != nil {
 			out.Failure = fmt.Sprintf("merge the attempt's changes: %v", err)
-			return out
+			return out, after
 		}
 		out.Changed = true
 	}
 	if len(job.acceptance) == 0 {
-		return out
+		return out, after
 	}
 	// The acceptance commands see the merged tree, not the attempt's copy:
 	// what passes is what the user gets.
 	dir := job.dir + ".accept"
-	defer func() {
-		if err := repo.RemoveCopy(dir); err != nil {
+	after = func() {
+		remove := repo.RemoveCopy
+		if out.Failure == "" {
+			remove = func(dir string) error { return repo.RecycleCopy(ctx, dir, out.Candidate) }
+		}
+		if err := remove(dir); err != nil {
 			r.o.opts.Logger.Warn("remove the acceptance copy", "dir", dir, "err", err)
 		}
-	}()
+	}
 	if err := repo.RemoveCopy(dir); err != nil {
 		out.Failure = fmt.Sprintf("clear the acceptance copy: %v", err)
-		return out
+		return out, after
 	}
 	if err := repo.NewCopy(ctx, dir, out.Candidate); err != nil {
 		out.Failure = fmt.Sprintf("copy the merged tree for the acceptance commands: %v", err)
-		return out
+		return out, after
 	}
 	out.Failure, out.Acceptance = r.runAcceptance(ctx, dir, job.acceptance, true)
-	return out
+	return out, after
 }
 
 // integrate moves the integration state to a merged attempt's commit. The
@@ -331,6 +344,7 @@ func (r *run) clearAttempts(ctx context.Context) {
 		return
 	}
 	r.squashing.Wait() // a squash of a task the run no longer merges
+	r.merges.Wait()    // an acceptance copy being recycled
 	if err := r.o.opts.Repo.DropKeeps(context.WithoutCancel(ctx)); err != nil {
 		r.o.opts.Logger.Warn("drop the run's keep refs", "err", err)
 	}

@@ -192,6 +192,7 @@ type run struct {
 	copying   int            // attempts whose copies are being made (dispatch)
 	copies    sync.WaitGroup // the copies being made
 	squashing sync.WaitGroup // the queued attempts' squashes (enqueueMerge)
+	merges    sync.WaitGroup // merges off the loop, until their acceptance copy is thrown away
 	issues    []string
 	aborted   bool
 	done      bool
@@ -236,6 +237,11 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	}
 	r := o.newRun(st, g, projectctx.New(l, st.RunID, st.Goal, title, overview))
 	defer r.squashing.Wait()
+	defer r.merges.Wait() // after stopped is closed: their EvMerged is dropped
+	// A merge still running its acceptance commands when the run ends on
+	// an error is cut short, not waited for.
+	ctx, cutShort := context.WithCancel(ctx)
+	defer cutShort()
 	defer r.copies.Wait() // after stopped is closed: their EvCopied is dropped
 	defer close(r.stopped)
 	defer r.endTraces()
