@@ -164,7 +164,10 @@ func isAttributes(p string) bool {
 // says what it held), to commit: its files, index and HEAD. It returns
 // errGitCheckout when git must do it; an error may leave the copy half
 // made (the caller then checks it out with git, from the saved index).
-func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string) error {
+// A trusted copy's files are taken to be as its saved index says: only
+// the paths that differ between the two commits are looked at, and the
+// directories their removal empties are removed (no clean follows).
+func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, trusted bool) error {
 	if was == "" || !r.plainCheckout() {
 		return errGitCheckout
 	}
@@ -198,7 +201,7 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string) error 
 		if !plainPath(e.path) || isAttributes(e.path) || e.stat[6] == 0o160000 {
 			return errGitCheckout
 		}
-		for d := parentOf(e.path); d != "" && !dirs[d]; d = parentOf(d) {
+		for d := parentOf(e.path); d != "" && !dirs[d] && !trusted; d = parentOf(d) {
 			dirs[d] = true
 		}
 	}
@@ -222,6 +225,9 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string) error 
 			continue
 		}
 		kept[e.path] = e
+		if trusted {
+			continue
+		}
 		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.path)))
 		if err == nil {
 			if st, ok := statData(fi); ok && st == e.stat && !racy(e.stat, indexTime) {
@@ -252,7 +258,15 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string) error 
 				return err
 			}
 		}
-		// A directory there is not tracked: cleanCopy removes it.
+		// A directory there is not tracked: cleanCopy removes it, or,
+		// in a trusted copy, the removal of the files below it.
+		if trusted {
+			for d := parentOf(p); d != ""; d = parentOf(d) {
+				if os.Remove(filepath.Join(dir, filepath.FromSlash(d))) != nil {
+					break // not empty
+				}
+			}
+		}
 	}
 	order := make([]string, 0, len(write))
 	for p := range write {

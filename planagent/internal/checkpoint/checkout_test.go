@@ -157,48 +157,60 @@ func TestCheckoutCopyIsGitCheckout(t *testing.T) {
 	copies := t.TempDir()
 	r.SetPool(filepath.Join(copies, ".pool"), 1)
 	procs, remakes := 0, 0
-	for name, m := range mess {
-		for _, pair := range pairs {
-			from, to := pair[0], pair[1]
-			dir := filepath.Join(copies, "a")
-			if err := r.NewCopy(ctx, dir, from); err != nil {
-				t.Fatal(err)
+	// Thrown away plainly, the next copy checks every file; recycled (the
+	// mess cleaned as the copy is remade at from), the next copy trusts it
+	// and writes only what differs between from and to.
+	for _, recycle := range []bool{false, true} {
+		for name, m := range mess {
+			if recycle {
+				name += ", recycled"
 			}
-			m(dir)
-			if err := r.RemoveCopy(dir); err != nil {
-				t.Fatal(err)
-			}
-			count()
-			next := filepath.Join(copies, "b")
-			if err := r.NewCopy(ctx, next, to); err != nil {
-				t.Fatalf("%s, %s → %s: %v", name, short(from), short(to), err)
-			}
-			procs += count()
-			remakes++
-			ref := filepath.Join(t.TempDir(), "ref")
-			sh(t, ws, "mkdir -p '"+ref+"' && git archive "+to+" | tar -x -C '"+ref+"'")
-			got, want := tree(t, next), tree(t, ref)
-			for p, w := range want {
-				if got[p] != w {
-					t.Errorf("%s, %s → %s: %s is %q, want %q", name, short(from), short(to), p, got[p], w)
+			for _, pair := range pairs {
+				from, to := pair[0], pair[1]
+				dir := filepath.Join(copies, "a")
+				if err := r.NewCopy(ctx, dir, from); err != nil {
+					t.Fatal(err)
 				}
-			}
-			for p, g := range got {
-				if _, ok := want[p]; !ok {
-					t.Errorf("%s, %s → %s: %s (%q) should not be there", name, short(from), short(to), p, g)
+				m(dir)
+				throw := r.RemoveCopy
+				if recycle {
+					throw = func(dir string) error { return r.RecycleCopy(ctx, dir, from) }
 				}
-			}
-			if out := sh(t, next, "git status --porcelain --ignored && git rev-parse HEAD"); out != to {
-				t.Errorf("%s, %s → %s: git status and HEAD in the copy: %q", name, short(from), short(to), out)
-			}
-			// The index is git's: the same entries as the commit's tree.
-			ls := sh(t, next, "git ls-files -s | awk '{print $1, $2, $4}'")
-			tr := sh(t, next, "git ls-tree -r "+to+" | awk '{print $1, $3, $4}'")
-			if ls != tr {
-				t.Errorf("%s, %s → %s: index\n%s\nwant\n%s", name, short(from), short(to), ls, tr)
-			}
-			if err := r.RemoveCopy(next); err != nil {
-				t.Fatal(err)
+				if err := throw(dir); err != nil {
+					t.Fatal(err)
+				}
+				count()
+				next := filepath.Join(copies, "b")
+				if err := r.NewCopy(ctx, next, to); err != nil {
+					t.Fatalf("%s, %s → %s: %v", name, short(from), short(to), err)
+				}
+				procs += count()
+				remakes++
+				ref := filepath.Join(t.TempDir(), "ref")
+				sh(t, ws, "mkdir -p '"+ref+"' && git archive "+to+" | tar -x -C '"+ref+"'")
+				got, want := tree(t, next), tree(t, ref)
+				for p, w := range want {
+					if got[p] != w {
+						t.Errorf("%s, %s → %s: %s is %q, want %q", name, short(from), short(to), p, got[p], w)
+					}
+				}
+				for p, g := range got {
+					if _, ok := want[p]; !ok {
+						t.Errorf("%s, %s → %s: %s (%q) should not be there", name, short(from), short(to), p, g)
+					}
+				}
+				if out := sh(t, next, "git status --porcelain --ignored && git rev-parse HEAD"); out != to {
+					t.Errorf("%s, %s → %s: git status and HEAD in the copy: %q", name, short(from), short(to), out)
+				}
+				// The index is git's: the same entries as the commit's tree.
+				ls := sh(t, next, "git ls-files -s | awk '{print $1, $2, $4}'")
+				tr := sh(t, next, "git ls-tree -r "+to+" | awk '{print $1, $3, $4}'")
+				if ls != tr {
+					t.Errorf("%s, %s → %s: index\n%s\nwant\n%s", name, short(from), short(to), ls, tr)
+				}
+				if err := r.RemoveCopy(next); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}

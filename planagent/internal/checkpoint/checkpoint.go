@@ -93,11 +93,14 @@ type Repo struct {
 	// copy taken from the pool for the commit it holds writes nothing.
 	madeAt map[string]string
 	// ready are the pooled copies remade by RecycleCopy and untouched
-	// since, by their path: taken as they are. remaking are the commits a
-	// RecycleCopy is remaking a copy at (closed when done), which NewCopy
-	// of that commit waits for rather than remake another.
+	// since, by their path: taken as they are at their commit, and brought
+	// to another one by writing only what differs. remaking counts the
+	// RecycleCopy calls under way by commit, which NewCopy of that commit
+	// waits for (recycled is closed as each ends) rather than remake
+	// another copy.
 	ready     map[string]bool
-	remaking  map[string]chan struct{}
+	remaking  map[string]int
+	recycled  chan struct{}
 	recycling sync.WaitGroup
 	// What the copies' checkout done here needs: whether the user has an
 	// attributes file (then git does it), and the umask new files get.

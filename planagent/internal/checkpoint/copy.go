@@ -101,18 +101,11 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 	if err := r.keep(ctx, commit); err != nil {
 		return err
 	}
-	r.poolMu.Lock()
-	remaking := r.remaking[commit]
-	r.poolMu.Unlock()
-	if remaking != nil {
-		select {
-		case <-remaking:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := r.awaitRecycle(ctx, commit); err != nil {
+		return err
 	}
-	taken, ready := r.takeFromPool(dir, commit)
-	if ready {
+	taken, ready, at := r.takeFromPool(dir, commit)
+	if ready && at == commit {
 		return nil
 	}
 	if !taken {
@@ -120,7 +113,40 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 			return err
 		}
 	}
-	return r.remake(ctx, dir, commit)
+	return r.remake(ctx, dir, commit, ready)
+}
+
+// awaitRecycle waits, while the pool has no ready copy of commit, for the
+// RecycleCopy calls making one.
+func (r *Repo) awaitRecycle(ctx context.Context, commit string) error {
+	for {
+		r.poolMu.Lock()
+		if r.remaking[commit] == 0 || r.readyAt(commit) {
+			r.poolMu.Unlock()
+			return nil
+		}
+		if r.recycled == nil {
+			r.recycled = make(chan struct{})
+		}
+		ended := r.recycled
+		r.poolMu.Unlock()
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// readyAt reports whether the pool has a ready copy of commit (the caller
+// holds poolMu).
+func (r *Repo) readyAt(commit string) bool {
+	for p := range r.ready {
+		if r.madeAt[p] == commit {
+			return true
+		}
+	}
+	return false
 }
 
 // RecycleCopy throws the copy at dir away as RemoveCopy does, but first
@@ -132,25 +158,30 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 // copy any more (its commands have ended).
 func (r *Repo) RecycleCopy(ctx context.Context, dir, commit string) error {
 	r.poolMu.Lock()
-	if r.pool == "" || r.remaking[commit] != nil {
+	if entries, _ := os.ReadDir(r.pool); r.pool == "" || len(entries) >= r.poolMax {
+		// No room: not remade only to be deleted.
 		r.poolMu.Unlock()
 		return r.RemoveCopy(dir)
 	}
-	done := make(chan struct{})
 	if r.remaking == nil {
-		r.remaking = map[string]chan struct{}{}
+		r.remaking = map[string]int{}
 	}
-	r.remaking[commit] = done
+	r.remaking[commit]++
 	r.recycling.Add(1)
 	r.poolMu.Unlock()
 	defer func() {
 		r.poolMu.Lock()
-		delete(r.remaking, commit)
+		if r.remaking[commit]--; r.remaking[commit] == 0 {
+			delete(r.remaking, commit)
+		}
+		if r.recycled != nil {
+			close(r.recycled)
+			r.recycled = nil
+		}
 		r.poolMu.Unlock()
-		close(done)
 		r.recycling.Done()
 	}()
-	if err := r.remake(ctx, dir, commit); err != nil {
+	if err := r.remake(ctx, dir, commit, false); err != nil {
 		return errors.Join(err, r.DiscardCopy(dir))
 	}
 	if !r.putInPool(dir, true) {
@@ -209,11 +240,28 @@ func (r *Repo) keep(ctx context.Context, commit string) error {
 }
 
 // remake makes the copy in dir (new, or thrown away by an attempt) hold
-// exactly commit, with a git directory emptied and written here.
-func (r *Repo) remake(ctx context.Context, dir, commit string) error {
+// exactly commit, with a git directory emptied and written here. A trusted
+// copy, remade by RecycleCopy and untouched since, is brought from the
+// commit it holds to commit by writing what differs between the two: its
+// other files are not looked at (on a large tree, a stat of every file
+// and a walk of every directory saved).
+func (r *Repo) remake(ctx context.Context, dir, commit string, trusted bool) error {
 	was := r.takeMadeAt(dir)
-	if _, err := purge(dir, false); err != nil {
-		return fmt.Errorf("clear the copy %s: %w", dir, err)
+	if trusted && was != "" {
+		if err := r.remakeFrom(ctx, dir, was, commit, true); err == nil {
+			return nil
+		}
+		// Whatever stopped it, the whole copy is checked now.
+	}
+	return r.remakeFrom(ctx, dir, was, commit, false)
+}
+
+// remakeFrom is remake of the copy made at was (trusted: see remake).
+func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted bool) error {
+	if !trusted {
+		if _, err := purge(dir, false); err != nil {
+			return fmt.Errorf("clear the copy %s: %w", dir, err)
+		}
 	}
 	gd := filepath.Join(dir, ".git")
 	if err := r.initCopyGitDir(ctx, dir, gd); err != nil {
@@ -233,7 +281,10 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 	// still as they were (their stat data): only the others are written,
 	// here (checkoutCopy) or by git. Without one, the copy's own index
 	// goes: the agent may have written it.
-	if err := r.checkoutCopy(ctx, dir, was, commit); err != nil {
+	if err := r.checkoutCopy(ctx, dir, was, commit, trusted); err != nil {
+		if trusted {
+			return err
+		}
 		index := filepath.Join(gd, "index")
 		if err := copyIntoCopy(index, filepath.Join(r.stateDir(dir), "index")); errors.Is(err, fs.ErrNotExist) {
 			if err := removeAll(index); err != nil {
@@ -246,8 +297,10 @@ func (r *Repo) remake(ctx context.Context, dir, commit string) error {
 			return err
 		}
 	}
-	if err := r.cleanCopy(ctx, dir); err != nil {
-		return err
+	if !trusted {
+		if err := r.cleanCopy(ctx, dir); err != nil {
+			return err
+		}
 	}
 	if err := r.copyIncluded(dir); err != nil {
 		return err
@@ -829,7 +882,7 @@ func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
 		dir := filepath.Join(staging, fmt.Sprintf("%d-%d", os.Getpid(), i))
 		err := os.MkdirAll(dir, 0o755)
 		if err == nil {
-			err = r.remake(ctx, dir, commit)
+			err = r.remake(ctx, dir, commit, false)
 		}
 		if err != nil {
 			_ = r.DiscardCopy(dir)
@@ -900,29 +953,32 @@ func (r *Repo) DrainPool() error {
 // when there is one (in a chain, the acceptance copy of the task before:
 // its files and packs are already what the next task's copy needs), else
 // the one thrown away last (the nearest commit, the fewest files to write).
-func (r *Repo) takeFromPool(dir, commit string) (taken, ready bool) {
+func (r *Repo) takeFromPool(dir, commit string) (taken, ready bool, at string) {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
 	if r.pool == "" {
-		return false, false
+		return false, false, ""
 	}
 	entries, _ := os.ReadDir(r.pool)
-	// Ready copies of commit first, then other copies of commit, then the
-	// rest, each newest first.
-	var first, second, rest []string
+	// Ready copies of commit first, then other copies of commit, then
+	// ready copies of other commits (only what differs is written), then
+	// the rest, each newest first.
+	var order [4][]string
 	for i := len(entries) - 1; i >= 0; i-- {
 		name := entries[i].Name()
 		p := filepath.Join(r.pool, name)
+		rank := 3
 		switch {
 		case r.madeAt[p] == commit && r.ready[p]:
-			first = append(first, name)
+			rank = 0
 		case r.madeAt[p] == commit:
-			second = append(second, name)
-		default:
-			rest = append(rest, name)
+			rank = 1
+		case r.ready[p]:
+			rank = 2
 		}
+		order[rank] = append(order[rank], name)
 	}
-	for _, name := range slices.Concat(first, second, rest) {
+	for _, name := range slices.Concat(order[:]...) {
 		from := filepath.Join(r.pool, name)
 		if !r.hasState(from) {
 			continue
@@ -933,12 +989,12 @@ func (r *Repo) takeFromPool(dir, commit string) (taken, ready bool) {
 			r.movedCopy(from, filepath.Clean(dir))
 			if r.moveState(from, dir) != nil {
 				_ = os.RemoveAll(r.stateDir(dir)) // remade without it: every file rewritten
-				return true, false
+				return true, false, ""
 			}
-			return true, wasReady && r.madeAt[filepath.Clean(dir)] == commit
+			return true, wasReady, r.madeAt[filepath.Clean(dir)]
 		}
 	}
-	return false, false
+	return false, false, ""
 }
 
 // movedCopy follows a copy's commit from one path to another (the caller

@@ -304,7 +304,7 @@ func TestNewCopyWaitsForTheRecycleOfItsCommit(t *testing.T) {
 		// for the mark, as the orchestrator's dispatch comes after it.
 		for {
 			r.poolMu.Lock()
-			marked := r.remaking[head] != nil
+			marked := r.remaking[head] > 0
 			r.poolMu.Unlock()
 			if marked {
 				break
@@ -328,5 +328,51 @@ func TestNewCopyWaitsForTheRecycleOfItsCommit(t *testing.T) {
 		if err := r.DiscardCopy(next); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A recycled copy taken for another commit is trusted: only the paths that
+// differ between the two commits are written, and nothing else of it is
+// looked at (a file put into it behind planagent's back stays, which is
+// why only a copy planagent remade and nothing ran in since is trusted).
+func TestRecycledCopyOfAnotherCommitWritesOnlyTheDifference(t *testing.T) {
+	t.Parallel()
+	r, _, head := pooledRepo(t, 2)
+	ctx := t.Context()
+	_, a := attempt(t, r, head, "a", func(dir string) {
+		write(t, dir, "keep/k.txt", "k\n")
+		write(t, dir, "gone/g.txt", "g\n")
+	})
+	_, b := attempt(t, r, a, "b", func(dir string) {
+		write(t, dir, "new.txt", "new\n")
+		if err := os.RemoveAll(filepath.Join(dir, "gone")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	base := t.TempDir()
+	accept := filepath.Join(base, "accept")
+	if err := r.NewCopy(ctx, accept, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RecycleCopy(ctx, accept, a); err != nil {
+		t.Fatal(err)
+	}
+	pooled, _ := filepath.Glob(filepath.Join(r.pool, "*"))
+	if len(pooled) != 1 {
+		t.Fatalf("pool: %v", pooled)
+	}
+	write(t, pooled[0], "keep/stray.txt", "not looked at\n")
+	next := filepath.Join(base, "next")
+	if err := r.NewCopy(ctx, next, b); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, next, "new.txt") != "new\n" || read(t, next, "keep/k.txt") != "k\n" {
+		t.Error("the copy is not at the commit asked for")
+	}
+	if _, err := os.Lstat(filepath.Join(next, "gone")); !os.IsNotExist(err) {
+		t.Error("the directory the commit removed is still there")
+	}
+	if out := sh(t, next, "git rev-parse HEAD && git status --porcelain"); out != b+"\n?? keep/stray.txt" {
+		t.Errorf("HEAD and status of the copy: %q", out)
 	}
 }

@@ -35,6 +35,13 @@ func (r *recordingRepo) RemoveCopy(dir string) error {
 	return r.Repo.RemoveCopy(dir)
 }
 
+func (r *recordingRepo) RecycleCopy(ctx context.Context, dir, commit string) error {
+	r.mu.Lock()
+	r.removed = append(r.removed, filepath.Base(dir))
+	r.mu.Unlock()
+	return r.Repo.RecycleCopy(ctx, dir, commit)
+}
+
 func (r *recordingRepo) DiscardCopy(dir string) error {
 	r.mu.Lock()
 	r.discarded = append(r.discarded, filepath.Base(dir))

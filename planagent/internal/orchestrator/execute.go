@@ -207,7 +207,7 @@ func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 			return nil
 		}
 	}
-	r.dropCopy(a.ID)
+	r.recycleCopy(ctx, a.ID)
 	info := r.info(a.ID)
 	info.Acceptance = a.Acceptance
 	r.checkpointed(info)

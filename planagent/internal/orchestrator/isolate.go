@@ -128,6 +128,24 @@ func (r *run) dropCopy(id string) {
 	}
 }
 
+// recycleCopy throws the copy of the attempt that just completed away,
+// off the loop, remade at the integration state (RecycleCopy): the next
+// copy made is likely the next task's acceptance copy, of a commit one
+// task ahead, which then writes only what that task changed.
+func (r *run) recycleCopy(ctx context.Context, id string) {
+	if !r.isolated() || r.abandoned[id] {
+		r.dropCopy(id)
+		return
+	}
+	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, r.info(id).Attempt)
+	head := r.st.Checkpoints.Head
+	r.merges.Go(func() {
+		if err := r.o.opts.Repo.RecycleCopy(ctx, dir, head); err != nil {
+			r.o.opts.Logger.Warn("remove the attempt's copy", "task", id, "dir", dir, "err", err)
+		}
+	})
+}
+
 // enqueueMerge puts a completed attempt in the merge queue, and commits
 // its copy off the loop meanwhile: the squash needs only the copy and its
 // base, so with parallel tasks it runs beside the merge ahead of it
