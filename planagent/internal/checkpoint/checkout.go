@@ -196,12 +196,16 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 	}
 	// Every directory the index has files in must still be one: a link
 	// there would have the stat data below read through it.
+	// (A trusted copy's are: planagent wrote them.)
 	dirs := map[string]bool{}
 	for _, e := range entries {
 		if !plainPath(e.path) || isAttributes(e.path) || e.stat[6] == 0o160000 {
 			return errGitCheckout
 		}
-		for d := parentOf(e.path); d != "" && !dirs[d] && !trusted; d = parentOf(d) {
+		if trusted {
+			continue
+		}
+		for d := parentOf(e.path); d != "" && !dirs[d]; d = parentOf(d) {
 			dirs[d] = true
 		}
 	}

@@ -150,13 +150,17 @@ func (r *Repo) readyAt(commit string) bool {
 }
 
 // RecycleCopy throws the copy at dir away as RemoveCopy does, but first
-// remakes it at commit, and the pool hands it to the next NewCopy of
-// commit as it is. It is for a copy whose commit the next copy is likely
-// to be of, at a moment the caller would otherwise wait: the acceptance
+// remakes it at commit: the pool hands it to the next NewCopy of commit as
+// it is, and to a NewCopy of another commit with only what differs written
+// (remake). It is for a copy whose commit the next copy is likely to be of
+// or near, at a moment the caller would otherwise wait: the acceptance
 // copy of a merge that passed, remade while the workspace moves, is the
 // next task's copy in a chain. Nothing but this process may write the
 // copy any more (its commands have ended).
 func (r *Repo) RecycleCopy(ctx context.Context, dir, commit string) error {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || !r.hasState(dir) {
+		return r.RemoveCopy(dir) // gone, or never finished: nothing to remake
+	}
 	r.poolMu.Lock()
 	if entries, _ := os.ReadDir(r.pool); r.pool == "" || len(entries) >= r.poolMax {
 		// No room: not remade only to be deleted.

@@ -376,3 +376,20 @@ func TestRecycledCopyOfAnotherCommitWritesOnlyTheDifference(t *testing.T) {
 		t.Errorf("HEAD and status of the copy: %q", out)
 	}
 }
+
+// Recycling a copy that is gone (a resumed run's attempt whose copy a
+// crash took) makes nothing: no copy is checked out anew to be pooled.
+func TestRecycleOfAMissingCopyMakesNothing(t *testing.T) {
+	t.Parallel()
+	r, _, head := pooledRepo(t, 2)
+	dir := filepath.Join(t.TempDir(), "gone")
+	if err := r.RecycleCopy(t.Context(), dir, head); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Errorf("the missing copy was made: %v", err)
+	}
+	if pooled, _ := filepath.Glob(filepath.Join(r.pool, "*")); len(pooled) != 0 {
+		t.Errorf("pool: %v", pooled)
+	}
+}
