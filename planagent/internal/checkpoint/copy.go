@@ -194,6 +194,36 @@ func (r *Repo) RecycleCopy(ctx context.Context, dir, commit string) error {
 	return nil
 }
 
+// SetAside moves the finished copy at dir out of its place at once, for a
+// RecycleCopy of it off the caller's path to remake where it went: the
+// caller's copies on disk are counted by their places (--parallel bounds
+// them). With no pool, or a copy that is not a finished one, it is thrown
+// away (RemoveCopy) and ok is false.
+func (r *Repo) SetAside(dir string) (aside string, ok bool, err error) {
+	r.poolMu.Lock()
+	pool := r.pool
+	r.poolSeq++
+	seq := r.poolSeq
+	r.poolMu.Unlock()
+	if fi, lerr := os.Lstat(dir); pool == "" || lerr != nil || !fi.IsDir() || !r.hasState(dir) {
+		return "", false, r.RemoveCopy(dir)
+	}
+	aside = filepath.Join(pool+".aside", fmt.Sprintf("%d-%09d", os.Getpid(), seq))
+	if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
+		return "", false, errors.Join(err, r.RemoveCopy(dir))
+	}
+	if err := os.Rename(dir, aside); err != nil {
+		return "", false, errors.Join(err, r.RemoveCopy(dir))
+	}
+	r.poolMu.Lock()
+	r.movedCopy(filepath.Clean(dir), aside)
+	r.poolMu.Unlock()
+	if err := r.moveState(dir, aside); err != nil {
+		return "", false, errors.Join(err, r.DiscardCopy(aside))
+	}
+	return aside, true, nil
+}
+
 // writeRef writes the loose ref file p naming commit as git does: into
 // p.lock, renamed into place. Only this process writes keep refs (under
 // keepMu), so a lock file found is one a killed planagent left.
@@ -915,7 +945,7 @@ func (r *Repo) DrainPool() error {
 	var errs []error
 	if r.pool != "" {
 		// First a copy Prewarm was making when planagent was killed.
-		errs = append(errs, removeAll(r.pool+".staging"))
+		errs = append(errs, removeAll(r.pool+".staging"), removeAll(r.pool+".aside"))
 		entries, err := os.ReadDir(r.pool)
 		if err != nil && !os.IsNotExist(err) {
 			return err

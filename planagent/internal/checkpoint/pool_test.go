@@ -393,3 +393,39 @@ func TestRecycleOfAMissingCopyMakesNothing(t *testing.T) {
 		t.Errorf("pool: %v", pooled)
 	}
 }
+
+// A copy set aside leaves its place at once, and recycled from where it
+// went, it is the pool's ready copy; nothing stays aside.
+func TestSetAsideThenRecycle(t *testing.T) {
+	t.Parallel()
+	r, _, head := pooledRepo(t, 2)
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "task.1")
+	if err := r.NewCopy(ctx, dir, head); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "left.txt", "what the attempt left\n")
+	aside, ok, err := r.SetAside(dir)
+	if err != nil || !ok {
+		t.Fatalf("SetAside: %v %v", ok, err)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Error("the copy is still at its place")
+	}
+	if err := r.RecycleCopy(ctx, aside, head); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(r.pool + ".aside"); len(left) != 0 {
+		t.Errorf("left aside: %v", left)
+	}
+	next := filepath.Join(t.TempDir(), "next")
+	if err := r.NewCopy(ctx, next, head); err != nil {
+		t.Fatal(err)
+	}
+	if out := sh(t, next, "git status --porcelain --ignored && git rev-parse HEAD"); out != head {
+		t.Errorf("the next copy: %q", out)
+	}
+	if pooled, _ := filepath.Glob(filepath.Join(r.pool, "*")); len(pooled) != 0 {
+		t.Errorf("the ready copy was not the one taken: pool %v", pooled)
+	}
+}

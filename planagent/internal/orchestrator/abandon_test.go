@@ -35,11 +35,11 @@ func (r *recordingRepo) RemoveCopy(dir string) error {
 	return r.Repo.RemoveCopy(dir)
 }
 
-func (r *recordingRepo) RecycleCopy(ctx context.Context, dir, commit string) error {
+func (r *recordingRepo) SetAside(dir string) (string, bool, error) {
 	r.mu.Lock()
 	r.removed = append(r.removed, filepath.Base(dir))
 	r.mu.Unlock()
-	return r.Repo.RecycleCopy(ctx, dir, commit)
+	return r.Repo.SetAside(dir)
 }
 
 func (r *recordingRepo) DiscardCopy(dir string) error {

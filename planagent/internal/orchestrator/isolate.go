@@ -44,6 +44,9 @@ type Repo interface {
 	// RecycleCopy throws a copy away remade at commit, for the next copy
 	// of commit to take as it is.
 	RecycleCopy(ctx context.Context, dir, commit string) error
+	// SetAside moves a finished copy out of its place at once, for a
+	// RecycleCopy of it later; ok false: it was thrown away instead.
+	SetAside(dir string) (aside string, ok bool, err error)
 	// DiscardCopy deletes a copy something may still write into.
 	DiscardCopy(dir string) error
 	// DropKeeps forgets what kept the run's unmerged commits alive.
@@ -139,9 +142,17 @@ func (r *run) recycleCopy(ctx context.Context, id string) {
 	}
 	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, r.info(id).Attempt)
 	head := r.st.Checkpoints.Head
+	// Out of its place now: --parallel counts the copies there.
+	aside, ok, err := r.o.opts.Repo.SetAside(dir)
+	if err != nil {
+		r.o.opts.Logger.Warn("remove the attempt's copy", "task", id, "dir", dir, "err", err)
+	}
+	if !ok {
+		return
+	}
 	r.merges.Go(func() {
-		if err := r.o.opts.Repo.RecycleCopy(ctx, dir, head); err != nil {
-			r.o.opts.Logger.Warn("remove the attempt's copy", "task", id, "dir", dir, "err", err)
+		if err := r.o.opts.Repo.RecycleCopy(ctx, aside, head); err != nil {
+			r.o.opts.Logger.Warn("remove the attempt's copy", "task", id, "dir", aside, "err", err)
 		}
 	})
 }
