@@ -92,9 +92,12 @@ func planEvents(out []byte) (map[string]time.Time, map[string]any) {
 
 // perTask is the time per task from task from's start to task to's, in ms.
 func perTask(starts map[string]time.Time, from, to int) float64 {
-	d := starts[fmt.Sprintf("t%05d", to)].Sub(starts[fmt.Sprintf("t%05d", from)])
+	d := starts[taskID(to)].Sub(starts[taskID(from)])
 	return float64(d.Microseconds()) / 1000 / float64(to-from)
 }
+
+// taskID is the id of the plan's i-th task.
+func taskID(i int) string { return fmt.Sprintf("t%05d", i) }
 
 // BenchmarkRunPlanFileWrites100 is the chain of benchRunPlanFile with real
 // work to checkpoint: each task writes a file of its own, and its
@@ -141,11 +144,13 @@ func benchRunPlanFileWrites(b *testing.B, n int) {
 		cmd := e.command("run", "--plan", planFile, "--yes", "--json", "--workspace", ws)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
+		probe := startFloorProbe(b)
 		b.StartTimer()
 		start := time.Now()
 		out, err := cmd.Output()
 		elapsed := time.Since(start)
 		b.StopTimer()
+		probes := probe.stop()
 		if err != nil {
 			b.Fatalf("run --plan: %v\n%s", err, stderr.String())
 		}
@@ -160,10 +165,19 @@ func benchRunPlanFileWrites(b *testing.B, n int) {
 		per := float64(elapsed.Microseconds()) / 1000 / float64(n)
 		b.ReportMetric(per, "ms/task")
 		tenth := n / 10
-		b.ReportMetric(perTask(starts, 0, tenth), "first-tenth-ms/task")
-		b.ReportMetric(perTask(starts, n-1-tenth, n-1), "last-tenth-ms/task")
+		first, last := perTask(starts, 0, tenth), perTask(starts, n-1-tenth, n-1)
+		b.ReportMetric(first, "first-tenth-ms/task")
+		b.ReportMetric(last, "last-tenth-ms/task")
 		b.ReportMetric(floor, "floor-ms/task")
 		b.ReportMetric(per/floor, "x-floor")
+		// The disk's speed drifts over a run of minutes: each tenth
+		// against the floor probed during it tells growth from drift.
+		if f := probes.mean(starts[taskID(0)], starts[taskID(tenth)]); f > 0 {
+			b.ReportMetric(first/f, "first-tenth-x-probe")
+		}
+		if f := probes.mean(starts[taskID(n-1-tenth)], starts[taskID(n-1)]); f > 0 {
+			b.ReportMetric(last/f, "last-tenth-x-probe")
+		}
 		b.StartTimer()
 	}
 }
@@ -190,6 +204,72 @@ func benchGitWorkspace(b *testing.B, dir string) string {
 		}
 	}
 	return ws
+}
+
+// floorProbe times one floor step (benchFloor's) every 100 ms while a
+// run goes on: about 1% of a core, and the disk's speed at each moment.
+type floorProbe struct {
+	done    chan struct{}
+	stopped chan []floorSample
+}
+
+type floorSample struct {
+	at time.Time
+	ms float64
+}
+
+type floorSamples []floorSample
+
+func startFloorProbe(b *testing.B) *floorProbe {
+	p := &floorProbe{done: make(chan struct{}), stopped: make(chan []floorSample, 1)}
+	path := filepath.Join(b.TempDir(), "probe")
+	go func() {
+		var out []floorSample
+		defer func() { p.stopped <- out }()
+		f, err := os.Create(path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-t.C:
+			}
+			start := time.Now()
+			if exec.Command("sh", "-c", "true").Run() != nil {
+				return
+			}
+			if _, err := f.WriteString("a journal record\n"); err != nil || f.Sync() != nil {
+				return
+			}
+			out = append(out, floorSample{at: start, ms: float64(time.Since(start).Microseconds()) / 1000})
+		}
+	}()
+	return p
+}
+
+func (p *floorProbe) stop() floorSamples {
+	close(p.done)
+	return <-p.stopped
+}
+
+// mean is the mean floor step probed between from and to (0: none).
+func (s floorSamples) mean(from, to time.Time) float64 {
+	sum, n := 0.0, 0
+	for _, x := range s {
+		if !x.at.Before(from) && x.at.Before(to) {
+			sum += x.ms
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 // benchFloor is what a task cannot cost less than, in ms: one process

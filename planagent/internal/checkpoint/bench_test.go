@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,5 +191,40 @@ func BenchmarkTaskSteps(b *testing.B) {
 	}
 	for i, name := range []string{"copy", "squash", "accept-copy", "move", "drop"} {
 		b.ReportMetric(float64(steps[i].Microseconds())/1000/float64(n), name+"-ms")
+	}
+}
+
+// BenchmarkEditTree1000 is a squash's tree work on a workspace whose files
+// sit in one directory of a thousand: the root tree read, one file put in
+// and the tree written. It grows with the directory, on every task.
+func BenchmarkEditTree1000(b *testing.B) {
+	ws := b.TempDir()
+	for i := range 1000 {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("w%05d.txt", i)), []byte(fmt.Sprintf("%d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := exec.Command("sh", "-c", "git init -q -b main && git add -A && git -c user.name=u -c user.email=u@x commit -q -m init")
+	c.Dir = ws
+	if out, err := c.CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	ctx := b.Context()
+	r, err := Open(ctx, ws, filepath.Join(b.TempDir(), "shadow.git"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	head, _ := r.Head(ctx)
+	base, err := r.commitTree(head)
+	if err != nil {
+		b.Fatal(err)
+	}
+	blob := strings.Repeat("0", 39) + "1"
+	objects := b.TempDir()
+	for i := 0; b.Loop(); i++ {
+		set := map[string]entry{fmt.Sprintf("new%05d.txt", i): {mode: "100644", blob: blob}}
+		if _, err := r.editTree(objects, base, set, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -271,6 +271,45 @@ func TestAdvanceWithTheIndexLockedMovesNothing(t *testing.T) {
 	}
 }
 
+// A move whose branch cannot move (another git command holds its lock) is
+// put back as well: the index, written beside the branch, goes back with
+// the files.
+func TestAdvanceWithTheBranchLockedMovesNothing(t *testing.T) {
+	t.Parallel()
+	ws := userRepo(t)
+	r := open(t, ws)
+	ctx := t.Context()
+	start, _ := r.Head(ctx)
+	_, a := attempt(t, r, start, "a", func(dir string) {
+		write(t, dir, "notes.txt", "new notes\n")
+		write(t, dir, "x.txt", "x\n")
+		if err := os.Remove(filepath.Join(dir, "héllo wörld.txt")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	lock := filepath.Join(ws, ".git", "refs", "heads", "main.lock")
+	write(t, ws, ".git/refs/heads/main.lock", "")
+	if err := r.Advance(ctx, start, a); err == nil || !strings.Contains(err.Error(), "move main") {
+		t.Fatalf("advance with the branch locked = %v, want an error about the branch", err)
+	}
+	if head, _ := r.Head(ctx); head != start {
+		t.Errorf("HEAD moved to %s although its lock was taken", head)
+	}
+	os.Remove(lock)
+	if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "notes.txt") != "one\ntwo\nthree\n" {
+		t.Errorf("after the failed move: status %q, notes %q", st, read(t, ws, "notes.txt"))
+	}
+	if staged := sh(t, ws, "git diff --cached --name-status"); staged != "" {
+		t.Errorf("the index kept the move's entries:\n%s", staged)
+	}
+	if err := r.Advance(ctx, start, a); err != nil {
+		t.Fatal(err)
+	}
+	if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "x.txt") != "x\n" {
+		t.Errorf("after the move: status %q", st)
+	}
+}
+
 // Killed after the branch moved but before the index did: the redo (HEAD
 // already at the target) brings the files and the index there too.
 func TestAdvanceRedoneAfterTheBranchMoved(t *testing.T) {

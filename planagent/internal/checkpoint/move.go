@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // entry is a file of a commit's tree.
@@ -46,17 +47,31 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 		// A redo: the branch moved before the crash; the index may not have.
 		return r.readTree(ctx, new)
 	}
-	if err := r.moveRef(ctx, old, new); err != nil {
-		return r.putBack(ctx, paths, from, to, err)
-	}
-	if err := r.updateIndex(ctx, paths, to); err != nil {
-		// Not under ctx: a cancelled move must still be put back.
-		if uerr := r.moveRef(context.WithoutCancel(ctx), new, old); uerr != nil {
-			return fmt.Errorf("%w (and moving %s back failed: %v; run `git reset --hard %s` once nothing else uses the repository)", err, r.Branch(), uerr, short(new)) //nolint:errorlint // callers match the move's error, not the undo's
+	// The branch and the index are each written by a git process of its
+	// own under its own lock: both at once, and either put back when the
+	// other fails. A crash between the two is finished by a redo (HEAD at
+	// old: the index is written again; at new: read-tree).
+	var refErr, idxErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { idxErr = r.updateIndex(ctx, paths, to) })
+	refErr = r.moveRef(ctx, old, new)
+	wg.Wait()
+	// Not under ctx: a cancelled move must still be put back.
+	undo := context.WithoutCancel(ctx)
+	switch {
+	case refErr == nil && idxErr == nil:
+		return nil
+	case refErr == nil:
+		if uerr := r.moveRef(undo, new, old); uerr != nil {
+			return fmt.Errorf("%w (and moving %s back failed: %v; run `git reset --hard %s` once nothing else uses the repository)", idxErr, r.Branch(), uerr, short(new)) //nolint:errorlint // callers match the move's error, not the undo's
 		}
-		return r.putBack(ctx, paths, from, to, err)
+		return r.putBack(ctx, paths, from, to, idxErr)
+	case idxErr == nil:
+		if uerr := r.updateIndex(undo, paths, from); uerr != nil {
+			return fmt.Errorf("%w (and putting the index back failed: %v; run `git reset` once nothing else uses the repository)", refErr, uerr) //nolint:errorlint // callers match the move's error, not the undo's
+		}
 	}
-	return nil
+	return r.putBack(ctx, paths, from, to, refErr)
 }
 
 // moveRef moves the branch (or a detached HEAD) from old to new, only if it

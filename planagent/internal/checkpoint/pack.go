@@ -149,7 +149,12 @@ type packEntry struct {
 func packEntries(objs []looseObject) ([]packEntry, error) {
 	out := make([]packEntry, 0, len(objs))
 	var b bytes.Buffer
-	z := zlib.NewWriter(&b)
+	// As loose objects are (writeLoose): these packs are the object
+	// cache's and its copies', written on every squash.
+	z, err := zlib.NewWriterLevel(&b, zlib.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
 	for _, o := range objs {
 		b.Reset()
 		size := len(o.data)
