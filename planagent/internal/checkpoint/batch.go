@@ -202,39 +202,92 @@ func (r *Repo) diffTreesBatch(old, new string) ([]string, map[string]entry, map[
 type treeEntry struct{ mode, id string }
 
 // diffTree adds to from and to the files under prefix that differ between
-// trees a and b ("" for none).
+// trees a and b ("" for none). Both are walked in their order, git's, and
+// only the entries that differ are taken apart: a task's move compares two
+// trees of a directory of a thousand files that differ in one.
 func (r *Repo) diffTree(prefix, a, b string, from, to map[string]entry) error {
 	if a == b {
 		return nil
 	}
-	ea, err := r.treeEntries(a)
+	da, err := r.tree(a)
 	if err != nil {
 		return err
 	}
-	eb, err := r.treeEntries(b)
+	db, err := r.tree(b)
 	if err != nil {
 		return err
 	}
-	for name, x := range ea {
-		y := eb[name]
-		if x == y {
-			continue
+	ia, ib := treeIter{id: a, data: da, size: r.idSize()}, treeIter{id: b, data: db, size: r.idSize()}
+	// The entries of one side only, by name: a file and a directory of
+	// the same name sort apart ("a" before "a-b" before "a/"), and are
+	// paired here.
+	var onlyA, onlyB map[string]treeEntry
+	x, okA, err := ia.next()
+	if err != nil {
+		return err
+	}
+	y, okB, err := ib.next()
+	if err != nil {
+		return err
+	}
+	for okA || okB {
+		c := 0
+		switch {
+		case !okB:
+			c = -1
+		case !okA:
+			c = 1
+		default:
+			c = compareTreeKeys(x, y)
 		}
-		if err := r.diffEntry(prefix+name, x, y, from, to); err != nil {
+		switch {
+		case c == 0:
+			if !bytes.Equal(x.mode, y.mode) || !bytes.Equal(x.id, y.id) {
+				if err := r.diffEntry(prefix+string(x.name), x.entry(), y.entry(), from, to); err != nil {
+					return err
+				}
+			}
+		case c < 0:
+			if onlyA == nil {
+				onlyA = map[string]treeEntry{}
+			}
+			onlyA[string(x.name)] = x.entry()
+		default:
+			if onlyB == nil {
+				onlyB = map[string]treeEntry{}
+			}
+			onlyB[string(y.name)] = y.entry()
+		}
+		if c <= 0 {
+			if x, okA, err = ia.next(); err != nil {
+				return err
+			}
+		}
+		if c >= 0 {
+			if y, okB, err = ib.next(); err != nil {
+				return err
+			}
+		}
+	}
+	for name, ex := range onlyA {
+		ey := onlyB[name]
+		delete(onlyB, name)
+		if err := r.diffEntry(prefix+name, ex, ey, from, to); err != nil {
 			return err
 		}
 	}
-	for name, y := range eb {
-		if _, ok := ea[name]; !ok {
-			if err := r.diffEntry(prefix+name, treeEntry{}, y, from, to); err != nil {
-				return err
-			}
+	for name, ey := range onlyB {
+		if err := r.diffEntry(prefix+name, treeEntry{}, ey, from, to); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 func (r *Repo) diffEntry(path string, x, y treeEntry, from, to map[string]entry) error {
+	if x == y {
+		return nil // the same once modes are normalised (100664 is 100644)
+	}
 	xt, yt := x.mode == "40000", y.mode == "40000"
 	var sa, sb string
 	if xt {
@@ -253,12 +306,92 @@ func (r *Repo) diffEntry(path string, x, y treeEntry, from, to map[string]entry)
 	return nil
 }
 
+// rawEntry is an entry of a tree object as it lies in the object.
+type rawEntry struct{ mode, name, id []byte }
+
+func (e rawEntry) isTree() bool { return string(e.mode) == "40000" }
+
+func (e rawEntry) entry() treeEntry {
+	return treeEntry{mode: normalMode(string(e.mode)), id: hex.EncodeToString(e.id)}
+}
+
+// compareTreeKeys orders entries as git sorts a tree: by name, a
+// directory's as if a slash followed it.
+func compareTreeKeys(a, b rawEntry) int {
+	n := min(len(a.name), len(b.name))
+	if c := bytes.Compare(a.name[:n], b.name[:n]); c != 0 {
+		return c
+	}
+	key := func(e rawEntry) byte {
+		switch {
+		case len(e.name) > n:
+			return e.name[n]
+		case e.isTree():
+			return '/'
+		}
+		return 0
+	}
+	return int(key(a)) - int(key(b))
+}
+
+// treeIter reads a tree object's entries in order.
+type treeIter struct {
+	id   string
+	data []byte
+	size int // of an object id
+}
+
+func (t *treeIter) next() (rawEntry, bool, error) {
+	if len(t.data) == 0 {
+		return rawEntry{}, false, nil
+	}
+	sp := bytes.IndexByte(t.data, ' ')
+	nul := bytes.IndexByte(t.data, 0)
+	if sp < 0 || nul < sp || nul+1+t.size > len(t.data) {
+		return rawEntry{}, false, fmt.Errorf("tree %s: malformed", short(t.id))
+	}
+	e := rawEntry{mode: t.data[:sp], name: t.data[sp+1 : nul], id: t.data[nul+1 : nul+1+t.size]}
+	t.data = t.data[nul+1+t.size:]
+	return e, true, nil
+}
+
+func (r *Repo) idSize() int {
+	if r.objectFormat == "sha256" {
+		return sha256.Size
+	}
+	return sha1.Size
+}
+
 // treeEntries reads a tree's entries by name ("" is the empty tree). Modes
 // are as git prints them (100644, 100755, 120000, 160000; 40000 a tree).
 func (r *Repo) treeEntries(id string) (map[string]treeEntry, error) {
+	data, err := r.tree(id)
+	if err != nil {
+		return nil, err
+	}
 	m := map[string]treeEntry{}
+	it := treeIter{id: id, data: data, size: r.idSize()}
+	for {
+		e, ok, err := it.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return m, nil
+		}
+		m[string(e.name)] = e.entry()
+	}
+}
+
+// tree is the content of tree id ("" is the empty tree): from the trees
+// read or written lately (a task's root tree is written by its squash,
+// then read by the move, the next copy and the next squash), else read.
+func (r *Repo) tree(id string) ([]byte, error) {
 	if id == "" {
-		return m, nil
+		return nil, nil
+	}
+	if data, ok := r.treeData.get(id); ok {
+		return data, nil
 	}
 	o, err := r.cat.get(id)
 	if err != nil {
@@ -267,22 +400,47 @@ func (r *Repo) treeEntries(id string) (map[string]treeEntry, error) {
 	if o.missing || o.typ != "tree" {
 		return nil, fmt.Errorf("tree %s is not in the repository", short(id))
 	}
-	size := sha1.Size
-	if r.objectFormat == "sha256" {
-		size = sha256.Size
+	r.treeData.put(id, o.data)
+	return o.data, nil
+}
+
+// treeCache holds the contents of the trees read or written lately, by id,
+// up to treeCacheBytes in all; the oldest go first. Contents are never
+// changed once in: an id names one content.
+type treeCache struct {
+	mu    sync.Mutex
+	data  map[string][]byte
+	order []string
+	bytes int
+}
+
+const treeCacheBytes = 4 << 20
+
+func (c *treeCache) get(id string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	data, ok := c.data[id]
+	return data, ok
+}
+
+func (c *treeCache) put(id string, data []byte) {
+	if len(data) > treeCacheBytes/4 {
+		return
 	}
-	data := o.data
-	for len(data) > 0 {
-		sp := bytes.IndexByte(data, ' ')
-		nul := bytes.IndexByte(data, 0)
-		if sp < 0 || nul < sp || nul+1+size > len(data) {
-			return nil, fmt.Errorf("tree %s: malformed", short(id))
-		}
-		mode, name := string(data[:sp]), string(data[sp+1:nul])
-		m[name] = treeEntry{mode: normalMode(mode), id: hex.EncodeToString(data[nul+1 : nul+1+size])}
-		data = data[nul+1+size:]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.data[id]; ok {
+		return
 	}
-	return m, nil
+	if c.data == nil {
+		c.data = map[string][]byte{}
+	}
+	for c.bytes+len(data) > treeCacheBytes && len(c.order) > 0 {
+		c.bytes -= len(c.data[c.order[0]])
+		delete(c.data, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.data[id], c.order, c.bytes = data, append(c.order, id), c.bytes+len(data)
 }
 
 // normalMode is a tree entry's mode as diff-tree prints a file's: old

@@ -78,6 +78,7 @@ type Repo struct {
 	trees                map[string]string // commits' trees (commitTree)
 	parents              map[string]string // commits' first parents (firstParent)
 	plain                map[string]bool   // commits known to have no submodule
+	treeData             treeCache         // trees' contents, read or written lately
 	keepMu               sync.Mutex
 	kept                 map[string]bool // commits whose keep ref this process made
 

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // After its checkout a recycled copy holds, besides its commit's files,
@@ -81,27 +80,15 @@ func (r *Repo) cleanCopy(ctx context.Context, dir string) error {
 			dirs[d] = true
 		}
 	}
-	top := filepath.Join(dir, ".git")
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if p == dir {
-			return err
-		}
-		if p == top {
-			return filepath.SkipDir
-		}
-		if err != nil {
-			return nil // gone meanwhile
-		}
-		rel := filepath.ToSlash(strings.TrimPrefix(p, dir+string(filepath.Separator)))
+	return walkCopy(dir, func(p, rel string, d fs.DirEntry) (bool, error) {
 		switch {
+		case rel == ".git":
+			return false, nil
 		case tracked[rel]:
-			return skip(d) // a file, or a submodule's directory
+			return false, nil // a file, or a submodule's directory
 		case d.IsDir() && dirs[rel]:
-			return nil
+			return true, nil
 		}
-		if err := removeAll(p); err != nil {
-			return err
-		}
-		return skip(d)
+		return false, removeAll(p)
 	})
 }

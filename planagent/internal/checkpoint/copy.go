@@ -834,49 +834,32 @@ func purge(dir string, root bool) ([]string, error) {
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	top := filepath.Join(dir, ".git")
 	var removed []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			return nil // gone meanwhile, or unreadable: git skips it too
-		}
-		if p == dir {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, p)
+	err := walkCopy(dir, func(p, rel string, d fs.DirEntry) (bool, error) {
 		switch {
-		case p == top:
+		case rel == ".git":
 			if root {
 				if err := removeAll(p); err != nil {
-					return err
+					return false, err
 				}
 			}
-			return skip(d)
+			return false, nil
 		case strings.EqualFold(d.Name(), ".git"):
 			if err := removeAll(p); err != nil {
-				return err
+				return false, err
 			}
-			removed = append(removed, fmt.Sprintf("the nested repository's %s (its files are taken as plain files)", filepath.ToSlash(rel)))
-			return skip(d)
+			removed = append(removed, fmt.Sprintf("the nested repository's %s (its files are taken as plain files)", rel))
+			return false, nil
 		case d.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0:
 			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-				return err
+				return false, err
 			}
-			removed = append(removed, fmt.Sprintf("the special file %s (not a file, directory or link)", filepath.ToSlash(rel)))
+			removed = append(removed, fmt.Sprintf("the special file %s (not a file, directory or link)", rel))
 		}
-		return nil
+		return true, nil
 	})
+	sort.Strings(removed) // the walk's order is the directories'
 	return removed, err
-}
-
-func skip(d fs.DirEntry) error {
-	if d.IsDir() {
-		return filepath.SkipDir
-	}
-	return nil
 }
 
 // SetPool keeps up to max thrown-away copies in dir for NewCopy to reuse.

@@ -93,7 +93,7 @@ func (r *Repo) editTree(dir, id string, set map[string]entry, wrote *[]string) (
 	if err != nil || !empty {
 		return tree, err
 	}
-	tree, err = writeTree(dir, r.objectFormat, nil)
+	tree, err = r.writeTree(dir, nil)
 	if err == nil && wrote != nil {
 		*wrote = append(*wrote, tree)
 	}
@@ -143,7 +143,7 @@ func (r *Repo) editSubtree(dir, id string, set map[string]entry, wrote *[]string
 	if len(entries) == 0 {
 		return "", true, nil
 	}
-	tree, err := writeTree(dir, r.objectFormat, entries)
+	tree, err := r.writeTree(dir, entries)
 	if err == nil && wrote != nil {
 		*wrote = append(*wrote, tree)
 	}
@@ -162,7 +162,7 @@ func hasFile(set map[string]entry) bool {
 
 // writeTree writes a tree object of entries as git does: sorted by name,
 // a directory's name as if a slash followed it.
-func writeTree(dir, objectFormat string, entries map[string]treeEntry) (string, error) {
+func (r *Repo) writeTree(dir string, entries map[string]treeEntry) (string, error) {
 	// Each name's sort key made once: a key made in the comparison cost
 	// more than the rest of the tree's writing at a thousand entries.
 	type named struct {
@@ -191,7 +191,11 @@ func writeTree(dir, objectFormat string, entries map[string]treeEntry) (string, 
 			return "", err
 		}
 	}
-	return writeLoose(dir, objectFormat, "tree", b)
+	id, err := writeLoose(dir, r.objectFormat, "tree", b)
+	if err == nil {
+		r.treeData.put(id, b)
+	}
+	return id, err
 }
 
 // reaches reports whether ancestor is at most steps first parents back
