@@ -99,7 +99,11 @@ type Repo struct {
 	// RecycleCopy calls under way by commit, which NewCopy of that commit
 	// waits for (recycled is closed as each ends) rather than remake
 	// another copy.
-	ready     map[string]bool
+	ready map[string]bool
+	// squashed are the copies whose squash made the commit madeAt names,
+	// by their path: git add looked at every file then, and its index
+	// is their saved one.
+	squashed  map[string]bool
 	remaking  map[string]int
 	recycled  chan struct{}
 	recycling sync.WaitGroup

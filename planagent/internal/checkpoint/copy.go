@@ -278,20 +278,24 @@ func (r *Repo) keep(ctx context.Context, commit string) error {
 // copy, remade by RecycleCopy and untouched since, is brought from the
 // commit it holds to commit by writing what differs between the two: its
 // other files are not looked at (on a large tree, a stat of every file
-// and a walk of every directory saved).
+// and a walk of every directory saved). So is a squashed one, whose
+// squash has just looked at every file (nothing runs in a copy once its
+// agent has reported), but what it holds beside the commit (ignored and
+// untracked files) is removed.
 func (r *Repo) remake(ctx context.Context, dir, commit string, trusted bool) error {
-	was := r.takeMadeAt(dir)
-	if trusted && was != "" {
-		if err := r.remakeFrom(ctx, dir, was, commit, true); err == nil {
+	was, squashed := r.takeMadeAt(dir)
+	if (trusted || squashed) && was != "" {
+		if err := r.remakeFrom(ctx, dir, was, commit, true, squashed); err == nil {
 			return nil
 		}
 		// Whatever stopped it, the whole copy is checked now.
 	}
-	return r.remakeFrom(ctx, dir, was, commit, false)
+	return r.remakeFrom(ctx, dir, was, commit, false, false)
 }
 
-// remakeFrom is remake of the copy made at was (trusted: see remake).
-func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted bool) error {
+// remakeFrom is remake of the copy made at was (trusted: see remake;
+// clean: its untracked files removed all the same).
+func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted, clean bool) error {
 	if !trusted {
 		if _, err := purge(dir, false); err != nil {
 			return fmt.Errorf("clear the copy %s: %w", dir, err)
@@ -331,7 +335,7 @@ func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted 
 			return err
 		}
 	}
-	if !trusted {
+	if !trusted || clean {
 		if err := r.cleanCopy(ctx, dir); err != nil {
 			return err
 		}
@@ -1021,17 +1025,23 @@ func (r *Repo) movedCopy(from, to string) {
 		delete(r.madeAt, from)
 		r.madeAt[to] = c
 	}
+	if r.squashed[from] {
+		delete(r.squashed, from)
+		r.squashed[to] = true
+	}
 }
 
 // takeMadeAt is the commit the copy at dir was last made at ("" when not
-// known), forgotten until the copy is made again.
-func (r *Repo) takeMadeAt(dir string) string {
+// known) and whether its squash made it (squashedCopy), forgotten until
+// the copy is made again.
+func (r *Repo) takeMadeAt(dir string) (string, bool) {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
 	dir = filepath.Clean(dir)
-	c := r.madeAt[dir]
+	c, squashed := r.madeAt[dir], r.squashed[dir]
 	delete(r.madeAt, dir)
-	return c
+	delete(r.squashed, dir)
+	return c, squashed
 }
 
 // madeCopy notes the commit the copy at dir was just made at.
@@ -1042,6 +1052,31 @@ func (r *Repo) madeCopy(dir, commit string) {
 		r.madeAt = map[string]string{}
 	}
 	r.madeAt[filepath.Clean(dir)] = commit
+	delete(r.squashed, filepath.Clean(dir))
+}
+
+// squashedCopy notes that the copy at dir, made at base, now holds commit,
+// its squash, whose git add wrote the index at idx: that index is the
+// copy's saved one from now on. Nothing is noted when the copy was not
+// made at base by this process, or the index cannot be kept.
+func (r *Repo) squashedCopy(dir, base, commit, idx string) {
+	dir = filepath.Clean(dir)
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	if r.madeAt[dir] != base {
+		return
+	}
+	// Copied (its mtime kept), not moved: the quarantine's index is
+	// rewritten by the next squash rather than made anew.
+	if err := copyRegular(filepath.Join(r.stateDir(dir), "index"), idx); err != nil {
+		delete(r.madeAt, dir) // the saved index may be half written
+		return
+	}
+	if r.squashed == nil {
+		r.squashed = map[string]bool{}
+	}
+	r.madeAt[dir] = commit
+	r.squashed[dir] = true
 }
 
 // RemoveCopy throws a copy away: into the pool when there is room (NewCopy
@@ -1064,6 +1099,7 @@ func (r *Repo) RemoveCopy(dir string) error {
 func (r *Repo) DiscardCopy(dir string) error {
 	r.poolMu.Lock()
 	delete(r.madeAt, filepath.Clean(dir))
+	delete(r.squashed, filepath.Clean(dir))
 	r.poolMu.Unlock()
 	return errors.Join(removeAll(dir), os.RemoveAll(r.stateDir(dir)))
 }
@@ -1170,8 +1206,12 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	if cached {
 		r.cacheRW.RUnlock()
 	}
-	if err != nil || commit == base {
-		return commit, removed, err
+	if err != nil {
+		return "", removed, err
+	}
+	if commit == base {
+		r.squashedCopy(dir, base, base, filepath.Join(quarantine, "index"))
+		return commit, removed, nil
 	}
 	r.remember(commit, msg)
 	if r.isPlain(base) {
@@ -1185,6 +1225,7 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	if err := r.keep(ctx, commit); err != nil {
 		return "", removed, err
 	}
+	r.squashedCopy(dir, base, commit, filepath.Join(quarantine, "index"))
 	return commit, removed, nil
 }
 

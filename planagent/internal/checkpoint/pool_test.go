@@ -429,3 +429,77 @@ func TestSetAsideThenRecycle(t *testing.T) {
 		t.Errorf("the ready copy was not the one taken: pool %v", pooled)
 	}
 }
+
+// A squashed copy is recycled from its squash, which looked at every file:
+// only what differs between the squash and the commit asked for is
+// written, and what the commit does not hold (ignored and untracked files)
+// is removed; the rest is not looked at again.
+func TestSquashedCopyIsRecycledFromItsSquash(t *testing.T) {
+	t.Parallel()
+	r, _, head := pooledRepo(t, 2)
+	ctx := t.Context()
+	squashed := func(t *testing.T) (dir, commit string) {
+		dir = filepath.Join(t.TempDir(), "a")
+		if err := r.NewCopy(ctx, dir, head); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, "notes.txt", "changed\n")
+		write(t, dir, "sub/deep/x.txt", "x\n")
+		write(t, dir, "build/out.o", "ignored\n")
+		commit, _, err := r.Squash(ctx, dir, head, "a: x", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, "stray.txt", "after the squash\n")
+		return dir, commit
+	}
+	pooled := func(t *testing.T) string {
+		t.Helper()
+		p, _ := filepath.Glob(filepath.Join(r.pool, "*"))
+		if len(p) != 1 {
+			t.Fatalf("pool: %v", p)
+		}
+		return p[0]
+	}
+	t.Run("to its base", func(t *testing.T) {
+		dir, _ := squashed(t)
+		if err := r.RecycleCopy(ctx, dir, head); err != nil {
+			t.Fatal(err)
+		}
+		p := pooled(t)
+		if out := sh(t, p, "git rev-parse HEAD && git status --porcelain --ignored"); out != head {
+			t.Errorf("HEAD and status of the recycled copy: %q, want %s and nothing else", out, head)
+		}
+		// Its files' contents, not only what its index says of them.
+		if got, want := sh(t, p, "git ls-files -z | xargs -0 git hash-object"), sh(t, p, "git ls-tree -r --format='%(objectname)' HEAD"); got != want {
+			t.Errorf("the recycled copy's files hash to\n%s\nwant\n%s", got, want)
+		}
+		if read(t, p, "notes.txt") != "one\ntwo\nthree\n" {
+			t.Errorf("notes.txt = %q", read(t, p, "notes.txt"))
+		}
+		for _, gone := range []string{"sub", "build", "stray.txt"} {
+			if _, err := os.Lstat(filepath.Join(p, gone)); !os.IsNotExist(err) {
+				t.Errorf("%s is still in the recycled copy", gone)
+			}
+		}
+		if err := r.NewCopy(ctx, filepath.Join(t.TempDir(), "next"), head); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("not looked at again", func(t *testing.T) {
+		dir, commit := squashed(t)
+		// Same size, so only the stat data would tell: the squash's look
+		// is trusted, as a recycled copy's is.
+		write(t, dir, "héllo wörld.txt", "UNICODE\n")
+		if err := r.RecycleCopy(ctx, dir, commit); err != nil {
+			t.Fatal(err)
+		}
+		p := pooled(t)
+		if out := sh(t, p, "git rev-parse HEAD && git status --porcelain --ignored"); out != commit+"\n M \"h\\303\\251llo w\\303\\266rld.txt\"" {
+			t.Errorf("HEAD and status of the recycled copy: %q", out)
+		}
+		if _, err := os.Lstat(filepath.Join(p, "build")); !os.IsNotExist(err) {
+			t.Error("the ignored build/ is still in the recycled copy")
+		}
+	})
+}
