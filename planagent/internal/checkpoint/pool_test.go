@@ -201,7 +201,9 @@ func TestCopyRecyclesItsPackFiles(t *testing.T) {
 		if head, err = r.Apply(ctx, dir, head, commit, head); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.RemoveCopy(dir); err != nil {
+		// Recycled, as a run does: the recycle merges the cache's packs
+		// once they are many.
+		if err := r.RecycleCopy(ctx, dir, head); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -502,4 +504,49 @@ func TestSquashedCopyIsRecycledFromItsSquash(t *testing.T) {
 			t.Error("the ignored build/ is still in the recycled copy")
 		}
 	})
+}
+
+// The object cache's small packs (one per squash) are merged by a recycle,
+// off the tasks' path, not by the copy a task waits for: that copy merges
+// them only when there are very many (a run without recycles).
+func TestCachePacksAreMergedByTheRecycle(t *testing.T) {
+	t.Parallel()
+	r, _, head := pooledRepo(t, 1)
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "copy")
+	for i := range maxCachePacks + 2 {
+		if err := r.NewCopy(ctx, dir, head); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, fmt.Sprintf("f%02d.txt", i), "task\n")
+		commit, _, err := r.Squash(ctx, dir, head, fmt.Sprintf("task %d", i), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head, err = r.Apply(ctx, dir, head, commit, head); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.RemoveCopy(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.NewCopy(ctx, dir, head); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.cachePacks(); n <= maxCachePacks {
+		t.Fatalf("the cache holds %d packs after the copies alone: they merged them", n)
+	}
+	if err := r.RecycleCopy(ctx, dir, head); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.cachePacks(); n > maxCachePacks {
+		t.Errorf("the cache holds %d packs after a recycle, want at most %d", n, maxCachePacks)
+	}
+	next := filepath.Join(t.TempDir(), "next")
+	if err := r.NewCopy(ctx, next, head); err != nil {
+		t.Fatal(err)
+	}
+	if out := sh(t, next, "git fsck --no-dangling 2>&1 && git status --porcelain && git rev-parse HEAD"); out != head {
+		t.Errorf("the copy after the merge: %q", out)
+	}
 }
