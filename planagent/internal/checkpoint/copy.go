@@ -1074,13 +1074,17 @@ func (r *Repo) madeCopy(dir, commit string) {
 func (r *Repo) squashedCopy(dir, base, commit, idx string) {
 	dir = filepath.Clean(dir)
 	r.poolMu.Lock()
-	defer r.poolMu.Unlock()
-	if r.madeAt[dir] != base {
+	made := r.madeAt[dir]
+	r.poolMu.Unlock()
+	if made != base {
 		return
 	}
 	// Copied (its mtime kept), not moved: the quarantine's index is
 	// rewritten by the next squash rather than made anew.
-	if err := copyRegular(filepath.Join(r.stateDir(dir), "index"), idx); err != nil {
+	err := copyRegular(filepath.Join(r.stateDir(dir), "index"), idx)
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	if err != nil || r.madeAt[dir] != base {
 		delete(r.madeAt, dir) // the saved index may be half written
 		return
 	}
