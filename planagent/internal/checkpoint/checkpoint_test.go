@@ -238,75 +238,51 @@ func TestAdvanceFinishesAnInterruptedMove(t *testing.T) {
 	}
 }
 
-// A move that cannot update the index (another git command holds its
-// lock) is put back: HEAD, the index and the files stay where the caller
-// recorded them, and the same move succeeds once the lock is gone.
-func TestAdvanceWithTheIndexLockedMovesNothing(t *testing.T) {
+// A move that cannot update the index or move the branch (another git
+// command holds its lock) is put back: HEAD, the index and the files stay
+// where the caller recorded them (the two are written at once, so either
+// goes back when the other fails), and the same move succeeds once the
+// lock is gone.
+func TestAdvanceWithALockTakenMovesNothing(t *testing.T) {
 	t.Parallel()
-	ws := userRepo(t)
-	r := open(t, ws)
-	ctx := t.Context()
-	start, _ := r.Head(ctx)
-	_, a := attempt(t, r, start, "a", func(dir string) {
-		write(t, dir, "notes.txt", "new notes\n")
-		write(t, dir, "x.txt", "x\n")
-	})
-	lock := filepath.Join(ws, ".git", "index.lock")
-	write(t, ws, ".git/index.lock", "")
-	if err := r.Advance(ctx, start, a); err == nil || !strings.Contains(err.Error(), "index") {
-		t.Fatalf("advance with the index locked = %v, want an error about the index", err)
-	}
-	if head, _ := r.Head(ctx); head != start {
-		t.Errorf("HEAD moved to %s although the index could not follow", head)
-	}
-	os.Remove(lock)
-	if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "notes.txt") != "one\ntwo\nthree\n" {
-		t.Errorf("after the failed move: status %q, notes %q", st, read(t, ws, "notes.txt"))
-	}
-	if err := r.Advance(ctx, start, a); err != nil {
-		t.Fatal(err)
-	}
-	if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "x.txt") != "x\n" {
-		t.Errorf("after the move: status %q", st)
-	}
-}
-
-// A move whose branch cannot move (another git command holds its lock) is
-// put back as well: the index, written beside the branch, goes back with
-// the files.
-func TestAdvanceWithTheBranchLockedMovesNothing(t *testing.T) {
-	t.Parallel()
-	ws := userRepo(t)
-	r := open(t, ws)
-	ctx := t.Context()
-	start, _ := r.Head(ctx)
-	_, a := attempt(t, r, start, "a", func(dir string) {
-		write(t, dir, "notes.txt", "new notes\n")
-		write(t, dir, "x.txt", "x\n")
-		if err := os.Remove(filepath.Join(dir, "héllo wörld.txt")); err != nil {
-			t.Fatal(err)
-		}
-	})
-	lock := filepath.Join(ws, ".git", "refs", "heads", "main.lock")
-	write(t, ws, ".git/refs/heads/main.lock", "")
-	if err := r.Advance(ctx, start, a); err == nil || !strings.Contains(err.Error(), "move main") {
-		t.Fatalf("advance with the branch locked = %v, want an error about the branch", err)
-	}
-	if head, _ := r.Head(ctx); head != start {
-		t.Errorf("HEAD moved to %s although its lock was taken", head)
-	}
-	os.Remove(lock)
-	if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "notes.txt") != "one\ntwo\nthree\n" {
-		t.Errorf("after the failed move: status %q, notes %q", st, read(t, ws, "notes.txt"))
-	}
-	if staged := sh(t, ws, "git diff --cached --name-status"); staged != "" {
-		t.Errorf("the index kept the move's entries:\n%s", staged)
-	}
-	if err := r.Advance(ctx, start, a); err != nil {
-		t.Fatal(err)
-	}
-	if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "x.txt") != "x\n" {
-		t.Errorf("after the move: status %q", st)
+	for _, c := range []struct{ name, lock, want string }{
+		{"index", ".git/index.lock", "index"},
+		{"branch", ".git/refs/heads/main.lock", "move main"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ws := userRepo(t)
+			r := open(t, ws)
+			ctx := t.Context()
+			start, _ := r.Head(ctx)
+			_, a := attempt(t, r, start, "a", func(dir string) {
+				write(t, dir, "notes.txt", "new notes\n")
+				write(t, dir, "x.txt", "x\n")
+				if err := os.Remove(filepath.Join(dir, "héllo wörld.txt")); err != nil {
+					t.Fatal(err)
+				}
+			})
+			write(t, ws, c.lock, "")
+			if err := r.Advance(ctx, start, a); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("advance with %s taken = %v, want an error naming %q", c.lock, err, c.want)
+			}
+			if head, _ := r.Head(ctx); head != start {
+				t.Errorf("HEAD moved to %s although the move failed", head)
+			}
+			os.Remove(filepath.Join(ws, c.lock))
+			if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "notes.txt") != "one\ntwo\nthree\n" {
+				t.Errorf("after the failed move: status %q, notes %q", st, read(t, ws, "notes.txt"))
+			}
+			if staged := sh(t, ws, "git diff --cached --name-status"); staged != "" {
+				t.Errorf("the index kept the move's entries:\n%s", staged)
+			}
+			if err := r.Advance(ctx, start, a); err != nil {
+				t.Fatal(err)
+			}
+			if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "x.txt") != "x\n" {
+				t.Errorf("after the move: status %q", st)
+			}
+		})
 	}
 }
 

@@ -193,14 +193,7 @@ func TestCopyRecyclesItsPackFiles(t *testing.T) {
 		if i == 1 {
 			first = len(seen)
 		}
-		write(t, dir, fmt.Sprintf("f%02d.txt", i), "task\n")
-		commit, _, err := r.Squash(ctx, dir, head, fmt.Sprintf("task %d", i), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if head, err = r.Apply(ctx, dir, head, commit, head); err != nil {
-			t.Fatal(err)
-		}
+		head = chainTask(t, r, dir, head, i)
 		// Recycled, as a run does: the recycle merges the cache's packs
 		// once they are many.
 		if err := r.RecycleCopy(ctx, dir, head); err != nil {
@@ -518,14 +511,7 @@ func TestCachePacksAreMergedByTheRecycle(t *testing.T) {
 		if err := r.NewCopy(ctx, dir, head); err != nil {
 			t.Fatal(err)
 		}
-		write(t, dir, fmt.Sprintf("f%02d.txt", i), "task\n")
-		commit, _, err := r.Squash(ctx, dir, head, fmt.Sprintf("task %d", i), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if head, err = r.Apply(ctx, dir, head, commit, head); err != nil {
-			t.Fatal(err)
-		}
+		head = chainTask(t, r, dir, head, i)
 		if err := r.RemoveCopy(dir); err != nil {
 			t.Fatal(err)
 		}
@@ -549,4 +535,20 @@ func TestCachePacksAreMergedByTheRecycle(t *testing.T) {
 	if out := sh(t, next, "git fsck --no-dangling 2>&1 && git status --porcelain && git rev-parse HEAD"); out != head {
 		t.Errorf("the copy after the merge: %q", out)
 	}
+}
+
+// chainTask is task i of a chain in the copy at dir, made at head: it
+// writes a file of its own, is squashed and applied, and its commit is
+// the chain's new head.
+func chainTask(t *testing.T, r *Repo, dir, head string, i int) string {
+	t.Helper()
+	write(t, dir, fmt.Sprintf("f%02d.txt", i), "task\n")
+	commit, _, err := r.Squash(t.Context(), dir, head, fmt.Sprintf("task %d", i), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, err = r.Apply(t.Context(), dir, head, commit, head); err != nil {
+		t.Fatal(err)
+	}
+	return head
 }
