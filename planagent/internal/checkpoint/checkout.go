@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/codeagent/codeagent/internal/gitindex"
 )
 
 // A recycled copy is brought from the commit it was made at to the next
@@ -31,116 +32,20 @@ import (
 
 var errGitCheckout = errors.New("left to git checkout")
 
-// indexEntry is one entry of a git index (version 2, stage 0).
-type indexEntry struct {
-	// ctime s, ns; mtime s, ns; dev, ino, mode, uid, gid, size: as git
-	// keeps them (32 bits each).
-	stat [10]uint32
-	oid  []byte
-	path string
-}
-
 // readIndex reads the entries of the index file p and its modification
 // time, refusing (errGitCheckout) what a plain checkout never writes:
 // version 4, extended flags, a stage other than 0.
-func readIndex(p string, idLen int) ([]indexEntry, syscall.Timespec, error) {
-	var mtime syscall.Timespec
-	data, err := os.ReadFile(p)
+func readIndex(p string, idLen int) ([]gitindex.Entry, syscall.Timespec, error) {
+	entries, mtime, err := gitindex.Read(p, idLen)
 	if err != nil {
 		return nil, mtime, errGitCheckout
 	}
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return nil, mtime, errGitCheckout
-	}
-	_, mtime = statTimes(fi.Sys().(*syscall.Stat_t))
-	if len(data) < 12 || string(data[:4]) != "DIRC" {
-		return nil, mtime, errGitCheckout
-	}
-	if v := binary.BigEndian.Uint32(data[4:8]); v != 2 && v != 3 {
-		return nil, mtime, errGitCheckout
-	}
-	n := int(binary.BigEndian.Uint32(data[8:12]))
-	entries := make([]indexEntry, 0, n)
-	off := 12
-	for range n {
-		start := off
-		if off+40+idLen+2 > len(data) {
+	for _, e := range entries {
+		if e.Flags&(gitindex.FlagExtended|gitindex.FlagStage) != 0 {
 			return nil, mtime, errGitCheckout
 		}
-		var e indexEntry
-		for i := range e.stat {
-			e.stat[i] = binary.BigEndian.Uint32(data[off+4*i:])
-		}
-		off += 40
-		e.oid = data[off : off+idLen]
-		off += idLen
-		flags := binary.BigEndian.Uint16(data[off:])
-		off += 2
-		if flags&0x7000 != 0 { // extended flags, or a stage
-			return nil, mtime, errGitCheckout
-		}
-		end := bytes.IndexByte(data[off:], 0)
-		if end < 0 {
-			return nil, mtime, errGitCheckout
-		}
-		e.path = string(data[off : off+end])
-		entries = append(entries, e)
-		off = start + (off-start+end+8)&^7
 	}
 	return entries, mtime, nil
-}
-
-// encodeIndex is an index file (version 2, no extensions) of entries,
-// sorted by path, with its checksum in the repository's hash.
-func encodeIndex(entries []indexEntry, objectFormat string) []byte {
-	var b bytes.Buffer
-	b.WriteString("DIRC")
-	_ = binary.Write(&b, binary.BigEndian, [2]uint32{2, uint32(len(entries))})
-	for _, e := range entries {
-		_ = binary.Write(&b, binary.BigEndian, e.stat)
-		b.Write(e.oid)
-		_ = binary.Write(&b, binary.BigEndian, uint16(min(len(e.path), 0xfff)))
-		b.WriteString(e.path)
-		n := 40 + len(e.oid) + 2 + len(e.path)
-		b.Write(make([]byte, 8-n%8)) // one to eight NULs
-	}
-	h := objectHash(objectFormat)
-	h.Write(b.Bytes())
-	return h.Sum(b.Bytes())
-}
-
-// statData is fi's stat data as git's index keeps it, the mode as git
-// records a file of that kind.
-func statData(fi fs.FileInfo) ([10]uint32, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return [10]uint32{}, false
-	}
-	var mode uint32
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		mode = 0o120000
-	case fi.Mode().IsRegular() && fi.Mode()&0o100 != 0:
-		mode = 0o100755
-	case fi.Mode().IsRegular():
-		mode = 0o100644
-	default:
-		return [10]uint32{}, false
-	}
-	ctime, mtime := statTimes(st)
-	return [10]uint32{
-		uint32(ctime.Sec), uint32(ctime.Nsec), uint32(mtime.Sec), uint32(mtime.Nsec),
-		uint32(st.Dev), uint32(st.Ino), mode, st.Uid, st.Gid, uint32(st.Size), //nolint:gosec // git keeps 32 bits
-	}, true
-}
-
-// racy reports whether an entry's file was modified no earlier than its
-// index was written: its stat data cannot tell a later change (git
-// compares such a file's content; here it is written again).
-func racy(stat [10]uint32, index syscall.Timespec) bool {
-	s, ns := int64(stat[2]), int64(stat[3])
-	return s > index.Sec || (s == index.Sec && ns >= index.Nsec)
 }
 
 // treeMode is an index mode as a tree's mode string.
@@ -199,13 +104,13 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 	// (A trusted copy's are: planagent wrote them.)
 	dirs := map[string]bool{}
 	for _, e := range entries {
-		if !plainPath(e.path) || isAttributes(e.path) || e.stat[6] == 0o160000 {
+		if !plainPath(e.Path) || isAttributes(e.Path) || e.Stat[6] == 0o160000 {
 			return errGitCheckout
 		}
 		if trusted {
 			continue
 		}
-		for d := parentOf(e.path); d != "" && !dirs[d]; d = parentOf(d) {
+		for d := parentOf(e.Path); d != "" && !dirs[d]; d = parentOf(d) {
 			dirs[d] = true
 		}
 	}
@@ -223,22 +128,22 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 			write[p] = e
 		}
 	}
-	kept := make(map[string]indexEntry, len(entries))
+	kept := make(map[string]gitindex.Entry, len(entries))
 	for _, e := range entries {
-		if changing[e.path] {
+		if changing[e.Path] {
 			continue
 		}
-		kept[e.path] = e
+		kept[e.Path] = e
 		if trusted {
 			continue
 		}
-		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.path)))
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.Path)))
 		if err == nil {
-			if st, ok := statData(fi); ok && st == e.stat && !racy(e.stat, indexTime) {
+			if st, ok := gitindex.StatData(fi); ok && st == e.Stat && !gitindex.Racy(e.Stat, indexTime) {
 				continue
 			}
 		}
-		write[e.path] = entry{mode: treeMode(e.stat[6]), blob: hex.EncodeToString(e.oid)}
+		write[e.Path] = entry{mode: treeMode(e.Stat[6]), blob: hex.EncodeToString(e.OID)}
 	}
 	ids := make([]string, 0, len(write))
 	for _, e := range write {
@@ -287,15 +192,15 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 		if err != nil {
 			return err
 		}
-		kept[p] = indexEntry{stat: st, oid: oid, path: p}
+		kept[p] = gitindex.Entry{Stat: st, OID: oid, Path: p}
 	}
-	next := make([]indexEntry, 0, len(kept))
+	next := make([]gitindex.Entry, 0, len(kept))
 	for _, e := range kept {
 		next = append(next, e)
 	}
-	sort.Slice(next, func(i, j int) bool { return next[i].path < next[j].path })
+	sort.Slice(next, func(i, j int) bool { return next[i].Path < next[j].Path })
 	gd := filepath.Join(dir, ".git")
-	if err := writeCopyFile(filepath.Join(gd, "index"), encodeIndex(next, r.objectFormat)); err != nil {
+	if err := writeCopyFile(filepath.Join(gd, "index"), gitindex.Encode(next, objectHash(r.objectFormat))); err != nil {
 		return err
 	}
 	return writeCopyFile(filepath.Join(gd, "HEAD"), []byte(commit+"\n"))
@@ -456,7 +361,7 @@ func writeCopyEntry(dir, rel, mode string, content []byte, umask os.FileMode) ([
 	if err != nil {
 		return [10]uint32{}, err
 	}
-	st, ok := statData(fi)
+	st, ok := gitindex.StatData(fi)
 	if !ok {
 		return [10]uint32{}, fmt.Errorf("%s is not a file after its write", rel)
 	}
@@ -488,15 +393,15 @@ func (r *Repo) indexTree(dir, idx, saved, baseTree string) (tree string, news []
 	i, j := 0, 0
 	for i < len(was) || j < len(now) {
 		switch {
-		case j == len(now) || (i < len(was) && was[i].path < now[j].path):
-			set[was[i].path] = entry{}
+		case j == len(now) || (i < len(was) && was[i].Path < now[j].Path):
+			set[was[i].Path] = entry{}
 			i++
-		case i == len(was) || now[j].path < was[i].path:
-			set[now[j].path] = entry{mode: treeMode(now[j].stat[6]), blob: hex.EncodeToString(now[j].oid)}
+		case i == len(was) || now[j].Path < was[i].Path:
+			set[now[j].Path] = entry{mode: treeMode(now[j].Stat[6]), blob: hex.EncodeToString(now[j].OID)}
 			j++
 		default:
-			if now[j].stat[6] != was[i].stat[6] || !bytes.Equal(now[j].oid, was[i].oid) {
-				set[now[j].path] = entry{mode: treeMode(now[j].stat[6]), blob: hex.EncodeToString(now[j].oid)}
+			if now[j].Stat[6] != was[i].Stat[6] || !bytes.Equal(now[j].OID, was[i].OID) {
+				set[now[j].Path] = entry{mode: treeMode(now[j].Stat[6]), blob: hex.EncodeToString(now[j].OID)}
 			}
 			i++
 			j++

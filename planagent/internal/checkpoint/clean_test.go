@@ -1,38 +1,10 @@
 package checkpoint
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strings"
 	"testing"
 )
-
-// indexPaths reads what git ls-files lists, in versions 2 and 3 (an
-// intent-to-add entry has extended flags), long and odd names included;
-// version 4 is left to git.
-func TestIndexPathsIsLsFiles(t *testing.T) {
-	t.Parallel()
-	ws := userRepo(t)
-	long := strings.Repeat("d", 200) + "/" + strings.Repeat("f", 250)
-	write(t, ws, long, "x")
-	write(t, ws, "a b/c\td.txt", "x")
-	write(t, ws, "z/é.txt", "x")
-	sh(t, ws, "git add -A && git commit -q -m more && echo n > later.txt && git add -N later.txt")
-	want := strings.Split(sh(t, ws, "git ls-files -z | tr '\\0' '\\n'"), "\n")
-	for _, v := range []string{"2", "3"} {
-		sh(t, ws, "git update-index --index-version "+v)
-		got, err := indexPaths(filepath.Join(ws, ".git", "index"), 20)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("version %s: %q, %v\nwant %q", v, got, err, want)
-		}
-	}
-	sh(t, ws, "git update-index --index-version 4")
-	if _, err := indexPaths(filepath.Join(ws, ".git", "index"), 20); !errors.Is(err, errIndexVersion) {
-		t.Errorf("version 4: %v, want errIndexVersion", err)
-	}
-}
 
 // A recycled copy loses everything git does not track, as git clean -ffdx
 // would: untracked and ignored files, directories, links (not what they

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/gitindex"
 )
 
 // A copy's git directory is emptied in place rather than deleted and made
@@ -157,7 +159,7 @@ func stampOf(p string) (stamp, bool) {
 	if !ok || st.Nlink != 1 {
 		return stamp{}, false
 	}
-	ctime, mtime := statTimes(st)
+	ctime, mtime := gitindex.StatTimes(st)
 	return stamp{ino: int64(st.Ino), size: st.Size, mtime: mtime.Nano(), ctime: ctime.Nano()}, true //nolint:unconvert,gosec // uint64 on some platforms
 }
 

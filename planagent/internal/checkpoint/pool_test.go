@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/gitindex"
 )
 
 // packStat is the inode and change time of each pack file of the copy at
@@ -26,7 +28,7 @@ func packStat(t *testing.T, dir string) map[string][2]int64 {
 			t.Fatal(err)
 		}
 		st := fi.Sys().(*syscall.Stat_t)
-		ctime, _ := statTimes(st)
+		ctime, _ := gitindex.StatTimes(st)
 		out[e.Name()] = [2]int64{int64(st.Ino), ctime.Nano()} //nolint:unconvert,gosec // uint64 on some platforms
 	}
 	return out

@@ -1,6 +1,0 @@
-package checkpoint
-
-import "syscall"
-
-// statTimes are a file's change and modification times.
-func statTimes(st *syscall.Stat_t) (ctime, mtime syscall.Timespec) { return st.Ctim, st.Mtim }
