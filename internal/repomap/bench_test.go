@@ -105,6 +105,40 @@ func BenchmarkGoStdlibWarmNewBoost(b *testing.B) {
 	reportPeakMemory(b)
 }
 
+// BenchmarkGoStdlibCopy maps a checkout of the standard library at a path
+// of its own (as each attempt works in its own copy) with the cache an
+// earlier copy left under the attempts' shared key: git's index vouches
+// for every file, so nothing is parsed. With a cache per path, as before
+// the key, every copy's map was a cold one (BenchmarkGoStdlibCold).
+func BenchmarkGoStdlibCopy(b *testing.B) {
+	src := goroot(b)
+	repo := filepath.Join(b.TempDir(), "repo")
+	gitRun(b, b.TempDir(), "init", "-q", repo)
+	gitRun(b, repo, "--work-tree", src, "add", "-A")
+	gitRun(b, repo, "commit", "-q", "-m", "the standard library")
+	dir := b.TempDir()
+	if _, err := Build(b.Context(), Options{Root: checkout(b, repo), CacheDir: dir, CacheKey: "attempts"}); err != nil {
+		b.Fatal(err)
+	}
+	copy2 := checkout(b, repo)
+	debug.FreeOSMemory()
+	resetPeakMemory()
+	var parsed atomic.Int64
+	var files int
+	for b.Loop() {
+		m, err := Build(b.Context(), Options{Root: copy2, CacheDir: dir, CacheKey: "attempts", onParse: func(string) { parsed.Add(1) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = len(m.Files)
+	}
+	if n := parsed.Load(); n != 0 {
+		b.Fatalf("a copy parsed %d files, want 0", n)
+	}
+	b.ReportMetric(float64(files), "files")
+	reportPeakMemory(b)
+}
+
 // resetPeakMemory resets the kernel's peak-RSS mark of this process (Linux
 // clear_refs "5"), so each benchmark reports its own peak.
 func resetPeakMemory() {

@@ -28,7 +28,7 @@ const (
 	cacheMagic = "RMAP"
 	// cacheVersion changes whenever the format or an extractor's output
 	// changes, so an old cache is rebuilt rather than trusted.
-	cacheVersion = 2
+	cacheVersion = 3
 )
 
 var kindCodes = []string{KindType, KindFunc, KindMethod, KindConst, KindVar, KindModule, KindMacro, KindImpl}
@@ -41,10 +41,9 @@ type cacheData struct {
 	graphBlob string // the encoded graph (see encodeGraph)
 }
 
-// cachePath is the cache file of root inside dir: one per root, so one cache
-// dir can serve several workspaces.
-func cachePath(dir, root string, includeTests bool) string {
-	key := root
+// cachePath is the cache file of key (a root, or Options.CacheKey) inside
+// dir: one per key, so one cache dir can serve several workspaces.
+func cachePath(dir, key string, includeTests bool) string {
 	if includeTests { // another file set: a separate cache, so the two do not evict each other
 		key += "\x00tests"
 	}
@@ -117,6 +116,7 @@ func saveCache(file, root string, gomods []fileStat, files []*fileData, g *graph
 		e.str(m.rel)
 		e.varint(m.mtime)
 		e.varint(m.size)
+		e.str(m.oid)
 	}
 	e.uvarint(uint64(len(files)))
 	for _, f := range files {
@@ -124,6 +124,7 @@ func saveCache(file, root string, gomods []fileStat, files []*fileData, g *graph
 		e.str(f.lang)
 		e.varint(f.mtime)
 		e.varint(f.size)
+		e.str(f.oid)
 		flags := byte(0)
 		if f.skip {
 			flags = 1
@@ -260,9 +261,10 @@ func (d *decoder) float() float64 {
 	return math.Float64frombits(bits)
 }
 
-// loadCache reads the cache of root. A missing file is (nil, nil); a corrupt
-// or foreign one is an error the caller reports as a warning.
-func loadCache(file, root string) (*cacheData, error) {
+// loadCache reads a cache file, which says which root it was written for.
+// A missing file is (nil, nil); a corrupt or foreign one is an error the
+// caller reports as a warning.
+func loadCache(file string) (*cacheData, error) {
 	data, err := readString(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -275,19 +277,19 @@ func loadCache(file, root string) (*cacheData, error) {
 		return nil, fmt.Errorf("%s: %w", file, errCorrupt)
 	}
 	d.pos = len(cacheMagic)
-	if d.uvarint() != cacheVersion || d.str() != root {
-		return nil, nil // another version or root: start afresh, nothing to warn about
+	if d.uvarint() != cacheVersion {
+		return nil, nil // another version: start afresh, nothing to warn about
 	}
-	c := &cacheData{root: root}
+	c := &cacheData{root: d.str()}
 	c.gomods = make([]fileStat, d.count())
 	for i := range c.gomods {
-		c.gomods[i] = fileStat{rel: d.str(), mtime: d.varint(), size: d.varint()}
+		c.gomods[i] = fileStat{rel: d.str(), mtime: d.varint(), size: d.varint(), oid: d.str()}
 	}
 	n := d.count()
 	c.files = make(map[string]*fileData, n)
 	for range n {
 		f := &fileData{}
-		f.rel, f.lang, f.mtime, f.size = d.str(), d.str(), d.varint(), d.varint()
+		f.rel, f.lang, f.mtime, f.size, f.oid = d.str(), d.str(), d.varint(), d.varint(), d.str()
 		f.skip = d.byte1() == 1
 		f.rank = d.float()
 		if ns := d.count(); ns > 0 {

@@ -2,6 +2,7 @@ package repomap
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -142,4 +143,118 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// gitRun runs git in dir with a fixed identity and no user or system
+// configuration.
+func gitRun(t testing.TB, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=U", "GIT_AUTHOR_EMAIL=u@example.com", "GIT_COMMITTER_NAME=U", "GIT_COMMITTER_EMAIL=u@example.com")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// checkout clones the repository src into a new directory and refreshes
+// its index once the clock has moved on, so that git's index vouches for
+// every file (none racily clean), as it does for a copy some time after
+// it was made.
+func checkout(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "copy")
+	gitRun(t, filepath.Dir(dst), "clone", "-q", src, dst)
+	idx := filepath.Join(dst, ".git", "index")
+	fi, err := os.Stat(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for time.Since(fi.ModTime()) < 50*time.Millisecond { // more than a tick of the file clock
+		time.Sleep(10 * time.Millisecond)
+	}
+	gitRun(t, dst, "update-index", "--really-refresh", "-q")
+	gitRun(t, dst, "status", "--porcelain") // writes the refreshed index back
+	index := readTracked(dst)
+	if index == nil || len(index.entries) == 0 {
+		t.Fatalf("%s: no index read", dst)
+	}
+	for rel := range index.entries {
+		fi, err := os.Lstat(filepath.Join(dst, filepath.FromSlash(rel)))
+		if err != nil || index.id(rel, fi) == "" {
+			t.Fatalf("%s: the index does not vouch for %s (%v)", dst, rel, err)
+		}
+	}
+	return dst
+}
+
+// Copies of one repository at other paths (an attempt's checkout each)
+// share one cache file under a key: a copy parses nothing git's index
+// vouches for as cached, and maps exactly what a cold build maps; a file
+// whose content differs is parsed again even with the cached size and
+// mtime, and a file the index does not vouch for is told by its stat.
+func TestCacheFollowsContentAcrossCopies(t *testing.T) {
+	src := writeTree(t, map[string]string{
+		"go.mod":  "module example.com/ex\n",
+		"a.go":    "package ex\n\n// Alpha is the first.\nfunc Alpha() {}\n",
+		"b/b.go":  "package b\n\nimport \"example.com/ex\"\n\nfunc Bravo() { ex.Alpha() }\n",
+		"c/c.py":  "def charlie():\n    pass\n",
+		"skip.md": "not mapped\n",
+	})
+	gitRun(t, src, "init", "-q")
+	gitRun(t, src, "add", "-A")
+	gitRun(t, src, "commit", "-q", "-m", "one")
+	cacheDir := t.TempDir()
+	var pc parseCounter
+	keyed := func(root string) Options {
+		return Options{Root: root, CacheDir: cacheDir, CacheKey: "attempts", onParse: pc.hook}
+	}
+	build(t, keyed(src))
+	if got := pc.take(); len(got) != 3 {
+		t.Fatalf("cold build parsed %v, want all three", got)
+	}
+
+	copy1 := checkout(t, src)
+	m := build(t, keyed(copy1))
+	if got := pc.take(); len(got) != 0 {
+		t.Errorf("a copy parsed %v; git's index vouches for every file as cached", got)
+	}
+	cold := build(t, Options{Root: copy1, CacheDir: t.TempDir()})
+	if m.Text != cold.Text || len(m.Files) != len(cold.Files) || !equalStrings(fileOf(m, "b/b.go").Imports, fileOf(cold, "b/b.go").Imports) {
+		t.Errorf("the copy's map from the cache differs from a cold one:\n%s\nwant\n%s", m.Text, cold.Text)
+	}
+	if entries, _ := os.ReadDir(cacheDir); len(entries) != 1 {
+		t.Errorf("cache dir holds %d files, want the one of the key", len(entries))
+	}
+
+	// Same size, the cached mtime, other content: only git's index could
+	// tell, and it does not vouch for a file written since.
+	copy2 := checkout(t, src)
+	old, err := os.Stat(filepath.Join(src, "a.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, copy2, "a.go", "package ex\n\n// Omega is the first.\nfunc Omega() {}\n")
+	if err := os.Chtimes(filepath.Join(copy2, "a.go"), old.ModTime(), old.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, copy2, "c/d.py", "def delta():\n    pass\n") // untracked: no id at all
+	m = build(t, keyed(copy2))
+	if got := pc.take(); !equalStrings(got, []string{"a.go", "c/d.py"}) {
+		t.Errorf("the changed copy parsed %v, want [a.go c/d.py]", got)
+	}
+	if syms := fileOf(m, "a.go").Symbols; len(syms) != 1 || syms[0].Name != "Omega" {
+		t.Errorf("a.go from the changed copy: %+v, want Omega", syms)
+	}
+
+	// That build wrote the cache for copy2's root; the first copy still
+	// gets its own content back.
+	m = build(t, keyed(copy1))
+	if got := pc.take(); !equalStrings(got, []string{"a.go"}) {
+		t.Errorf("back in the first copy parsed %v, want [a.go] (the cache holds Omega's)", got)
+	}
+	if syms := fileOf(m, "a.go").Symbols; len(syms) != 1 || syms[0].Name != "Alpha" {
+		t.Errorf("a.go back in the first copy: %+v, want Alpha", syms)
+	}
 }

@@ -21,6 +21,11 @@ type Options struct {
 	// CacheDir keeps parsed files between runs (e.g. <volumes>/context/.repomap-cache);
 	// "" disables the cache.
 	CacheDir string
+	// CacheKey names the tree's cache file in CacheDir; "" is Root. Copies
+	// of one repository (each attempt's checkout) share a key, and so
+	// one file, whose entries they reuse where git's index vouches for
+	// the same content (see tracked).
+	CacheKey string
 	// Tokens is the budget of Map.Text (≈ characters/4): 0 means
 	// DefaultTokens, a negative value renders no text.
 	Tokens int
@@ -74,7 +79,8 @@ type fileData struct {
 
 // Build maps the repository at opts.Root: it finds the source files (minus
 // ignored, vendored and generated ones), extracts their symbols (from the
-// cache when a file's path, mtime and size are unchanged), ranks files and
+// cache when a file's path, mtime and size are unchanged, or git's index
+// vouches for the content the cache has), ranks files and
 // symbols by references, and renders the outline within the token budget.
 func Build(ctx context.Context, opts Options) (*Map, error) {
 	root, err := filepath.Abs(opts.Root)
@@ -92,17 +98,23 @@ func Build(ctx context.Context, opts Options) (*Map, error) {
 	var cache *cacheData
 	cacheFile := ""
 	if opts.CacheDir != "" {
-		cacheFile = cachePath(opts.CacheDir, root, opts.IncludeTests)
-		if cache, err = loadCache(cacheFile, root); err != nil {
+		key := opts.CacheKey
+		if key == "" {
+			key = root
+		}
+		cacheFile = cachePath(opts.CacheDir, key, opts.IncludeTests)
+		if cache, err = loadCache(cacheFile); err != nil {
 			m.Warnings = append(m.Warnings, err.Error())
 		}
 	}
 
 	files := make([]*fileData, len(t.files))
 	var todo []*fileData
+	sameRoot := cache != nil && cache.root == root
 	for i, fs := range t.files {
 		if cache != nil {
-			if cf := cache.files[fs.rel]; cf != nil && cf.mtime == fs.mtime && cf.size == fs.size && cf.lang == fs.lang {
+			if cf := cache.files[fs.rel]; cf != nil && cf.lang == fs.lang && sameFile(cf.fileStat, fs, sameRoot) {
+				cf.fileStat = fs // this tree's stat data, for the cache written next
 				files[i] = cf
 				continue
 			}
@@ -125,7 +137,7 @@ func Build(ctx context.Context, opts Options) (*Map, error) {
 			live = append(live, f)
 		}
 	}
-	unchanged := cache != nil && len(todo) == 0 && len(cache.files) == len(files) && sameStats(cache.gomods, t.gomods)
+	unchanged := cache != nil && len(todo) == 0 && len(cache.files) == len(files) && sameStats(cache.gomods, t.gomods, sameRoot)
 	b := boostWords(opts.Boost)
 	var g *graph
 	if unchanged && len(b.words) > 0 {
@@ -182,16 +194,26 @@ func ranked(files []*fileData) []File {
 	return out
 }
 
-func sameStats(a, b []fileStat) bool {
+func sameStats(a, b []fileStat, sameRoot bool) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].rel != b[i].rel || a[i].mtime != b[i].mtime || a[i].size != b[i].size {
+		if a[i].rel != b[i].rel || !sameFile(a[i], b[i], sameRoot) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameFile reports whether the cached file a holds what b holds: the same
+// object id in git's index, or, under the same root, the same mtime and
+// size.
+func sameFile(a, b fileStat, sameRoot bool) bool {
+	if a.oid != "" && a.oid == b.oid {
+		return true
+	}
+	return sameRoot && a.mtime == b.mtime && a.size == b.size
 }
 
 // parseAll parses files in parallel, one goroutine per CPU.
@@ -220,6 +242,9 @@ func parseAll(ctx context.Context, root string, files []*fileData, hook func(str
 // marked skip; so is a file an extractor failed on, with a warning.
 func parseOne(root string, f *fileData) {
 	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f.rel)))
+	if int64(len(src)) != f.size {
+		f.oid = "" // changed since the walk: what was read is not what the index vouched for
+	}
 	if err != nil || generatedHead(src) {
 		f.skip = true
 		return

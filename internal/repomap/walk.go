@@ -21,6 +21,7 @@ type fileStat struct {
 	lang  string
 	mtime int64 // UnixNano
 	size  int64
+	oid   string // the object id git's index vouches for; "" when it does not (see tracked)
 }
 
 // tree is what a walk found: the source files (sorted by path) and the
@@ -74,11 +75,13 @@ func generatedHead(src []byte) bool {
 // walk lists the source files under root that a map should cover: what
 // the workspace's file policy shows (filetree: .gitignore files,
 // .git/info/exclude, dependency trees, exclude), less the map's own
-// policy (mapSkipsDir, policyDir, policyFile, generated files).
+// policy (mapSkipsDir, policyDir, policyFile, generated files), each
+// with the object id git's index vouches for.
 // Unreadable directories are skipped: a map of the rest is more useful
 // than an error.
 func walk(ctx context.Context, root string, includeTests bool, exclude []string) (*tree, error) {
 	t := &tree{includeTests: includeTests}
+	index := readTracked(root)
 	files := filetree.New(root, filetree.Options{Exclude: exclude})
 	err := files.Walk(ctx, "", func(rel string, e fs.DirEntry) error {
 		name := e.Name()
@@ -100,7 +103,7 @@ func walk(ctx context.Context, root string, includeTests bool, exclude []string)
 		if err != nil || fi.Size() > maxFileSize {
 			return nil
 		}
-		st := fileStat{rel: rel, lang: lang, mtime: fi.ModTime().UnixNano(), size: fi.Size()}
+		st := fileStat{rel: rel, lang: lang, mtime: fi.ModTime().UnixNano(), size: fi.Size(), oid: index.id(rel, fi)}
 		if isMod {
 			t.gomods = append(t.gomods, st)
 		} else {

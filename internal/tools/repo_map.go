@@ -31,13 +31,14 @@ type repoMapParams struct {
 
 // NewRepoMap returns the read-only repo_map tool. cacheDir keeps parsed
 // files between calls (e.g. <volumes>/context/.repomap-cache); "" disables
-// the cache.
-func NewRepoMap(ws *Workspace, cacheDir string) Tool {
+// the cache. cacheKey names the workspace's cache file there ("": its
+// root; see repomap.Options.CacheKey).
+func NewRepoMap(ws *Workspace, cacheDir, cacheKey string) Tool {
 	return NewFunc("repo_map", repoMapDescription, true,
-		func(ctx context.Context, p repoMapParams) (Result, error) { return repoMap(ctx, ws, cacheDir, p) })
+		func(ctx context.Context, p repoMapParams) (Result, error) { return repoMap(ctx, ws, cacheDir, cacheKey, p) })
 }
 
-func repoMap(ctx context.Context, ws *Workspace, cacheDir string, p repoMapParams) (Result, error) {
+func repoMap(ctx context.Context, ws *Workspace, cacheDir, cacheKey string, p repoMapParams) (Result, error) {
 	tokens := p.Tokens
 	switch {
 	case tokens < 0:
@@ -64,7 +65,7 @@ func repoMap(ctx context.Context, ws *Workspace, cacheDir string, p repoMapParam
 	defer cancel()
 	// The whole workspace is ranked even when only a part is shown, so the
 	// part's files are ordered by their importance to everything else.
-	m, err := repomap.Build(mctx, repomap.Options{Root: ws.Root(), Exclude: ws.ExcludePatterns(), CacheDir: cacheDir, Tokens: -1, Boost: FocusFrom(ctx),
+	m, err := repomap.Build(mctx, repomap.Options{Root: ws.Root(), Exclude: ws.ExcludePatterns(), CacheDir: cacheDir, CacheKey: cacheKey, Tokens: -1, Boost: FocusFrom(ctx),
 		IncludeTests: p.Tests})
 	switch {
 	case ctx.Err() != nil:

@@ -17,7 +17,7 @@ func TestRepoMapTool(t *testing.T) {
 		"vendor/v/v.go":     "package v\n\nfunc Vendored() {}\n",
 		"core/core_test.go": "package core\n\nfunc TestEngineStarts() {}\n",
 	})
-	set := NewSet(NewRepoMap(ws, t.TempDir()))
+	set := NewSet(NewRepoMap(ws, t.TempDir(), ""))
 	tests := []struct {
 		name     string
 		args     any
@@ -85,7 +85,7 @@ func TestRepoMapToolFocusBoost(t *testing.T) {
 		"leaf/leaf.go": "package leaf\n\nfunc Lonely() {}\n",
 	}
 	ws := newTestWorkspace(t, files)
-	set := NewSet(NewRepoMap(ws, ""))
+	set := NewSet(NewRepoMap(ws, "", ""))
 	first := func(ctx context.Context) string {
 		res, err := Call(ctx, set, "repo_map", `{}`)
 		if err != nil || res.IsError {

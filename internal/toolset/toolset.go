@@ -14,6 +14,11 @@ import (
 	"github.com/codeagent/codeagent/internal/tools"
 )
 
+// AttemptsRepoMapKey is the repo map cache key of every attempt's copy:
+// they are checkouts of one repository at paths of their own, which a
+// cache per path would parse afresh, and keep a file for, task after task.
+const AttemptsRepoMapKey = "attempts"
+
 // Options say which set to build over which workspace.
 type Options struct {
 	Workspace *tools.Workspace
@@ -28,6 +33,9 @@ type Options struct {
 	RepoMapTokens int
 	// RepoMapCache is the repo map's cache dir (volume.Layout.RepoMapCache).
 	RepoMapCache string
+	// RepoMapKey names the workspace's cache file there; "" is its root.
+	// Attempts' copies share one (AttemptsRepoMapKey).
+	RepoMapKey string
 }
 
 // New returns the base set over o.Workspace: the read-only or the coding
@@ -38,7 +46,7 @@ func New(o Options) *tools.Set {
 		set = tools.ReadOnly(o.Workspace)
 	}
 	if o.RepoMapTokens > 0 {
-		set = set.With(tools.NewRepoMap(o.Workspace, o.RepoMapCache))
+		set = set.With(tools.NewRepoMap(o.Workspace, o.RepoMapCache, o.RepoMapKey))
 	}
 	return set
 }
@@ -49,7 +57,7 @@ func New(o Options) *tools.Set {
 // agent's map, redrawn for its focused files).
 func (o Options) Map(boost []string) repomap.Options {
 	return repomap.Options{Root: o.Workspace.Root(), Exclude: o.Workspace.ExcludePatterns(),
-		CacheDir: o.RepoMapCache, Tokens: o.RepoMapTokens, Boost: boost}
+		CacheDir: o.RepoMapCache, CacheKey: o.RepoMapKey, Tokens: o.RepoMapTokens, Boost: boost}
 }
 
 // Servers prepares cfg's MCP servers without starting them: they run on

@@ -100,6 +100,9 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 		}
 	}
 	o := toolset.Options{Workspace: ws, Shell: r.cfg.Tools, RepoMapTokens: r.cfg.RepoMapTokens, RepoMapCache: r.cfg.Layout.RepoMapCache()}
+	if cmd.Workspace != "" {
+		o.RepoMapKey = toolset.AttemptsRepoMapKey
+	}
 	set := toolset.New(o)
 	var repoMap func(context.Context, []string) string
 	if r.cfg.RepoMapTokens > 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
@@ -184,5 +185,53 @@ func TestWatchOnceWithoutCommand(t *testing.T) {
 	err := Run(t.Context(), Options{Layout: l, Runner: agentRunner(t, l, srv), Task: "t9", StaleAfter: 200 * time.Millisecond, Logger: testLogger(t)})
 	if err == nil || !strings.Contains(err.Error(), "no command for task t9") {
 		t.Fatalf("Run: %v, want an error naming the missing command", err)
+	}
+}
+
+// Every attempt's copy maps into one repo map cache file (the attempts'
+// key), not one per copy's path: a run of a thousand tasks would leave a
+// thousand, each the size of the project's map. Each task's prompt still
+// has its own copy's map.
+func TestAttemptsShareOneRepoMapCache(t *testing.T) {
+	l := newLayout(t)
+	srv := llmtest.New(t)
+	var mu sync.Mutex
+	prompts := map[string]string{}
+	srv.Handle(func(req llmtest.Request) llmtest.Reply {
+		if id := taskOfRequest(req); id != "" && len(req.Messages) > 0 {
+			mu.Lock()
+			prompts[id] = req.Messages[0].Content
+			mu.Unlock()
+		}
+		return copyModel(req)
+	})
+	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model", MaxRetries: 1})
+	r, err := NewAgentRunner(AgentConfig{Client: client, Layout: l, RepoMapTokens: 512,
+		Agent: agent.Options{Model: "test-model", MaxIterations: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWatcher(t, Options{Layout: l, Runner: r, Concurrency: 1, Reconcile: time.Second})
+	for _, id := range []string{"t1", "t2", "t3"} {
+		c, dir := attemptCopy(t, l, id)
+		src := "package p\n\n// Func" + id + " is " + id + "'s own.\nfunc Func" + id + "() {}\n"
+		if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dropCommand(t, l, c)
+		if rep := waitReport(t, l, id, 1); rep.Status != protocol.StatusCompleted {
+			t.Fatalf("%s: %s (%s)", id, rep.Status, rep.Error)
+		}
+	}
+	entries, err := os.ReadDir(l.RepoMapCache())
+	if err != nil || len(entries) != 1 {
+		t.Errorf("repo map cache holds %d files (%v), want one for all the attempts", len(entries), err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range []string{"t1", "t2", "t3"} {
+		if !strings.Contains(prompts[id], "Func"+id) {
+			t.Errorf("%s's prompt lacks its copy's map:\n%s", id, prompts[id])
+		}
 	}
 }
