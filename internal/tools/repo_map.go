@@ -35,7 +35,9 @@ type repoMapParams struct {
 // root; see repomap.Options.CacheKey).
 func NewRepoMap(ws *Workspace, cacheDir, cacheKey string) Tool {
 	return NewFunc("repo_map", repoMapDescription, true,
-		func(ctx context.Context, p repoMapParams) (Result, error) { return repoMap(ctx, ws, cacheDir, cacheKey, p) })
+		func(ctx context.Context, p repoMapParams) (Result, error) {
+			return repoMap(ctx, ws, cacheDir, cacheKey, p)
+		})
 }
 
 func repoMap(ctx context.Context, ws *Workspace, cacheDir, cacheKey string, p repoMapParams) (Result, error) {
