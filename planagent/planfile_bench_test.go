@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,14 +105,22 @@ func taskID(i int) string { return fmt.Sprintf("t%05d", i) }
 // acceptance command checks it, in a git workspace. Beside it the same
 // number of floor steps (a process spawn and an fsync each) are timed, so
 // the ratio holds on a disk whose latency drifts.
-func BenchmarkRunPlanFileWrites100(b *testing.B) { benchRunPlanFileWrites(b, 100) }
+func BenchmarkRunPlanFileWrites100(b *testing.B) { benchRunPlanFileWrites(b, 100, benchGitWorkspace) }
 
 // BenchmarkRunPlanFileWrites1000 is the same at ten times the size.
-func BenchmarkRunPlanFileWrites1000(b *testing.B) { benchRunPlanFileWrites(b, 1000) }
+func BenchmarkRunPlanFileWrites1000(b *testing.B) { benchRunPlanFileWrites(b, 1000, benchGitWorkspace) }
+
+// BenchmarkRunPlanFileWritesStdlib20 is the chain of 20 such tasks on a
+// project of a real size: a git repository of the Go standard library
+// (~11 000 files), where each task's copy is checked out and each agent
+// maps the repository into its prompt.
+func BenchmarkRunPlanFileWritesStdlib20(b *testing.B) {
+	benchRunPlanFileWrites(b, 20, benchStdlibWorkspace)
+}
 
 var writeToken = regexp.MustCompile(`TOKEN-WRITE (w\d+\.txt)`)
 
-func benchRunPlanFileWrites(b *testing.B, n int) {
+func benchRunPlanFileWrites(b *testing.B, n int, workspace func(*testing.B, string) string) {
 	var plan strings.Builder
 	plan.WriteString("title: a long chain of writes\ntasks:\n")
 	for i := range n {
@@ -136,7 +145,7 @@ func benchRunPlanFileWrites(b *testing.B, n int) {
 			}
 			return llmtest.Calls(llmtest.Call("write_file", map[string]any{"path": m[1], "content": m[1] + "\n"}))
 		})
-		ws := benchGitWorkspace(b, e.dir)
+		ws := workspace(b, e.dir)
 		planFile := filepath.Join(e.dir, "plan.yaml")
 		if err := os.WriteFile(planFile, []byte(plan.String()), 0o644); err != nil {
 			b.Fatal(err)
@@ -194,6 +203,24 @@ func benchGitWorkspace(b *testing.B, dir string) string {
 			b.Fatal(err)
 		}
 	}
+	commitAll(b, ws)
+	return ws
+}
+
+// benchStdlibWorkspace is a user's project of a real size: a git
+// repository of a copy of the Go standard library, one commit.
+func benchStdlibWorkspace(b *testing.B, dir string) string {
+	src := filepath.Join(runtime.GOROOT(), "src") //nolint:staticcheck // SA1019: the standard library of the toolchain running the test is what it maps
+	ws := filepath.Join(dir, "project")
+	if out, err := exec.Command("cp", "-a", src, ws).CombinedOutput(); err != nil {
+		b.Fatalf("copy GOROOT/src: %v\n%s", err, out)
+	}
+	commitAll(b, ws)
+	return ws
+}
+
+// commitAll makes ws a git repository whose one commit holds all of it.
+func commitAll(b *testing.B, ws string) {
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
 		{"add", "-A"},
@@ -203,7 +230,6 @@ func benchGitWorkspace(b *testing.B, dir string) string {
 			b.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	return ws
 }
 
 // floorProbe times one floor step (benchFloor's) every 100 ms while a

@@ -25,7 +25,8 @@ import (
 // regular file is there, since on a virtual disk a new file (a new inode)
 // costs ten times a rewrite. The index and HEAD are then rewritten as git
 // would leave them. Whatever git would do differently is left to git
-// (errGitCheckout): a .gitattributes anywhere (end-of-line and encoding
+// (errGitCheckout): a .gitattributes anywhere that sets a conversion
+// (end-of-line, encoding, filters, ident: see neutralAttributes)
 // conversions), a submodule, an attributes file of the user's, a file
 // system without links or exec bits, an index this does not read, a
 // tracked directory the agent made into something else.
@@ -65,6 +66,73 @@ func isAttributes(p string) bool {
 	return p == ".gitattributes" || strings.HasSuffix(p, "/.gitattributes")
 }
 
+// neutralBlobs reports whether every attributes file among the blobs ids
+// is neutral (neutralAttributes); each blob's verdict is kept.
+func (r *Repo) neutralBlobs(ctx context.Context, ids []string) bool {
+	var unknown []string
+	r.attrMu.Lock()
+	for _, id := range ids {
+		neutral, seen := r.neutral[id]
+		if seen && !neutral {
+			r.attrMu.Unlock()
+			return false
+		}
+		if !seen {
+			unknown = append(unknown, id)
+		}
+	}
+	r.attrMu.Unlock()
+	if len(unknown) == 0 {
+		return true
+	}
+	contents, err := r.blobs(ctx, unknown)
+	if err != nil {
+		return false
+	}
+	r.attrMu.Lock()
+	defer r.attrMu.Unlock()
+	if r.neutral == nil {
+		r.neutral = map[string]bool{}
+	}
+	all := true
+	for _, id := range unknown {
+		r.neutral[id] = neutralAttributes(contents[id])
+		all = all && r.neutral[id]
+	}
+	return all
+}
+
+// neutralAttributes reports whether a .gitattributes file changes nothing
+// a checkout writes: none of its lines sets a conversion (text, eol, crlf,
+// filter, ident, working-tree-encoding) other than turning text off
+// ("-text", "-crlf", or the "binary" macro, which files are written as
+// stored anyway), and it defines no macro that could hide one. Attributes
+// for diff, merge, export, whitespace or linguist change no file. A
+// quoted pattern is not read here: git is left to it.
+func neutralAttributes(data []byte) bool {
+	for line := range strings.SplitSeq(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line[0] == '"' || strings.HasPrefix(line, "[attr]") {
+			return false
+		}
+		for _, a := range strings.Fields(line)[1:] {
+			name, _, _ := strings.Cut(strings.TrimLeft(a, "-!"), "=")
+			switch name {
+			case "text", "crlf":
+				if a != "-text" && a != "-crlf" {
+					return false
+				}
+			case "eol", "filter", "ident", "working-tree-encoding":
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // checkoutCopy brings the copy at dir, made at was (the index saved then
 // says what it held), to commit: its files, index and HEAD. It returns
 // errGitCheckout when git must do it; an error may leave the copy half
@@ -92,10 +160,14 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 		}
 	}
 	changing := make(map[string]bool, len(paths))
+	var attributes []string // the blobs of every attributes file, before and after
 	for _, p := range paths {
 		e, ok := to[p]
-		if !plainPath(p) || isAttributes(p) || (ok && e.mode != "100644" && e.mode != "100755" && e.mode != "120000") {
+		if !plainPath(p) || (ok && e.mode != "100644" && e.mode != "100755" && e.mode != "120000") {
 			return errGitCheckout
+		}
+		if ok && isAttributes(p) {
+			attributes = append(attributes, e.blob)
 		}
 		changing[p] = true
 	}
@@ -104,8 +176,11 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 	// (A trusted copy's are: planagent wrote them.)
 	dirs := map[string]bool{}
 	for _, e := range entries {
-		if !plainPath(e.Path) || isAttributes(e.Path) || e.Stat[6] == 0o160000 {
+		if !plainPath(e.Path) || e.Stat[6] == 0o160000 {
 			return errGitCheckout
+		}
+		if isAttributes(e.Path) {
+			attributes = append(attributes, hex.EncodeToString(e.OID))
 		}
 		if trusted {
 			continue
@@ -119,6 +194,9 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 		if err == nil && !fi.IsDir() {
 			return errGitCheckout
 		}
+	}
+	if !r.neutralBlobs(ctx, attributes) {
+		return errGitCheckout
 	}
 	// What is written: the paths that change, and the tracked files that
 	// are no longer as the index says.

@@ -328,3 +328,89 @@ func TestSquashTreeIsGitsWriteTree(t *testing.T) {
 		t.Errorf("git fsck: %s", out)
 	}
 }
+
+// Attributes files that set no conversion (text turned off, diff, merge,
+// linguist) leave a copy's checkout here; any conversion, a macro or a
+// quoted pattern leaves it to git.
+func TestNeutralAttributes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		file    string
+		neutral bool
+	}{
+		{"", true},
+		{"# Treat all files as binary\n\n* -text\n", true},
+		{"*.png binary\n*.go diff=golang linguist-generated=true\n*.sum merge=union -crlf\n", true},
+		{"docs/** export-ignore whitespace=tab-in-indent\n", true},
+		{"* text=auto\n", false},
+		{"*.txt text\n", false},
+		{"*.bat eol=crlf\n", false},
+		{"*.sh -text\n*.c crlf\n", false},
+		{"*.psd filter=lfs diff=lfs merge=lfs -text\n", false},
+		{"*.c ident\n", false},
+		{"*.txt working-tree-encoding=UTF-16\n", false},
+		{"*.txt !text\n", false},
+		{"[attr]mine text eol=lf\n*.x mine\n", false},
+		{"\"a b.txt\" -text\n", false},
+	} {
+		if got := neutralAttributes([]byte(c.file)); got != c.neutral {
+			t.Errorf("%q: neutral %v, want %v", c.file, got, c.neutral)
+		}
+	}
+}
+
+// A repository whose .gitattributes only turns text off (as the Go
+// standard library's vendored telemetry does) has its copies checked out
+// here, with no git process, as git would; one that converts line endings
+// has them checked out by git, converted.
+func TestCheckoutWithAttributes(t *testing.T) {
+	for _, c := range []struct {
+		attributes string
+		here       bool
+	}{
+		{"* -text\n*.go diff=golang\n", true},
+		{"*.txt text eol=crlf\n", false},
+	} {
+		ws := userRepo(t)
+		write(t, ws, "sub/.gitattributes", c.attributes)
+		write(t, ws, "sub/a.txt", "one\ntwo\n")
+		sh(t, ws, "git add -A && git commit -q -m attributes")
+		r := open(t, ws)
+		ctx := t.Context()
+		c0, err := r.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, c1 := attempt(t, r, c0, "t1", func(dir string) { write(t, dir, "sub/b.txt", "three\nfour\n") })
+		count := gitCounter(t)
+		copies := t.TempDir()
+		r.SetPool(filepath.Join(copies, ".pool"), 1)
+		dir := filepath.Join(copies, "a")
+		if err := r.NewCopy(ctx, dir, c0); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.RecycleCopy(ctx, dir, c0); err != nil {
+			t.Fatal(err)
+		}
+		count()
+		next := filepath.Join(copies, "b")
+		if err := r.NewCopy(ctx, next, c1); err != nil {
+			t.Fatal(err)
+		}
+		procs := count()
+		if here := procs == 0; here != c.here {
+			t.Errorf("%q: %d git processes for the copy, want it checked out here: %v", c.attributes, procs, c.here)
+		}
+		ref := filepath.Join(t.TempDir(), "ref")
+		sh(t, ws, "git clone -q . '"+ref+"' && git -C '"+ref+"' checkout -q "+c1)
+		got, want := tree(t, next), tree(t, ref)
+		for p, w := range want {
+			if got[p] != w {
+				t.Errorf("%q: %s is %q, want %q as git checks it out", c.attributes, p, got[p], w)
+			}
+		}
+		if out := sh(t, next, "git status --porcelain --ignored"); out != "" {
+			t.Errorf("%q: git status in the copy: %q", c.attributes, out)
+		}
+	}
+}

@@ -111,6 +111,10 @@ type Repo struct {
 	// attributes file (then git does it), and the umask new files get.
 	userAttributes bool
 	umask          os.FileMode
+	// neutral is what neutralAttributes said of each attributes file's
+	// blob seen so far.
+	attrMu  sync.Mutex
+	neutral map[string]bool
 }
 
 // Mode is "git" (the user's repository) or "shadow".
