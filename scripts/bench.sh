@@ -32,6 +32,8 @@ run -bench 'RunPlanFile1000$' -benchtime 1x -timeout 10m ./planagent/
 # Tasks that write files and have acceptance: 100 in the quick run, 1 000 in full.
 run -bench 'RunPlanFileWrites100$' -benchtime 1x -timeout 20m ./planagent/
 [ -n "$quick" ] || run -bench 'RunPlanFileWrites1000$' -benchtime 1x -timeout 60m ./planagent/
+# The same chain of 20 tasks on a git repository of the Go standard library.
+[ -n "$quick" ] || run -bench 'RunPlanFileWritesStdlib20$' -benchtime 1x -timeout 20m ./planagent/
 run -bench 'Stdio' -benchtime 200x ./internal/mcp/
 run -bench 'StreamUpdate' -benchtime 100x ./planagent/internal/webui/
 if docker info >/dev/null 2>&1; then
