@@ -210,6 +210,18 @@ func TestAdvanceNeverOverwritesTheUsersWork(t *testing.T) {
 	}
 }
 
+// moveEdits is a task's edit for the move tests: a file changed, one
+// added, one removed.
+func moveEdits(t *testing.T) func(dir string) {
+	return func(dir string) {
+		write(t, dir, "notes.txt", "new notes\n")
+		write(t, dir, "x.txt", "x\n")
+		if err := os.Remove(filepath.Join(dir, "héllo wörld.txt")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A move cut short (some files written, the branch not moved; or the
 // branch moved, the index not) is finished by running it again.
 func TestAdvanceFinishesAnInterruptedMove(t *testing.T) {
@@ -218,11 +230,7 @@ func TestAdvanceFinishesAnInterruptedMove(t *testing.T) {
 	r := open(t, ws)
 	ctx := t.Context()
 	start, _ := r.Head(ctx)
-	_, a := attempt(t, r, start, "a", func(dir string) {
-		write(t, dir, "notes.txt", "new notes\n")
-		write(t, dir, "x.txt", "x\n")
-		os.Remove(filepath.Join(dir, "héllo wörld.txt"))
-	})
+	_, a := attempt(t, r, start, "a", moveEdits(t))
 	write(t, ws, "notes.txt", "new notes\n") // the crash came after this file
 	if err := r.Advance(ctx, start, a); err != nil {
 		t.Fatal(err)
@@ -255,13 +263,7 @@ func TestAdvanceWithALockTakenMovesNothing(t *testing.T) {
 			r := open(t, ws)
 			ctx := t.Context()
 			start, _ := r.Head(ctx)
-			_, a := attempt(t, r, start, "a", func(dir string) {
-				write(t, dir, "notes.txt", "new notes\n")
-				write(t, dir, "x.txt", "x\n")
-				if err := os.Remove(filepath.Join(dir, "héllo wörld.txt")); err != nil {
-					t.Fatal(err)
-				}
-			})
+			_, a := attempt(t, r, start, "a", moveEdits(t))
 			write(t, ws, c.lock, "")
 			if err := r.Advance(ctx, start, a); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("advance with %s taken = %v, want an error naming %q", c.lock, err, c.want)
