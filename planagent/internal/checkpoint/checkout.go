@@ -55,7 +55,7 @@ func treeMode(m uint32) string { return strconv.FormatUint(uint64(m), 8) }
 // plainPath reports whether every component of p is one git checks out.
 func plainPath(p string) bool {
 	for _, part := range strings.Split(p, "/") {
-		if part == "" || part == "." || part == ".." || strings.EqualFold(part, ".git") {
+		if part == "" || part == "." || part == ".." || isDotGit(part) {
 			return false
 		}
 	}

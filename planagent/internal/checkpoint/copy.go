@@ -844,8 +844,10 @@ func (r *Repo) hasState(dir string) bool {
 
 // purge removes from the copy at dir what the host must never read: every
 // nested .git (file, directory or link: a repository the agent made or
-// cloned, whose files are then taken as plain files), every FIFO, socket or
-// device, and with root the copy's own .git too. It names what it removed.
+// cloned, whose files are then taken as plain files), every name a file
+// system that folds names would take for .git (isDotGit), every FIFO,
+// socket or device, and with root the copy's own .git too. It names what
+// it removed.
 func purge(dir string, root bool) ([]string, error) {
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
@@ -865,6 +867,12 @@ func purge(dir string, root bool) ([]string, error) {
 				return false, err
 			}
 			removed = append(removed, fmt.Sprintf("the nested repository's %s (its files are taken as plain files)", rel))
+			return false, nil
+		case isDotGit(d.Name()):
+			if err := removeAll(p); err != nil {
+				return false, err
+			}
+			removed = append(removed, fmt.Sprintf("%s, which HFS+ or NTFS would take for .git (removed with what it holds)", rel))
 			return false, nil
 		case d.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0:
 			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {

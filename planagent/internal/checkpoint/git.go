@@ -48,12 +48,16 @@ var baseArgs = []string{
 // repository found by discovery, no submodule recursion, no split index or
 // untracked cache to trust. Filter and merge drivers the repository's own
 // config defines are switched off per command (driversOff): without system
-// or global config they are the only ones a .gitattributes could name.
+// or global config they are the only ones a .gitattributes could name. No
+// path HFS+ or NTFS would take for .git (".git\u200c", ".GIT.", "git~1")
+// enters an index, on every system: git's default protects only the
+// system it runs on, and a commit of the task's is checked out elsewhere.
 var hardenedArgs = []string{
 	"-c", "protocol.allow=never", "-c", "protocol.file.allow=always",
 	"-c", "safe.bareRepository=explicit", "-c", "submodule.recurse=false",
 	"-c", "core.splitIndex=false", "-c", "core.untrackedCache=false",
 	"-c", "core.sshCommand=false", "-c", "credential.helper=",
+	"-c", "core.protectHFS=true", "-c", "core.protectNTFS=true",
 }
 
 // hardenedEnv is the environment of a hardened command: no GIT_* variable

@@ -121,7 +121,7 @@ func (r *Repo) SetInclude(ctx context.Context, patterns []string) (Included, err
 
 func hasGitComponent(p string) bool {
 	for _, c := range strings.Split(p, "/") {
-		if strings.EqualFold(c, ".git") {
+		if isDotGit(c) {
 			return true
 		}
 	}
