@@ -39,7 +39,7 @@ func (r *Repo) cleanCopy(ctx context.Context, dir string) error {
 			dirs[d] = true
 		}
 	}
-	return walkCopy(dir, func(p, rel string, d fs.DirEntry) (bool, error) {
+	return walkCopy(dir, func(p, rel string, d fs.DirEntry, _ int64) (bool, error) {
 		switch {
 		case rel == ".git":
 			return false, nil

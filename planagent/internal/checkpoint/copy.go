@@ -853,7 +853,7 @@ func purge(dir string, root bool) ([]string, error) {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	var removed []string
-	err := walkCopy(dir, func(p, rel string, d fs.DirEntry) (bool, error) {
+	err := walkCopy(dir, func(p, rel string, d fs.DirEntry, _ int64) (bool, error) {
 		switch {
 		case rel == ".git":
 			if root {
@@ -1423,7 +1423,13 @@ func (r *Repo) checkSubmodules(ctx context.Context, dir, base string) error {
 			written = append(written, s)
 			continue
 		}
-		if entries, err := os.ReadDir(p); err == nil && len(entries) > 0 {
+		// Its permissions given back first (the purge's walk has, unless
+		// it is gone): an unreadable one would hide what git still reads.
+		entries, err := readDirFixed(p, s)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if len(entries) > 0 {
 			written = append(written, s)
 		}
 	}
