@@ -302,7 +302,9 @@ func (r *Repo) remake(ctx context.Context, dir, commit string, trusted bool) err
 // clean: its untracked files removed all the same).
 func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted, clean bool) error {
 	if !trusted {
-		if _, err := purge(dir, false); err != nil {
+		// A git directory the base tracks stays: checked out again below
+		// rather than removed and written anew.
+		if _, err := purge(dir, purgeOptions{tracked: trackedAt(filepath.Join(r.stateDir(dir), "index"), r.idSize())}); err != nil {
 			return fmt.Errorf("clear the copy %s: %w", dir, err)
 		}
 	}
@@ -842,50 +844,6 @@ func (r *Repo) hasState(dir string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// purge removes from the copy at dir what the host must never read: every
-// nested .git (file, directory or link: a repository the agent made or
-// cloned, whose files are then taken as plain files), every name a file
-// system that folds names would take for .git (isDotGit), every FIFO,
-// socket or device, and with root the copy's own .git too. It names what
-// it removed.
-func purge(dir string, root bool) ([]string, error) {
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", dir)
-	}
-	var removed []string
-	err := walkCopy(dir, func(p, rel string, d fs.DirEntry, _ int64) (bool, error) {
-		switch {
-		case rel == ".git":
-			if root {
-				if err := removeAll(p); err != nil {
-					return false, err
-				}
-			}
-			return false, nil
-		case strings.EqualFold(d.Name(), ".git"):
-			if err := removeAll(p); err != nil {
-				return false, err
-			}
-			removed = append(removed, fmt.Sprintf("the nested repository's %s (its files are taken as plain files)", rel))
-			return false, nil
-		case isDotGit(d.Name()):
-			if err := removeAll(p); err != nil {
-				return false, err
-			}
-			removed = append(removed, fmt.Sprintf("%s, which HFS+ or NTFS would take for .git (removed with what it holds)", rel))
-			return false, nil
-		case d.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0:
-			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-				return false, err
-			}
-			removed = append(removed, fmt.Sprintf("the special file %s (not a file, directory or link)", rel))
-		}
-		return true, nil
-	})
-	sort.Strings(removed) // the walk's order is the directories'
-	return removed, err
-}
-
 // SetPool keeps up to max thrown-away copies in dir for NewCopy to reuse.
 func (r *Repo) SetPool(dir string, max int) {
 	r.poolMu.Lock()
@@ -1199,7 +1157,7 @@ func (e *SubmoduleError) Error() string {
 // hardened, and a scratch index made from the index the host saved when
 // it made the copy: nothing of the copy's own .git is ever read.
 func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (commit string, removed []string, err error) {
-	removed, err = purge(dir, false)
+	removed, err = purge(dir, purgeOptions{tracked: trackedAt(filepath.Join(r.stateDir(dir), "index"), r.idSize())})
 	if err != nil {
 		return "", removed, fmt.Errorf("read the copy %s: %w", dir, err)
 	}

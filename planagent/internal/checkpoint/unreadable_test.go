@@ -214,7 +214,7 @@ func TestUnreadableDirectoryOfAnotherUserIsNamed(t *testing.T) {
 		sh(t, top, "mkdir -p a/mine/.git/objects a/theirs/secret b/mine/.git/objects && echo x > a/theirs/secret/f && "+
 			"chown -R 65534:65534 a b && chown 0:0 a/theirs && chmod 0711 a/theirs && chmod 0311 a/mine b/mine")
 	}, func(t *testing.T, top string) {
-		_, err := purge(filepath.Join(top, "a"), false)
+		_, err := purge(filepath.Join(top, "a"), purgeOptions{})
 		var ue *UnreadableError
 		if !errors.As(err, &ue) || ue.Path != "theirs" || !strings.Contains(err.Error(), "cannot read: theirs") {
 			t.Errorf("purge = %v, want an UnreadableError naming theirs", err)
@@ -223,7 +223,7 @@ func TestUnreadableDirectoryOfAnotherUserIsNamed(t *testing.T) {
 			t.Fatal("the directory of another uid could be removed: the test proves nothing")
 		}
 		dir := filepath.Join(top, "b")
-		removed, err := purge(dir, false)
+		removed, err := purge(dir, purgeOptions{})
 		if err != nil || len(removed) != 1 || !strings.Contains(removed[0], "mine/.git") {
 			t.Errorf("purge = %q, %v; want mine/.git removed", removed, err)
 		}
