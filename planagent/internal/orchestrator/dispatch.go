@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -146,13 +145,13 @@ func (r *run) sendCommand(id string) (*runrecord.TaskInfo, error) {
 func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo) error {
 	l := r.o.opts.Layout
 	archive, attempt := r.archiveOf(t.ID, info.Attempt-1)
-	if err := os.MkdirAll(archive, 0o755); err != nil {
+	if err := r.root.MkdirAll(archive); err != nil {
 		return fmt.Errorf("archive reports: %w", err)
 	}
 	for _, p := range []string{l.ReportFile(t.ID), l.EventsFile(t.ID)} {
 		if exists(p) {
 			dst := filepath.Join(archive, fmt.Sprintf("%s.attempt-%d%s", t.ID, attempt, strings.TrimPrefix(filepath.Base(p), t.ID)))
-			if err := os.Rename(p, dst); err != nil {
+			if err := r.root.Rename(p, dst); err != nil {
 				return fmt.Errorf("archive %s: %w", p, err)
 			}
 		}
@@ -210,7 +209,7 @@ func (r *run) archiveOf(id string, previous int) (string, int) {
 		return own, previous
 	}
 	if rep.RunID != r.st.RunID {
-		if fi, err := os.Stat(l.Run(rep.RunID)); err == nil && fi.IsDir() {
+		if m, err := r.root.Mode(l.Run(rep.RunID)); err == nil && m.IsDir() {
 			return filepath.Join(l.Run(rep.RunID), "reports"), rep.Attempt
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
+	"github.com/codeagent/codeagent/planagent/internal/safefs"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -38,7 +39,12 @@ func newTestRun(t *testing.T, opts Options, tasks ...plan.Task) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := o.newRun(st, g, projectctx.New(opts.Layout, st.RunID, st.Goal, "test", "a test plan"))
+	root, err := safefs.OpenRoot(opts.Layout.Root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = root.Close() })
+	r := o.newRun(st, g, root, projectctx.New(root, opts.Layout, st.RunID, st.Goal, "test", "a test plan"))
 	r.started = o.opts.Now()
 	t.Cleanup(func() {
 		close(r.stopped)

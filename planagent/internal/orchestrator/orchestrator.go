@@ -34,6 +34,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
+	"github.com/codeagent/codeagent/planagent/internal/safefs"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -181,6 +182,7 @@ type run struct {
 	o         *Orchestrator
 	st        *runrecord.State
 	g         *taskgraph.Graph
+	root      *safefs.Root // the volumes, written without following links the agents planted
 	ctxm      *projectctx.Manager
 	inflight  map[string]*flight
 	abandoned map[string]bool // timed-out attempts whose copy must not be recycled
@@ -213,8 +215,8 @@ type run struct {
 	traceparents map[string]string
 }
 
-func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, ctxm *projectctx.Manager) *run {
-	return &run{o: o, st: st, g: g, ctxm: ctxm,
+func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, root *safefs.Root, ctxm *projectctx.Manager) *run {
+	return &run{o: o, st: st, g: g, root: root, ctxm: ctxm,
 		inflight: map[string]*flight{}, abandoned: map[string]bool{}, results: make(chan event), stopped: make(chan struct{}),
 		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
 }
@@ -235,7 +237,12 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	if st.Plan != nil {
 		title, overview = st.Plan.Title, st.Plan.Overview
 	}
-	r := o.newRun(st, g, projectctx.New(l, st.RunID, st.Goal, title, overview))
+	root, err := safefs.OpenRoot(l.Root, o.opts.Logger)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	r := o.newRun(st, g, root, projectctx.New(root, l, st.RunID, st.Goal, title, overview))
 	defer r.squashing.Wait()
 	defer r.merges.Wait() // after stopped is closed: their EvMerged is dropped
 	// A merge still running its acceptance commands when the run ends on

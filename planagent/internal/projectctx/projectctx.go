@@ -8,18 +8,22 @@ package projectctx
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/safefs"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
-// Manager writes the runtime context of one run.
+// Manager writes the runtime context of one run. Every write goes through
+// root, opened on the layout's root: the context dir is the agents' to
+// write too, and a link they plant there must not be followed.
 type Manager struct {
+	root   *safefs.Root
 	layout volume.Layout
 	runID  string
 	goal   string
@@ -27,9 +31,10 @@ type Manager struct {
 	brief  string
 }
 
-// New returns the manager of run runID.
-func New(layout volume.Layout, runID, goal, title, overview string) *Manager {
-	return &Manager{layout: layout, runID: runID, goal: goal, title: title, brief: overview}
+// New returns the manager of run runID, writing through root (opened on
+// layout.Root).
+func New(root *safefs.Root, layout volume.Layout, runID, goal, title, overview string) *Manager {
+	return &Manager{root: root, layout: layout, runID: runID, goal: goal, title: title, brief: overview}
 }
 
 func (m *Manager) overviewPath() string {
@@ -76,41 +81,19 @@ func (m *Manager) writeOverview(g *taskgraph.Graph, issues []string) error {
 	}
 	b.WriteString("## Conventions\n\n- Work only inside the workspace; other tasks of this plan may run before or after yours.\n" +
 		"- Leave the workspace building and its tests passing; say in your final answer what you changed.\n")
-	if err := os.MkdirAll(m.layout.ProjectContext(), 0o755); err != nil {
+	// Without fsync: the overview is derived from the run state and
+	// rewritten when a run starts or resumes, so a crash may lose the
+	// latest copy without losing anything, and the fsyncs (two per write)
+	// were a large share of a task's orchestration cost.
+	if err := m.root.ReplaceFile(m.overviewPath(), []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("project context: %w", err)
 	}
-	return writeDerived(m.overviewPath(), []byte(b.String()))
+	return nil
 }
 
 // overviewTasks bounds the tasks project-overview.md lists: every agent
 // reads it, so it must not grow with a 10 000-task plan.
 const overviewTasks = 60
-
-// writeDerived replaces path atomically but without fsync: the overview is
-// derived from the run state and rewritten when a run starts or resumes,
-// so a crash may lose the latest copy without losing anything, and the
-// fsyncs (two per write) were a large share of a task's orchestration cost.
-func writeDerived(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(data)
-	if err := f.Chmod(0o644); werr == nil {
-		werr = err
-	}
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
-}
 
 // WriteTaskContext writes context/task/<id>/task-context.md before the task
 // is dispatched: what to do, how it is accepted, what its dependencies
@@ -144,11 +127,10 @@ func (m *Manager) WriteTaskContext(t taskgraph.Task, deps []taskgraph.Task, hist
 		}
 		b.WriteString("\n")
 	}
-	dir := m.layout.TaskContext(t.ID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := m.root.WriteFileAtomic(filepath.Join(m.layout.TaskContext(t.ID), "task-context.md"), []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("task context %s: %w", t.ID, err)
 	}
-	return protocol.WriteFileAtomic(filepath.Join(dir, "task-context.md"), []byte(b.String()), 0o644)
+	return nil
 }
 
 // CleanupTask moves a finished task's context into the run's archive
@@ -158,15 +140,25 @@ func (m *Manager) CleanupTask(id string) error {
 		return err
 	}
 	src := m.layout.TaskContext(id)
-	if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
+	mode, err := m.root.Mode(src)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	dst := filepath.Join(m.layout.Run(m.runID), "tasks", id)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err != nil {
 		return fmt.Errorf("archive task context %s: %w", id, err)
 	}
-	_ = os.RemoveAll(dst) // an earlier attempt's archive: the newest wins
-	if err := os.Rename(src, dst); err != nil {
+	if !mode.IsDir() {
+		// A link or file planted there goes, logged, rather than into the
+		// archive, where whoever reads it would follow it.
+		if err := m.root.MkdirAll(src); err != nil {
+			return fmt.Errorf("archive task context %s: %w", id, err)
+		}
+	}
+	dst := filepath.Join(m.layout.Run(m.runID), "tasks", id)
+	if err := m.root.RemoveAll(dst); err != nil { // an earlier attempt's archive: the newest wins
+		return fmt.Errorf("archive task context %s: %w", id, err)
+	}
+	if err := m.root.Rename(src, dst); err != nil {
 		return fmt.Errorf("archive task context %s: %w", id, err)
 	}
 	return nil

@@ -1,22 +1,38 @@
 package projectctx
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/safefs"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
 func newManager(t *testing.T) (*Manager, volume.Layout) {
 	t.Helper()
+	m, l, _ := newLoggedManager(t)
+	return m, l
+}
+
+// newLoggedManager is newManager with what its root logged.
+func newLoggedManager(t *testing.T) (*Manager, volume.Layout, *bytes.Buffer) {
+	t.Helper()
 	l, err := volume.New(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(l, "run-1", "Add a health endpoint", "Health", "Add GET /health and a test."), l
+	var log bytes.Buffer
+	root, err := safefs.OpenRoot(l.Root, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = root.Close() })
+	return New(root, l, "run-1", "Add a health endpoint", "Health", "Add GET /health and a test."), l, &log
 }
 
 func graph(t *testing.T) *taskgraph.Graph {
@@ -144,4 +160,107 @@ func TestHostileIDsAreRefused(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(l.Context(), "escape")); !os.IsNotExist(err) {
 		t.Errorf("a file was written outside the task dir: %v", err)
 	}
+}
+
+// The agents can write context/ (issue 36, item 3): links planted there to a
+// directory of the host must not have the overview and the task contexts
+// written there, nor the host's t3/ moved into the run's archive. Each is
+// replaced by a real directory, with a warning naming it.
+func TestLinksInTheContextAreNotFollowed(t *testing.T) {
+	m, l, log := newLoggedManager(t)
+	outside := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(outside, "t3"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "t3", "precious.txt"), []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(l.Context(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []string{l.ProjectContext(), filepath.Dir(l.TaskContext("t3"))} {
+		if err := os.Symlink(outside, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := taskgraph.New([]taskgraph.Task{{ID: "t3", Description: "do t3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.InitProject(g); err != nil {
+		t.Fatal(err)
+	}
+	task, _ := g.Get("t3")
+	if err := m.WriteTaskContext(task, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CleanupTask("t3"); err != nil {
+		t.Fatal(err)
+	}
+
+	var found []string
+	_ = filepath.WalkDir(outside, func(p string, d os.DirEntry, err error) error {
+		if p != outside {
+			rel, _ := filepath.Rel(outside, p)
+			found = append(found, rel)
+		}
+		return nil
+	})
+	if want := []string{"t3", filepath.Join("t3", "precious.txt")}; strings.Join(found, ",") != strings.Join(want, ",") {
+		t.Errorf("outside holds %v, want %v", found, want)
+	}
+	if read(t, filepath.Join(outside, "t3", "precious.txt")) != "host" {
+		t.Error("the host's precious.txt changed")
+	}
+	if !strings.Contains(read(t, filepath.Join(l.ProjectContext(), "project-overview.md")), "do t3") {
+		t.Error("no overview in context/project")
+	}
+	if !strings.Contains(read(t, filepath.Join(l.Run("run-1"), "tasks", "t3", "task-context.md")), "do t3") {
+		t.Error("no archived task context")
+	}
+	for _, dir := range []string{l.ProjectContext(), filepath.Dir(l.TaskContext("t3"))} {
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			t.Errorf("%s: %v: want a directory", dir, describe(fi, err))
+		}
+		if !strings.Contains(log.String(), dir) {
+			t.Errorf("no warning names %s:\n%s", dir, log)
+		}
+	}
+}
+
+// A link planted as the task's own context dir is not moved into the
+// archive (whoever reads it there would follow it), nor is its target.
+func TestLinkAsTheTaskContextIsNotArchived(t *testing.T) {
+	m, l, _ := newLoggedManager(t)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "precious.txt"), []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(l.TaskContext("t3")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, l.TaskContext("t3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CleanupTask("t3"); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, filepath.Join(outside, "precious.txt")) != "host" {
+		t.Error("the host's precious.txt changed")
+	}
+	archived := filepath.Join(l.Run("run-1"), "tasks", "t3")
+	if fi, err := os.Lstat(archived); err == nil && !fi.IsDir() {
+		t.Errorf("archived %s is %v", archived, fi.Mode())
+	}
+	if _, err := os.Stat(filepath.Join(archived, "precious.txt")); err == nil {
+		t.Error("the host's file is reachable from the archive")
+	}
+}
+
+// describe is what Lstat found, for a failure.
+func describe(fi os.FileInfo, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fi.Mode().String()
 }
