@@ -242,6 +242,11 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 		return err
 	}
 	defer root.Close()
+	// runrecord writes runs/<run> through a root of its own, which has no
+	// logger: a link planted as the run's dir is replaced here, named.
+	if err := root.MkdirAll(l.Run(st.RunID)); err != nil {
+		return fmt.Errorf("run %s: %w", st.RunID, err)
+	}
 	r := o.newRun(st, g, root, projectctx.New(root, l, st.RunID, st.Goal, title, overview))
 	defer r.squashing.Wait()
 	defer r.merges.Wait() // after stopped is closed: their EvMerged is dropped

@@ -139,7 +139,12 @@ func (s *State) indexTasks() {
 // append opens the journal and cuts off a torn tail left by a crash.
 func (j *journal) append(l volume.Layout, runID string, line []byte) error {
 	if j.f == nil {
-		f, err := protocol.OpenRegular(journalPath(l, runID), os.O_WRONLY|os.O_CREATE, 0o644)
+		root, err := volumesRoot(l)
+		if err != nil {
+			return fmt.Errorf("open run journal: %w", err)
+		}
+		f, err := root.OpenFile(journalPath(l, runID), os.O_WRONLY|os.O_CREATE, 0o644)
+		_ = root.Close()
 		if err != nil {
 			return fmt.Errorf("open run journal: %w", err)
 		}
@@ -181,7 +186,23 @@ func (j *journal) restart(l volume.Layout, runID string) error {
 		j.f = nil
 	}
 	j.size, j.records, j.dirty = 0, 0, false
-	if err := os.Truncate(journalPath(l, runID), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+	root, err := volumesRoot(l)
+	if err != nil {
+		return fmt.Errorf("empty run journal: %w", err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(journalPath(l, runID), os.O_WRONLY|os.O_TRUNC, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case errors.Is(err, protocol.ErrNotRegular):
+		// A link (or FIFO) where the journal belongs: truncating it would
+		// empty whatever it points to. It goes; the next append makes the file.
+		err = root.RemoveAll(journalPath(l, runID))
+	case err == nil:
+		err = f.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("empty run journal: %w", err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/safefs"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -221,14 +222,27 @@ func (s *State) Save(l volume.Layout, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("encode run state: %w", err)
 	}
-	if err := os.MkdirAll(l.Run(s.RunID), 0o755); err != nil {
+	root, err := volumesRoot(l)
+	if err != nil {
 		return fmt.Errorf("save run state: %w", err)
 	}
-	if err := protocol.WriteFileAtomic(statePath(l, s.RunID), b, 0o644); err != nil {
+	defer root.Close()
+	if err := root.WriteFileAtomic(statePath(l, s.RunID), b, 0o644); err != nil {
 		return fmt.Errorf("save run state: %w", err)
 	}
 	s.j.decisions = len(s.Decisions)
 	return s.j.restart(l, s.RunID)
+}
+
+// volumesRoot opens the volumes for writing under runs/ without following a
+// link: nothing there is the agents' to write, but the host side does not
+// trust the volumes tree either. The volumes dir itself is the operator's,
+// made if missing as before.
+func volumesRoot(l volume.Layout) (*safefs.Root, error) {
+	if err := os.MkdirAll(l.Root, 0o755); err != nil {
+		return nil, fmt.Errorf("create the volumes dir: %w", err)
+	}
+	return safefs.OpenRoot(l.Root, nil)
 }
 
 // ErrNoRun means there is no run to show or resume.
