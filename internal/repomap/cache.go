@@ -41,6 +41,12 @@ type cacheData struct {
 	graphBlob string // the encoded graph (see encodeGraph)
 }
 
+// CacheFiles are the cache files of key in dir (with and without tests),
+// for a caller that hands a cache on to another process.
+func CacheFiles(dir, key string) []string {
+	return []string{cachePath(dir, key, false), cachePath(dir, key, true)}
+}
+
 // cachePath is the cache file of key (a root, or Options.CacheKey) inside
 // dir: one per key, so one cache dir can serve several workspaces.
 func cachePath(dir, key string, includeTests bool) string {

@@ -9,6 +9,7 @@ package volume
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -53,6 +54,16 @@ func (l Layout) Memory() string { return filepath.Join(l.Context(), "memory.md")
 
 // Sessions holds conversation histories as JSONL, one file per task or chat session.
 func (l Layout) Sessions() string { return filepath.Join(l.Context(), "sessions") }
+
+// SessionFile is the conversation of task id in run runID working in
+// workspace (a copy's path relative to Root, or "" for the workspace
+// itself): an attempt in its own copy has its own session.
+func (l Layout) SessionFile(runID, id, workspace string) string {
+	if workspace != "" {
+		return filepath.Join(l.Sessions(), runID+"--"+path.Base(workspace)+".jsonl")
+	}
+	return filepath.Join(l.Sessions(), runID+"--"+id+".jsonl")
+}
 
 // RepoMapCache keeps the repo map's parsed files between tasks.
 func (l Layout) RepoMapCache() string { return filepath.Join(l.Context(), ".repomap-cache") }
@@ -145,6 +156,17 @@ func (l Layout) Attempt(runID, id string, n int) string {
 // names, so a watcher that mounts the volumes elsewhere finds the same copy.
 func (l Layout) AttemptRel(runID, id string, n int) string {
 	return fmt.Sprintf("attempts/%s/%s.%d", runID, id, n)
+}
+
+// IO holds each container attempt's own volumes (io/<run>/<task>.<attempt>/):
+// its command, context and memory copied in by planagent, its report,
+// events and session written by the agent. A container mounts only its own,
+// and planagent reads what came out only once the container is gone.
+func (l Layout) IO() string { return filepath.Join(l.Root, "io") }
+
+// AttemptIO is the own volumes of task id's attempt n in a container.
+func (l Layout) AttemptIO(runID, id string, n int) string {
+	return filepath.Join(l.IO(), runID, fmt.Sprintf("%s.%d", id, n))
 }
 
 // Runs holds planagent's durable run state (host side only; not mounted).

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -69,10 +67,7 @@ func NewAgentRunner(cfg AgentConfig) (*AgentRunner, error) {
 // a watcher retaking the command of a dead one works in the same copy and
 // resumes it.
 func SessionPath(l volume.Layout, cmd *protocol.Command) string {
-	if cmd.Workspace != "" {
-		return filepath.Join(l.Sessions(), cmd.RunID+"--"+path.Base(cmd.Workspace)+".jsonl")
-	}
-	return filepath.Join(l.Sessions(), cmd.RunID+"--"+cmd.ID+".jsonl")
+	return l.SessionFile(cmd.RunID, cmd.ID, cmd.Workspace)
 }
 
 // Run carries cmd out. RunTask starts the task, or resumes it when the

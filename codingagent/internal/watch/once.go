@@ -54,6 +54,7 @@ func (w *watcher) once(ctx context.Context, id string) error {
 		context.AfterFunc(taskCtx, func() { t.Stop() })
 	})
 	defer stop()
+	w.fence = true
 	w.setRunning(id, true)
 	defer w.setRunning(id, false)
 	if err := w.process(taskCtx, id); err != nil {

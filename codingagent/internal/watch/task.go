@@ -41,6 +41,9 @@ func (w *watcher) process(ctx context.Context, id string) error {
 // finish writes the report, then releases the claim. When the report cannot
 // be written the claim stays, so a reconcile retakes the command.
 func (w *watcher) finish(id string, rep *protocol.Report) error {
+	if w.fence && !fenceContainer(w.log) {
+		return fmt.Errorf("task %s: the container's other processes did not end: no report", id)
+	}
 	if err := w.writeReport(rep); err != nil {
 		w.log.Error("report not written: the claim stays and will be retried", "task", id, "err", err)
 		return err

@@ -136,6 +136,10 @@ type watcher struct {
 	running map[string]struct{} // for the heartbeat
 	kick    chan struct{}       // asks the heartbeat loop to write now
 	beats   atomic.Int64        // heartbeats written
+
+	// fence: the watcher serves its container's one attempt (once), whose
+	// other processes end before the report is written.
+	fence bool
 }
 
 // Run watches opts.Layout's commands dir and carries out every command until

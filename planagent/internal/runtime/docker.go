@@ -296,7 +296,12 @@ func (d *Docker) Stop(ctx context.Context) error {
 	errs := make([]error, len(running))
 	var wg sync.WaitGroup
 	for i, c := range running {
-		wg.Go(func() { errs[i] = d.stopContainer(ctx, c, hurry) })
+		wg.Go(func() {
+			if errs[i] = d.stopContainer(ctx, c, hurry); errs[i] == nil {
+				// Its "interrupted" report, for a resume.
+				d.fenced(c, true)
+			}
+		})
 	}
 	wg.Wait()
 	d.ending.Wait()

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/mount"
@@ -17,12 +18,16 @@ import (
 
 // Launch starts the container of one attempt: the configured image with
 // the codingagent binary bind-mounted, running `codingagent watch --task ID`
-// for exactly that command. It sees context/, commands/ and reports/ and
-// the attempt's copy of the workspace at the same path under its volumes
-// root as on the host (the command names it relative to the root). It
-// returns once the container runs; the container is removed when the
-// attempt ends, and one that ends without the attempt's report (killed,
-// OOM) is an Exit on Exited(). With a compose watcher it does nothing.
+// for exactly that command. Its volumes are the attempt's own
+// (attemptIO: its command, context and memory copied in) with the
+// attempt's copy of the workspace at the same path under them as on the
+// host (the command names it relative to the root); nothing the run's
+// other tasks or planagent use is mounted. It returns once the container
+// runs. The container is removed when it exits, and only then is its
+// report taken into reports/ (the fence: nothing of an attempt is read
+// while anything that mounted it can run); one that ends without a report
+// of its attempt (killed, OOM) is an Exit on Exited(). With a compose
+// watcher it does nothing.
 func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	d.mu.Lock()
 	if !d.started {
@@ -45,13 +50,22 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 		if err != nil {
 			return fmt.Errorf("task %s: remove the container of attempt %d: %w", a.TaskID, earlier.attempt, err)
 		}
+		d.fenced(earlier, false)
 	}
-	s, err := d.attemptSpec(a)
+	aio, err := d.stageIO(a)
 	if err != nil {
 		return err
 	}
+	s, err := d.attemptSpec(a, aio)
+	if err != nil {
+		_ = removeTree(aio.l.Root)
+		return err
+	}
+	s.unfollow = d.follow(aio, s.name)
 	c, err := d.runContainer(ctx, s, d.attemptEnded)
 	if err != nil {
+		s.unfollow()
+		_ = removeTree(aio.l.Root)
 		return fmt.Errorf("task %s attempt %d: %w", a.TaskID, a.Attempt, err)
 	}
 	d.log.Info("started the attempt's container", "task", a.TaskID, "attempt", a.Attempt, "container", shortID(c.id), "image", d.opts.Image)
@@ -65,8 +79,45 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	// Stop ran meanwhile and did not see this container.
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
 	defer cancel()
-	_ = d.stopContainer(stopCtx, c, nil)
+	if d.stopContainer(stopCtx, c, nil) == nil {
+		d.fenced(c, false)
+	}
 	return errors.New("docker runtime stopped while the attempt's container started")
+}
+
+// follow starts the host's live view of an attempt's own volumes while
+// its container runs: its events copied into reports/ and a heartbeat for
+// it in the watchers dir (its agent's own stays in its volumes). The
+// function returned ends both, after a last copy of the events.
+func (d *Docker) follow(aio *attemptIO, name string) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { d.mirrorEvents(ctx, aio) })
+	wg.Go(func() { hostHeartbeat(ctx, d.opts.Volumes.Watchers(), "docker-"+name, name, nil) })
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); wg.Wait() }) }
+}
+
+// fenced takes back what an attempt's container, now removed, left in its
+// own volumes: with report, its report too (see collectIO). It returns
+// whether a report of the attempt is in reports/ and, when one was there
+// but refused, why.
+func (d *Docker) fenced(c *agentContainer, report bool) (bool, error) {
+	if c.io == nil {
+		return false, nil
+	}
+	if c.unfollow != nil {
+		c.unfollow()
+	}
+	code := c.code
+	if !report {
+		code = -1
+	}
+	ok, err := d.collectIO(c.io, code)
+	if err != nil {
+		d.log.Error("the attempt's report is refused", "task", c.task, "attempt", c.attempt, "err", err)
+	}
+	return ok, err
 }
 
 // Abandon removes the container of an attempt the orchestrator gave up on
@@ -86,21 +137,15 @@ func (d *Docker) Abandon(ctx context.Context, taskID string) error {
 	if err := d.removeContainer(ctx, c); err != nil {
 		return fmt.Errorf("task %s: remove the container of attempt %d: %w", taskID, c.attempt, err)
 	}
+	d.fenced(c, false)
 	d.log.Info("removed the timed-out attempt's container", "task", taskID, "attempt", c.attempt, "container", shortID(c.id))
 	return nil
 }
 
-// attemptSpec mounts what the attempt needs: context/ (sessions, memory),
-// commands/ (its claim) and reports/ (report, events, heartbeat) read-write,
-// and its workspace: the copy at its relative path, or the default
-// workspace for a run without copies.
-func (d *Docker) attemptSpec(a Attempt) (spec, error) {
-	v := d.opts.Volumes
-	for _, dir := range []string{v.Context(), v.Commands(), v.Claimed(), v.Reports(), v.Watchers()} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return spec{}, fmt.Errorf("create volumes dir for the container: %w", err)
-		}
-	}
+// attemptSpec mounts the attempt's own volumes (aio) read-write, its
+// context layers read-only over them, and its workspace: the copy at its
+// relative path, or the default workspace for a run without copies.
+func (d *Docker) attemptSpec(a Attempt, aio *attemptIO) (spec, error) {
 	workspace := containerWorkspace
 	if a.Rel != "" {
 		if err := protocol.ValidateWorkspace(a.Rel); err != nil {
@@ -111,10 +156,11 @@ func (d *Docker) attemptSpec(a Attempt) (spec, error) {
 	if fi, err := os.Stat(a.Dir); err != nil || !fi.IsDir() {
 		return spec{}, fmt.Errorf("task %s: the attempt's workspace %s is not a directory", a.TaskID, a.Dir)
 	}
+	l := aio.l
 	mounts := []mount.Mount{
-		{Type: mount.TypeBind, Source: v.Context(), Target: containerVolumes + "/context"},
-		{Type: mount.TypeBind, Source: v.Commands(), Target: containerVolumes + "/commands"},
-		{Type: mount.TypeBind, Source: v.Reports(), Target: containerVolumes + "/reports"},
+		{Type: mount.TypeBind, Source: l.Root, Target: containerVolumes},
+		{Type: mount.TypeBind, Source: l.ProjectContext(), Target: containerVolumes + "/context/project", ReadOnly: true},
+		{Type: mount.TypeBind, Source: l.TaskContext(a.TaskID), Target: containerVolumes + "/context/task/" + a.TaskID, ReadOnly: true},
 		{Type: mount.TypeBind, Source: a.Dir, Target: workspace},
 	}
 	return spec{
@@ -124,25 +170,38 @@ func (d *Docker) attemptSpec(a Attempt) (spec, error) {
 		workdir:    workspace,
 		mounts:     mounts,
 		env:        d.containerEnv(),
+		io:         aio,
 	}, nil
 }
 
-// attemptEnded runs when an attempt's container exits on its own: without
-// the attempt's report it is an Exit for the orchestrator, and either way
-// the container is removed.
+// attemptEnded runs when an attempt's container exits on its own. The
+// container is removed first: only then is its report taken (fenced);
+// without one of the attempt it is an Exit for the orchestrator.
 func (d *Docker) attemptEnded(c *agentContainer) {
-	if !d.reported(c.task, c.attempt) {
-		err := c.exitErr
-		if err == nil {
-			err = fmt.Errorf("container %s exited without a report", shortID(c.id))
-		}
-		err = fmt.Errorf("the agent of task %s (attempt %d) died: %w%s", c.task, c.attempt, err, d.logsTail(c))
-		d.log.Error("an attempt's container ended without its report", "task", c.task, "attempt", c.attempt, "err", err)
-		select {
-		case d.exited <- Exit{TaskID: c.task, Attempt: c.attempt, Err: err}:
-		case <-c.bg.Done(): // Stop or a newer attempt took over
-		}
+	reported, cause := d.endAttempt(c)
+	if reported {
+		return
 	}
+	err := c.exitErr
+	switch {
+	case cause != nil:
+		err = cause
+	case err == nil:
+		err = fmt.Errorf("container %s exited without a report", shortID(c.id))
+	case c.code != 0:
+		err = fmt.Errorf("%w (a report is taken only from an agent that ended normally)", err)
+	}
+	err = fmt.Errorf("the agent of task %s (attempt %d) died: %w%s", c.task, c.attempt, err, d.logsTail(c))
+	d.log.Error("an attempt's container ended without its report", "task", c.task, "attempt", c.attempt, "err", err)
+	select {
+	case d.exited <- Exit{TaskID: c.task, Attempt: c.attempt, Err: err}:
+	case <-c.bg.Done(): // Stop or a newer attempt took over
+	}
+}
+
+// endAttempt removes the exited container of an attempt and takes its
+// results; Stop waits for it.
+func (d *Docker) endAttempt(c *agentContainer) (bool, error) {
 	select {
 	case <-c.logsDone:
 	case <-time.After(logsDrain):
@@ -163,13 +222,12 @@ func (d *Docker) attemptEnded(c *agentContainer) {
 	c.stopping.Store(true)
 	if err := d.forceRemove(ctx, c.id); err != nil {
 		d.log.Warn("remove the attempt's container", "container", shortID(c.id), "err", err)
+		if c.unfollow != nil {
+			c.unfollow()
+		}
+		return false, fmt.Errorf("its container %s could not be removed, so nothing of it is read: %w", shortID(c.id), err)
 	}
-}
-
-// reported reports whether the report of task's attempt of this run is in.
-func (d *Docker) reported(task string, attempt int) bool {
-	rep, err := protocol.ReadReport(d.opts.Volumes.ReportFile(task))
-	return err == nil && rep.RunID == d.opts.RunID && rep.Attempt == attempt
+	return d.fenced(c, true)
 }
 
 // containerPath maps a host directory under the volumes to its path in a

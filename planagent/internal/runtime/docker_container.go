@@ -218,6 +218,10 @@ type agentContainer struct {
 	bg       context.Context    // ends when the container is removed
 	cancel   context.CancelFunc // ends the wait and log streams
 	wg       sync.WaitGroup
+	// io is an attempt's own volumes, unfollow ends the host's live view
+	// of them (events copy, heartbeat); nil for other containers.
+	io       *attemptIO
+	unfollow func()
 }
 
 // spec is what differs between the containers this backend creates.
@@ -231,6 +235,8 @@ type spec struct {
 	workdir    string
 	mounts     []mount.Mount
 	env        []string
+	io         *attemptIO
+	unfollow   func()
 }
 
 // createOptions makes a container of the configured image that runs as
@@ -328,6 +334,8 @@ func (d *Docker) runContainer(ctx context.Context, s spec, onExit func(c *agentC
 		tail:     tail,
 		bg:       bg,
 		cancel:   cancel,
+		io:       s.io,
+		unfollow: s.unfollow,
 	}
 	defer func() {
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -222,6 +223,12 @@ func fakeDocker(t *testing.T, fake *fakeEngine) (*Docker, Attempt) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Stop(context.WithoutCancel(t.Context())) })
+	for _, id := range []string{"t1", "t2", "t3", "t4"} {
+		cmd := &protocol.Command{ID: id, RunID: "r1", Attempt: 1, Title: "task " + id}
+		if err := protocol.WriteCommand(l.CommandFile(id), cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
 	a := Attempt{RunID: "r1", TaskID: "t1", Attempt: 1, Dir: l.Attempt("r1", "t1", 1), Rel: l.AttemptRel("r1", "t1", 1)}
 	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -229,10 +236,16 @@ func fakeDocker(t *testing.T, fake *fakeEngine) (*Docker, Attempt) {
 	return d, a
 }
 
+// writeReport writes, as the agent of task's attempt 1 would in its own
+// volumes, a report saying it is of attempt.
 func writeReport(t *testing.T, l volume.Layout, task string, attempt int) {
 	t.Helper()
+	own, err := volume.New(l.AttemptIO("r1", task, 1), "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep := &protocol.Report{ID: task, RunID: "r1", Attempt: attempt, Status: protocol.StatusCompleted, Summary: "done"}
-	if err := protocol.WriteReport(l.ReportFile(task), rep); err != nil {
+	if err := protocol.WriteReport(own.ReportFile(task), rep); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -266,8 +279,31 @@ func TestDockerFakeAttemptErrors(t *testing.T) {
 			exitErr: "without a report"},
 		{name: "a report of another attempt does not count", run: func(t *testing.T, e *fakeEngine, d *Docker, id string) {
 			writeReport(t, d.opts.Volumes, "t1", 2)
-			e.exit(id, 1, false, "")
-		}, exitErr: "exited with code 1"},
+			e.exit(id, 0, false, "")
+		}, exitErr: "not of this attempt"},
+		{name: "a report is not taken from an agent killed after it", run: func(t *testing.T, e *fakeEngine, d *Docker, id string) {
+			writeReport(t, d.opts.Volumes, "t1", 1)
+			e.exit(id, 137, false, "")
+		}, exitErr: "taken only from an agent that ended normally"},
+		{name: "a report dir swapped for a link is not followed", run: func(t *testing.T, e *fakeEngine, d *Docker, id string) {
+			elsewhere := t.TempDir()
+			writeReport(t, d.opts.Volumes, "t1", 1)
+			own := d.opts.Volumes.AttemptIO("r1", "t1", 1)
+			if err := os.Rename(filepath.Join(own, "reports"), filepath.Join(elsewhere, "reports")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(elsewhere, "reports"), filepath.Join(own, "reports")); err != nil {
+				t.Fatal(err)
+			}
+			e.exit(id, 0, false, "")
+		}, exitErr: "not a plain path"},
+		{name: "a FIFO for a report does not block", run: func(t *testing.T, e *fakeEngine, d *Docker, id string) {
+			own, _ := volume.New(d.opts.Volumes.AttemptIO("r1", "t1", 1), "")
+			if err := syscall.Mkfifo(own.ReportFile("t1"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e.exit(id, 0, false, "")
+		}, exitErr: "not a regular file"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -306,6 +342,12 @@ func TestDockerFakeAttemptErrors(t *testing.T) {
 			}
 			poll.Until(t, 30*time.Second, "the attempt's container to be removed after it ended",
 				func() bool { return fake.live() == 0 })
+			_, err = os.Stat(d.opts.Volumes.ReportFile("t1"))
+			if reported := err == nil; reported != (tc.exitErr == "") {
+				t.Errorf("a report in reports/: %v, want %v", reported, tc.exitErr == "")
+			}
+			poll.Until(t, 30*time.Second, "the attempt's own volumes to be removed",
+				func() bool { _, err := os.Lstat(d.opts.Volumes.AttemptIO("r1", "t1", 1)); return err != nil })
 		})
 	}
 }
@@ -339,13 +381,15 @@ func TestDockerFakeAttemptSpec(t *testing.T) {
 		t.Errorf("command = %q", got)
 	}
 	l := d.opts.Volumes
+	own, _ := volume.New(l.AttemptIO("r1", "t1", 1), "")
 	want := map[string]string{
-		agentBinary:                    "/opt/codingagent",
-		containerVolumes + "/context":  l.Context(),
-		containerVolumes + "/commands": l.Commands(),
-		containerVolumes + "/reports":  l.Reports(),
-		wantWS:                         a.Dir,
+		agentBinary:                           "/opt/codingagent",
+		containerVolumes:                      own.Root,
+		containerVolumes + "/context/project": own.ProjectContext(),
+		containerVolumes + "/context/task/t1": own.TaskContext("t1"),
+		wantWS:                                a.Dir,
 	}
+	readOnly := map[string]bool{agentBinary: true, containerVolumes + "/context/project": true, containerVolumes + "/context/task/t1": true}
 	for _, m := range opts.HostConfig.Mounts {
 		if m.Target == agentCABundle {
 			if !m.ReadOnly {
@@ -356,7 +400,7 @@ func TestDockerFakeAttemptSpec(t *testing.T) {
 		if want[m.Target] != m.Source {
 			t.Errorf("unexpected mount %s -> %s", m.Source, m.Target)
 		}
-		if (m.Target == agentBinary) != m.ReadOnly {
+		if readOnly[m.Target] != m.ReadOnly {
 			t.Errorf("mount %s read-only = %v", m.Target, m.ReadOnly)
 		}
 		delete(want, m.Target)

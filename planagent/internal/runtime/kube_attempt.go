@@ -377,13 +377,19 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // dir fresh while its goroutine carries it, so the orchestrator's watcher
 // check sees the pod (codingagent's own heartbeat stays in the pod).
 func (k *Kube) heartbeat(ctx context.Context, job string, carried <-chan struct{}) {
-	dir := k.opts.Volumes.Watchers()
-	id := "kube-" + job
+	hostHeartbeat(ctx, k.opts.Volumes.Watchers(), "kube-"+job, job, carried)
+}
+
+// hostHeartbeat writes heartbeat id (of host) into dir every few seconds
+// until ctx ends or carried closes, then removes it: the liveness of an
+// attempt whose agent writes its own heartbeat where planagent does not
+// look (a pod, a container's own volumes).
+func hostHeartbeat(ctx context.Context, dir, id, host string, carried <-chan struct{}) {
 	defer os.Remove(protocol.HeartbeatFile(dir, id))
 	started := time.Now().UTC()
 	beat := func() {
 		_ = os.MkdirAll(dir, 0o755)
-		_ = protocol.WriteHeartbeat(dir, protocol.Heartbeat{ID: id, Host: job, Started: started, Updated: time.Now().UTC()})
+		_ = protocol.WriteHeartbeat(dir, protocol.Heartbeat{ID: id, Host: host, Started: started, Updated: time.Now().UTC()})
 	}
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
