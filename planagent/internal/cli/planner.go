@@ -15,6 +15,7 @@ import (
 	"github.com/codeagent/codeagent/internal/tools"
 	"github.com/codeagent/codeagent/internal/toolset"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/safefs"
 )
 
 // makePlan runs the planner over the workspace.
@@ -27,7 +28,11 @@ func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, 
 	if rel := s.volumesInWorkspace(); rel != "" {
 		ws.Exclude(rel)
 	}
-	o := toolset.Options{Workspace: ws, ReadOnly: true, RepoMapTokens: s.cfg.RepoMapTokens, RepoMapCache: s.layout.RepoMapCache()}
+	cache, err := s.repoMapCache()
+	if err != nil {
+		s.logger.Warn("the repo map is made without its cache", "err", err)
+	}
+	o := toolset.Options{Workspace: ws, ReadOnly: true, RepoMapTokens: s.cfg.RepoMapTokens, RepoMapCache: cache}
 	set := toolset.New(o)
 	repoMap, err := repomap.Section(ctx, o.Map([]string{goal}))
 	if err != nil {
@@ -63,6 +68,26 @@ func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, 
 		return nil, usage, cmdutil.UsageError(err)
 	}
 	return p, usage, nil
+}
+
+// repoMapCache makes the repo map's cache dir through a root on the
+// volumes: the agents can write context/, and a link planted as the cache
+// dir would have the planner's map written where it points. A link there is
+// replaced, logged. "" (no cache) when the map is off or the dir cannot be
+// made.
+func (s *session) repoMapCache() (string, error) {
+	if s.cfg.RepoMapTokens <= 0 {
+		return "", nil
+	}
+	root, err := safefs.OpenRoot(s.layout.Root, s.logger)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(s.layout.RepoMapCache()); err != nil {
+		return "", err
+	}
+	return s.layout.RepoMapCache(), nil
 }
 
 // renderPlan is the plan as a person reads it before saying yes.
