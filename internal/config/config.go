@@ -67,6 +67,11 @@ type Config struct {
 	// SetupCommand runs in each fresh task copy before the agent and
 	// before the acceptance commands.
 	SetupCommand string
+	// MaxFileSize (docker units: 100m, 1g) and MaxFiles bound what a
+	// task's copy may commit: a file larger, or more files, fails the
+	// attempt before git reads them.
+	MaxFileSize string
+	MaxFiles    int
 	Parallel     int
 	MaxRetries   int
 	// Budgets of a run (0: none): tokens of every model call, the run's
@@ -131,6 +136,8 @@ func Defaults() Config {
 		Network:             "bridge",
 		RepoMapTokens:       1024,
 		TaskTimeout:         30 * time.Minute,
+		MaxFileSize:         "100m",
+		MaxFiles:            100_000,
 		KubeCPURequest:      0.1,
 		KubeMemoryRequest:   "128m",
 		KubePendingTimeout:  3 * time.Minute,

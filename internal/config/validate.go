@@ -61,6 +61,9 @@ func validate(c Config, where func(key string) string) error {
 	check("network", c.Network != "", `a docker network name such as "bridge"`)
 	check("repo_map_tokens", c.RepoMapTokens >= 0, "0 (off) or more")
 	check("task_timeout", c.TaskTimeout > 0, `a positive duration such as "30m"`)
+	_, fileErr := ParseMemory(c.MaxFileSize)
+	check("max_file_size", fileErr == nil, `a positive size in docker units such as "100m" or "1g"`)
+	check("max_files", c.MaxFiles > 0, "at least 1")
 	check("parallel", c.Parallel > 0, "at least 1")
 	check("max_retries", c.MaxRetries >= 0, "0 or more")
 	check("budget_tokens", c.BudgetTokens >= 0, "0 (no budget) or more tokens")
@@ -138,3 +141,6 @@ func ParseMemory(s string) (int64, error) {
 
 // MemoryBytes is ContainerMemory in bytes, for the container's memory limit.
 func (c Config) MemoryBytes() (int64, error) { return ParseMemory(c.ContainerMemory) }
+
+// MaxFileBytes is MaxFileSize in bytes, the largest file a task may commit.
+func (c Config) MaxFileBytes() (int64, error) { return ParseMemory(c.MaxFileSize) }

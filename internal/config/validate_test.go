@@ -31,6 +31,9 @@ func TestValidate(t *testing.T) {
 		{"zero iterations", func(c *Config) { c.MaxIterations = 0 }, `key "max_iterations": 0 is not allowed`},
 		{"negative max retries", func(c *Config) { c.MaxRetries = -1 }, `key "max_retries": -1 is not allowed`},
 		{"url without host", func(c *Config) { c.BaseURL = "http:///v1" }, `key "base_url"`},
+		{"zero max file size", func(c *Config) { c.MaxFileSize = "0" }, `key "max_file_size": "0" is not allowed: want a positive size`},
+		{"max file size in words", func(c *Config) { c.MaxFileSize = "big" }, `key "max_file_size": "big" is not allowed`},
+		{"zero max files", func(c *Config) { c.MaxFiles = 0 }, `key "max_files": 0 is not allowed: want at least 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,5 +101,24 @@ func TestFieldTableCoversConfig(t *testing.T) {
 	// prices in prices.go, notify in notify.go, compat in compat.go.
 	if n := reflect.TypeOf(c).NumField(); len(seen)+5 != n {
 		t.Errorf("table has %d keys (+2 MCP keys, prices, notify, compat), Config has %d fields", len(seen), n)
+	}
+}
+
+// The limits of a task's copy come from the environment like every key,
+// the size in docker units.
+func TestCopyLimitsFromEnv(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l, err := Load(Options{Getenv: env(map[string]string{"CODEAGENT_MAX_FILE_SIZE": "1g", "CODEAGENT_MAX_FILES": "250000"}), Catalog: noCatalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.MaxFileBytes(); err != nil || n != 1<<30 || l.MaxFiles != 250_000 {
+		t.Errorf("max_file_size %d (%v), max_files %d; want 1 GiB and 250000", n, err, l.MaxFiles)
+	}
+	if l.Sources["max_file_size"] != "env CODEAGENT_MAX_FILE_SIZE" || l.Sources["max_files"] != "env CODEAGENT_MAX_FILES" {
+		t.Errorf("sources %q, %q", l.Sources["max_file_size"], l.Sources["max_files"])
+	}
+	if d, err := Defaults().MaxFileBytes(); err != nil || d != 100<<20 {
+		t.Errorf("default max_file_size = %d (%v), want 100 MiB", d, err)
 	}
 }

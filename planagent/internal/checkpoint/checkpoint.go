@@ -54,6 +54,9 @@ type Repo struct {
 	// include are the workspace's ignored files every copy gets
 	// (SetInclude, before the first copy; read-only after).
 	include []string
+	// limits bound a copy's files (SetLimits, before the first squash;
+	// read-only after).
+	limits Limits
 	// The copies' object cache: cacheRW is held shared while git reads or
 	// a copy copies its packs, exclusively to make it or merge its packs
 	// (a repack removes packs); cacheMu guards what it holds (cached,

@@ -1157,11 +1157,20 @@ func (e *SubmoduleError) Error() string {
 // hardened, and a scratch index made from the index the host saved when
 // it made the copy: nothing of the copy's own .git is ever read.
 func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (commit string, removed []string, err error) {
-	removed, err = purge(dir, purgeOptions{tracked: trackedAt(filepath.Join(r.stateDir(dir), "index"), r.idSize())})
+	found, err := purge(dir, purgeOptions{
+		tracked: trackedAt(filepath.Join(r.stateDir(dir), "index"), r.idSize()),
+		maxFile: r.limitsOrDefault().MaxFileSize,
+	})
+	removed = found.removed
 	if err != nil {
 		return "", removed, fmt.Errorf("read the copy %s: %w", dir, err)
 	}
 	if err := r.checkSubmodules(ctx, dir, base); err != nil {
+		return "", removed, err
+	}
+	// Before git reads a file: a file's size is judged by what it
+	// claims, not by reading it.
+	if err := r.checkLimits(ctx, dir, found); err != nil {
 		return "", removed, err
 	}
 	msg := subject

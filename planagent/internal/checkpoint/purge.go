@@ -20,6 +20,25 @@ type purgeOptions struct {
 	// repository tracks (a test fixture) is the user's, not one the agent
 	// moved away, and stays.
 	tracked func(rel string) bool
+	// maxFile, when positive, has purge count the files and list those
+	// larger (checkLimits judges them).
+	maxFile int64
+}
+
+// purged is what purge did and found.
+type purged struct {
+	removed []string
+	// files are the regular files and links left (ignored ones
+	// included), large the regular files above maxFile: counted with
+	// purgeOptions.maxFile only.
+	files int
+	large []largeFile
+}
+
+// largeFile is a file of a copy above the size limit.
+type largeFile struct {
+	rel  string
+	size int64
 }
 
 // purge removes from the copy at dir what the host must never read: every
@@ -28,15 +47,17 @@ type purgeOptions struct {
 // system that folds names would take for .git (isDotGit), every directory
 // git would take for a git directory (gitDirLike: the agent's .git moved
 // away, a bare repository), every FIFO, socket or device, and with
-// o.root the copy's own .git too. It names what it removed.
-func purge(dir string, o purgeOptions) ([]string, error) {
+// o.root the copy's own .git too. It names what it removed, and with
+// o.maxFile counts what is left.
+func purge(dir string, o purgeOptions) (purged, error) {
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", dir)
+		return purged{}, fmt.Errorf("%s is not a directory", dir)
 	}
-	var removed []string
+	var found purged
+	removed := &found.removed
 	// topIsGitDir: the copy itself holds what makes a git directory.
 	topIsGitDir := false
-	w := copyWalk{}
+	w := copyWalk{sizes: o.maxFile > 0}
 	w.listed = func(p, rel string, entries []fs.DirEntry) (bool, error) {
 		if !gitDirLike(entries) || (o.tracked != nil && o.tracked(join(rel, "HEAD"))) {
 			return true, nil
@@ -50,10 +71,10 @@ func purge(dir string, o purgeOptions) ([]string, error) {
 		if err := removeAll(p); err != nil {
 			return false, err
 		}
-		removed = append(removed, fmt.Sprintf("the git directory %s, moved away from .git, is not taken (a repository's HEAD, objects and refs: removed with what it holds)", rel))
+		*removed = append(*removed, fmt.Sprintf("the git directory %s, moved away from .git, is not taken (a repository's HEAD, objects and refs: removed with what it holds)", rel))
 		return false, nil
 	}
-	w.visit = func(p, rel string, d fs.DirEntry, _ int64) (bool, error) {
+	w.visit = func(p, rel string, d fs.DirEntry, size int64) (bool, error) {
 		switch {
 		case rel == ".git":
 			if o.root {
@@ -66,31 +87,37 @@ func purge(dir string, o purgeOptions) ([]string, error) {
 			if err := removeAll(p); err != nil {
 				return false, err
 			}
-			removed = append(removed, fmt.Sprintf("the nested repository's %s (its files are taken as plain files)", rel))
+			*removed = append(*removed, fmt.Sprintf("the nested repository's %s (its files are taken as plain files)", rel))
 			return false, nil
 		case isDotGit(d.Name()):
 			if err := removeAll(p); err != nil {
 				return false, err
 			}
-			removed = append(removed, fmt.Sprintf("%s, which HFS+ or NTFS would take for .git (removed with what it holds)", rel))
+			*removed = append(*removed, fmt.Sprintf("%s, which HFS+ or NTFS would take for .git (removed with what it holds)", rel))
 			return false, nil
 		case topIsGitDir && (rel == "HEAD" || rel == "commondir"):
 			if err := removeAll(p); err != nil {
 				return false, err
 			}
-			removed = append(removed, fmt.Sprintf("%s at the top of the copy (beside objects and refs, git would take the workspace for a git directory)", rel))
+			*removed = append(*removed, fmt.Sprintf("%s at the top of the copy (beside objects and refs, git would take the workspace for a git directory)", rel))
 			return false, nil
 		case d.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0:
 			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 				return false, err
 			}
-			removed = append(removed, fmt.Sprintf("the special file %s (not a file, directory or link)", rel))
+			*removed = append(*removed, fmt.Sprintf("the special file %s (not a file, directory or link)", rel))
+		case d.IsDir():
+		case o.maxFile > 0:
+			found.files++
+			if size > o.maxFile {
+				found.large = append(found.large, largeFile{rel: rel, size: size})
+			}
 		}
 		return true, nil
 	}
 	err := w.walk(dir)
-	sort.Strings(removed) // the walk's order is the directories'
-	return removed, err
+	sort.Strings(found.removed) // the walk's order is the directories'
+	return found, err
 }
 
 // gitDirLike reports whether a directory with entries is one git would

@@ -223,9 +223,9 @@ func TestUnreadableDirectoryOfAnotherUserIsNamed(t *testing.T) {
 			t.Fatal("the directory of another uid could be removed: the test proves nothing")
 		}
 		dir := filepath.Join(top, "b")
-		removed, err := purge(dir, purgeOptions{})
-		if err != nil || len(removed) != 1 || !strings.Contains(removed[0], "mine/.git") {
-			t.Errorf("purge = %q, %v; want mine/.git removed", removed, err)
+		found, err := purge(dir, purgeOptions{})
+		if err != nil || len(found.removed) != 1 || !strings.Contains(found.removed[0], "mine/.git") {
+			t.Errorf("purge = %q, %v; want mine/.git removed", found.removed, err)
 		}
 		if _, err := os.Lstat(filepath.Join(dir, "mine", ".git")); err == nil {
 			t.Error("mine/.git is still there")

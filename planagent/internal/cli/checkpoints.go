@@ -32,6 +32,10 @@ func (s *session) openCheckpoints(ctx context.Context) (*checkpoint.Repo, error)
 	// Copies thrown away are kept for the next attempts (one per parallel
 	// task and one for acceptance), so a copy costs the files that changed.
 	repo.SetPool(checkpoint.ShadowDir(filepath.Join(s.layout.Attempts(), ".pool"), repo.GitDir()), max(1, s.cfg.Parallel)+1)
+	// What a task's copy may commit (config validated it: a bad size
+	// cannot get here, and 0 would keep the default).
+	maxFile, _ := s.cfg.MaxFileBytes()
+	repo.SetLimits(checkpoint.Limits{MaxFileSize: maxFile, MaxFiles: s.cfg.MaxFiles})
 	return repo, nil
 }
 
