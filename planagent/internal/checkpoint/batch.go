@@ -8,6 +8,7 @@ import (
 	"crypto/sha1" //nolint:gosec // git's object ids, not a security use
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -85,29 +86,105 @@ func (c *catFile) start() error {
 }
 
 func (c *catFile) request(name string) (object, error) {
-	if _, err := io.WriteString(c.in, name+"\n"); err != nil {
-		return object{}, err
-	}
-	header, err := c.out.ReadString('\n')
-	if err != nil {
-		return object{}, err
-	}
-	f := strings.Fields(header)
-	switch {
-	case len(f) == 2 && (f[1] == "missing" || f[1] == "ambiguous"):
-		return object{missing: true}, nil
-	case len(f) != 3:
-		return object{}, fmt.Errorf("unexpected %q", strings.TrimSpace(header))
-	}
-	n, err := strconv.Atoi(f[2])
-	if err != nil || n < 0 {
-		return object{}, fmt.Errorf("size %q", f[2])
+	o, n, err := c.header(name)
+	if err != nil || o.missing {
+		return o, err
 	}
 	buf := make([]byte, n+1) // the content and its newline
 	if _, err := io.ReadFull(c.out, buf); err != nil {
 		return object{}, err
 	}
-	return object{id: f[0], typ: f[1], data: buf[:n]}, nil
+	o.data = buf[:n]
+	return o, nil
+}
+
+// header asks for name and reads the answer's header: the object's id,
+// type and size, its content still to be read (the caller holds mu).
+func (c *catFile) header(name string) (object, int64, error) {
+	if _, err := io.WriteString(c.in, name+"\n"); err != nil {
+		return object{}, 0, err
+	}
+	header, err := c.out.ReadString('\n')
+	if err != nil {
+		return object{}, 0, err
+	}
+	f := strings.Fields(header)
+	switch {
+	case len(f) == 2 && (f[1] == "missing" || f[1] == "ambiguous"):
+		return object{missing: true}, 0, nil
+	case len(f) != 3:
+		return object{}, 0, fmt.Errorf("unexpected %q", strings.TrimSpace(header))
+	}
+	n, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil || n < 0 {
+		return object{}, 0, fmt.Errorf("size %q", f[2])
+	}
+	return object{id: f[0], typ: f[1]}, n, nil
+}
+
+// blobTo writes the content of blob id to w as it comes out of cat-file,
+// never held whole: a blob is as large as the file it was (a task's up to
+// max_file_size, the user's any size). max, when not negative, refuses a
+// larger one (errBlobTooLarge) before any of it is read. A blob the
+// repository lacks, or an object of another type, is an error before
+// anything is written. The process is stopped when the content cannot be
+// read to its end (w failed, or max): the next request starts another.
+func (c *catFile) blobTo(id string, max int64, w io.Writer) error {
+	if strings.ContainsAny(id, "\n\x00") {
+		return fmt.Errorf("object name %q", id)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		if err := c.start(); err != nil {
+			return err
+		}
+	}
+	o, n, err := c.header(id)
+	switch {
+	case err != nil:
+		c.stop()
+		return fmt.Errorf("git cat-file --batch: %w", err)
+	case o.missing:
+		return fmt.Errorf("blob %s is not in the repository", short(id))
+	case o.typ != "blob" || (max >= 0 && n > max):
+		c.kill()
+		if o.typ != "blob" {
+			return fmt.Errorf("%s is a %s, not a blob", short(id), o.typ)
+		}
+		return fmt.Errorf("blob %s: %w (%d bytes, at most %d)", short(id), errBlobTooLarge, n, max)
+	}
+	if _, err := io.CopyN(w, c.out, n); err != nil {
+		c.kill()
+		return err
+	}
+	if b, err := c.out.ReadByte(); err != nil || b != '\n' {
+		c.kill()
+		return fmt.Errorf("git cat-file --batch: no newline after blob %s", short(id))
+	}
+	return nil
+}
+
+// errBlobTooLarge is a blob above what its reader takes.
+var errBlobTooLarge = errors.New("too large")
+
+// blobBytes reads blob id, at most max bytes of it (a link's target, an
+// attributes file).
+func (c *catFile) blobBytes(id string, max int64) ([]byte, error) {
+	var b bytes.Buffer
+	if err := c.blobTo(id, max, &b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// kill ends the process at once, the rest of an answer unread (the caller
+// holds mu): closing its input would wait for it to write all of it.
+func (c *catFile) kill() {
+	if c.cmd != nil {
+		_ = c.cmd.Process.Kill()
+	}
+	c.stop()
 }
 
 // stop ends the process (the caller holds mu).

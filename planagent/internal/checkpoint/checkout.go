@@ -85,9 +85,13 @@ func (r *Repo) neutralBlobs(ctx context.Context, ids []string) bool {
 	if len(unknown) == 0 {
 		return true
 	}
-	contents, err := r.blobs(ctx, unknown)
-	if err != nil {
-		return false
+	verdicts := make(map[string]bool, len(unknown))
+	for _, id := range unknown {
+		data, err := r.cat.blobBytes(id, maxAttributesFile)
+		if err != nil {
+			return false // unread (too large for a look here): left to git
+		}
+		verdicts[id] = neutralAttributes(data)
 	}
 	r.attrMu.Lock()
 	defer r.attrMu.Unlock()
@@ -95,12 +99,16 @@ func (r *Repo) neutralBlobs(ctx context.Context, ids []string) bool {
 		r.neutral = map[string]bool{}
 	}
 	all := true
-	for _, id := range unknown {
-		r.neutral[id] = neutralAttributes(contents[id])
-		all = all && r.neutral[id]
+	for id, neutral := range verdicts {
+		r.neutral[id] = neutral
+		all = all && neutral
 	}
 	return all
 }
+
+// maxAttributesFile is the largest attributes file read to tell whether
+// it is neutral; a larger one is left to git.
+const maxAttributesFile = 1 << 20
 
 // neutralAttributes reports whether a .gitattributes file changes nothing
 // a checkout writes: none of its lines sets a conversion (text, eol, crlf,
@@ -223,14 +231,6 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 		}
 		write[e.Path] = entry{mode: treeMode(e.Stat[6]), blob: hex.EncodeToString(e.OID)}
 	}
-	ids := make([]string, 0, len(write))
-	for _, e := range write {
-		ids = append(ids, e.blob)
-	}
-	contents, err := r.blobs(ctx, ids)
-	if err != nil {
-		return errGitCheckout
-	}
 	// Removals first (a file can become a directory), then the writes.
 	for _, p := range paths {
 		if _, ok := to[p]; ok {
@@ -262,7 +262,7 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 	sort.Strings(order)
 	for _, p := range order {
 		e := write[p]
-		st, err := writeCopyEntry(dir, p, e.mode, contents[e.blob], r.umask)
+		st, err := r.writeCopyEntry(dir, p, e)
 		if err != nil {
 			return err
 		}
@@ -359,12 +359,14 @@ func parentOf(p string) string {
 	return p[:i]
 }
 
-// writeCopyEntry writes the file rel of a tree into the copy at dir, as
-// git's checkout would leave it (mode 100644, 100755 or 120000; a new file
-// gets the permissions umask leaves), and returns its stat data. No link
-// is followed: a directory on the way that is not one is replaced by one,
+// writeCopyEntry writes the file rel of a tree, entry e, into the copy at
+// dir, as git's checkout would leave it (mode 100644, 100755 or 120000; a
+// new file gets the permissions the umask leaves), and returns its stat
+// data. The blob streams into the file, never held whole. No link is
+// followed: a directory on the way that is not one is replaced by one,
 // and a single regular file already there is rewritten in place.
-func writeCopyEntry(dir, rel, mode string, content []byte, umask os.FileMode) ([10]uint32, error) {
+func (r *Repo) writeCopyEntry(dir, rel string, e entry) ([10]uint32, error) {
+	mode, umask := e.mode, r.umask
 	parts := strings.Split(rel, "/")
 	p := dir
 	for _, part := range parts[:len(parts)-1] {
@@ -402,7 +404,7 @@ func writeCopyEntry(dir, rel, mode string, content []byte, umask os.FileMode) ([
 			if err != nil {
 				return [10]uint32{}, err
 			}
-			_, werr := f.Write(content)
+			werr := r.cat.blobTo(e.blob, -1, f)
 			cerr := f.Close()
 			if err := errors.Join(werr, cerr); err != nil {
 				return [10]uint32{}, err
@@ -421,7 +423,11 @@ func writeCopyEntry(dir, rel, mode string, content []byte, umask os.FileMode) ([
 	}
 	if !written {
 		if mode == "120000" {
-			if err := os.Symlink(string(content), full); err != nil {
+			target, err := r.cat.blobBytes(e.blob, maxLinkTarget)
+			if err != nil {
+				return [10]uint32{}, err
+			}
+			if err := os.Symlink(string(target), full); err != nil {
 				return [10]uint32{}, err
 			}
 		} else {
@@ -429,7 +435,7 @@ func writeCopyEntry(dir, rel, mode string, content []byte, umask os.FileMode) ([
 			if err != nil {
 				return [10]uint32{}, err
 			}
-			_, werr := f.Write(content)
+			werr := r.cat.blobTo(e.blob, -1, f)
 			if err := errors.Join(werr, f.Close()); err != nil {
 				return [10]uint32{}, err
 			}

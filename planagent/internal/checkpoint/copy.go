@@ -691,12 +691,23 @@ func (r *Repo) markCached(commit string) error {
 // cacheLoose packs the loose objects among files of quarantine, made with
 // the cache as their alternate on top of a commit it holds, into the
 // cache: with them it holds commit (the caller holds cacheRW for reading).
+// Objects this does not read whole (a pack git wrote for a file past
+// core.bigFileThreshold, an object past maxCachedObject) leave the cache
+// as it is, without commit: a copy of it has git pack it there.
 func (r *Repo) cacheLoose(quarantine string, files []string, commit string) error {
 	hexLen := 40
 	if r.objectFormat == "sha256" {
 		hexLen = 64
 	}
+	for _, rel := range files {
+		if strings.HasPrefix(rel, "pack"+string(filepath.Separator)) {
+			return nil
+		}
+	}
 	objs, err := readLoose(quarantine, files, hexLen)
+	if errors.Is(err, errObjectTooLarge) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,12 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 		return err
 	}
 	if len(paths) > 0 {
-		if err := r.moveFiles(ctx, paths, from, to); err != nil {
+		if wrote, err := r.moveFiles(ctx, paths, from, to); err != nil {
+			if wrote {
+				// Cut short (a blob that could not be read, a full
+				// disk): what was written goes back.
+				return r.putBack(ctx, paths, from, to, err)
+			}
 			return err
 		}
 	}
@@ -144,22 +149,24 @@ func (r *Repo) putBack(ctx context.Context, paths []string, from, to map[string]
 	if len(paths) == 0 {
 		return cause
 	}
-	if err := r.moveFiles(context.WithoutCancel(ctx), paths, to, from); err != nil {
+	if _, err := r.moveFiles(context.WithoutCancel(ctx), paths, to, from); err != nil {
 		return fmt.Errorf("%w (and putting the files back failed: %w)", cause, err)
 	}
 	return cause
 }
 
 // moveFiles writes the workspace's paths from the entries from to those of
-// to (a missing entry: no file).
-func (r *Repo) moveFiles(ctx context.Context, paths []string, from, to map[string]entry) error {
+// to (a missing entry: no file). wrote says whether it changed any file
+// before an error. Each blob streams from cat-file into its file: a file
+// is never held whole in memory.
+func (r *Repo) moveFiles(ctx context.Context, paths []string, from, to map[string]entry) (wrote bool, err error) {
 	want := map[string]bool{}
 	for _, p := range paths {
 		want[p] = true
 	}
 	cur, err := r.current(ctx, paths)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, p := range paths {
 		// A directory where the new tree has a file: it is in the way only
@@ -177,17 +184,7 @@ func (r *Repo) moveFiles(ctx context.Context, paths []string, from, to map[strin
 		changed = append(changed, p)
 	}
 	if len(changed) > 0 {
-		return &ChangedError{Files: changed}
-	}
-	var blobs []string
-	for _, p := range paths {
-		if e := to[p]; e.blob != "" && cur[p] != e.blob && e.mode != "160000" {
-			blobs = append(blobs, e.blob)
-		}
-	}
-	contents, err := r.blobs(ctx, blobs)
-	if err != nil {
-		return err
+		return false, &ChangedError{Files: changed}
 	}
 	// Removals first, deepest first, then writes: a directory can become a
 	// file or a link, and a file a directory.
@@ -209,26 +206,29 @@ func (r *Repo) moveFiles(ctx context.Context, paths []string, from, to map[strin
 		}
 		full, err := r.target(p)
 		if err != nil {
-			return err
+			return wrote, err
 		}
 		if e.blob == "" {
 			if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
-				return fmt.Errorf("remove %s: %w", p, err)
+				return wrote, fmt.Errorf("remove %s: %w", p, err)
 			}
+			wrote = true
 			r.removeEmptyParents(full)
 			continue
 		}
 		if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
 			// Emptied by the removals above (onlyMoved said so).
 			if err := os.Remove(full); err != nil {
-				return fmt.Errorf("write %s: a directory is in the way: %w", p, err)
+				return wrote, fmt.Errorf("write %s: a directory is in the way: %w", p, err)
 			}
+			wrote = true
 		}
-		if err := writeEntry(full, e.mode, contents[e.blob]); err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
+		if err := r.writeEntry(full, e); err != nil {
+			return wrote, fmt.Errorf("write %s: %w", p, err)
 		}
+		wrote = true
 	}
-	return nil
+	return wrote, nil
 }
 
 // isDir is current's hash of a directory.
@@ -350,34 +350,27 @@ func (r *Repo) current(ctx context.Context, paths []string) (map[string]string, 
 	return m, nil
 }
 
-// blobs reads the contents of blobs.
-func (r *Repo) blobs(_ context.Context, ids []string) (map[string][]byte, error) {
-	m := map[string][]byte{}
-	for _, id := range ids {
-		o, err := r.cat.get(id)
-		if err != nil {
-			return nil, err
-		}
-		if o.missing || o.typ != "blob" {
-			return nil, fmt.Errorf("blob %s is not in the repository", short(id))
-		}
-		m[id] = o.data
-	}
-	return m, nil
-}
+// maxLinkTarget is the longest link target read from a blob: Linux's
+// PATH_MAX, and far more than any a tree of a repository holds.
+const maxLinkTarget = 4096
 
 // writeEntry writes one file of a tree: atomically (temp file and rename),
-// with the tree's executable bit, or as a symlink.
-func writeEntry(full, mode string, content []byte) error {
+// with the tree's executable bit, or as a symlink. The blob streams into
+// the temp file.
+func (r *Repo) writeEntry(full string, e entry) error {
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return err
 	}
-	if mode == "120000" {
+	if e.mode == "120000" {
+		target, err := r.cat.blobBytes(e.blob, maxLinkTarget)
+		if err != nil {
+			return err
+		}
 		_ = os.Remove(full)
-		return os.Symlink(string(bytes.TrimRight(content, "\x00")), full)
+		return os.Symlink(string(bytes.TrimRight(target, "\x00")), full)
 	}
 	perm := os.FileMode(0o644)
-	if mode == "100755" {
+	if e.mode == "100755" {
 		perm = 0o755
 	}
 	// The temp file's name is fixed per target, so a move killed between
@@ -392,7 +385,7 @@ func writeEntry(full, mode string, content []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err != nil {
+	if err := r.cat.blobTo(e.blob, -1, tmp); err != nil {
 		tmp.Close()
 		return err
 	}

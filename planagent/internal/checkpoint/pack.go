@@ -1,12 +1,14 @@
 package checkpoint
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"crypto/sha1" //nolint:gosec // git's object and pack checksums, not a security use
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
@@ -16,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -34,8 +37,19 @@ type looseObject struct {
 
 var packTypes = map[string]int{"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 
+// maxCachedObject is the largest object a squash or a merge puts into the
+// object cache itself (readLoose holds each whole, and the cache's small
+// packs stay in memory until merged): a commit with a larger one is
+// packed into the cache by git (pack-objects streams) when a copy of it
+// is made.
+const maxCachedObject = 1 << 20
+
+// errObjectTooLarge is a loose object above maxCachedObject.
+var errObjectTooLarge = errors.New("object too large to be read whole")
+
 // readLoose reads the loose objects among files (paths relative to the
-// objects directory dir, as listFiles gives them).
+// objects directory dir, as listFiles gives them); errObjectTooLarge, once
+// one of them is larger than maxCachedObject, told by its header alone.
 func readLoose(dir string, files []string, hexLen int) ([]looseObject, error) {
 	var objs []looseObject
 	for _, rel := range files {
@@ -47,7 +61,7 @@ func readLoose(dir string, files []string, hexLen int) ([]looseObject, error) {
 		if err != nil {
 			continue
 		}
-		o, err := readLooseFile(filepath.Join(dir, rel))
+		o, err := readLooseFile(filepath.Join(dir, rel), maxCachedObject)
 		if err != nil {
 			return nil, fmt.Errorf("loose object %s: %w", fan+name, err)
 		}
@@ -74,7 +88,9 @@ func listFiles(dir string) ([]string, error) {
 	return files, err
 }
 
-func readLooseFile(p string) (looseObject, error) {
+// readLooseFile reads the loose object file p, refusing one whose header
+// says it is larger than max (errObjectTooLarge) before reading more.
+func readLooseFile(p string, max int64) (looseObject, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return looseObject{}, err
@@ -84,14 +100,25 @@ func readLooseFile(p string) (looseObject, error) {
 	if err != nil {
 		return looseObject{}, err
 	}
-	raw, err := io.ReadAll(z)
-	if err != nil {
-		return looseObject{}, err
-	}
-	head, data, ok := bytes.Cut(raw, []byte{0})
-	typ, size, ok2 := strings.Cut(string(head), " ")
-	if !ok || !ok2 || packTypes[typ] == 0 || size != fmt.Sprint(len(data)) {
+	br := bufio.NewReader(z)
+	head, err := br.ReadString(0)
+	if err != nil || len(head) > 32 {
 		return looseObject{}, fmt.Errorf("not a git object")
+	}
+	typ, sizeText, ok := strings.Cut(strings.TrimSuffix(head, "\x00"), " ")
+	size, serr := strconv.ParseInt(sizeText, 10, 64)
+	if !ok || serr != nil || size < 0 || packTypes[typ] == 0 {
+		return looseObject{}, fmt.Errorf("not a git object")
+	}
+	if size > max {
+		return looseObject{}, errObjectTooLarge
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(br, data); err != nil {
+		return looseObject{}, fmt.Errorf("not a git object: %w", err)
+	}
+	if n, _ := br.Read(make([]byte, 1)); n != 0 {
+		return looseObject{}, fmt.Errorf("not a git object: longer than its header says")
 	}
 	return looseObject{typ: packTypes[typ], data: data}, nil
 }
