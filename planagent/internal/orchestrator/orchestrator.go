@@ -390,6 +390,9 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		r.o.opts.Logger.Warn("reports watcher", "err", werr)
 		return r.collect(), nil
 	case ex := <-r.o.opts.Runtime.Exited():
+		if ex.Unfenced && ex.TaskID != "" {
+			r.abandoned[ex.TaskID] = true // its copy is deleted, not recycled
+		}
 		return []event{r.agentDied(ex)}, nil
 	case <-tick:
 		return append(r.collect(), next.EvTick{Now: r.o.opts.Now(), Heartbeat: lastHeartbeat(r.o.opts.Layout.Watchers())}), nil

@@ -259,7 +259,7 @@ func (d *Docker) Start(ctx context.Context) error {
 	}
 	if id != "" && d.compose != id && d.opts.Log != nil {
 		// Said without -v: tasks go to a container this run did not start.
-		fmt.Fprintf(d.opts.Log, "using the compose codingagent watcher %s (docker compose up) on %s\n", shortID(id), d.opts.Volumes.Root)
+		fmt.Fprintf(d.opts.Log, "using the compose codingagent watcher %s (docker compose up) on %s: one container for every attempt, not fenced per attempt (a trusted-model mode; stop it for a container per attempt)\n", shortID(id), d.opts.Volumes.Root)
 	}
 	d.compose, d.started = id, true
 	return nil

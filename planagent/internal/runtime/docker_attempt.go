@@ -182,6 +182,8 @@ func (d *Docker) attemptEnded(c *agentContainer) {
 	if reported {
 		return
 	}
+	var unfenced *unfencedError
+	isUnfenced := errors.As(cause, &unfenced)
 	err := c.exitErr
 	switch {
 	case cause != nil:
@@ -194,7 +196,7 @@ func (d *Docker) attemptEnded(c *agentContainer) {
 	err = fmt.Errorf("the agent of task %s (attempt %d) died: %w%s", c.task, c.attempt, err, d.logsTail(c))
 	d.log.Error("an attempt's container ended without its report", "task", c.task, "attempt", c.attempt, "err", err)
 	select {
-	case d.exited <- Exit{TaskID: c.task, Attempt: c.attempt, Err: err}:
+	case d.exited <- Exit{TaskID: c.task, Attempt: c.attempt, Err: err, Unfenced: isUnfenced}:
 	case <-c.bg.Done(): // Stop or a newer attempt took over
 	}
 }
@@ -225,10 +227,23 @@ func (d *Docker) endAttempt(c *agentContainer) (bool, error) {
 		if c.unfollow != nil {
 			c.unfollow()
 		}
-		return false, fmt.Errorf("its container %s could not be removed, so nothing of it is read: %w", shortID(c.id), err)
+		return false, &unfencedError{id: shortID(c.id), err: err}
 	}
 	return d.fenced(c, true)
 }
+
+// unfencedError: an attempt's container could not be removed, so it may
+// still run; nothing of the attempt is read and its copy is not reused.
+type unfencedError struct {
+	id  string
+	err error
+}
+
+func (e *unfencedError) Error() string {
+	return fmt.Sprintf("its container %s could not be removed, so nothing of it is read (remove it with `docker rm -f %s`): %v", e.id, e.id, e.err)
+}
+
+func (e *unfencedError) Unwrap() error { return e.err }
 
 // containerPath maps a host directory under the volumes to its path in a
 // container: the default workspace or anything under attempts/.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,5 +122,32 @@ func TestRemoveTreeUnreadable(t *testing.T) {
 	}
 	if _, err := os.Lstat(dir); err == nil {
 		t.Error("the tree is still there")
+	}
+}
+
+// A container the engine will not remove may still run: its report is not
+// read, and the Exit says its copy must not be reused.
+func TestDockerFakeUnremovableContainerIsNotRead(t *testing.T) {
+	fake := newFakeEngine()
+	d, a := fakeDocker(t, fake)
+	if err := d.Launch(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	id := firstID(fake)
+	fake.mu.Lock()
+	fake.removeErr = map[string]error{id: errors.New("device or resource busy")}
+	fake.mu.Unlock()
+	writeReport(t, d.opts.Volumes, "t1", 1)
+	fake.exit(id, 0, false, "")
+	select {
+	case ex := <-d.Exited():
+		if !ex.Unfenced || !strings.Contains(ex.Err.Error(), "could not be removed") {
+			t.Errorf("Exit = %+v, want an unfenced one naming the removal", ex)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Exit")
+	}
+	if _, err := os.Lstat(d.opts.Volumes.ReportFile("t1")); err == nil {
+		t.Error("the report of a container that may still run was taken")
 	}
 }

@@ -268,15 +268,17 @@ func (k *Kube) carry(ctx context.Context, at *kubeAttempt, a Attempt, workdir st
 	if !containerRunning(p, "io") {
 		return fmt.Errorf("the io container of pod %s ended before the results were collected (%s)", pod, podProblem(p))
 	}
-	if err := k.collect(ctx, pod, a, workdir); err != nil {
+	// The report only of an agent that ended normally: one killed after a
+	// report its shell forged must not complete the task.
+	if err := k.collect(ctx, pod, a, workdir, term.ExitCode == 0); err != nil {
 		return fmt.Errorf("collect the results from pod %s: %w", pod, err)
 	}
 	select {
 	case <-logsDone:
 	case <-time.After(logsDrain):
 	}
-	if term.ExitCode != 0 && !k.reported(a.TaskID, a.Attempt) {
-		return fmt.Errorf("codingagent exited with code %d (%s)", term.ExitCode, term.Reason)
+	if term.ExitCode != 0 {
+		return fmt.Errorf("codingagent exited with code %d (%s): a report is taken only from an agent that ended normally", term.ExitCode, term.Reason)
 	}
 	return nil
 }
@@ -321,7 +323,7 @@ func (k *Kube) pushTar(ctx context.Context, pod string, entries []tarEntry, with
 // in whole) and then its events and report (the report last and by rename:
 // the orchestrator takes its appearance for the attempt's end), then lets
 // the io container end.
-func (k *Kube) collect(ctx context.Context, pod string, a Attempt, workdir string) error {
+func (k *Kube) collect(ctx context.Context, pod string, a Attempt, workdir string, withReport bool) error {
 	rel := strings.TrimPrefix(workdir, containerVolumes+"/")
 	pr, pw := io.Pipe()
 	var werr error
@@ -362,6 +364,9 @@ func (k *Kube) collect(ctx context.Context, pod string, a Attempt, workdir strin
 		return fmt.Errorf("the attempt's report: %w", err)
 	}
 	for _, f := range []string{events, report} {
+		if f == report && !withReport {
+			continue
+		}
 		if fi, err := os.Lstat(filepath.Join(stage, f)); err == nil && fi.Mode().IsRegular() {
 			if err := os.Rename(filepath.Join(stage, f), filepath.Join(v.Reports(), f)); err != nil {
 				return err

@@ -201,3 +201,26 @@ func waitJobGone(t *testing.T, k *Kube, name string) {
 		return err != nil
 	})
 }
+
+// A report in the pod of an agent that did not end normally (its shell
+// forged the report and killed it) does not reach the host: an Exit.
+func TestKubeReportOfAKilledAgentIsNotTaken(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "alpha.md")
+	if err := protocol.WriteReport(tmp, &protocol.Report{ID: "alpha", RunID: "run-20261125-1", Attempt: 1, Status: protocol.StatusCompleted, Summary: "forged"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(tmp)
+	pf := &podFiles{in: map[string]string{}, pushed: make(chan struct{}), reportID: "alpha", report: b, results: map[string]string{}}
+	k, _ := runFakeAttempt(t, pf, 137)
+	select {
+	case ex := <-k.Exited():
+		if ex.Err == nil || !strings.Contains(ex.Err.Error(), "ended normally") {
+			t.Errorf("exit: %v", ex.Err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Exit for an agent killed after a forged report")
+	}
+	if k.reported("alpha", 1) {
+		t.Error("the forged report reached reports/")
+	}
+}

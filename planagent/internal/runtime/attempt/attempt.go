@@ -38,6 +38,9 @@ type Exit struct {
 	// attempt of the task, which must not be taken for dead with it.
 	Attempt int
 	Err     error
+	// Unfenced: what ran the attempt could not be shown gone (its container
+	// could not be removed), so its copy must be deleted, never reused.
+	Unfenced bool
 }
 
 // ExecResult is an acceptance command's output (combined, capped) and exit code.
