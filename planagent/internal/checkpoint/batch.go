@@ -246,8 +246,11 @@ func (r *Repo) rememberTree(commit, tree string) {
 
 // diffTreesBatch lists the paths that differ between the trees of old and
 // new as `git diff-tree -r --no-renames` would, with their entries on each
-// side, reading only the subtrees that differ.
-func (r *Repo) diffTreesBatch(old, new string) ([]string, map[string]entry, map[string]entry, error) {
+// side, reading only the subtrees that differ. trees, when not nil, gets
+// the trees of new that differ from old's (new's root tree included):
+// with the blobs of to and new's commit, every object new has that old
+// lacks.
+func (r *Repo) diffTreesBatch(old, new string, trees map[string]bool) ([]string, map[string]entry, map[string]entry, error) {
 	from, to := map[string]entry{}, map[string]entry{}
 	ot, err := r.commitTree(old)
 	if err != nil {
@@ -257,7 +260,7 @@ func (r *Repo) diffTreesBatch(old, new string) ([]string, map[string]entry, map[
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := r.diffTree("", ot, nt, from, to); err != nil {
+	if err := r.diffTree("", ot, nt, from, to, trees); err != nil {
 		return nil, nil, nil, err
 	}
 	var paths []string
@@ -281,10 +284,14 @@ type treeEntry struct{ mode, id string }
 // diffTree adds to from and to the files under prefix that differ between
 // trees a and b ("" for none). Both are walked in their order, git's, and
 // only the entries that differ are taken apart: a task's move compares two
-// trees of a directory of a thousand files that differ in one.
-func (r *Repo) diffTree(prefix, a, b string, from, to map[string]entry) error {
+// trees of a directory of a thousand files that differ in one. trees,
+// when not nil, gets b and the trees under it that differ.
+func (r *Repo) diffTree(prefix, a, b string, from, to map[string]entry, trees map[string]bool) error {
 	if a == b {
 		return nil
+	}
+	if trees != nil && b != "" {
+		trees[b] = true
 	}
 	da, err := r.tree(a)
 	if err != nil {
@@ -320,7 +327,7 @@ func (r *Repo) diffTree(prefix, a, b string, from, to map[string]entry) error {
 		switch {
 		case c == 0:
 			if !bytes.Equal(x.mode, y.mode) || !bytes.Equal(x.id, y.id) {
-				if err := r.diffEntry(prefix+string(x.name), x.entry(), y.entry(), from, to); err != nil {
+				if err := r.diffEntry(prefix+string(x.name), x.entry(), y.entry(), from, to, trees); err != nil {
 					return err
 				}
 			}
@@ -349,19 +356,19 @@ func (r *Repo) diffTree(prefix, a, b string, from, to map[string]entry) error {
 	for name, ex := range onlyA {
 		ey := onlyB[name]
 		delete(onlyB, name)
-		if err := r.diffEntry(prefix+name, ex, ey, from, to); err != nil {
+		if err := r.diffEntry(prefix+name, ex, ey, from, to, trees); err != nil {
 			return err
 		}
 	}
 	for name, ey := range onlyB {
-		if err := r.diffEntry(prefix+name, treeEntry{}, ey, from, to); err != nil {
+		if err := r.diffEntry(prefix+name, treeEntry{}, ey, from, to, trees); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *Repo) diffEntry(path string, x, y treeEntry, from, to map[string]entry) error {
+func (r *Repo) diffEntry(path string, x, y treeEntry, from, to map[string]entry, trees map[string]bool) error {
 	if x == y {
 		return nil // the same once modes are normalised (100664 is 100644)
 	}
@@ -378,7 +385,7 @@ func (r *Repo) diffEntry(path string, x, y treeEntry, from, to map[string]entry)
 		to[path] = entry{mode: y.mode, blob: y.id}
 	}
 	if xt || yt {
-		return r.diffTree(path+"/", sa, sb, from, to)
+		return r.diffTree(path+"/", sa, sb, from, to, trees)
 	}
 	return nil
 }

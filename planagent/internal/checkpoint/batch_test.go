@@ -48,9 +48,25 @@ func TestDiffTreesMatchesGit(t *testing.T) {
 	r := open(t, ws)
 	for _, pair := range [][2]string{{old, new}, {new, old}} {
 		wantPaths, wantFrom, wantTo := gitDiffTree(t, ws, pair[0], pair[1])
-		paths, from, to, err := r.diffTreesBatch(pair[0], pair[1])
+		trees := map[string]bool{}
+		paths, from, to, err := r.diffTreesBatch(pair[0], pair[1], trees)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The trees found and the blobs of to, with the commit, are every
+		// object git says the second commit has that the first lacks
+		// (what a move admits from the pending objects).
+		have := map[string]bool{pair[1]: true}
+		for id := range trees {
+			have[id] = true
+		}
+		for _, e := range to {
+			have[e.blob] = true
+		}
+		for _, line := range strings.Split(sh(t, ws, "git rev-list --objects "+pair[1]+" --not "+pair[0]), "\n") {
+			if id, _, _ := strings.Cut(line, " "); id != "" && !have[id] {
+				t.Errorf("%s (%s) is not among the objects found", id, line)
+			}
 		}
 		if !reflect.DeepEqual(paths, wantPaths) {
 			t.Errorf("paths:\n%q\nwant\n%q", paths, wantPaths)

@@ -163,7 +163,7 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 	var paths []string
 	to := map[string]entry{}
 	if was != commit {
-		if paths, _, to, err = r.diffTreesBatch(was, commit); err != nil {
+		if paths, _, to, err = r.diffTreesBatch(was, commit, nil); err != nil {
 			return errGitCheckout
 		}
 	}

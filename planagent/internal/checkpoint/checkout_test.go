@@ -187,7 +187,7 @@ func TestCheckoutCopyIsGitCheckout(t *testing.T) {
 				procs += count()
 				remakes++
 				ref := filepath.Join(t.TempDir(), "ref")
-				sh(t, ws, "mkdir -p '"+ref+"' && git archive "+to+" | tar -x -C '"+ref+"'")
+				sh(t, ws, withPending(r)+"mkdir -p '"+ref+"' && git archive "+to+" | tar -x -C '"+ref+"'")
 				got, want := tree(t, next), tree(t, ref)
 				for p, w := range want {
 					if got[p] != w {
@@ -302,10 +302,11 @@ func TestSquashTreeIsGitsWriteTree(t *testing.T) {
 		if n := count(); n > 1 {
 			t.Errorf("%s: the squash ran %d git processes, want 1 (add)", name, n)
 		}
-		// Every object of the commit is in your repository, and no object
-		// file stays behind in a quarantine: the squash finds what git add
-		// wrote without listing the quarantine.
-		if missing := sh(t, ws, "git rev-list --objects --missing=print "+commit+" | grep '^?' || true"); missing != "" {
+		// Every object of the commit is in your repository or waits with
+		// the pending ones, and no object file stays behind in a
+		// quarantine: the squash finds what git add wrote without listing
+		// the quarantine.
+		if missing := sh(t, ws, withPending(r)+"git rev-list --objects --missing=print "+commit+" | grep '^?' || true"); missing != "" {
 			t.Errorf("%s: objects of the commit missing from the repository: %s", name, missing)
 		}
 		qs, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects-q*"))
@@ -317,8 +318,8 @@ func TestSquashTreeIsGitsWriteTree(t *testing.T) {
 		idx := filepath.Join(t.TempDir(), "index")
 		want := sh(t, ws, "export GIT_INDEX_FILE='"+idx+"' && git read-tree "+base+
 			" && git --work-tree='"+dir+"' add -A && git write-tree")
-		if got := sh(t, ws, "git rev-parse "+commit+"^{tree}"); got != want {
-			t.Errorf("%s: the squash's tree is %s, git's %s\n%s", name, got, want, sh(t, ws, "git diff-tree -r "+got+" "+want))
+		if got := sh(t, ws, withPending(r)+"git rev-parse "+commit+"^{tree}"); got != want {
+			t.Errorf("%s: the squash's tree is %s, git's %s\n%s", name, got, want, sh(t, ws, withPending(r)+"git diff-tree -r "+got+" "+want))
 		}
 		if err := r.RemoveCopy(dir); err != nil {
 			t.Fatal(err)
@@ -402,7 +403,7 @@ func TestCheckoutWithAttributes(t *testing.T) {
 			t.Errorf("%q: %d git processes for the copy, want it checked out here: %v", c.attributes, procs, c.here)
 		}
 		ref := filepath.Join(t.TempDir(), "ref")
-		sh(t, ws, "git clone -q . '"+ref+"' && git -C '"+ref+"' checkout -q "+c1)
+		sh(t, ws, withPending(r)+"git clone -q . '"+ref+"' && git -C '"+ref+"' checkout -q "+c1)
 		got, want := tree(t, next), tree(t, ref)
 		for p, w := range want {
 			if got[p] != w {

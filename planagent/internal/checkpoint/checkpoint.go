@@ -50,7 +50,10 @@ type Repo struct {
 	copyArgs     []string
 	objectFormat string
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
-	refsDir      string // its refs directory, "" where refs are not files
+	// pending holds the objects of tasks not moved to yet (pending.go),
+	// "" when it could not be made.
+	pending string
+	refsDir string // its refs directory, "" where refs are not files
 	// include are the workspace's ignored files every copy gets
 	// (SetInclude, before the first copy; read-only after).
 	include []string
@@ -324,7 +327,8 @@ func (e *ConflictError) Error() string { return "merge conflict in " + strings.J
 // onto as one commit with the same message. No working tree is touched: the result exists only as a
 // commit until Move. A merge driver a .gitattributes of the task names is
 // not run (driversOff). Its objects go through a quarantine as Squash's
-// do, and into the object cache when it holds both commits.
+// do, and into the object cache when it holds both commits; they wait
+// with the pending objects until a move to the merge (Advance).
 func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (string, error) {
 	if onto == base {
 		return commit, nil // nothing merged since the copy: the commit itself
@@ -350,8 +354,8 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 	if err != nil {
 		return "", err
 	}
-	if err := migrate(quarantine, files, r.objectsDir); err != nil {
-		return "", fmt.Errorf("bring the merge's objects into the repository: %w", err)
+	if err := migrate(quarantine, files, r.pendingOrObjects()); err != nil {
+		return "", fmt.Errorf("keep the merge's objects: %w", err)
 	}
 	if r.isPlain(onto) && r.isPlain(commit) {
 		r.markPlain(merged) // a merge of two trees without gitlinks has none
@@ -390,9 +394,9 @@ func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, ba
 
 // mergeTree merges commit onto onto with git, its objects into quarantine.
 func (r *Repo) mergeTree(ctx context.Context, quarantine string, cached bool, commit, onto string) (string, error) {
-	alt := r.objectsDir
+	alt := r.objectsAlternates()
 	if cached {
-		alt = r.cacheObjects()
+		alt = alternates(r.cacheObjects())
 	}
 	env := []string{"GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
 	g := r.g

@@ -87,6 +87,7 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 	if ex, err := r.g.line(ctx, "config", "--path", "--get", "core.excludesFile"); err == nil && ex != "" {
 		r.copyArgs = append(r.copyArgs, "-c", "core.excludesFile="+ex)
 	}
+	r.preparePending()
 	return nil
 }
 
@@ -258,6 +259,12 @@ func (r *Repo) keep(ctx context.Context, commit string) error {
 	r.keepMu.Lock()
 	defer r.keepMu.Unlock()
 	if r.kept[commit] {
+		return nil
+	}
+	if r.isPending(commit) {
+		// Not in the repository yet, whose gc cannot prune it then: a
+		// ref to it there would be a broken one. Made once it is moved
+		// to (the next copy of it asks again).
 		return nil
 	}
 	if r.refsDir != "" {
@@ -787,7 +794,7 @@ func (r *Repo) packInto(ctx context.Context, commit, dir string) error {
 	// pack-objects' temporary files go to the cache (a planagent killed
 	// meanwhile leaves nothing in the user's objects), and the rename
 	// into place stays on one file system.
-	env := []string{"GIT_OBJECT_DIRECTORY=" + filepath.Dir(dir), "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + r.objectsDir}
+	env := []string{"GIT_OBJECT_DIRECTORY=" + filepath.Dir(dir), "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + r.objectsAlternates()}
 	// No delta search: a commit's new objects are few, and the repack
 	// that merges the packs makes the deltas.
 	if _, err := g.runEnv(ctx, env, []byte(in), "pack-objects", "--revs", "-q", "--window=0", filepath.Join(dir, "pack")); err != nil {
@@ -939,6 +946,9 @@ func (r *Repo) DrainPool() error {
 	r.qMu.Lock()
 	r.qFree = nil
 	r.qMu.Unlock()
+	// The objects of the tasks the run never moved to (failed, refused,
+	// merged onto a state it left).
+	errs = append(errs, r.drainPending())
 	// The quarantines, and what a killed planagent left: a cache being made.
 	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects*-*"))
 	for _, l := range leftovers {
@@ -1188,9 +1198,10 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	if strings.TrimSpace(body) != "" {
 		msg += "\n\n" + strings.TrimSpace(body)
 	}
-	// Objects go to a quarantine first (as git's receive-pack does) and
-	// into the repository only once the commit is accepted: a refused
-	// attempt leaves nothing in the user's objects.
+	// Objects go to a quarantine first (as git's receive-pack does), then
+	// wait with the pending objects, and enter the repository only with
+	// the move to the commit: a refused or failed attempt leaves nothing
+	// in the user's objects.
 	quarantine, err := r.takeQuarantine()
 	if err != nil {
 		return "", removed, err
@@ -1221,11 +1232,11 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 		// as plain files): base without submodules, its commit too.
 		r.markPlain(commit)
 	}
-	if err := migrate(quarantine, files, r.objectsDir); err != nil {
-		return "", removed, fmt.Errorf("bring the task's objects into the repository: %w", err)
-	}
-	if err := r.keep(ctx, commit); err != nil {
-		return "", removed, err
+	// Kept with the pending objects, out of the repository until a move
+	// to the commit (or to its merge) brings them in (Advance): no keep
+	// ref either.
+	if err := migrate(quarantine, files, r.pendingOrObjects()); err != nil {
+		return "", removed, fmt.Errorf("keep the task's objects: %w", err)
 	}
 	r.squashedCopy(dir, base, commit, filepath.Join(quarantine, "index"))
 	return commit, removed, nil
@@ -1235,9 +1246,9 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 // with cached (the caller holds the cache) puts them into the object
 // cache too.
 func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, dir, base, msg string) (string, []string, error) {
-	alt := r.objectsDir
+	alt := r.objectsAlternates()
 	if cached {
-		alt = r.cacheObjects()
+		alt = alternates(r.cacheObjects())
 	}
 	idx := filepath.Join(quarantine, "index")
 	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}

@@ -76,7 +76,7 @@ func TestDotGitLookAlikesAreNotCommitted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("squash: %v", err)
 	}
-	files := sh(t, ws, "git -c core.quotepath=false ls-tree -r -z --name-only "+commit+" | tr '\\0' '\\n'")
+	files := sh(t, ws, withPending(r)+"git -c core.quotepath=false ls-tree -r -z --name-only "+commit+" | tr '\\0' '\\n'")
 	for _, p := range lookAlikes {
 		if strings.Contains(files, p+"/") {
 			t.Errorf("the commit holds %q:\n%s", p, files)

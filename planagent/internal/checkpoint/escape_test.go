@@ -227,7 +227,7 @@ func TestNestedRepositoryIsCommittedAsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sh(t, ws, "git ls-tree -r --name-only "+c); !strings.Contains(got, "vendored/x.txt") || strings.Contains(got, ".git/") || strings.Contains(got, "pipe") {
+	if got := sh(t, ws, withPending(r)+"git ls-tree -r --name-only "+c); !strings.Contains(got, "vendored/x.txt") || strings.Contains(got, ".git/") || strings.Contains(got, "pipe") {
 		t.Errorf("the commit holds:\n%s", got)
 	}
 	if len(removed) != 2 || !strings.Contains(strings.Join(removed, "|"), "vendored/.git") || !strings.Contains(strings.Join(removed, "|"), "pipe") {

@@ -77,11 +77,14 @@ func hardenedEnv() []string {
 // git runs a git command. dir is its working directory; gitDir and
 // workTree, when set, are passed explicitly (the shadow repository, a copy).
 // hardened commands run with hardenedArgs and hardenedEnv; extra are more
-// -c settings (driversOff, the user's excludes file).
+// -c settings (driversOff, the user's excludes file); env is more
+// environment (the pending objects as an alternate), which a command's
+// own environment overrides.
 type git struct {
 	dir, gitDir, workTree string
 	hardened              bool
 	extra                 []string
+	env                   []string
 }
 
 func (g git) cmdEnv(ctx context.Context, extra []string, args ...string) *exec.Cmd {
@@ -100,7 +103,8 @@ func (g git) cmdEnv(ctx context.Context, extra []string, args ...string) *exec.C
 	}
 	c := exec.CommandContext(ctx, "git", append(full, args...)...)
 	c.Dir = g.dir
-	c.Env = append(env, extra...)
+	// The last of a variable given twice is the one a command gets.
+	c.Env = append(append(env, g.env...), extra...)
 	return c
 }
 

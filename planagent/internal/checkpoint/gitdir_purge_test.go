@@ -37,7 +37,7 @@ func TestMovedAwayGitDirectoryIsNotTaken(t *testing.T) {
 	if err != nil {
 		t.Fatalf("squash: %v", err)
 	}
-	files := sh(t, ws, "git ls-tree -r --name-only "+commit)
+	files := sh(t, ws, withPending(r)+"git ls-tree -r --name-only "+commit)
 	for _, gone := range []string{".git.orig/", "sub/bare.git/", "wt/", "\nHEAD\n"} {
 		if strings.Contains("\n"+files+"\n", gone) {
 			t.Errorf("the commit holds %q:\n%s", gone, files)

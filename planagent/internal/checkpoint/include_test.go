@@ -120,7 +120,7 @@ func TestIncludedIgnoredFilesReachEveryCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sh(t, ws, "git show --name-only --format= "+commit); got != "app.js\nnode_modules" {
+	if got := sh(t, ws, withPending(r)+"git show --name-only --format= "+commit); got != "app.js\nnode_modules" {
 		t.Errorf("the task's commit holds %q, want app.js and the link only", got)
 	}
 	if got := read(t, ws, ".env"); got != "TOKEN=from-the-env-file\n" {

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -25,7 +26,10 @@ type entry struct {
 // so nothing is changed and the error names those files. old and new need
 // not be related: rollback moves back the same way. A move that fails half
 // way (the index locked by another git command) is put back, so HEAD, the
-// index and the files never disagree with what the caller recorded.
+// index and the files never disagree with what the caller recorded. The
+// objects of new that wait with the pending ones (a task's) enter the
+// repository just before the branch moves, and leave it again when the
+// move is put back.
 func (r *Repo) Advance(ctx context.Context, old, new string) error {
 	head, err := r.Head(ctx)
 	if err != nil {
@@ -34,7 +38,8 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 	if head != old && head != new {
 		return fmt.Errorf("%w: HEAD is at %s, not at %s where the run left it", ErrMoved, short(head), short(old))
 	}
-	paths, from, to, err := r.diffTrees(ctx, old, new)
+	trees := map[string]bool{}
+	paths, from, to, err := r.diffTreesBatch(old, new, trees)
 	if err != nil {
 		return err
 	}
@@ -47,6 +52,13 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 			}
 			return err
 		}
+	}
+	// Before the branch names new: a ref never names an object the
+	// repository lacks, whatever happens next.
+	admitted, err := r.admit(new, trees, to)
+	if err != nil {
+		err = errors.Join(err, r.unadmit(admitted))
+		return r.putBack(ctx, paths, from, to, fmt.Errorf("bring the objects of %s into the repository: %w", short(new), err))
 	}
 	if head == new {
 		// A redo: the branch moved before the crash; the index may not have.
@@ -68,15 +80,26 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 		return nil
 	case refErr == nil:
 		if uerr := r.moveRef(undo, new, old); uerr != nil {
+			// The branch names new still: its objects stay.
 			return fmt.Errorf("%w (and moving %s back failed: %v; run `git reset --hard %s` once nothing else uses the repository)", idxErr, r.Branch(), uerr, short(new)) //nolint:errorlint // callers match the move's error, not the undo's
 		}
-		return r.putBack(ctx, paths, from, to, idxErr)
+		return r.putBack(ctx, paths, from, to, r.unadmitAfter(idxErr, admitted))
 	case idxErr == nil:
 		if uerr := r.updateIndex(undo, paths, from); uerr != nil {
-			return fmt.Errorf("%w (and putting the index back failed: %v; run `git reset` once nothing else uses the repository)", refErr, uerr) //nolint:errorlint // callers match the move's error, not the undo's
+			return fmt.Errorf("%w (and putting the index back failed: %v; run `git reset` once nothing else uses the repository)", r.unadmitAfter(refErr, admitted), uerr) //nolint:errorlint // callers match the move's error, not the undo's
 		}
 	}
-	return r.putBack(ctx, paths, from, to, refErr)
+	return r.putBack(ctx, paths, from, to, r.unadmitAfter(refErr, admitted))
+}
+
+// unadmitAfter takes the objects a move admitted back out once its branch
+// is back at old, and returns the move's error cause (with the undo's
+// when that failed too: the objects then stay, unreachable).
+func (r *Repo) unadmitAfter(cause error, admitted []string) error {
+	if err := r.unadmit(admitted); err != nil {
+		return fmt.Errorf("%w (and %v)", cause, err) //nolint:errorlint // callers match the move's error, not the undo's
+	}
+	return cause
 }
 
 // moveRef moves the branch (or a detached HEAD) from old to new, only if it
@@ -296,12 +319,6 @@ type ChangedError struct{ Files []string }
 func (e *ChangedError) Error() string {
 	return "files changed in the workspace since the run's last checkpoint: " + strings.Join(e.Files, ", ") +
 		" (commit or revert them first)"
-}
-
-// diffTrees lists the paths that differ between the trees of old and new,
-// with their entries on each side (none where a side has no file).
-func (r *Repo) diffTrees(_ context.Context, old, new string) ([]string, map[string]entry, map[string]entry, error) {
-	return r.diffTreesBatch(old, new)
 }
 
 // current hashes the workspace's files at paths as git would; a missing

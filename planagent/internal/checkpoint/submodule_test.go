@@ -21,7 +21,7 @@ func TestSubmoduleSurvivesATask(t *testing.T) {
 		t.Fatalf("submodules = %v %v, want [lib]", subs, err)
 	}
 	_, a := attempt(t, r, start, "a", func(dir string) { write(t, dir, "a.txt", "a\n") })
-	if got := sh(t, ws, "git ls-tree "+a+" lib"); !strings.Contains(got, "160000 commit "+sub) {
+	if got := sh(t, ws, withPending(r)+"git ls-tree "+a+" lib"); !strings.Contains(got, "160000 commit "+sub) {
 		t.Errorf("the task's commit changed the submodule: %q", got)
 	}
 	if err := r.Advance(ctx, start, a); err != nil {

@@ -42,11 +42,11 @@ func (r *Repo) trivialMerge(dir, base, commit, onto string) (tree string, ok boo
 		return "", false, err
 	}
 	mineFrom, mine := map[string]entry{}, map[string]entry{}
-	if err := r.diffTree("", bt, ct, mineFrom, mine); err != nil {
+	if err := r.diffTree("", bt, ct, mineFrom, mine, nil); err != nil {
 		return "", false, err
 	}
 	theirsFrom, theirs := map[string]entry{}, map[string]entry{}
-	if err := r.diffTree("", bt, ot, theirsFrom, theirs); err != nil {
+	if err := r.diffTree("", bt, ot, theirsFrom, theirs, nil); err != nil {
 		return "", false, err
 	}
 	if removes(mineFrom, mine) || removes(theirsFrom, theirs) {

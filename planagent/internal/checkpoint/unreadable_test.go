@@ -159,7 +159,7 @@ func TestUnreadableDirectoryHidesNoRepository(t *testing.T) {
 				t.Errorf("removed does not name %s: %q", p, removed)
 			}
 		}
-		tree := sh(t, ws, "git ls-tree -r "+commit)
+		tree := sh(t, ws, withPending(r)+"git ls-tree -r "+commit)
 		if strings.Contains(tree, "160000") || !strings.Contains(tree, "hid/file.txt") || !strings.Contains(tree, "deep/er/file.txt") {
 			t.Errorf("the commit's tree:\n%s", tree)
 		}
