@@ -84,7 +84,7 @@ func (g guarded) check(t *testing.T, marker string) {
 	if got := readOrEmpty(g.conf); got != g.config {
 		t.Errorf("the repository's config changed:\n%s\nwas\n%s", got, g.config)
 	}
-	c := exec.Command("git", "--git-dir="+g.gitDir, "fsck", "--no-dangling")
+	c := exec.Command("git", "--git-dir="+g.gitDir, "fsck", "--strict", "--no-dangling")
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Errorf("git fsck: %v\n%s", err, out)
 	}

@@ -60,4 +60,36 @@ var All = []Payload{
 		"printf XXXX | dd of=\"$f\" bs=1 conv=notrunc 2>/dev/null && touch -r .git/ref \"$f\"; done"},
 	{"hooks-and-fsmonitor", "mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch MARKER\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && " +
 		"printf '[core]\\n\\tfsmonitor = touch MARKER; false\\n\\thooksPath = .git/hooks\\n' >> .git/config"},
+	// A repository in a directory left with search permission only: a
+	// host that is not root could not list it, while its git still
+	// reaches hid/.git and would run the filter (or commit a gitlink).
+	{"unreadable-dir-nested-repo", "mkdir -p hid/.git/objects hid/.git/refs/heads && printf 'ref: refs/heads/main\\n' > hid/.git/HEAD && " +
+		"printf '[core]\\n\\trepositoryformatversion = 0\\n[filter \"evil\"]\\n\\tclean = touch MARKER; cat\\n\\tsmudge = touch MARKER; cat\\n' > hid/.git/config && " +
+		"printf '* filter=evil\\n' > hid/.gitattributes && echo data > hid/file.txt && chmod 0311 hid"},
+	// Names HFS+ and NTFS open as .git: committed, a checkout on a Mac
+	// or on Windows writes into the repository's own .git (git fsck
+	// --strict: hasDotgit).
+	{"hfs-dotgit-zero-width", "mkdir -p 'y/.git\u200c/objects' 'y/.git\u200c/refs/heads' && printf 'ref: refs/heads/main\\n' > 'y/.git\u200c/HEAD' && " +
+		"printf '[core]\\n\\tfsmonitor = touch MARKER; false\\n' > 'y/.git\u200c/config' && echo data > y/file.txt"},
+	{"ntfs-dotgit-short-name", "mkdir -p 'w/git~1/hooks' && printf '#!/bin/sh\\ntouch MARKER\\n' > 'w/git~1/hooks/post-checkout' && echo data > w/file.txt"},
+	// The copy's git directory moved away whole, a config of the agent's
+	// added: committed as plain files, a repository of the agent's in the
+	// user's tree.
+	{"moved-away-git-dir", "cp -r .git .git.orig && printf '[core]\\n\\tfsmonitor = touch MARKER; false\\n' >> .git.orig/config"},
+	// A gigabyte that takes no disk in the container (a hole): judged by
+	// its size, the task fails before git reads it (FileTooLargeError).
+	{"sparse-1g-file", "dd if=/dev/zero of=big.bin bs=1 count=1 seek=1073741823 2>/dev/null"},
+}
+
+// Refusal is what the error of a payload's task says when the task fails
+// by design (its copy is refused), "" when the task completes with what
+// the payload planted removed.
+func (p Payload) Refusal() string {
+	switch p.Name {
+	case "gitmodules-update-command":
+		return ".gitmodules is refused"
+	case "sparse-1g-file":
+		return "above the limit of"
+	}
+	return ""
 }
