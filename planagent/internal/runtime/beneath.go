@@ -4,68 +4,38 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/safefs"
 )
 
-// errEscapes: a path under an attempt's own volumes that leads out of them
-// (a link, "..") or through something that is not a directory.
-var errEscapes = errors.New("not a plain path under the attempt's volumes")
+var (
+	// errTooLarge: a file an attempt wrote is larger than planagent takes.
+	errTooLarge = errors.New("larger than the limit")
+	// errLinked: a link stood where a directory of the path belongs.
+	errLinked = errors.New("a link where a directory belongs")
+)
 
-// openBeneath opens the regular file rel under root for reading, following
-// no link on the way (every component is opened with O_NOFOLLOW from its
-// parent's descriptor) and without blocking on a FIFO: the tree is one a
-// container wrote, which may have swapped any directory for a link.
+// openBeneath opens the regular file rel under root, a tree a container
+// wrote: no link is followed on the way, a FIFO is not waited on, anything
+// but a regular file is refused (safefs). A file that is simply not there
+// is fs.ErrNotExist as a *fs.PathError; a link where a directory belongs
+// is an error that says so.
 func openBeneath(root, rel string) (*os.File, error) {
-	parts := strings.Split(filepath.ToSlash(rel), "/")
-	for _, p := range parts {
-		if p == "" || p == "." || p == ".." {
-			return nil, fmt.Errorf("%s: %w", rel, errEscapes)
-		}
-	}
-	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	r, err := safefs.OpenRoot(root, nil)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: root, Err: err}
-	}
-	for i, p := range parts[:len(parts)-1] {
-		next, err := unix.Openat(dir, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		_ = unix.Close(dir)
-		if err != nil {
-			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-				return nil, fmt.Errorf("%s: %s: %w", rel, strings.Join(parts[:i+1], "/"), errEscapes)
-			}
-			return nil, &os.PathError{Op: "open", Path: filepath.Join(root, rel), Err: err}
-		}
-		dir = next
-	}
-	fd, err := unix.Openat(dir, parts[len(parts)-1], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	_ = unix.Close(dir)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("%s: a link: %w", rel, errEscapes)
-		}
-		return nil, &os.PathError{Op: "open", Path: filepath.Join(root, rel), Err: err}
-	}
-	f := os.NewFile(uintptr(fd), filepath.Join(root, rel))
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, fmt.Errorf("%s: %w", rel, protocol.ErrNotRegular)
+	defer r.Close()
+	f, err := r.Open(rel)
+	var pe *fs.PathError
+	if errors.Is(err, fs.ErrNotExist) && !errors.As(err, &pe) {
+		// safefs makes it "not exist"; here it is not a missing file.
+		return nil, fmt.Errorf("%w: %v", errLinked, err)
 	}
-	return f, nil
+	return f, err
 }
-
-// errTooLarge: a file an attempt wrote is larger than planagent takes.
-var errTooLarge = errors.New("larger than the limit")
 
 // readBeneath reads the regular file rel under root (openBeneath), refusing
 // one larger than limit without reading it.

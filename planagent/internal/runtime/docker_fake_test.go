@@ -296,7 +296,7 @@ func TestDockerFakeAttemptErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.exit(id, 0, false, "")
-		}, exitErr: "not a plain path"},
+		}, exitErr: "not followed"},
 		{name: "a FIFO for a report does not block", run: func(t *testing.T, e *fakeEngine, d *Docker, id string) {
 			own, _ := volume.New(d.opts.Volumes.AttemptIO("r1", "t1", 1), "")
 			if err := syscall.Mkfifo(own.ReportFile("t1"), 0o644); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/toolset"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/safefs"
 )
 
 // What planagent takes back from an attempt's own volumes, at most.
@@ -147,7 +148,7 @@ func (d *Docker) importSession(aio *attemptIO) {
 		}
 		return
 	}
-	if err := writeAtomic(filepath.Join(d.opts.Volumes.Sessions(), aio.session), data); err != nil {
+	if err := d.writeVolumes(filepath.Join(d.opts.Volumes.Sessions(), aio.session), data); err != nil {
 		d.log.Warn("keep the attempt's session", "task", aio.task, "err", err)
 	}
 }
@@ -173,7 +174,7 @@ func (d *Docker) importMemory(aio *attemptIO) {
 	if !bytes.Equal(now, aio.memory) {
 		merged = mergeLines(now, data)
 	}
-	if err := writeAtomic(host, merged); err != nil {
+	if err := d.writeVolumes(host, merged); err != nil {
 		d.log.Warn("keep the attempt's memory", "task", aio.task, "err", err)
 	}
 }
@@ -202,11 +203,7 @@ func (d *Docker) importCache(aio *attemptIO) {
 		if err != nil {
 			continue
 		}
-		dir := d.opts.Volumes.RepoMapCache()
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return
-		}
-		_ = writeAtomic(filepath.Join(dir, filepath.Base(c)), data)
+		_ = d.writeVolumes(filepath.Join(d.opts.Volumes.RepoMapCache(), filepath.Base(c)), data)
 	}
 }
 
@@ -285,27 +282,15 @@ func copyFile(src, dst string, limit int64) error {
 	return os.WriteFile(dst, data, 0o644)
 }
 
-// writeAtomic replaces path with data (temp file, fsync, rename).
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+// writeVolumes replaces the file at path, under the volumes, by data
+// (temp file, fsync, rename), following no link on the way (safefs).
+func (d *Docker) writeVolumes(path string, data []byte) error {
+	root, err := safefs.OpenRoot(d.opts.Volumes.Root, d.log)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
+	defer root.Close()
+	return root.WriteFileAtomic(path, data, 0o644)
 }
 
 // removeTree removes dir, which a container wrote: directories it made
