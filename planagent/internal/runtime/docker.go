@@ -305,6 +305,10 @@ func (d *Docker) Stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	d.ending.Wait()
+	// The run's own-volumes dirs are gone with their containers; the
+	// directory of the run too unless one could not be fenced.
+	_ = os.Remove(filepath.Join(d.opts.Volumes.IO(), d.opts.RunID))
+	_ = os.Remove(d.opts.Volumes.IO())
 	return errors.Join(errs...)
 }
 

@@ -455,6 +455,9 @@ func TestDockerFakeStopRemovesAttempts(t *testing.T) {
 	if n := fake.live(); n != 0 {
 		t.Errorf("%d containers left after Stop", n)
 	}
+	if _, err := os.Lstat(d.opts.Volumes.IO()); err == nil {
+		t.Error("the attempts' own volumes stayed after Stop")
+	}
 	select {
 	case ex := <-d.Exited():
 		t.Errorf("Stop reported %+v as died", ex)
