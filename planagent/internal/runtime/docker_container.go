@@ -254,7 +254,12 @@ func (d *Docker) createOptions(s spec) client.ContainerCreateOptions {
 	// the copies belong to the operator, whose uid the container may not
 	// map to a user. The setting goes by environment: no config file is written.
 	env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*")
+	noInit := false
 	hc := &containertypes.HostConfig{
+		// The entrypoint is the container's first process even where the
+		// engine adds an init by default: codingagent, as init, ends every
+		// other process before it writes its report (the fence).
+		Init:        &noInit,
 		Mounts:      mounts,
 		NetworkMode: containertypes.NetworkMode(d.opts.Network),
 		CapDrop:     []string{"ALL"},

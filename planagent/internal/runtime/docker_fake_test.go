@@ -424,6 +424,9 @@ func TestDockerFakeAttemptSpec(t *testing.T) {
 			t.Errorf("env lacks %s", want)
 		}
 	}
+	if opts.HostConfig.Init == nil || *opts.HostConfig.Init {
+		t.Error("the engine may put an init before codingagent: it must be the container's first process (the fence)")
+	}
 	if !slices.Equal(opts.HostConfig.CapDrop, []string{"ALL"}) {
 		t.Errorf("CapDrop = %v", opts.HostConfig.CapDrop)
 	}
