@@ -72,8 +72,8 @@ type Config struct {
 	// attempt before git reads them.
 	MaxFileSize string
 	MaxFiles    int
-	Parallel     int
-	MaxRetries   int
+	Parallel    int
+	MaxRetries  int
 	// Budgets of a run (0: none): tokens of every model call, the run's
 	// running time, and its cost in USD, which needs Prices for the model.
 	BudgetTokens int
