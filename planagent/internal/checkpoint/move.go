@@ -86,7 +86,8 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 		return r.putBack(ctx, paths, from, to, r.unadmitAfter(idxErr, admitted))
 	case idxErr == nil:
 		if uerr := r.updateIndex(undo, paths, from); uerr != nil {
-			return fmt.Errorf("%w (and putting the index back failed: %v; run `git reset` once nothing else uses the repository)", r.unadmitAfter(refErr, admitted), uerr) //nolint:errorlint // callers match the move's error, not the undo's
+			// The index names new's blobs still: they stay.
+			return fmt.Errorf("%w (and putting the index back failed: %v; run `git reset` once nothing else uses the repository)", refErr, uerr) //nolint:errorlint // callers match the move's error, not the undo's
 		}
 	}
 	return r.putBack(ctx, paths, from, to, r.unadmitAfter(refErr, admitted))
