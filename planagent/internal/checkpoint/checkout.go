@@ -68,7 +68,7 @@ func isAttributes(p string) bool {
 
 // neutralBlobs reports whether every attributes file among the blobs ids
 // is neutral (neutralAttributes); each blob's verdict is kept.
-func (r *Repo) neutralBlobs(ctx context.Context, ids []string) bool {
+func (r *Repo) neutralBlobs(ids []string) bool {
 	var unknown []string
 	r.attrMu.Lock()
 	for _, id := range ids {
@@ -148,7 +148,7 @@ func neutralAttributes(data []byte) bool {
 // A trusted copy's files are taken to be as its saved index says: only
 // the paths that differ between the two commits are looked at, and the
 // directories their removal empties are removed (no clean follows).
-func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, trusted bool) error {
+func (r *Repo) checkoutCopy(_ context.Context, dir, was, commit string, trusted bool) error {
 	if was == "" || !r.plainCheckout() {
 		return errGitCheckout
 	}
@@ -203,7 +203,7 @@ func (r *Repo) checkoutCopy(ctx context.Context, dir, was, commit string, truste
 			return errGitCheckout
 		}
 	}
-	if !r.neutralBlobs(ctx, attributes) {
+	if !r.neutralBlobs(attributes) {
 		return errGitCheckout
 	}
 	// What is written: the paths that change, and the tracked files that

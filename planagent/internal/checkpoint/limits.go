@@ -115,7 +115,7 @@ func (r *Repo) checkLimits(ctx context.Context, dir string, found purged) error 
 	// The saved index says what is tracked; without one, nothing is.
 	env := []string{"GIT_INDEX_FILE=" + saved}
 	if len(found.large) > 0 {
-		large, err := r.readLarge(ctx, g, env, dir, saved, found.large)
+		large, err := r.readLarge(ctx, g, env, saved, found.large)
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func (r *Repo) checkLimits(ctx context.Context, dir string, found purged) error 
 }
 
 // readLarge is which of the large files git would read.
-func (r *Repo) readLarge(ctx context.Context, g git, env []string, dir, saved string, large []largeFile) ([]largeFile, error) {
+func (r *Repo) readLarge(ctx context.Context, g git, env []string, saved string, large []largeFile) ([]largeFile, error) {
 	tracked := map[string]gitindex.Entry{}
 	entries, _, err := gitindex.Read(saved, r.idSize())
 	if err == nil {

@@ -61,7 +61,7 @@ func readLoose(dir string, files []string, hexLen int) ([]looseObject, error) {
 		if err != nil {
 			continue
 		}
-		o, err := readLooseFile(filepath.Join(dir, rel), maxCachedObject)
+		o, err := readLooseFile(filepath.Join(dir, rel))
 		if err != nil {
 			return nil, fmt.Errorf("loose object %s: %w", fan+name, err)
 		}
@@ -89,8 +89,9 @@ func listFiles(dir string) ([]string, error) {
 }
 
 // readLooseFile reads the loose object file p, refusing one whose header
-// says it is larger than max (errObjectTooLarge) before reading more.
-func readLooseFile(p string, max int64) (looseObject, error) {
+// says it is larger than maxCachedObject (errObjectTooLarge) before
+// reading more.
+func readLooseFile(p string) (looseObject, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return looseObject{}, err
@@ -110,7 +111,7 @@ func readLooseFile(p string, max int64) (looseObject, error) {
 	if !ok || serr != nil || size < 0 || packTypes[typ] == 0 {
 		return looseObject{}, fmt.Errorf("not a git object")
 	}
-	if size > max {
+	if size > maxCachedObject {
 		return looseObject{}, errObjectTooLarge
 	}
 	data := make([]byte, size)

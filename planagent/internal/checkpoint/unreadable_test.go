@@ -42,7 +42,8 @@ func unprivileged(t *testing.T, setup func(t *testing.T, dir string), body func(
 		body(t, t.TempDir())
 		return
 	}
-	top, err := os.MkdirTemp("", "checkpoint-unprivileged-")
+	// Not t.TempDir: its parent is root's, closed to uid 65534.
+	top, err := os.MkdirTemp("", "checkpoint-unprivileged-") //nolint:usetesting // see above
 	if err != nil {
 		t.Fatal(err)
 	}
