@@ -5,10 +5,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
@@ -31,13 +33,67 @@ func TestE2EDockerHostileCopiesRunNothingOnTheHost(t *testing.T) {
 	hostileCopies(t, dockerRuntime)
 }
 
+// The same with planagent run as a user other than root (CI runs as
+// root): a directory the agent makes unreadable hides nothing from the
+// host's walk, and a repository in it runs nothing on the host.
+func TestE2EDockerHostileCopiesAsAUser(t *testing.T) {
+	dockerE2E(t)
+	// The test reads the user's repository as root: git must not refuse
+	// it for its owner.
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "safe.directory")
+	t.Setenv("GIT_CONFIG_VALUE_0", "*")
+	hostileCopies(t, dockerRuntimeAsUser)
+}
+
+// dockerRuntimeAsUser is dockerRuntime with planagent run as user nobody
+// (in the Docker socket's group) when the test runs as root, in a directory
+// that user can enter.
+func dockerRuntimeAsUser(t *testing.T, f *fakeModel) *runEnv {
+	cli := dockerE2E(t)
+	e := newDockerRunEnv(t, f)
+	if os.Getuid() == 0 {
+		dir, err := os.MkdirTemp("", "planagent-nobody-") //nolint:usetesting // t.TempDir's parent is 0700: user nobody could not enter it
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		for _, d := range []string{dir, binDir} {
+			if err := os.Chmod(d, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sock := strings.TrimPrefix(os.Getenv("DOCKER_HOST"), "unix://")
+		if sock == "" {
+			sock = "/var/run/docker.sock"
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(sock, &st); err != nil {
+			t.Fatalf("the Docker socket %s: %v", sock, err)
+		}
+		e.dir, e.volumes = dir, filepath.Join(dir, "volumes")
+		e.cred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{st.Gid}}
+	}
+	e.env = append(e.env, "CODEAGENT_RUNTIME=docker")
+	e.attempts = watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes, runtime.LabelRole+"=attempt")
+	t.Cleanup(func() { assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes) })
+	return e
+}
+
 func hostileCopies(t *testing.T, rt e2eRuntime) {
 	for _, mode := range []string{"git", "shadow"} {
 		t.Run(mode, func(t *testing.T) {
 			markers := t.TempDir()
+			// A program run on the host as planagent's user must be able
+			// to leave its marker.
+			for d := markers; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+				if err := os.Chmod(d, 0o777); err != nil {
+					t.Fatal(err)
+				}
+			}
 			var tasks []map[string]any
 			var scripts []scriptTask
-			refused := map[string]bool{}
+			refused := map[string]string{} // task → what its error says
 			// The git directory must be known before the plan: made first.
 			f := &fakeModel{}
 			e := rt(t, f)
@@ -60,8 +116,8 @@ func hostileCopies(t *testing.T, rt e2eRuntime) {
 					llmtest.Call("shell_exec", map[string]any{"command": p.For(marker, gitDir) + " && echo planted-" + id}),
 					llmtest.Call("write_file", map[string]any{"path": "done/" + id + ".txt", "content": p.Name + "\n"}),
 				}})
-				if p.Name == "gitmodules-update-command" {
-					refused[id] = true
+				if r := p.Refusal(); r != "" {
+					refused[id] = r
 				}
 			}
 			plan, _ := json.Marshal(map[string]any{"title": "Hostile", "overview": "x", "tasks": tasks})
@@ -89,9 +145,9 @@ func hostileCopies(t *testing.T, rt e2eRuntime) {
 				id, _ := ev["task_id"].(string)
 				status, _ := ev["status"].(string)
 				switch {
-				case refused[id] && (status != "failed" || !strings.Contains(fmt.Sprint(ev), ".gitmodules is refused")):
-					t.Errorf("task %s: %v, want failed naming the refused .gitmodules", id, ev)
-				case !refused[id] && status != "completed":
+				case refused[id] != "" && (status != "failed" || !strings.Contains(fmt.Sprint(ev), refused[id])):
+					t.Errorf("task %s: %v, want failed saying %q", id, ev, refused[id])
+				case refused[id] == "" && status != "completed":
 					t.Errorf("task %s: %v, want completed", id, ev)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -289,6 +290,9 @@ type runEnv struct {
 	// attempts records the attempt containers of a run in containers
 	// (nil for the local runtime): see assertAttemptContainers.
 	attempts *containerWatch
+	// cred, when set, runs planagent as that user, e.dir given to it
+	// before each run (asUser).
+	cred *syscall.Credential
 }
 
 // newRunEnv starts the fake model's server (opts: e.g. llmtest.WithAddr so
@@ -312,7 +316,24 @@ func (e *runEnv) command(args ...string) *exec.Cmd {
 		"CODEAGENT_VOLUMES_DIR="+e.volumes, "CODEAGENT_RUNTIME=local", "CODEAGENT_RETRIES=0")
 	// Later entries win: tests add DOCKER_HOST and the like here.
 	cmd.Env = append(cmd.Env, e.env...)
+	if e.cred != nil {
+		// What the test made there since is the user's too.
+		if err := chownTree(e.dir, int(e.cred.Uid), int(e.cred.Gid)); err != nil {
+			e.t.Fatal(err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.cred}
+		cmd.Env = append(cmd.Env, "HOME="+e.dir)
+	}
 	return cmd
+}
+
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
 }
 
 func (e *runEnv) run(args ...string) (string, string, int) {
