@@ -64,3 +64,29 @@ func (l *Lock) Release() {
 	_ = l.f.Close()
 	l.f = nil
 }
+
+// Free reports whether no process holds the lock of the run whose
+// directory is dir: the run is not being driven, so whatever it left
+// (containers, claims) is nobody's. A dir or lock file that does not exist
+// is free, and neither is created. The probe takes the lock for an instant
+// (flock has no test-only call): an Acquire in that instant is refused as
+// held, the same answer it gets while any process drives the run.
+func Free(dir string) (bool, error) {
+	path := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("run lock %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return false, nil
+		}
+		return false, fmt.Errorf("run lock %s: %w", path, err)
+	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return true, nil
+}

@@ -84,3 +84,50 @@ func TestDeadHoldersLockIsTakenOver(t *testing.T) {
 		t.Errorf("lock file says %q, want our pid %d", b, os.Getpid())
 	}
 }
+
+// Free tells a live holder (another process, or this one) from a dead or
+// absent one, and creates nothing.
+func TestFree(t *testing.T) {
+	free := func(dir string) bool {
+		t.Helper()
+		ok, err := Free(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	missing := t.TempDir() + "/runs/never"
+	if !free(missing) {
+		t.Error("a run dir that does not exist is not free")
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("Free created %s: %v", missing, err)
+	}
+	dir := t.TempDir()
+	child := holdInChild(t, dir)
+	if free(dir) {
+		t.Error("held by a live process, yet free")
+	}
+	_ = child.Process.Kill()
+	_ = child.Wait()
+	if !free(dir) {
+		t.Error("its holder was killed, yet not free")
+	}
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free(dir) {
+		t.Error("held by this process, yet free")
+	}
+	l.Release()
+	if !free(dir) {
+		t.Error("released, yet not free")
+	}
+	// The probe leaves the lock to the next Acquire.
+	l, err = Acquire(dir)
+	if err != nil {
+		t.Fatalf("Acquire after Free: %v", err)
+	}
+	l.Release()
+}

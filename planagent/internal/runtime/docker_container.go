@@ -27,6 +27,7 @@ import (
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runlock"
 )
 
 const (
@@ -47,9 +48,6 @@ const (
 	// heartbeatMaxAge matches the watcher's HEALTHCHECK: a heartbeat older
 	// than this belongs to a dead watcher.
 	heartbeatMaxAge = 15 * time.Second
-	// startedWithin bounds how long a live run leaves its container in
-	// "created": create and start are two consecutive API calls.
-	startedWithin = time.Minute
 	// stopGrace outlasts the watcher's own 10s SIGTERM grace, so it can
 	// still write "interrupted" reports before the engine kills it.
 	stopGrace    = 15 // seconds
@@ -59,12 +57,13 @@ const (
 	startTimeout = time.Minute
 )
 
-// removeLeftovers removes containers of crashed runs: every managed container
-// that is not running, running ones serving the same volumes (they would
-// compete for its commands) and running ones whose volumes dir is gone. A
-// running watcher of another run on other, existing volumes may be someone
-// else's live run and stays, and so does one that run has just created and
-// not yet started.
+// removeLeftovers removes the containers of runs that are provably dead,
+// whatever their state: an exited container of a live run may be an
+// acceptance command whose output that run has yet to read. Dead means this
+// run's own earlier life (a resume), another run on these volumes whose
+// lock is free, or a run whose volumes dir is gone. Another volumes dir's
+// containers stay while it exists: the runs there are for their own next
+// start to judge.
 func (d *Docker) removeLeftovers(ctx context.Context) error {
 	list, err := d.api.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
@@ -73,10 +72,13 @@ func (d *Docker) removeLeftovers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list codeagent containers for leftovers: %w", err)
 	}
-	now := time.Now()
 	ours := map[string]bool{} // hostnames of removed containers that served our volumes
 	for _, c := range list.Items {
-		if !d.isLeftover(c, now) {
+		dead, err := d.isLeftover(c)
+		if err != nil {
+			return err
+		}
+		if !dead {
 			continue
 		}
 		d.log.Info("removing leftover codingagent container", "container", shortID(c.ID),
@@ -133,20 +135,23 @@ func (d *Docker) freeClaims(hosts map[string]bool) {
 }
 
 // isLeftover applies removeLeftovers' rule to one managed container.
-func (d *Docker) isLeftover(c containertypes.Summary, now time.Time) bool {
-	vols := c.Labels[LabelVolumes]
+func (d *Docker) isLeftover(c containertypes.Summary) (bool, error) {
+	vols, run := c.Labels[LabelVolumes], c.Labels[LabelRun]
 	switch {
-	case vols == d.opts.Volumes.Root || !dirExists(vols):
-		return true
-	case c.State == containertypes.StateRunning:
-		return false
-	case c.State == containertypes.StateCreated:
-		// Between another run's create and start (milliseconds); removing it
-		// there fails that run's start. One stuck in "created" far longer
-		// belongs to a run that crashed in between.
-		return now.Sub(time.Unix(c.Created, 0)) > startedWithin
+	case vols != d.opts.Volumes.Root:
+		return !dirExists(vols), nil
+	case run == d.opts.RunID:
+		return true, nil
+	case run == "" || run == "." || run == ".." || strings.ContainsAny(run, `/\`):
+		// No run of ours is named so (and its lock path would lie elsewhere).
+		return true, nil
 	}
-	return true
+	free, err := runlock.Free(d.opts.Volumes.Run(run))
+	if err != nil {
+		return false, fmt.Errorf("container %s of run %s: is that run alive? %w (fix its volumes dir's permissions, or remove the container with docker rm -f)",
+			shortID(c.ID), run, err)
+	}
+	return free, nil
 }
 
 // composeWatcher returns a running compose `codingagent` service container
