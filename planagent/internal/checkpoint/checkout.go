@@ -495,7 +495,9 @@ func (r *Repo) indexTree(dir, idx, saved, baseTree string) (tree string, news []
 		return baseTree, nil, nil
 	}
 	for p, e := range set {
-		if !plainPath(p) || (e.blob != "" && e.mode != "100644" && e.mode != "100755" && e.mode != "120000" && e.mode != "160000") {
+		// A changed gitlink goes to git's write-tree, whose tree the squash
+		// checks for gitlinks the base lacks (newGitlinks).
+		if !plainPath(p) || (e.blob != "" && e.mode != "100644" && e.mode != "100755" && e.mode != "120000") {
 			return "", nil, errGitCheckout
 		}
 		if e.blob != "" && e.mode != "160000" {

@@ -1169,6 +1169,38 @@ func (e *SubmoduleError) Error() string {
 		": submodules are not part of a task's copy and changes there cannot be kept (change the submodule's own repository instead)"
 }
 
+// GitlinkError is a squash whose tree would record a submodule commit
+// (a gitlink) the base did not have: a nested repository the purge did
+// not see. It is refused, never committed.
+type GitlinkError struct{ Paths []string }
+
+func (e *GitlinkError) Error() string {
+	return "the task's tree would add the gitlink " + strings.Join(e.Paths, ", ") +
+		" (a nested repository's commit, not its files): refused; a task cannot add a submodule"
+}
+
+// newGitlinks returns a GitlinkError when tree has a gitlink (mode 160000)
+// that base's tree lacks or that changed from another mode; diff-tree
+// reads only the subtrees that differ.
+func newGitlinks(ctx context.Context, g git, env []string, baseTree, tree string) error {
+	out, err := g.runEnv(ctx, env, nil, "diff-tree", "-r", "-z", "--no-renames", baseTree, tree)
+	if err != nil {
+		return err
+	}
+	var paths []string
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(fields[i], ":"))
+		if len(meta) >= 2 && meta[1] == "160000" && meta[0] != "160000" {
+			paths = append(paths, fields[i+1])
+		}
+	}
+	if len(paths) > 0 {
+		return &GitlinkError{Paths: paths}
+	}
+	return nil
+}
+
 // Squash takes everything in the copy at dir that is not ignored (files
 // made by shell commands included; commits the agent made in the copy do
 // not matter, only its files) as one commit on top of base in the
@@ -1284,6 +1316,13 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 	}
 	if tree == baseTree {
 		return base, nil, nil
+	}
+	// indexTree (known) made the tree only when no gitlink changed; git's
+	// tree is checked here.
+	if !known {
+		if err := newGitlinks(ctx, g, env, baseTree, tree); err != nil {
+			return "", nil, err
+		}
 	}
 	// A copy without a .gitmodules has none in its tree: no lookup.
 	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err == nil {
