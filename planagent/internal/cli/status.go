@@ -2,12 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/jsonout"
+	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -24,7 +26,8 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*cobra.Command, *StatusOptions) 
 		Use:   "status [RUN]",
 		Short: "Print the plan summary of a run (default: the latest)",
 		Long: `Print the task graph of RUN in the plan-summary format:
-[X] done (with its result), [>] in progress, [ ] pending, [!] failed, [-] skipped.
+[X] done (with its result), [>] in progress, [ ] pending, [!] failed, [-] skipped,
+[~] interrupted (in progress when the run stopped: resume starts it again).
 
 --json prints the run as one JSON object instead: its status, totals (tokens,
 cost when the config has prices, time) and every task with its status,
@@ -68,6 +71,25 @@ func runStatus(cmd *cobra.Command, f *cmdutil.Factory, opts *StatusOptions) erro
 	if st.Paused != "" {
 		fmt.Fprintf(f.IO.Out, "Paused: %s (planagent resume %s %s continues)\n", st.Paused, st.RunID, budgetFlag(st.Stop))
 	}
-	fmt.Fprintf(f.IO.Out, "\n%s", g.Summary())
+	fmt.Fprintf(f.IO.Out, "\n%s", markInterrupted(g.Summary(), v))
 	return nil
+}
+
+// markInterrupted turns the "[>]" line of each task the view calls
+// interrupted into "[~]": the record keeps such a task in progress for
+// resume, but in a stopped run no agent works on it.
+func markInterrupted(summary string, v *runview.Run) string {
+	lines := strings.SplitAfter(summary, "\n")
+	for _, t := range v.Tasks {
+		if t.Status != runview.StatusInterrupted {
+			continue
+		}
+		for i, l := range lines {
+			if rest, ok := strings.CutPrefix(l, "[>] "+t.ID+": "); ok {
+				lines[i] = "[~] " + t.ID + ": " + strings.TrimSuffix(rest, "\n") + " (interrupted)\n"
+				break
+			}
+		}
+	}
+	return strings.Join(lines, "")
 }

@@ -10,12 +10,13 @@ import (
 var colours = map[string][2]string{
 	"pending":     {"#eeeeee", "#9e9e9e"},
 	"in_progress": {"#bbdefb", "#1565c0"},
+	"interrupted": {"#ffe0b2", "#e65100"},
 	"completed":   {"#c8e6c9", "#2e7d32"},
 	"failed":      {"#ffcdd2", "#c62828"},
 	"skipped":     {"#fff3c4", "#b28704"},
 }
 
-var statusOrder = []string{"pending", "in_progress", "completed", "failed", "skipped"}
+var statusOrder = []string{"pending", "in_progress", StatusInterrupted, "completed", "failed", "skipped"}
 
 func colourOf(status string) [2]string {
 	if c, ok := colours[status]; ok {

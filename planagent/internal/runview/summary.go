@@ -46,9 +46,8 @@ func Summary(r *Run) string {
 			// The cause of an error is at its end: keep both ends.
 			what = taskgraph.KeepEnds(strings.Join(strings.Fields(t.Error), " "), 200)
 		}
-		status := summaryStatus(r, t)
-		counts[status]++
-		fmt.Fprintf(&b, "| %s | %s | %d | %d/%d |", t.ID, status, t.Attempts, t.Tokens.Prompt, t.Tokens.Completion)
+		counts[t.Status]++
+		fmt.Fprintf(&b, "| %s | %s | %d | %d/%d |", t.ID, t.Status, t.Attempts, t.Tokens.Prompt, t.Tokens.Completion)
 		if priced {
 			fmt.Fprintf(&b, " %s |", usd(t.CostUSD))
 		}
@@ -58,7 +57,7 @@ func Summary(r *Run) string {
 	// The totals count the table's own statuses, so the two always agree.
 	c := counts
 	fmt.Fprintf(&b, "\nTotals: %d tasks: %d completed, %d failed, %d skipped, %d pending", len(r.Tasks), c["completed"], c["failed"], c["skipped"], c["pending"])
-	if n := c[statusInterrupted]; n > 0 {
+	if n := c[StatusInterrupted]; n > 0 {
 		fmt.Fprintf(&b, ", %d interrupted (resume starts them again)", n)
 	}
 	if n := c["in_progress"]; n > 0 {
@@ -77,18 +76,6 @@ func Summary(r *Run) string {
 		}
 	}
 	return b.String()
-}
-
-// statusInterrupted is how the summary shows a task that was in progress
-// when its run stopped (Ctrl-C, a crash): nothing works on it any more,
-// and resume starts it again.
-const statusInterrupted = "interrupted"
-
-func summaryStatus(r *Run, t Task) string {
-	if t.Status == "in_progress" && r.Status != "running" {
-		return statusInterrupted
-	}
-	return t.Status
 }
 
 // Markdown is reports/summary.md: the summary, the task graph as a mermaid

@@ -90,7 +90,8 @@ type Run struct {
 	Model   string    `json:"model,omitempty"`
 	Tasks   []Task    `json:"tasks"` // topological order
 	// Counts is the number of tasks per status (pending, in_progress,
-	// completed, failed, skipped), every status present even when 0.
+	// interrupted, completed, failed, skipped), every status present even
+	// when 0.
 	Counts        map[string]int `json:"counts"`
 	Tokens        Tokens         `json:"tokens"` // agents, planner and decisions
 	AgentTokens   Tokens         `json:"agent_tokens"`
@@ -120,8 +121,11 @@ type Budget struct {
 
 // Task is one task of a run.
 type Task struct {
-	ID           string   `json:"id"`
-	Title        string   `json:"title"`
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	// Status is the task graph's status, except that a task in progress
+	// when its run stopped (Ctrl-C, a failure, a pause) is "interrupted":
+	// nothing works on it any more, and resume starts it again.
 	Status       string   `json:"status"`
 	Dependencies []string `json:"dependencies"`
 	Attempts     int      `json:"attempts"`
@@ -166,6 +170,18 @@ type Span struct {
 	Status  string     `json:"status"`        // running | completed | failed | interrupted
 }
 
+// StatusInterrupted is the status of a task, or of an attempt, that was in
+// progress when its run stopped. The run record keeps such a task in
+// progress (that is how resume knows to start it again); the views say
+// what a reader needs: no agent works on it now.
+const StatusInterrupted = "interrupted"
+
+// stopped reports whether st's run is not being driven: then nothing of it
+// is running, whatever its tasks' status in the record.
+func stopped(st *runrecord.State) bool {
+	return st.Status != runrecord.RunRunning
+}
+
 // Decision is what was decided after a failure.
 type Decision struct {
 	Time   time.Time `json:"time"`
@@ -195,8 +211,8 @@ func Build(st *runrecord.State, opts Options) *Run {
 	if st.Plan != nil {
 		r.Title = st.Plan.Title
 	}
-	for _, s := range []taskgraph.Status{taskgraph.Pending, taskgraph.InProgress, taskgraph.Completed, taskgraph.Failed, taskgraph.Skipped} {
-		r.Counts[string(s)] = 0
+	for _, s := range statusOrder {
+		r.Counts[s] = 0
 	}
 	var agentTime time.Duration
 	levels := levelsOf(st.Tasks)
@@ -208,9 +224,12 @@ func Build(st *runrecord.State, opts Options) *Run {
 		v := Task{ID: t.ID, Title: titleOf(t), Status: string(t.Status), Dependencies: append([]string{}, t.Dependencies...),
 			Attempts: t.Attempts, Tokens: TokensOf(in.Tokens), DurationMS: in.Duration.Milliseconds(),
 			Result: t.Result, Error: t.Error, SkippedBy: t.SkippedBy, FilesChanged: in.FilesChanged, Commit: in.Commit,
-			Timeline: timeline(t, in), Level: levels[t.ID]}
+			Timeline: timeline(st, t, in), Level: levels[t.ID]}
 		if t.Status == taskgraph.Completed {
 			v.Error = ""
+		}
+		if t.Status == taskgraph.InProgress && stopped(st) {
+			v.Status = StatusInterrupted
 		}
 		if c, ok := opts.Prices.Cost(r.Model, v.Tokens); ok {
 			v.CostUSD = &c
@@ -269,8 +288,10 @@ func Build(st *runrecord.State, opts Options) *Run {
 }
 
 // timeline is the task's attempts. A state written before spans were kept
-// gives its last dispatch and the agent's time as one approximate span.
-func timeline(t taskgraph.Task, in *runrecord.TaskInfo) []Span {
+// gives its last dispatch and the agent's time as one approximate span. An
+// attempt still open in a stopped run's record ended when the run last
+// wrote it, interrupted: its clock must not keep running in the views.
+func timeline(st *runrecord.State, t taskgraph.Task, in *runrecord.TaskInfo) []Span {
 	spans := []Span{}
 	for _, s := range in.Spans {
 		v := Span{Attempt: s.Attempt, Start: s.Start, Status: s.Status}
@@ -281,7 +302,7 @@ func timeline(t taskgraph.Task, in *runrecord.TaskInfo) []Span {
 		if v.Status == "" {
 			v.Status = "running"
 		}
-		spans = append(spans, v)
+		spans = append(spans, stopSpan(st, v))
 	}
 	if len(spans) > 0 || in.DispatchedAt.IsZero() {
 		return spans
@@ -291,7 +312,20 @@ func timeline(t taskgraph.Task, in *runrecord.TaskInfo) []Span {
 		end := in.DispatchedAt.Add(in.Duration)
 		v.End, v.Status = &end, string(t.Status)
 	}
-	return append(spans, v)
+	return append(spans, stopSpan(st, v))
+}
+
+// stopSpan ends an open span of a stopped run at the run's last update.
+func stopSpan(st *runrecord.State, v Span) Span {
+	if v.End != nil || !stopped(st) {
+		return v
+	}
+	end := st.Updated
+	if end.Before(v.Start) {
+		end = v.Start
+	}
+	v.End, v.Status = &end, StatusInterrupted
+	return v
 }
 
 // ordered is the tasks in topological order; a graph that does not validate

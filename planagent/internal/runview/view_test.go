@@ -300,3 +300,53 @@ func TestSummaryOfAnInterruptedRunAgreesWithItsTotals(t *testing.T) {
 		t.Errorf("an interrupted run's summary shows a task in progress:\n%s", s)
 	}
 }
+
+// A stopped run (Ctrl-C, a failure, a pause) has nothing running: its task
+// left in progress in the record is interrupted in the view, counted so,
+// and its open attempt ends when the run last wrote its state, so no
+// view's clock keeps running. The record itself is left for resume.
+func TestBuildStoppedRunHasNothingRunning(t *testing.T) {
+	for _, status := range []runrecord.RunStatus{runrecord.RunInterrupted, runrecord.RunPaused, runrecord.RunFailed} {
+		t.Run(string(status), func(t *testing.T) {
+			st := testState(t)
+			st.Tasks[2].Status, st.Tasks[2].Error = taskgraph.InProgress, ""
+			st.Tasks[3].Status = taskgraph.Pending
+			st.Info["c.x-1"] = &runrecord.TaskInfo{Attempt: 1, Spans: []runrecord.Span{{Attempt: 1, Start: t0.Add(6 * time.Second)}}}
+			st.Status = status
+			r := Build(st, Options{})
+			c := r.Tasks[2]
+			if c.ID != "c.x-1" || c.Status != StatusInterrupted {
+				t.Fatalf("task %s: status %q, want %q", c.ID, c.Status, StatusInterrupted)
+			}
+			if r.Counts["in_progress"] != 0 || r.Counts[StatusInterrupted] != 1 {
+				t.Errorf("counts %v: want 0 in_progress, 1 interrupted", r.Counts)
+			}
+			s := c.Timeline[0]
+			if s.End == nil || !s.End.Equal(st.Updated) || s.Status != StatusInterrupted {
+				t.Errorf("the open attempt: %+v, want ended at %v, interrupted", s, st.Updated)
+			}
+			if c.ElapsedMS != 14_000 {
+				t.Errorf("elapsed %d ms, want 14000 (dispatch to the run's stop)", c.ElapsedMS)
+			}
+			for name, text := range map[string]string{"mermaid": Mermaid(r), "dot": Dot(r)} {
+				if strings.Contains(text, "in progress") || !strings.Contains(text, StatusInterrupted) {
+					t.Errorf("%s shows the task in progress:\n%s", name, text)
+				}
+			}
+			if g := GraphOf(r); g.Nodes[2].Status != StatusInterrupted {
+				t.Errorf("graph json: %+v", g.Nodes[2])
+			}
+			if st.Tasks[2].Status != taskgraph.InProgress || !st.Info["c.x-1"].Spans[0].End.IsZero() {
+				t.Error("Build changed the record resume reads")
+			}
+		})
+	}
+	// A run being driven shows its task running, its attempt open.
+	st := testState(t)
+	st.Tasks[2].Status = taskgraph.InProgress
+	st.Info["c.x-1"] = &runrecord.TaskInfo{Attempt: 1, Spans: []runrecord.Span{{Attempt: 1, Start: t0.Add(6 * time.Second)}}}
+	st.Status = runrecord.RunRunning
+	if c := Build(st, Options{}).Tasks[2]; c.Status != "in_progress" || c.Timeline[0].End != nil || c.Timeline[0].Status != "running" {
+		t.Errorf("a running run's task: %+v", c)
+	}
+}

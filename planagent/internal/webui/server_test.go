@@ -202,6 +202,32 @@ func TestAPI(t *testing.T) {
 	}
 }
 
+// The web view of a stopped run (Ctrl-C) shows no task running and no
+// attempt whose clock keeps growing.
+func TestAPIStoppedRunShowsNothingRunning(t *testing.T) {
+	f := newFixture(t)
+	f.st.Status = runrecord.RunInterrupted
+	if err := f.st.Save(f.l, f.st.Updated.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	base := f.serve(t)
+	var run runview.Run
+	if code := get(t, base+"/api/runs/"+runID, &run); code != 200 {
+		t.Fatalf("run: %d", code)
+	}
+	b := run.Tasks[1]
+	if b.Status != runview.StatusInterrupted || run.Counts["in_progress"] != 0 || run.Counts[runview.StatusInterrupted] != 1 {
+		t.Errorf("task b %q, counts %v: want it interrupted, nothing in progress", b.Status, run.Counts)
+	}
+	if s := b.Timeline[0]; s.End == nil || s.Status != runview.StatusInterrupted {
+		t.Errorf("b's attempt %+v: want it ended, interrupted", s)
+	}
+	var rows []runview.Row
+	if code := get(t, base+"/api/runs", &rows); code != 200 || len(rows) != 1 || rows[0].Counts["in_progress"] != 0 {
+		t.Errorf("runs: %d %+v", code, rows)
+	}
+}
+
 func TestListenRefusesBadAddr(t *testing.T) {
 	if _, _, err := Listen("7420"); err == nil || !strings.Contains(err.Error(), "host:port") {
 		t.Errorf("addr without host: %v", err)

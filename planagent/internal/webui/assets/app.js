@@ -5,8 +5,8 @@
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-const STATUSES = ["pending", "in_progress", "completed", "failed", "skipped"];
-const SPAN_CLASS = { running: "in_progress", completed: "completed", failed: "failed", interrupted: "failed" };
+const STATUSES = ["pending", "in_progress", "interrupted", "completed", "failed", "skipped"];
+const SPAN_CLASS = { running: "in_progress", completed: "completed", failed: "failed", interrupted: "interrupted" };
 const MAX_EVENTS = 500;
 
 let current = null; // the run id shown
@@ -102,6 +102,7 @@ function runClass(status) {
     case "completed": return "completed";
     case "failed": case "aborted": return "failed";
     case "running": return "in_progress";
+    case "interrupted": return "interrupted";
     default: return "pending";
   }
 }
@@ -133,7 +134,7 @@ function render(run) {
   document.getElementById("run-goal").textContent = "Goal: " + run.goal + (run.paused ? " · paused: " + run.paused : "");
   const c = run.counts;
   document.getElementById("run-totals").textContent =
-    `${run.tasks.length} tasks: ${c.completed} completed, ${c.in_progress} running, ${c.pending} pending, ${c.failed} failed, ${c.skipped} skipped · ` +
+    `${run.tasks.length} tasks: ${c.completed} completed, ${c.in_progress} running, ${c.interrupted ? c.interrupted + " interrupted, " : ""}${c.pending} pending, ${c.failed} failed, ${c.skipped} skipped · ` +
     `tokens ${run.tokens.total} · cost ${fmtUSD(run.cost_usd)} · agent time ${fmtMS(run.agent_ms)} · wall ${fmtMS(run.wall_ms)}` +
     (run.budget ? ` · budget: ${budgetText(run.budget)}` : "");
   drawGraph(run);
