@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -142,11 +143,35 @@ func samePath(a, b string) bool {
 	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
+// refuseUnwritable refuses a workspace, or the git directory its
+// checkpoints commit to (git mode; a shadow repository lies in the volumes,
+// which are checked when made), that this process cannot write: each
+// completed task is merged into them, so the run would plan (a paid call)
+// and then stop at its first copy or merge. access(2) answers as the writes
+// would, for a read-only mount too.
+func refuseUnwritable(repo *checkpoint.Repo) error {
+	dirs := [][2]string{{"workspace", repo.WorkTree()}}
+	if repo.Mode() == "git" {
+		dirs = append(dirs, [2]string{"git directory", repo.GitDir()})
+	}
+	for _, d := range dirs {
+		if err := unix.Access(d[1], unix.W_OK); err != nil {
+			return cmdutil.UsageError(fmt.Errorf("the %s %s is not writable (%w): planagent writes every completed task there; "+
+				"make it writable (chmod -R u+w %s, or remount it read-write) or run on a writable copy of it",
+				d[0], d[1], err, d[1]))
+		}
+	}
+	return nil
+}
+
 // startCheckpoints prepares the checkpoints of a new run and says in one
 // line where they go.
 func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoint.Repo, *runrecord.Checkpoints, error) {
 	repo, err := s.openCheckpoints(ctx)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := refuseUnwritable(repo); err != nil {
 		return nil, nil, err
 	}
 	if err := repo.Snapshot(ctx); err != nil {
@@ -190,6 +215,9 @@ func (s *session) resumeCheckpoints(ctx context.Context, st *runrecord.State, w 
 	}
 	repo, err := s.openCheckpoints(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseUnwritable(repo); err != nil {
 		return nil, err
 	}
 	if repo.Mode() != cp.Mode || repo.Branch() != cp.Branch {
