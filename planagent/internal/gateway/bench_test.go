@@ -1,0 +1,56 @@
+package gateway_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmtest"
+)
+
+// BenchmarkGatewayOverhead times the same request to the same llmtest
+// server directly and through the gateway, alternating, with the real
+// client; ms-p50-added is the difference of the medians: what the
+// gateway's hop costs a request.
+func BenchmarkGatewayOverhead(b *testing.B) {
+	for _, stream := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "stream"}[stream], func(b *testing.B) {
+			srv := llmtest.New(b, llmtest.WithKey(realKey), llmtest.WithChunkSize(8))
+			srv.Handle(func(llmtest.Request) llmtest.Reply {
+				return llmtest.Text("a short answer of a few chunks, as a tool call's turn has")
+			})
+			_, base, token, _ := start(b, srv.URL)
+			direct := llm.New(llm.Config{API: llm.APIChat, BaseURL: srv.URL, APIKey: realKey, Model: "m"})
+			through := llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m"})
+			req := llm.Request{Stream: stream, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
+			one := func(c *llm.Client) time.Duration {
+				t0 := time.Now()
+				if _, err := c.Chat(b.Context(), req, nil); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(t0)
+			}
+			one(direct) // connections opened outside the timing
+			one(through)
+			var d, g []time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				d = append(d, one(direct))
+				g = append(g, one(through))
+			}
+			pd, pg := p50(d), p50(g)
+			b.ReportMetric(ms(pd), "ms-p50-direct")
+			b.ReportMetric(ms(pg), "ms-p50-gateway")
+			b.ReportMetric(ms(pg-pd), "ms-p50-added")
+		})
+	}
+}
+
+func p50(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
