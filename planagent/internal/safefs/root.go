@@ -58,9 +58,6 @@ func (r *Root) Close() error {
 	return nil
 }
 
-// Dir is the path the root was opened at.
-func (r *Root) Dir() string { return r.dir }
-
 // The name taken by every method is relative to the root, or an absolute
 // path lexically under it (as volume.Layout gives them).
 
