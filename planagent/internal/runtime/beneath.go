@@ -32,7 +32,7 @@ func openBeneath(root, rel string) (*os.File, error) {
 	var pe *fs.PathError
 	if errors.Is(err, fs.ErrNotExist) && !errors.As(err, &pe) {
 		// safefs makes it "not exist"; here it is not a missing file.
-		return nil, fmt.Errorf("%w: %v", errLinked, err)
+		return nil, fmt.Errorf("%w: %s", errLinked, err.Error())
 	}
 	return f, err
 }
