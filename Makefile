@@ -25,16 +25,25 @@ ifneq ($(HOSTOS),linux)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(HOSTARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/linux-$(HOSTARCH)/codingagent ./codingagent
 endif
 
-# vet also for macOS, where planagent runs on the host (the build broke
-# there once, unseen, on Linux-only stat fields).
+# gofmt and go vet for this host, as `make test` runs them.
 vet:
+	@echo "== gofmt"
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags e2e ./...
-	GOOS=darwin $(GO) vet ./...
+	@echo "== go vet ./..."
+	$(GO) vet ./...
 
-# gofmt, vet and golangci-lint with .golangci.yml (staticcheck, errorlint,
+# vet, then what the README's test command leaves to CI (.ci/run runs lint
+# before test): vet with the e2e tag, vet for macOS, where planagent runs on
+# the host (the build broke there once, unseen, on Linux-only stat fields;
+# it recompiles every dependency for darwin, half an hour on a busy 2-core
+# machine), and golangci-lint with .golangci.yml (staticcheck, errorlint,
 # unparam, unused, ineffassign, usetesting).
 lint: vet $(GOLANGCI)
+	@echo "== go vet -tags e2e ./..."
+	$(GO) vet -tags e2e ./...
+	@echo "== GOOS=darwin go vet ./..."
+	GOOS=darwin $(GO) vet ./...
+	@echo "== golangci-lint run ./..."
 	$(GOLANGCI) run ./...
 
 $(GOLANGCI):
@@ -46,9 +55,11 @@ $(GOLANGCI):
 SHMTMP  := $(shell avail=$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}'); [ -w /dev/shm ] && [ "$${avail:-0}" -gt 4194304 ] && echo /dev/shm)
 TESTENV := $(if $(SHMTMP),GOTMPDIR=$(SHMTMP))
 
-# The README's test command: formatting, vet, and every test that needs no
-# engine, cluster or built binaries, with the race detector.
+# The README's test command: formatting, vet for this host, and every test
+# that needs no engine, cluster or built binaries, with the race detector.
+# The cross-platform and e2e vets are in lint.
 test: vet
+	@echo "== go test -race ./... (every package; each prints ok or FAIL when it ends)"
 	$(TESTENV) $(GO) test -race -count=1 ./...
 
 # The edit-test loop: without the slow tests (testing.Short).
