@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -171,11 +170,13 @@ func (r *run) stopSilentWatcher(ctx context.Context, a next.ActStopSilentWatcher
 }
 
 // freeClaim frees a dead agent's claim on a task, so the command of its
-// next attempt is taken afresh.
+// next attempt is taken afresh. Through the root: commands/ is the agents'
+// to write, and a .claimed planted as a link to a host dir must not have
+// <id>.md removed there.
 func (r *run) freeClaim(id string) {
 	l := r.o.opts.Layout
 	for _, p := range []string{l.ClaimFile(id), l.OwnerFile(id)} {
-		_ = os.Remove(p)
+		_ = r.root.RemoveAll(p)
 	}
 }
 

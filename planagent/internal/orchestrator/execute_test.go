@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -278,6 +279,29 @@ func TestFreeClaimLetsTheNextAttemptBeTakenAfresh(t *testing.T) {
 		if exists(p) {
 			t.Errorf("%s is still there", p)
 		}
+	}
+}
+
+// The agents can write commands/: a .claimed planted as a link to a host
+// dir does not have the host's <id>.md removed.
+func TestFreeClaimDoesNotFollowALink(t *testing.T) {
+	r := newTestRun(t, Options{}, chain(1)...)
+	l := r.o.opts.Layout
+	outside := t.TempDir()
+	for _, p := range []string{l.ClaimFile("t000"), l.OwnerFile("t000")} {
+		if err := os.WriteFile(filepath.Join(outside, filepath.Base(p)), []byte("host"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(l.Claimed()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, l.Claimed()); err != nil {
+		t.Fatal(err)
+	}
+	r.freeClaim("t000")
+	if got := tree(t, outside); !slices.Equal(got, []string{"t000.md", "t000.owner.json"}) {
+		t.Errorf("outside holds %v, want both host files", got)
 	}
 }
 
