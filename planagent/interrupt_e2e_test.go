@@ -141,3 +141,72 @@ func TestE2ESecondCtrlCStopsNow(t *testing.T) {
 	}
 	t.Logf("exit %v after the second Ctrl-C", took.Round(time.Millisecond))
 }
+
+// After Ctrl-C (exit 130, summary "interrupted"), status, status --json and
+// graph show the task that was running as interrupted, not running; resume
+// still starts it again and completes the run.
+func TestE2EStatusAfterCtrlCShowsTheTaskInterrupted(t *testing.T) {
+	if os.Getenv("CODEAGENT_E2E") != "1" {
+		t.Skip("end-to-end test with the local watcher: set CODEAGENT_E2E=1 (make e2e) to run it")
+	}
+	plan := `{"title":"Slow","overview":"x","tasks":[{"id":"slow","description":"TOKEN-SLOW","dependencies":[]}]}`
+	f := &fakeModel{plan: plan, started: make(chan string, 4), tasks: []scriptTask{{token: "TOKEN-SLOW", delay: time.Minute,
+		steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "slow.txt", "content": "1"})}}}}
+	e := newRunEnv(t, f)
+	cmd := e.command("run", "--yes", "--runtime", "local", "be slow")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case <-f.started:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the task never started")
+	}
+	// One Ctrl-C: the watcher's grace lets the agent report the task
+	// interrupted. (After a second one, resume fails the task today: the
+	// killed watcher's claim is retaken for a copy that is not there.)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	if err := cmd.Wait(); err == nil || cmd.ProcessState.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130", err)
+	}
+	show := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := e.run(args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, errOut)
+		}
+		return out
+	}
+	if out := show("status"); !strings.Contains(out, "(interrupted)") || !strings.Contains(out, "[~] slow:") || strings.Contains(out, "[>]") {
+		t.Errorf("status:\n%s", out)
+	}
+	if out := show("status", "--json"); !strings.Contains(out, `"status": "interrupted"`) || strings.Contains(out, `"in_progress": 1`) ||
+		strings.Contains(out, `"status": "running"`) {
+		t.Errorf("status --json:\n%s", out)
+	}
+	if out := show("graph"); strings.Contains(out, "in progress") || !strings.Contains(out, "interrupted") {
+		t.Errorf("graph:\n%s", out)
+	}
+	// What resume does is unchanged: it starts the task again.
+	f.setScript(plan, []scriptTask{{token: "TOKEN-SLOW", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "slow.txt", "content": "1"})}}})
+	if out, errOut, code := e.run("resume", "--runtime", "local"); code != 0 || !strings.Contains(out, "| slow | completed |") {
+		t.Errorf("resume: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
