@@ -11,10 +11,21 @@ import (
 // newDockerRuntime builds the docker runtime from the effective settings.
 // Files in the workspace stay the operator's: the container runs as their uid:gid.
 func newDockerRuntime(ctx context.Context, s *session, runID string, env map[string]string, log io.Writer) (runtime.Runtime, error) {
-	return runtime.NewDocker(ctx, runtime.DockerOptions{
+	// The model gateway keeps the key in planagent: each attempt's
+	// container gets a token of its own (a compose watcher, trusted, keeps
+	// the key compose gave it). It serves as long as planagent runs.
+	gw, err := s.modelGateway(env)
+	if err != nil {
+		return nil, err
+	}
+	opts := runtime.DockerOptions{
 		Volumes: s.layout, Image: s.cfg.Image, RunID: runID, Executable: s.f.Executable,
 		Memory: s.cfg.ContainerMemory, CPUs: s.cfg.ContainerCPUs, Pids: int64(s.cfg.ContainerPids),
 		Network: s.cfg.Network, Env: env, UID: os.Getuid(), GID: os.Getgid(),
 		Logger: s.logger, Log: log, Verbose: s.verbose, Preflight: true,
-	})
+	}
+	if gw != nil {
+		opts.Gateway = gw // only when there is one: a nil *Gateway is no nil interface
+	}
+	return runtime.NewDocker(ctx, opts)
 }

@@ -241,6 +241,12 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 	env := s.agentEnv()
 	switch s.cfg.Runtime {
 	case "local":
+		// The model gateway keeps the key in planagent: the watcher gets a
+		// token on its pipe. The gateway serves as long as planagent runs.
+		gw, err := s.modelGateway(env)
+		if err != nil {
+			return nil, cmdutil.UsageError(err)
+		}
 		var kv []string
 		for k, v := range env {
 			if v != "" && k != config.APIKeyEnv {
@@ -248,8 +254,14 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 			}
 		}
 		sort.Strings(kv)
-		rt, err := runtime.NewLocal(runtime.LocalOptions{Volumes: s.layout, Executable: s.f.Executable,
-			Env: kv, APIKey: env[config.APIKeyEnv], Log: log, Logger: s.logger, Verbose: s.verbose, Watch: s.watch})
+		opts := runtime.LocalOptions{Volumes: s.layout, Executable: s.f.Executable,
+			Env: kv, Log: log, Logger: s.logger, Verbose: s.verbose, Watch: s.watch}
+		if gw != nil {
+			opts.Gateway = gw // only when there is one: a nil *Gateway is no nil interface
+		} else {
+			opts.APIKey = env[config.APIKeyEnv]
+		}
+		rt, err := runtime.NewLocal(opts)
 		if err != nil {
 			return nil, cmdutil.UsageError(err)
 		}

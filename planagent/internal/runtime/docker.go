@@ -64,6 +64,12 @@ type DockerOptions struct {
 	// Env holds the OPENAI_* settings. Values go into the container's
 	// environment only: never into labels, logs or errors.
 	Env map[string]string
+	// Gateway, when set, serves the model API to the attempts: each
+	// attempt's container gets a token of its own (revoked when the
+	// attempt ends) and the gateway's URL in place of Env's API key and
+	// base URL, so the key is in no container. A compose watcher keeps
+	// the key compose gave it (trusted mode).
+	Gateway Gateway
 	// UID and GID the container runs as; the operator's own ids make the
 	// files the agent writes into the bind mounts belong to the operator.
 	UID, GID int
@@ -87,6 +93,8 @@ type containerAPI interface {
 	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
 	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	// NetworkInspect finds where the containers reach the model gateway.
+	NetworkInspect(ctx context.Context, network string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
 	// The exec calls serve the model preflight in a compose watcher only.
 	ExecCreate(ctx context.Context, id string, options client.ExecCreateOptions) (client.ExecCreateResult, error)
 	ExecAttach(ctx context.Context, execID string, options client.ExecAttachOptions) (client.ExecAttachResult, error)
@@ -111,6 +119,9 @@ type Docker struct {
 	log    *slog.Logger
 	ca     string    // host CA bundle mounted into containers, or ""
 	exited chan Exit // attempts that died without a report
+	// gatewayBase is the model gateway's base URL as the containers reach
+	// it; "" without a gateway.
+	gatewayBase string
 
 	mu       sync.Mutex
 	started  bool
@@ -156,6 +167,9 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	// Checked here too, not only in Start: a watcher in the wrong workspace
 	// is a configuration error, reported before the run plans anything.
 	compose, err := d.composeWatcher(ctx)
+	if err == nil && compose == "" && opts.Gateway != nil {
+		d.gatewayBase, err = d.listenGateway(ctx) // gateway.go
+	}
 	if err == nil && opts.Preflight {
 		err = d.preflight(ctx, compose) // preflight.go
 	}
@@ -300,6 +314,8 @@ func (d *Docker) Stop(ctx context.Context) error {
 			if errs[i] = d.stopContainer(ctx, c, hurry); errs[i] == nil {
 				// Its "interrupted" report, for a resume.
 				d.fenced(c, true)
+			} else if c.unfollow != nil {
+				c.unfollow() // its gateway token ends with the run all the same
 			}
 		})
 	}

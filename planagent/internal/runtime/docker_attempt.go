@@ -48,6 +48,9 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 		err := d.stopContainer(stopCtx, earlier, nil)
 		cancel()
 		if err != nil {
+			if earlier.unfollow != nil {
+				earlier.unfollow() // given up on: its gateway token ends now
+			}
 			return fmt.Errorf("task %s: remove the container of attempt %d: %w", a.TaskID, earlier.attempt, err)
 		}
 		d.fenced(earlier, false)
@@ -56,12 +59,22 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	if err != nil {
 		return err
 	}
-	s, err := d.attemptSpec(a, aio)
+	// The attempt's gateway token lives as long as the host follows the
+	// attempt: unfollow runs on every end (fenced, an unfenced end, a
+	// failed start) and revokes it with the live view.
+	token, revoke, err := d.issueToken(fmt.Sprintf("%s.%d", a.TaskID, a.Attempt))
 	if err != nil {
+		_ = removeTree(aio.l.Root)
+		return fmt.Errorf("task %s attempt %d: %w", a.TaskID, a.Attempt, err)
+	}
+	s, err := d.attemptSpec(a, aio, token)
+	if err != nil {
+		revoke()
 		_ = removeTree(aio.l.Root)
 		return err
 	}
-	s.unfollow = d.follow(aio, s.name)
+	unfollow := d.follow(aio, s.name)
+	s.unfollow = func() { unfollow(); revoke() }
 	c, err := d.runContainer(ctx, s, d.attemptEnded)
 	if err != nil {
 		s.unfollow()
@@ -135,6 +148,9 @@ func (d *Docker) Abandon(ctx context.Context, taskID string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
 	defer cancel()
 	if err := d.removeContainer(ctx, c); err != nil {
+		if c.unfollow != nil {
+			c.unfollow() // given up on: its gateway token ends now
+		}
 		return fmt.Errorf("task %s: remove the container of attempt %d: %w", taskID, c.attempt, err)
 	}
 	d.fenced(c, false)
@@ -145,7 +161,7 @@ func (d *Docker) Abandon(ctx context.Context, taskID string) error {
 // attemptSpec mounts the attempt's own volumes (aio) read-write, its
 // context layers read-only over them, and its workspace: the copy at its
 // relative path, or the default workspace for a run without copies.
-func (d *Docker) attemptSpec(a Attempt, aio *attemptIO) (spec, error) {
+func (d *Docker) attemptSpec(a Attempt, aio *attemptIO, token string) (spec, error) {
 	workspace := containerWorkspace
 	if a.Rel != "" {
 		if err := protocol.ValidateWorkspace(a.Rel); err != nil {
@@ -169,7 +185,7 @@ func (d *Docker) attemptSpec(a Attempt, aio *attemptIO) (spec, error) {
 		cmd:        []string{"watch", "--task", a.TaskID, "--volumes", containerVolumes, "--workspace", workspace},
 		workdir:    workspace,
 		mounts:     mounts,
-		env:        d.containerEnv(),
+		env:        d.containerEnv(token),
 		io:         aio,
 	}, nil
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/codeagent/codeagent/internal/config"
@@ -12,19 +13,21 @@ const dockerHostAlias = "host.docker.internal"
 
 // containerEnv is the container's environment: the OPENAI_* settings, with a
 // base URL on the host's loopback rewritten to reach the host from inside.
-func (d *Docker) containerEnv() []string {
-	keys := make([]string, 0, len(d.opts.Env))
-	for k := range d.opts.Env {
-		keys = append(keys, k)
+// With the model gateway the key and base URL are the attempt's token and
+// the gateway's URL (token is "" only without a gateway).
+func (d *Docker) containerEnv(token string) []string {
+	vars := maps.Clone(d.opts.Env)
+	if d.gatewayBase != "" {
+		d.gatewayEnv(vars, token)
 	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(vars))
 	env := make([]string, 0, len(keys))
 	for _, k := range keys {
-		v := d.opts.Env[k]
+		v := vars[k]
 		if (k == "OTEL_EXPORTER_OTLP_ENDPOINT" || k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") && d.opts.Network != "host" {
 			v, _ = rewriteBaseURL(v) // the traces' collector on this host, as the container reaches it
 		}
-		if k == "OPENAI_BASE_URL" && d.opts.Network != "host" {
+		if k == "OPENAI_BASE_URL" && d.opts.Network != "host" && d.gatewayBase == "" {
 			if rewritten, ok := rewriteBaseURL(v); ok {
 				// Only the host is logged: the URL may carry credentials. Info,
 				// not a warning: the preflight checks that it answers there.

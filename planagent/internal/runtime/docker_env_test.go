@@ -46,12 +46,29 @@ func TestContainerEnvHostNetworkKeepsLoopback(t *testing.T) {
 			d := &Docker{opts: DockerOptions{Network: tc.network, Env: map[string]string{
 				"OPENAI_BASE_URL": "http://localhost:9/v1", "OPENAI_API_KEY": testKey,
 			}}, log: discardLogger()}
-			env := d.containerEnv()
+			env := d.containerEnv("")
 			want := []string{"OPENAI_API_KEY=" + testKey, tc.want}
 			if strings.Join(env, "\n") != strings.Join(want, "\n") {
 				t.Errorf("env = %q, want %q", env, want)
 			}
 		})
+	}
+}
+
+// With the model gateway the container gets the gateway's URL as it is
+// (no loopback rewrite: it is already an address the container reaches)
+// and the attempt's token; neither key variable.
+func TestContainerEnvThroughTheGateway(t *testing.T) {
+	d := &Docker{opts: DockerOptions{Env: map[string]string{
+		"OPENAI_BASE_URL": "http://localhost:9/v1", "OPENAI_API_KEY": testKey, "ANTHROPIC_API_KEY": testKey, "OPENAI_MODEL": "m",
+	}}, gatewayBase: "http://172.17.0.1:4000/v1", log: discardLogger()}
+	env := d.containerEnv("tok")
+	want := []string{"OPENAI_API_KEY=tok", "OPENAI_BASE_URL=http://172.17.0.1:4000/v1", "OPENAI_MODEL=m"}
+	if strings.Join(env, "\n") != strings.Join(want, "\n") {
+		t.Errorf("env = %q, want %q", env, want)
+	}
+	if d.opts.Env["OPENAI_API_KEY"] != testKey {
+		t.Error("containerEnv changed the runtime's settings")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	containertypes "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/poll"
@@ -195,6 +197,18 @@ func (e *fakeEngine) ExecInspect(context.Context, string, client.ExecInspectOpti
 	return client.ExecInspectResult{}, errors.New("fake engine: no exec")
 }
 
+// NetworkInspect: the fake's one network, the default bridge.
+func (e *fakeEngine) NetworkInspect(_ context.Context, name string, _ client.NetworkInspectOptions) (client.NetworkInspectResult, error) {
+	if name != "bridge" {
+		return client.NetworkInspectResult{}, errNoSuchNetwork
+	}
+	var res client.NetworkInspectResult
+	res.Network.IPAM.Config = []network.IPAMConfig{{Gateway: netip.MustParseAddr("127.0.0.1")}}
+	return res, nil
+}
+
+var errNoSuchNetwork = errors.New("fake engine: no such network")
+
 func (e *fakeEngine) DaemonHost() string { return "fake://engine" }
 func (e *fakeEngine) Close() error       { return nil }
 
@@ -216,9 +230,17 @@ func fakeDocker(t *testing.T, fake *fakeEngine) (*Docker, Attempt) {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
+	// The key stays in Env (as a careless caller might leave it): the
+	// gateway's token must replace it in every container all the same.
+	gw := testGateway(t)
 	d := &Docker{api: fake, opts: DockerOptions{Volumes: l, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent",
-		UID: 1000, GID: 1000, Env: map[string]string{"OPENAI_API_KEY": testKey}},
+		UID: 1000, GID: 1000, Env: map[string]string{"OPENAI_API_KEY": testKey}, Gateway: gw},
 		log: slog.New(slog.DiscardHandler), exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer)}
+	addr, err := gw.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.gatewayBase = d.gatewayURL("127.0.0.1", addr.Port)
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -363,8 +385,8 @@ func firstID(e *fakeEngine) string {
 
 // The attempt's container: the configured image running the bind-mounted
 // binary for that one task as the operator, with only its copy and the
-// volumes it needs mounted, labelled for the leftover sweep, the key in its
-// environment only.
+// volumes it needs mounted, labelled for the leftover sweep, the gateway's
+// URL and a token of its own in its environment, never the key.
 func TestDockerFakeAttemptSpec(t *testing.T) {
 	fake := newFakeEngine()
 	d, a := fakeDocker(t, fake)
@@ -419,10 +441,16 @@ func TestDockerFakeAttemptSpec(t *testing.T) {
 		}
 	}
 	env := strings.Join(cfg.Env, "\n")
-	for _, want := range []string{"HOME=/tmp", "OPENAI_API_KEY=" + testKey, "GIT_CONFIG_KEY_0=safe.directory"} {
+	for _, want := range []string{"HOME=/tmp", "OPENAI_BASE_URL=" + d.gatewayBase, "GIT_CONFIG_KEY_0=safe.directory"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s", want)
 		}
+	}
+	if strings.Contains(env, testKey) {
+		t.Error("the API key is in the container's environment: the gateway's token belongs there")
+	}
+	if tok := envValue(cfg.Env, "OPENAI_API_KEY"); len(tok) != 64 {
+		t.Errorf("OPENAI_API_KEY = %q, want the attempt's 64-hex gateway token", tok)
 	}
 	if opts.HostConfig.Init == nil || *opts.HostConfig.Init {
 		t.Error("the engine may put an init before codingagent: it must be the container's first process (the fence)")

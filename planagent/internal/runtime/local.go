@@ -32,8 +32,14 @@ type LocalOptions struct {
 	// Env is added to the watcher's environment (the LLM settings).
 	Env []string
 	// APIKey reaches the watcher on a pipe (config.APIKeyFDEnv), never in its
-	// environment; OPENAI_API_KEY is removed from what it inherits.
+	// environment; OPENAI_API_KEY is removed from what it inherits. With a
+	// Gateway it is not handed over at all: the watcher gets a token of its
+	// own on the pipe and the gateway's URL as OPENAI_BASE_URL.
 	APIKey string
+	// Gateway, when set, serves the model API to the watcher on loopback:
+	// the key stays in planagent. One watcher runs every attempt, so its
+	// token lives as long as the watcher process.
+	Gateway Gateway
 	// Args are extra arguments after `watch` (for example --config FILE).
 	Args         []string
 	Log          io.Writer // the watcher's output, each line prefixed
@@ -51,8 +57,10 @@ type LocalOptions struct {
 type Local struct {
 	opts   LocalOptions
 	exited chan Exit
-	mu     sync.Mutex
-	proc   *localProc // the watcher Start launched last
+	// gatewayBase is the gateway's base URL on loopback; "" without one.
+	gatewayBase string
+	mu          sync.Mutex
+	proc        *localProc // the watcher Start launched last
 }
 
 // localProc is one watcher process. Its stop flag is its own: a process
@@ -100,7 +108,15 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Local{opts: opts, exited: make(chan Exit, 1)}, nil
+	l := &Local{opts: opts, exited: make(chan Exit, 1)}
+	if opts.Gateway != nil {
+		addr, err := opts.Gateway.Listen("127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		l.gatewayBase = "http://" + addr.String() + opts.Gateway.Path()
+	}
+	return l, nil
 }
 
 // Name is "local".
@@ -130,8 +146,19 @@ func (l *Local) Start(ctx context.Context) error {
 	}
 	cmd := exec.Command(l.opts.Binary, args...)
 	cmd.Env = attempt.WithoutKey(append(os.Environ(), l.opts.Env...))
-	keyPipe, err := keyPipe(l.opts.APIKey)
+	key, revoke := l.opts.APIKey, func() {}
+	if l.gatewayBase != "" {
+		token, rev, err := l.opts.Gateway.Issue("local-watcher")
+		if err != nil {
+			return err
+		}
+		key, revoke = token, rev
+		// Last wins in exec's environment: the gateway, not the provider.
+		cmd.Env = append(cmd.Env, "OPENAI_BASE_URL="+l.gatewayBase)
+	}
+	keyPipe, err := keyPipe(key)
 	if err != nil {
+		revoke()
 		return err
 	}
 	if keyPipe != nil {
@@ -148,6 +175,7 @@ func (l *Local) Start(ctx context.Context) error {
 	// stops the watcher itself; Pdeathsig stops it if planagent is killed.
 	cmd.SysProcAttr = ownGroup()
 	if err := cmd.Start(); err != nil {
+		revoke()
 		return fmt.Errorf("start %s: %w", l.opts.Binary, err)
 	}
 	p := &localProc{cmd: cmd, done: make(chan struct{})}
@@ -158,6 +186,7 @@ func (l *Local) Start(ctx context.Context) error {
 	var waitErr error
 	go func() {
 		waitErr = cmd.Wait()
+		revoke() // the watcher's token ends with it
 		if waitErr == nil {
 			// A watcher exits by itself only when something is wrong,
 			// even with status 0: say how, as Wait does for other codes.

@@ -47,9 +47,16 @@ func (d *Docker) preflight(ctx context.Context, compose string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	// Only the network matters: the probe touches no volume.
+	// Only the network matters: the probe touches no volume. Through the
+	// gateway, with a token of its own: the probe checks the way the
+	// attempts will take.
+	token, revoke, err := d.issueToken("preflight")
+	if err != nil {
+		return err
+	}
+	defer revoke()
 	opts := d.createOptions(spec{name: d.containerName("preflight"), role: "preflight",
-		entrypoint: []string{"/bin/sh", "-c", probeScript}, env: d.containerEnv()})
+		entrypoint: []string{"/bin/sh", "-c", probeScript}, env: d.containerEnv(token)})
 	created, err := d.api.ContainerCreate(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("create the model preflight container from %s: %w", d.opts.Image, err)

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"strings"
+
+	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/planagent/internal/gateway"
+)
+
+// anthropicDefault is where the anthropic api goes when base_url still
+// names OpenAI's default host (internal/llm's anthropicURL decides the
+// same for a client that holds the key itself).
+const anthropicDefault = "https://api.anthropic.com/v1"
+
+// modelGateway is the run's model gateway for the docker and local
+// runtimes, with env (the agents' settings) made to go with it: without the
+// key, and with the wire API and the provider profile pinned to what the
+// real base URL decides, since the agents see only the gateway's URL,
+// from which neither could be told. nil (env unchanged) without a key.
+func (s *session) modelGateway(env map[string]string) (*gateway.Gateway, error) {
+	if s.cfg.APIKey == "" {
+		return nil, nil
+	}
+	api, _, err := llm.ResolveAPI(s.cfg.API, s.cfg.BaseURL, s.cfg.Model)
+	if err != nil {
+		return nil, fmt.Errorf("model gateway: %w", err)
+	}
+	profile, _, err := llm.ResolveProfile(s.cfg.BaseURL, s.cfg.Compat, "")
+	if err != nil {
+		return nil, fmt.Errorf("model gateway: %w", err)
+	}
+	upstream := s.cfg.BaseURL
+	if u, err := url.Parse(upstream); api == llm.APIAnthropic && err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
+		upstream = anthropicDefault
+	}
+	gw, err := gateway.New(gateway.Options{Upstream: upstream, Key: s.cfg.APIKey, Logger: s.logger})
+	if err != nil {
+		return nil, err
+	}
+	delete(env, config.APIKeyEnv)
+	delete(env, config.AnthropicKeyEnv)
+	env["CODEAGENT_API"] = api
+	compat := maps.Clone(s.cfg.Compat)
+	if compat == nil {
+		compat = map[string]string{}
+	}
+	compat[llm.CompatProfileKey] = profile.Name
+	env[config.EnvCompat] = config.FormatCompat(compat)
+	return gw, nil
+}
