@@ -9,37 +9,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The model server answers on the host's 127.0.0.1 only (Ollama's default
-// bind): planagent must find out from inside a container before planning,
-// and say in one line which URL the container used and what to do.
-func TestE2EDockerPreflightModelOnLoopbackOnly(t *testing.T) {
+// bind): the attempts reach it all the same, through planagent's model
+// gateway, which forwards from the host (before the gateway the container
+// had to reach the server itself, and planagent refused the run).
+func TestE2EDockerModelOnLoopbackOnlyThroughTheGateway(t *testing.T) {
 	dockerE2E(t)
 	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
 	e := newRunEnv(t, f) // listens on 127.0.0.1
-	start := time.Now()
 	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "write greeting files")
-	took := time.Since(start)
-	if code != 2 {
-		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
-	want := "http://host.docker.internal:" + strconv.Itoa(e.srv.Port()) + "/v1"
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	last := lines[len(lines)-1]
-	if len(lines) != 1 {
-		t.Errorf("not one line:\n%s", stderr)
+	if strings.Contains(stderr, "0.0.0.0") {
+		t.Errorf("planagent still asks for a server on every interface:\n%s", stderr)
 	}
-	for _, w := range []string{"does not answer from inside the container", want, "connect", "0.0.0.0", "OPENAI_BASE_URL"} {
-		if !strings.Contains(last, w) {
-			t.Errorf("the error line lacks %q:\n%s", w, stderr)
-		}
-	}
-	if n := len(e.srv.Requests()); n != 0 {
-		t.Errorf("%d model requests before the preflight failed (the planner ran)", n)
-	}
-	t.Logf("refused in %s; stderr:\n%s", took.Round(time.Millisecond), stderr)
 }
 
 // The same with the compose watcher serving the volumes: the probe runs

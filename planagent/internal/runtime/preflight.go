@@ -152,6 +152,12 @@ func (d *Docker) probeFailed(code int, output, where string) error {
 			return fmt.Errorf("%w: %s; %s", ErrModelUnreachable, cause, advice)
 		}
 	}
+	if d.gatewayBase != "" && where == "" {
+		// The server answers this host, which is where the gateway asks
+		// it: what fails is the way from the container to the gateway.
+		return fmt.Errorf("%w: %s; the container reaches the model through planagent's model gateway at %s: let the docker network reach this host at that address (a firewall rule), or use --network host",
+			ErrModelUnreachable, cause, d.gatewayBase)
+	}
 	return fmt.Errorf("%w: %s. Make the server listen on 0.0.0.0 or the docker bridge (Ollama: OLLAMA_HOST=0.0.0.0), or set OPENAI_BASE_URL to a URL the container can reach",
 		ErrModelUnreachable, cause)
 }
