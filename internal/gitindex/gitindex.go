@@ -4,9 +4,12 @@
 // file's content identity.
 //
 // Versions 2 and 3 are read (version 3 adds extended flags); version 4
-// compresses its paths and is refused with ErrVersion, as is an index git
-// split or made sparse in ways a plain checkout never does — callers fall
-// back to git, or to reading the files.
+// compresses its paths and is refused with ErrVersion. An index with an
+// extension git marks as one a reader must understand (a signature not
+// starting with an uppercase letter: the split index's "link", the sparse
+// index's "sdir") is refused with an ExtensionError: its entries are not
+// all there, or not all files. Callers fall back to git, or to reading
+// the files.
 package gitindex
 
 import (
@@ -24,6 +27,15 @@ import (
 
 // ErrVersion is an index whose version is not read here (version 4).
 var ErrVersion = errors.New("index version not read here")
+
+// ExtensionError is an index with an extension a reader must understand
+// and this one does not (the split index's "link", the sparse index's
+// "sdir").
+type ExtensionError struct{ Signature string }
+
+func (e *ExtensionError) Error() string {
+	return fmt.Sprintf("index extension %q (split or sparse index) not read here", e.Signature)
+}
 
 // errFormat is an index cut short or otherwise not one git wrote.
 var errFormat = errors.New("not a git index")
@@ -133,6 +145,15 @@ func parse(data []byte, idLen int) ([]Entry, error) {
 		entries = append(entries, e)
 		// Entries are padded with NULs to a multiple of eight bytes.
 		off = start + (off-start+end+8)&^7
+	}
+	// Extensions follow, then the checksum: an optional one (its
+	// signature starts with 'A'..'Z') may be skipped, no other.
+	for off+8 <= len(data)-idLen {
+		sig := data[off : off+4]
+		if sig[0] < 'A' || sig[0] > 'Z' {
+			return nil, &ExtensionError{Signature: string(sig)}
+		}
+		off += 8 + int(binary.BigEndian.Uint32(data[off+4:]))
 	}
 	return entries, nil
 }

@@ -149,3 +149,32 @@ func TestEncodeIsReadByGit(t *testing.T) {
 		t.Errorf("git status after the round trip: %q", got)
 	}
 }
+
+// An index git split (its entries partly in a shared file) or made sparse
+// (directories for entries) is refused, naming the extension, rather than
+// read as if its entries were all there; an optional extension (the
+// cache tree, "TREE"; the untracked cache, "UNTR") is skipped.
+func TestMandatoryExtensionsRefused(t *testing.T) {
+	for _, c := range []struct{ name, setup, sig string }{
+		{"split", "git update-index --split-index", "link"},
+		{"sparse", "mkdir -p in out && echo i > in/i && echo o > out/o && git add -A && git commit -q -m two && " +
+			"git sparse-checkout init --cone && git sparse-checkout set in && git config index.sparse true && git sparse-checkout reapply", "sdir"},
+		{"untracked cache", "git update-index --untracked-cache && git status -uall >/dev/null", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ws := repo(t, "sha1")
+			sh(t, ws, "git reset -q && "+c.setup)
+			_, _, err := Read(filepath.Join(ws, ".git", "index"), 20)
+			var ee *ExtensionError
+			if c.sig == "" {
+				if err != nil {
+					t.Fatalf("read = %v, want the entries", err)
+				}
+				return
+			}
+			if !errors.As(err, &ee) || ee.Signature != c.sig {
+				t.Fatalf("read = %v, want an ExtensionError for %q", err, c.sig)
+			}
+		})
+	}
+}
