@@ -33,11 +33,7 @@ func (s *session) modelGateway(env map[string]string) (*gateway.Gateway, error) 
 	if err != nil {
 		return nil, fmt.Errorf("model gateway: %w", err)
 	}
-	upstream := s.cfg.BaseURL
-	if u, err := url.Parse(upstream); api == llm.APIAnthropic && err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
-		upstream = anthropicDefault
-	}
-	gw, err := gateway.New(gateway.Options{Upstream: upstream, Key: s.cfg.APIKey, Logger: s.logger})
+	gw, err := gateway.New(gateway.Options{Upstream: gatewayUpstream(api, s.cfg.BaseURL), Key: s.cfg.APIKey, Logger: s.logger})
 	if err != nil {
 		return nil, err
 	}
@@ -51,4 +47,13 @@ func (s *session) modelGateway(env map[string]string) (*gateway.Gateway, error) 
 	compat[llm.CompatProfileKey] = profile.Name
 	env[config.EnvCompat] = config.FormatCompat(compat)
 	return gw, nil
+}
+
+// gatewayUpstream is where the agents' client would have sent api's
+// requests for base.
+func gatewayUpstream(api, base string) string {
+	if u, err := url.Parse(base); api == llm.APIAnthropic && err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
+		return anthropicDefault
+	}
+	return base
 }
