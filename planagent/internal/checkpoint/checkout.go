@@ -33,6 +33,10 @@ import (
 
 var errGitCheckout = errors.New("left to git checkout")
 
+// maxLinkTarget is the longest link target read from a blob: Linux's
+// PATH_MAX, and far more than any a tree of a repository holds.
+const maxLinkTarget = 4096
+
 // readIndex reads the entries of the index file p and its modification
 // time, refusing (errGitCheckout) what a plain checkout never writes:
 // version 4, extended flags, a stage other than 0.
@@ -288,7 +292,7 @@ func (r *Repo) checkoutCopy(_ context.Context, dir, was, commit string, trusted 
 // own would write nothing different (no attributes file of the user's,
 // links and exec bits kept, case kept).
 func (r *Repo) plainCheckout() bool {
-	if r.userAttributes {
+	if r.userAttributes || r.converts {
 		return false
 	}
 	r.initMu.Lock()

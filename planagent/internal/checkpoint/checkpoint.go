@@ -10,10 +10,11 @@
 // under the volumes (mode "shadow") whose work tree is the workspace: the
 // user's directory gets no .git.
 //
-// Nothing here runs `git clean`, `reset --hard` or a checkout over the
-// user's files: the workspace only changes in Move, which writes exactly
-// the files that differ between two commits and refuses, naming them, when
-// one of those files was changed by someone else meanwhile.
+// Nothing here runs `git clean`, `reset --hard` or a forced checkout over
+// the user's files: the workspace only changes in Advance, where git's
+// two-tree read-tree writes exactly the files that differ between two
+// commits, with the user's own config, and refuses, naming them, when one
+// of those files was changed by someone else meanwhile.
 package checkpoint
 
 import (
@@ -43,17 +44,23 @@ type Repo struct {
 	// The copies' own state, where no container reaches: the index each
 	// copy had when it was made (copyState). In the repository's git dir.
 	private string
-	// copyArgs are the -c settings of the hardened commands that read a
-	// copy: the repository's filter and merge drivers off, the user's
-	// global excludes file kept (what the user ignores stays out of the
-	// task's commit, as it would of theirs).
-	copyArgs     []string
+	// copyArgs are the -c settings of the hardened commands that read or
+	// check out a copy: the user's filter drivers (their repository's and
+	// global config's, read here, never a copy's), merge drivers off, the
+	// user's global excludes and attributes files and line endings kept
+	// (a task's commit is what the user's own git add would make).
+	// filters are the user's filter drivers, by name.
+	copyArgs []string
+	filters  map[string]*filter
+	// converts says the user's config or attributes outside the tree may
+	// make git's checkout of a copy convert content (autocrlf, an
+	// attributes file): then git checks copies out.
+	converts     bool
 	objectFormat string
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
 	// pending holds the objects of tasks not moved to yet (pending.go),
 	// "" when it could not be made.
 	pending string
-	refsDir string // its refs directory, "" where refs are not files
 	// include are the workspace's ignored files every copy gets
 	// (SetInclude, before the first copy; read-only after).
 	include []string
@@ -325,8 +332,8 @@ func (e *ConflictError) Error() string { return "merge conflict in " + strings.J
 
 // Apply re-applies commit (one commit on top of base, from Squash) onto
 // onto as one commit with the same message. No working tree is touched: the result exists only as a
-// commit until Move. A merge driver a .gitattributes of the task names is
-// not run (driversOff). Its objects go through a quarantine as Squash's
+// commit until Advance. A merge driver a .gitattributes of the task names
+// is not run (copyArgs). Its objects go through a quarantine as Squash's
 // do, and into the object cache when it holds both commits; they wait
 // with the pending objects until a move to the merge (Advance).
 func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (string, error) {
@@ -366,14 +373,9 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 // applyInto merges for Apply with the objects in quarantine and, with
 // cached (the caller holds the cache), puts them into the object cache.
 func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, base, commit, onto, msg string) (string, []string, error) {
-	tree, ok, err := r.trivialMerge(quarantine, base, commit, onto)
+	tree, err := r.mergeTree(ctx, quarantine, cached, commit, onto)
 	if err != nil {
-		return "", nil, fmt.Errorf("merge onto %s: %w", short(onto), err)
-	}
-	if !ok {
-		if tree, err = r.mergeTree(ctx, quarantine, cached, commit, onto); err != nil {
-			return "", nil, err
-		}
+		return "", nil, err
 	}
 	merged, err := r.writeCommit(quarantine, tree, []string{onto}, msg, time.Now())
 	if err != nil {

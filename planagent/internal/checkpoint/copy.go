@@ -30,9 +30,10 @@ import (
 // deleted, never read.
 
 // prepareCopies finds what making and reading copies needs from the
-// repository: where the copies' state goes, its object format, the filter
-// and merge drivers its config defines (off in the commands that read a
-// copy) and the user's excludes file.
+// repository: where the copies' state goes, its object format, the user's
+// filter drivers (on in the commands that read or check out a copy),
+// merge drivers (off there), excludes and attributes files and line
+// endings.
 func (r *Repo) prepareCopies(ctx context.Context) error {
 	r.private = filepath.Join(r.gitDir, "codeagent", "copies")
 	r.objectFormat = "sha1"
@@ -47,45 +48,39 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 		od = filepath.Join(r.g.dir, od)
 	}
 	r.objectsDir = od
-	// Keep refs are written as files where refs are files (git's default
-	// ref storage): one git process fewer per commit the run makes.
-	r.refsDir = ""
-	if st, _ := r.g.line(ctx, "config", "--get", "extensions.refStorage"); st == "" || st == "files" {
-		rd, err := r.g.line(ctx, "rev-parse", "--git-path", "refs")
-		if err != nil {
-			return err
-		}
-		if !filepath.IsAbs(rd) {
-			rd = filepath.Join(r.g.dir, rd)
-		}
-		r.refsDir = rd
-	}
-	r.copyArgs = nil
 	r.userAttributes, r.umask = userAttributesFile(), processUmask()
-	// Exit 1 is "no such key": nothing to turn off.
-	out, _ := r.g.run(ctx, "config", "--name-only", "--get-regexp", `^(filter|merge)\.`)
+	if err := r.userFilters(ctx); err != nil {
+		return err
+	}
+	// Merge drivers stay off: an empty one is an error, and git's own
+	// three-way file merge is what the attribute gets without it. Exit 1
+	// is "no such key".
+	out, _ := r.g.run(ctx, "config", "--name-only", "--get-regexp", `^merge\.`)
 	seen := map[string]bool{}
 	for _, key := range strings.Fields(out) {
 		i, j := strings.Index(key, "."), strings.LastIndex(key, ".")
-		if i == j {
+		if i == j || seen[key[:j]] {
 			continue
 		}
-		section, name := key[:i], key[i+1:j]
-		if seen[section+"."+name] {
-			continue
-		}
-		seen[section+"."+name] = true
-		pre := section + "." + name + "."
-		if section == "filter" {
-			r.copyArgs = append(r.copyArgs, "-c", pre+"clean=", "-c", pre+"smudge=", "-c", pre+"process=", "-c", pre+"required=false")
-		} else {
-			// An empty merge driver is an error; git's own three-way file
-			// merge is what the attribute would get without the driver.
-			r.copyArgs = append(r.copyArgs, "-c", pre+"driver=git merge-file -q %A %O %B")
+		seen[key[:j]] = true
+		r.copyArgs = append(r.copyArgs, "-c", key[:j]+".driver=git merge-file -q %A %O %B")
+	}
+	// What the user's own git add would read from their global config:
+	// their excludes and attributes files, their line endings.
+	for _, key := range []string{"core.excludesFile", "core.attributesFile"} {
+		if v, err := r.g.line(ctx, "config", "--path", "--get", key); err == nil && v != "" {
+			r.copyArgs = append(r.copyArgs, "-c", key+"="+v)
+			r.converts = r.converts || key == "core.attributesFile"
 		}
 	}
-	if ex, err := r.g.line(ctx, "config", "--path", "--get", "core.excludesFile"); err == nil && ex != "" {
-		r.copyArgs = append(r.copyArgs, "-c", "core.excludesFile="+ex)
+	for _, key := range []string{"core.autocrlf", "core.eol"} {
+		if v, err := r.g.line(ctx, "config", "--get", key); err == nil && v != "" {
+			r.copyArgs = append(r.copyArgs, "-c", key+"="+v)
+			r.converts = r.converts || (key == "core.autocrlf" && v != "false")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.gitDir, "info", "attributes")); err == nil {
+		r.converts = true
 	}
 	r.preparePending()
 	return nil
@@ -230,24 +225,6 @@ func (r *Repo) SetAside(dir string) (aside string, ok bool, err error) {
 	return aside, true, nil
 }
 
-// writeRef writes the loose ref file p naming commit as git does: into
-// p.lock, renamed into place. Only this process writes keep refs (under
-// keepMu), so a lock file found is one a killed planagent left.
-func writeRef(p, commit string) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	lock := p + ".lock"
-	if err := os.WriteFile(lock, []byte(commit+"\n"), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(lock, p); err != nil {
-		_ = os.Remove(lock)
-		return err
-	}
-	return nil
-}
-
 // keepRef is the ref that keeps commit reachable while the run may still
 // copy or merge it, so a gc of the repository meanwhile cannot prune it
 // (DropKeeps removes them when the run ends).
@@ -267,11 +244,7 @@ func (r *Repo) keep(ctx context.Context, commit string) error {
 		// to (the next copy of it asks again).
 		return nil
 	}
-	if r.refsDir != "" {
-		if err := writeRef(filepath.Join(r.refsDir, "codeagent", "keep", commit), commit); err != nil {
-			return err
-		}
-	} else if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", keepRef(commit), commit); err != nil {
+	if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", keepRef(commit), commit); err != nil {
 		// Not cut short: a git update-ref killed midway leaves its lock
 		// file, and every later copy of that commit then fails with
 		// "cannot lock ref … File exists". Prewarm's context is cancelled
@@ -319,7 +292,9 @@ func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted,
 	if err := r.initCopyGitDir(ctx, dir, gd); err != nil {
 		return err
 	}
-	c := git{dir: dir, gitDir: gd, workTree: dir, hardened: true}
+	// The user's smudge filters and line endings, as the squash's add
+	// cleans with theirs.
+	c := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: r.copyArgs}
 	st := readStamps(filepath.Join(r.stateDir(dir), "packs"))
 	if err := r.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack"), &st); err != nil {
 		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)

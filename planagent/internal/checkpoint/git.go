@@ -46,9 +46,9 @@ var baseArgs = []string{
 // an agent, so nothing in them may make git run a program or reach past the
 // copy. Only the local file transport, no fsmonitor daemon, no bare
 // repository found by discovery, no submodule recursion, no split index or
-// untracked cache to trust. Filter and merge drivers the repository's own
-// config defines are switched off per command (driversOff): without system
-// or global config they are the only ones a .gitattributes could name. No
+// untracked cache to trust, no sparse checkout (a copy is whole: a task's
+// change outside the user's cone is kept). The filter drivers are the
+// user's, passed per command (userFilters), and merge drivers off. No
 // path HFS+ or NTFS would take for .git (".git\u200c", ".GIT.", "git~1")
 // enters an index, on every system: git's default protects only the
 // system it runs on, and a commit of the task's is checked out elsewhere.
@@ -56,6 +56,7 @@ var hardenedArgs = []string{
 	"-c", "protocol.allow=never", "-c", "protocol.file.allow=always",
 	"-c", "safe.bareRepository=explicit", "-c", "submodule.recurse=false",
 	"-c", "core.splitIndex=false", "-c", "core.untrackedCache=false",
+	"-c", "core.sparseCheckout=false", "-c", "index.sparse=false",
 	"-c", "core.sshCommand=false", "-c", "credential.helper=",
 	"-c", "core.protectHFS=true", "-c", "core.protectNTFS=true",
 }
@@ -77,7 +78,7 @@ func hardenedEnv() []string {
 // git runs a git command. dir is its working directory; gitDir and
 // workTree, when set, are passed explicitly (the shadow repository, a copy).
 // hardened commands run with hardenedArgs and hardenedEnv; extra are more
-// -c settings (driversOff, the user's excludes file); env is more
+// -c settings (copyArgs: the user's filters, excludes file); env is more
 // environment (the pending objects as an alternate), which a command's
 // own environment overrides.
 type git struct {

@@ -64,9 +64,11 @@ func TestAdvanceKilledThenRedone(t *testing.T) {
 			if h, _ := r.Head(ctx); h != start && h != a {
 				t.Fatalf("HEAD %s after the kill: neither the old %s nor the new %s", h, start, a)
 			}
-			// A git command killed while writing the index leaves its lock;
-			// what a user would do after a crash, so must the redo.
+			// A git command killed while writing the index or moving the
+			// branch leaves its lock; what a user would do after a crash,
+			// so must the redo.
 			_ = os.Remove(filepath.Join(ws, ".git", "index.lock"))
+			_ = os.Remove(filepath.Join(ws, ".git", "refs", "heads", "main.lock"))
 			if err := r.Advance(ctx, start, a); err != nil {
 				t.Fatalf("redo after the kill: %v", err)
 			}

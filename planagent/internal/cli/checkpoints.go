@@ -180,6 +180,9 @@ func (s *session) startCheckpoints(ctx context.Context, w io.Writer) (*checkpoin
 	if err := s.refuseDirty(ctx, repo); err != nil {
 		return nil, nil, err
 	}
+	if err := repo.CheckFilters(ctx); err != nil {
+		return nil, nil, cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
+	}
 	if err := s.includeIgnored(ctx, repo, w); err != nil {
 		return nil, nil, err
 	}
@@ -223,6 +226,9 @@ func (s *session) resumeCheckpoints(ctx context.Context, st *runrecord.State, w 
 	if repo.Mode() != cp.Mode || repo.Branch() != cp.Branch {
 		return nil, cmdutil.UsageError(fmt.Errorf("run %s commits to %s %q, but the workspace is now on %s %q: switch back (git switch %s) to resume",
 			st.RunID, cp.Mode, cp.Branch, repo.Mode(), repo.Branch(), cp.Branch))
+	}
+	if err := repo.CheckFilters(ctx); err != nil {
+		return nil, cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
 	}
 	if err := s.includeIgnored(ctx, repo, w); err != nil {
 		return nil, err

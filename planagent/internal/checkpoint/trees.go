@@ -6,82 +6,8 @@ import (
 	"strings"
 )
 
-// A fan-out's merge onto a head that moved since the attempt's copy is,
-// most of the time, of changes that do not meet: the attempt added or
-// changed some files, the merges before it others. Then the merged tree is
-// the head's with the attempt's entries put in, written here (the trees
-// on the changed paths) instead of by a `git merge-tree` process. Anything
-// else goes to git: a path both sides changed, one inside the other, and
-// any removal on either side (git's rename detection may move the other
-// side's files after it, or call it a conflict).
-
-// mergeReach is how many first parents back from the head a merge's base
-// may lie for the merge to be written here: the merges of a fan-out of
-// that many tasks from one base.
-const mergeReach = 4096
-
-// trivialMerge returns the tree of commit's changes over base applied onto
-// onto, its new trees written into the objects directory dir, or ok false
-// when the merge is not one of disjoint additions and changes, or base
-// (commit's parent) is not a recent first-parent ancestor of onto (then
-// git's merge base could be another).
-func (r *Repo) trivialMerge(dir, base, commit, onto string) (tree string, ok bool, err error) {
-	if reached, err := r.reaches(onto, base, mergeReach); err != nil || !reached {
-		return "", false, err
-	}
-	bt, err := r.commitTree(base)
-	if err != nil {
-		return "", false, err
-	}
-	ct, err := r.commitTree(commit)
-	if err != nil {
-		return "", false, err
-	}
-	ot, err := r.commitTree(onto)
-	if err != nil {
-		return "", false, err
-	}
-	mineFrom, mine := map[string]entry{}, map[string]entry{}
-	if err := r.diffTree("", bt, ct, mineFrom, mine, nil); err != nil {
-		return "", false, err
-	}
-	theirsFrom, theirs := map[string]entry{}, map[string]entry{}
-	if err := r.diffTree("", bt, ot, theirsFrom, theirs, nil); err != nil {
-		return "", false, err
-	}
-	if removes(mineFrom, mine) || removes(theirsFrom, theirs) {
-		return "", false, nil
-	}
-	for p := range mine {
-		if _, both := theirs[p]; both || meets(p, theirs) {
-			return "", false, nil
-		}
-	}
-	tree, err = r.editTree(dir, ot, mine, nil)
-	return tree, err == nil, err
-}
-
-// removes reports whether a side's diff removes a path (an entry before,
-// none after).
-func removes(from, to map[string]entry) bool {
-	for p := range from {
-		if _, ok := to[p]; !ok {
-			return true
-		}
-	}
-	return false
-}
-
-// meets reports whether path p lies inside a path of other or one of
-// other's paths inside p.
-func meets(p string, other map[string]entry) bool {
-	for q := range other {
-		if strings.HasPrefix(p, q+"/") || strings.HasPrefix(q, p+"/") {
-			return true
-		}
-	}
-	return false
-}
+// Trees written here from a set of entries over a tree: the squash's
+// (indexTree), from the entries git add changed.
 
 // editTree writes the tree id with the files of set put in (paths
 // relative to it; new directories made) or, where an entry has no blob,
@@ -198,25 +124,6 @@ func (r *Repo) writeTree(dir string, entries map[string]treeEntry) (string, erro
 	return id, err
 }
 
-// reaches reports whether ancestor is at most steps first parents back
-// from commit. The parents of the commits this process wrote, and of those
-// read once, are remembered: a fan-out's base lies one more merge back at
-// each merge, and walking there through cat-file each time would cost a
-// round trip per merge before it.
-func (r *Repo) reaches(commit, ancestor string, steps int) (bool, error) {
-	for range steps {
-		if commit == ancestor {
-			return true, nil
-		}
-		parent, err := r.firstParent(commit)
-		if err != nil || parent == "" {
-			return false, err
-		}
-		commit = parent
-	}
-	return commit == ancestor, nil
-}
-
 // firstParent is commit's first parent, "" for a root commit or what is
 // not a commit.
 func (r *Repo) firstParent(commit string) (string, error) {
@@ -246,10 +153,13 @@ func (r *Repo) firstParent(commit string) (string, error) {
 	return parent, nil
 }
 
+// parentsKept bounds the first parents remembered.
+const parentsKept = 4096
+
 func (r *Repo) rememberParent(commit, parent string) {
 	r.msgMu.Lock()
 	defer r.msgMu.Unlock()
-	if r.parents == nil || len(r.parents) >= mergeReach {
+	if r.parents == nil || len(r.parents) >= parentsKept {
 		r.parents = map[string]string{}
 	}
 	r.parents[commit] = parent
