@@ -167,7 +167,9 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	// Checked here too, not only in Start: a watcher in the wrong workspace
 	// is a configuration error, reported before the run plans anything.
 	compose, err := d.composeWatcher(ctx)
-	if err == nil && compose == "" && opts.Gateway != nil {
+	// Even when a compose watcher serves now: it may be gone at Start,
+	// and the attempts' containers then need the gateway.
+	if err == nil && opts.Gateway != nil {
 		d.gatewayBase, err = d.listenGateway(ctx) // gateway.go
 	}
 	if err == nil && opts.Preflight {
