@@ -267,6 +267,8 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 		}
 		return rt, nil
 	case "kubernetes":
+		// No model gateway yet: the pods get the key from the run's Secret,
+		// as before (issue 38 item 5 brings a gateway Service).
 		rt, err := newKubeRuntime(ctx, s, runID, env, log)
 		if err != nil {
 			return nil, cmdutil.UsageError(err)
