@@ -183,6 +183,8 @@ func TestLocalWatcherGetsAGatewayToken(t *testing.T) {
 	}
 	gw := testGateway(t)
 	t.Setenv("OPENAI_API_KEY", testKey) // what the operator's shell may hold
+	// planagent in a compose container: for its own URL, not the gateway's.
+	t.Setenv("CODEAGENT_LOOPBACK_HOST", "host.docker.internal")
 	rt, err := NewLocal(LocalOptions{Volumes: l, Binary: bin, StopGrace: 5 * time.Second, Gateway: gw,
 		Env: []string{"OPENAI_BASE_URL=http://127.0.0.1:9/v1", "OPENAI_MODEL=m"}})
 	if err != nil {
@@ -206,6 +208,9 @@ func TestLocalWatcherGetsAGatewayToken(t *testing.T) {
 	}
 	if !strings.Contains(got, "\nOPENAI_BASE_URL="+rt.gatewayBase+"\n") || !strings.HasPrefix(rt.gatewayBase, "http://127.0.0.1:") {
 		t.Errorf("the watcher's base URL is not the gateway %s on loopback:\n%s", rt.gatewayBase, got)
+	}
+	if strings.Contains(got, "CODEAGENT_LOOPBACK_HOST") {
+		t.Errorf("the watcher would rewrite the gateway's loopback URL:\n%s", got)
 	}
 	if !admitted(t, rt.gatewayBase, token[1]) {
 		t.Error("the running watcher's token is refused")

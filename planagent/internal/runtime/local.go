@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -153,7 +155,12 @@ func (l *Local) Start(ctx context.Context) error {
 			return err
 		}
 		key, revoke = token, rev
-		// Last wins in exec's environment: the gateway, not the provider.
+		// The gateway is on this process's loopback, which is the
+		// watcher's too: no loopback host may rewrite it (planagent in a
+		// compose container has CODEAGENT_LOOPBACK_HOST for its own URL,
+		// which the gateway then uses). Last wins in exec's environment:
+		// the gateway, not the provider.
+		cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, config.LoopbackHostEnv+"=") })
 		cmd.Env = append(cmd.Env, "OPENAI_BASE_URL="+l.gatewayBase)
 	}
 	keyPipe, err := keyPipe(key)
