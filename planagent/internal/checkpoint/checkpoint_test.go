@@ -239,6 +239,7 @@ func TestAdvanceFinishesAnInterruptedMove(t *testing.T) {
 	start, _ := r.Head(ctx)
 	_, a := attempt(t, r, start, "a", moveEdits(t))
 	write(t, ws, "notes.txt", "new notes\n") // the crash came after this file
+	write(t, ws, "x.txt", "")                // and while git wrote this one
 	if err := r.Advance(ctx, start, a); err != nil {
 		t.Fatal(err)
 	}

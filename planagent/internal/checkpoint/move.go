@@ -199,7 +199,8 @@ func (r *Repo) linkOnTheWay(paths []string, from, to map[string]entry) error {
 
 // cutShort reports whether the workspace's file p is a strict beginning
 // of what git writes for e there (its smudge filter and line endings
-// applied): a write of git's that a kill cut short.
+// applied): a write of git's that a kill cut short (git writes a file in
+// place). Writing it whole loses nothing that is there.
 func (r *Repo) cutShort(ctx context.Context, p string, e entry) bool {
 	if e.blob == "" || (e.mode != "100644" && e.mode != "100755") {
 		return false
