@@ -153,8 +153,18 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 	if err != nil {
 		return rep, fmt.Errorf("task %s: %w", cmd.ID, err)
 	}
+	if res.Err != nil && rep.Status == protocol.StatusFailed {
+		return rep, &modelFailure{err: res.Err}
+	}
 	return rep, nil
 }
+
+// modelFailure goes with a failed report whose cause was a model call:
+// the report says it all; the watcher only looks at the cause.
+type modelFailure struct{ err error }
+
+func (m *modelFailure) Error() string { return m.err.Error() }
+func (m *modelFailure) Unwrap() error { return m.err }
 
 func taskOf(cmd *protocol.Command) agent.Task {
 	deps := make([]agent.Dependency, len(cmd.Dependencies))

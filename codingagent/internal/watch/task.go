@@ -12,6 +12,7 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/layers"
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
 
@@ -118,6 +119,10 @@ func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.
 	if rep == nil {
 		rep = &protocol.Report{}
 	}
+	var cause error // the model call that failed the report
+	if mf := (*modelFailure)(nil); errors.As(err, &mf) {
+		cause, err = mf.err, nil
+	}
 	// A task that completed just as its context ended keeps its result.
 	switch done := err == nil && rep.Status == protocol.StatusCompleted; {
 	case done:
@@ -129,6 +134,9 @@ func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.
 		if rep.Error == "" {
 			rep.Error = "interrupted: the watcher was stopped; the task can be dispatched again"
 		}
+	case (err != nil || rep.Status == protocol.StatusFailed) && w.stoppedUnder(errors.Join(err, cause)):
+		rep.Status = protocol.StatusInterrupted
+		rep.Error = "interrupted: the model could not be reached as the watcher was stopped (" + errors.Join(err, cause).Error() + "); the task can be dispatched again"
 	case err != nil:
 		rep.Status = protocol.StatusFailed
 		rep.Error = err.Error()
@@ -140,6 +148,30 @@ func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.
 }
 
 var errTaskTimeout = errors.New("command timeout")
+
+// stopSettle is how long a task whose model became unreachable waits to
+// see whether its watcher is being stopped.
+const stopSettle = 2 * time.Second
+
+// stoppedUnder reports whether the connection failure err came with the
+// watcher's stop: planagent died (the local watcher's model gateway is in
+// it) and its stop signal is on the way. Such a task is interrupted, to be
+// dispatched again, not failed. The signal and the closed connection race,
+// hence the wait; only a task that failed to reach the model pays it.
+func (w *watcher) stoppedUnder(err error) bool {
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Status != 0 || w.stopping == nil {
+		return false
+	}
+	t := time.NewTimer(stopSettle)
+	defer t.Stop()
+	select {
+	case <-w.stopping:
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // callRunner turns a panic in the runner into a failed task: one bad task
 // must not take down the watcher and the tasks running beside it.

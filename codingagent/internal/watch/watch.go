@@ -140,6 +140,8 @@ type watcher struct {
 	// fence: the watcher serves its container's one attempt (once), whose
 	// other processes end before the report is written.
 	fence bool
+	// stopping closes when the watcher is asked to stop (Run's ctx).
+	stopping <-chan struct{}
 }
 
 // Run watches opts.Layout's commands dir and carries out every command until
@@ -160,6 +162,7 @@ func Run(ctx context.Context, opts Options) error {
 		done:      make(chan string, opts.Concurrency),
 		running:   make(map[string]struct{}),
 		kick:      make(chan struct{}, 1),
+		stopping:  ctx.Done(),
 	}
 	l := opts.Layout
 	for _, d := range []string{l.Commands(), l.Claimed(), l.Reports(), l.Watchers()} {
