@@ -43,11 +43,14 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 	if err != nil {
 		return err
 	}
-	// Before the index or a ref names new's objects: neither ever names
-	// an object the repository lacks, whatever happens next.
 	if err := r.linkOnTheWay(paths, from, to); err != nil {
 		return err
 	}
+	// Once under way the move is not cut short by ctx: a git killed in
+	// the middle leaves its lock in the user's repository.
+	ctx = context.WithoutCancel(ctx)
+	// Before the index or a ref names new's objects: neither ever names
+	// an object the repository lacks, whatever happens next.
 	admitted, err := r.admit(new, trees, to)
 	if err != nil {
 		return r.unadmitAfter(fmt.Errorf("bring the objects of %s into the repository: %w", short(new), err), admitted)
@@ -62,8 +65,7 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 		return nil // a redo: the branch moved before the crash
 	}
 	if err := r.moveRef(ctx, old, new, pending); err != nil {
-		// Not under ctx: a cancelled move must still be put back.
-		if uerr := r.checkout(context.WithoutCancel(ctx), new, old, paths, to, from); uerr != nil {
+		if uerr := r.checkout(ctx, new, old, paths, to, from); uerr != nil {
 			// The index names new's blobs still: they stay.
 			return fmt.Errorf("%w (and putting the files back failed: %v; run `git read-tree -m -u %s %s` once nothing else uses the repository)", err, uerr, short(new), short(old)) //nolint:errorlint // callers match the move's error, not the undo's
 		}
