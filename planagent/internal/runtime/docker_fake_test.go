@@ -258,9 +258,10 @@ func fakeDocker(t *testing.T, fake *fakeEngine) (*Docker, Attempt) {
 	return d, a
 }
 
-// writeReport writes, as the agent of task's attempt 1 would in its own
-// volumes, a report saying it is of attempt.
-func writeReport(t *testing.T, l volume.Layout, task string, attempt int) {
+// writeReport writes, as the agent of task t1's attempt 1 would in its
+// own volumes, a report saying it is of attempt.
+func writeReport(t *testing.T, l volume.Layout, attempt int) {
+	const task = "t1"
 	t.Helper()
 	own, err := volume.New(l.AttemptIO("r1", task, 1), "")
 	if err != nil {
@@ -294,22 +295,22 @@ func TestDockerFakeAttemptErrors(t *testing.T) {
 		{name: "engine gone mid-run", run: func(t *testing.T, e *fakeEngine, _ *Docker, id string) { e.vanish(id) },
 			exitErr: "lost track of container"},
 		{name: "exits after its report", run: func(t *testing.T, e *fakeEngine, d *Docker, id string) {
-			writeReport(t, d.opts.Volumes, "t1", 1)
+			writeReport(t, d.opts.Volumes, 1)
 			e.exit(id, 0, false, "")
 		}},
 		{name: "exits 0 without its report", run: func(t *testing.T, e *fakeEngine, _ *Docker, id string) { e.exit(id, 0, false, "") },
 			exitErr: "without a report"},
 		{name: "a report of another attempt does not count", run: func(t *testing.T, e *fakeEngine, d *Docker, id string) {
-			writeReport(t, d.opts.Volumes, "t1", 2)
+			writeReport(t, d.opts.Volumes, 2)
 			e.exit(id, 0, false, "")
 		}, exitErr: "not of this attempt"},
 		{name: "a report is not taken from an agent killed after it", run: func(t *testing.T, e *fakeEngine, d *Docker, id string) {
-			writeReport(t, d.opts.Volumes, "t1", 1)
+			writeReport(t, d.opts.Volumes, 1)
 			e.exit(id, 137, false, "")
 		}, exitErr: "taken only from an agent that ended normally"},
 		{name: "a report dir swapped for a link is not followed", run: func(t *testing.T, e *fakeEngine, d *Docker, id string) {
 			elsewhere := t.TempDir()
-			writeReport(t, d.opts.Volumes, "t1", 1)
+			writeReport(t, d.opts.Volumes, 1)
 			own := d.opts.Volumes.AttemptIO("r1", "t1", 1)
 			if err := os.Rename(filepath.Join(own, "reports"), filepath.Join(elsewhere, "reports")); err != nil {
 				t.Fatal(err)

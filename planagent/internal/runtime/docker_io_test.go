@@ -21,7 +21,7 @@ func TestDockerFakeReportOnlyAfterTheContainerIsGone(t *testing.T) {
 	if err := d.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	writeReport(t, d.opts.Volumes, "t1", 1)
+	writeReport(t, d.opts.Volumes, 1)
 	time.Sleep(3 * eventsPoll)
 	if _, err := os.Lstat(d.opts.Volumes.ReportFile("t1")); err == nil {
 		t.Fatal("the report is in reports/ while its container runs")
@@ -83,7 +83,7 @@ func TestDockerFakeOwnVolumes(t *testing.T) {
 	session := v.SessionFile("r1", "t1", a.Rel)
 	mustWrite(t, filepath.Join(own.Sessions(), filepath.Base(session)), `{"role":"user"}`+"\n")
 	mustWrite(t, v.Memory(), "- old fact\n- a parallel task's fact\n") // changed meanwhile
-	writeReport(t, v, "t1", 1)
+	writeReport(t, v, 1)
 	fake.exit(firstID(fake), 0, false, "")
 	poll.Until(t, 30*time.Second, "the report", func() bool {
 		_, err := protocol.ReadReport(v.ReportFile("t1"))
@@ -137,7 +137,7 @@ func TestDockerFakeUnremovableContainerIsNotRead(t *testing.T) {
 	fake.mu.Lock()
 	fake.removeErr = map[string]error{id: errors.New("device or resource busy")}
 	fake.mu.Unlock()
-	writeReport(t, d.opts.Volumes, "t1", 1)
+	writeReport(t, d.opts.Volumes, 1)
 	fake.exit(id, 0, false, "")
 	select {
 	case ex := <-d.Exited():
