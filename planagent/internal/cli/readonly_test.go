@@ -26,13 +26,7 @@ func readOnly(t *testing.T, dir string) {
 		t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
 		return
 	}
-	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
-		t.Skipf("root here cannot bind-mount %s read-only (%v): run the test as another user", dir, err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
-		t.Skipf("root here cannot remount %s read-only: %v", dir, err)
-	}
+	bindReadOnly(t, dir)
 	if err := os.WriteFile(filepath.Join(dir, ".probe"), nil, 0o644); !errors.Is(err, unix.EROFS) {
 		t.Fatalf("a write into the read-only %s: %v", dir, err)
 	}
