@@ -354,7 +354,7 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 	var files []string
 	defer func() { r.putQuarantine(quarantine, files) }()
 	cached := r.readCache(onto, commit)
-	merged, files, err := r.applyInto(ctx, quarantine, cached, base, commit, onto, strings.TrimSpace(msg))
+	merged, files, err := r.applyInto(ctx, quarantine, cached, commit, onto, strings.TrimSpace(msg))
 	if cached {
 		r.cacheRW.RUnlock()
 	}
@@ -372,7 +372,7 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 
 // applyInto merges for Apply with the objects in quarantine and, with
 // cached (the caller holds the cache), puts them into the object cache.
-func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, base, commit, onto, msg string) (string, []string, error) {
+func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, commit, onto, msg string) (string, []string, error) {
 	tree, err := r.mergeTree(ctx, quarantine, cached, commit, onto)
 	if err != nil {
 		return "", nil, err

@@ -49,36 +49,7 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 	}
 	r.objectsDir = od
 	r.userAttributes, r.umask = userAttributesFile(), processUmask()
-	if err := r.userFilters(ctx); err != nil {
-		return err
-	}
-	// Merge drivers stay off: an empty one is an error, and git's own
-	// three-way file merge is what the attribute gets without it. Exit 1
-	// is "no such key".
-	out, _ := r.g.run(ctx, "config", "--name-only", "--get-regexp", `^merge\.`)
-	seen := map[string]bool{}
-	for _, key := range strings.Fields(out) {
-		i, j := strings.Index(key, "."), strings.LastIndex(key, ".")
-		if i == j || seen[key[:j]] {
-			continue
-		}
-		seen[key[:j]] = true
-		r.copyArgs = append(r.copyArgs, "-c", key[:j]+".driver=git merge-file -q %A %O %B")
-	}
-	// What the user's own git add would read from their global config:
-	// their excludes and attributes files, their line endings.
-	for _, key := range []string{"core.excludesFile", "core.attributesFile"} {
-		if v, err := r.g.line(ctx, "config", "--path", "--get", key); err == nil && v != "" {
-			r.copyArgs = append(r.copyArgs, "-c", key+"="+v)
-			r.converts = r.converts || key == "core.attributesFile"
-		}
-	}
-	for _, key := range []string{"core.autocrlf", "core.eol"} {
-		if v, err := r.g.line(ctx, "config", "--get", key); err == nil && v != "" {
-			r.copyArgs = append(r.copyArgs, "-c", key+"="+v)
-			r.converts = r.converts || (key == "core.autocrlf" && v != "false")
-		}
-	}
+	r.userConfig(ctx)
 	if _, err := os.Stat(filepath.Join(r.gitDir, "info", "attributes")); err == nil {
 		r.converts = true
 	}

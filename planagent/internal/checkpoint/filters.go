@@ -25,42 +25,48 @@ type filter struct {
 	required               bool
 }
 
-// userFilters reads the user's filter drivers and adds them to copyArgs.
-// A driver whose name holds "=" cannot be passed with -c and is left out
-// (git then runs none for it: the content goes in as it is).
-func (r *Repo) userFilters(ctx context.Context) error {
+// userConfig reads, in one git process with the user's environment,
+// what of their config the hardened commands that read or check out a
+// copy get as -c settings: their filter drivers (a driver whose name holds
+// "=" cannot be passed and is left out: git then runs none for it), their
+// merge drivers turned off (an empty one is an error: git's own file
+// merge instead), the excludes and attributes files and line endings of
+// their global config (what their own git add reads).
+func (r *Repo) userConfig(ctx context.Context) {
 	r.filters = map[string]*filter{}
+	merges := map[string]bool{}
 	// Exit 1 is "no such key".
-	out, _ := r.g.run(ctx, "config", "-z", "--get-regexp", `^filter\.`)
+	out, _ := r.g.run(ctx, "config", "-z", "--get-regexp", `^(filter|merge)\.|^core\.(excludesfile|attributesfile|autocrlf|eol)$`)
+	core := map[string]string{}
 	for _, kv := range splitZ(out) {
 		key, value, _ := strings.Cut(kv, "\n")
 		i, j := strings.Index(key, "."), strings.LastIndex(key, ".")
-		if i == j || strings.Contains(key, "=") {
-			continue
-		}
-		name, variable := key[i+1:j], strings.ToLower(key[j+1:])
-		f := r.filters[name]
-		if f == nil {
-			f = &filter{name: name}
-			r.filters[name] = f
-		}
-		switch variable {
-		case "clean":
-			f.clean = value
-		case "smudge":
-			f.smudge = value
-		case "process":
-			f.process = value
-		case "required":
-			f.required = isTrue(value)
+		switch {
+		case strings.HasPrefix(key, "core."):
+			core[key] = value
+		case i == j || strings.Contains(key, "="):
+		case strings.HasPrefix(key, "merge."):
+			merges[key[i+1:j]] = true
+		default:
+			name := key[i+1 : j]
+			f := r.filters[name]
+			if f == nil {
+				f = &filter{name: name}
+				r.filters[name] = f
+			}
+			switch key[j+1:] {
+			case "clean":
+				f.clean = value
+			case "smudge":
+				f.smudge = value
+			case "process":
+				f.process = value
+			case "required":
+				f.required = isTrue(value)
+			}
 		}
 	}
-	names := make([]string, 0, len(r.filters))
-	for n := range r.filters {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range sortedKeys(r.filters) {
 		// Only what is set: an empty process is one git tries to start.
 		f, pre := r.filters[n], "filter."+n+"."
 		for _, kv := range [][2]string{{"clean", f.clean}, {"smudge", f.smudge}, {"process", f.process}} {
@@ -72,7 +78,39 @@ func (r *Repo) userFilters(ctx context.Context) error {
 			r.copyArgs = append(r.copyArgs, "-c", pre+"required=true")
 		}
 	}
-	return nil
+	for _, n := range sortedKeys(merges) {
+		r.copyArgs = append(r.copyArgs, "-c", "merge."+n+".driver=git merge-file -q %A %O %B")
+	}
+	home, _ := os.UserHomeDir()
+	for _, key := range []string{"core.excludesfile", "core.attributesfile", "core.autocrlf", "core.eol"} {
+		v, ok := core[key]
+		if !ok || v == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(v, "~/"); ok && strings.HasSuffix(key, "file") && home != "" {
+			v = filepath.Join(home, rest)
+		}
+		r.copyArgs = append(r.copyArgs, "-c", key+"="+v)
+		r.converts = r.converts || key == "core.attributesfile" || (key == "core.autocrlf" && !isFalse(v))
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// isFalse is git's reading of a false boolean config value.
+func isFalse(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "false", "no", "off", "0":
+		return true
+	}
+	return false
 }
 
 // isTrue is git's reading of a boolean config value.
@@ -98,15 +136,11 @@ func (e *FilterError) Error() string {
 // CheckFilters refuses, before a run does anything, a required filter
 // driver of the user's config whose clean program cannot be run.
 func (r *Repo) CheckFilters(ctx context.Context) error {
-	names := make([]string, 0, len(r.filters))
-	for n, f := range r.filters {
-		if f.required {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range sortedKeys(r.filters) {
 		f := r.filters[n]
+		if !f.required {
+			continue
+		}
 		cmd := f.process
 		if cmd == "" {
 			cmd = f.clean
