@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/poll"
 )
 
 // Ctrl-C is answered at once with "stopping…"; the summary follows once
@@ -204,6 +206,35 @@ func TestE2EStatusAfterCtrlCShowsTheTaskInterrupted(t *testing.T) {
 	if out := show("graph"); strings.Contains(out, "in progress") || !strings.Contains(out, "interrupted") {
 		t.Errorf("graph:\n%s", out)
 	}
+	// The web view (planagent ui, in a real browser): nothing running, the
+	// task interrupted, and its time a fixed figure, not a running clock.
+	addr := freeAddr(t)
+	ui := e.command("ui", "--addr", addr)
+	var uiErr strings.Builder
+	ui.Stderr = &uiErr
+	if err := ui.Start(); err != nil {
+		t.Fatal(err)
+	}
+	listening := poll.Wait(t.Context(), 30*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	if !listening {
+		_ = ui.Process.Kill()
+		t.Fatalf("planagent ui does not listen on %s:\n%s", addr, uiErr.String())
+	}
+	dom := startBrowser(t, chromium(t), "http://"+addr+"/").waitFor(
+		`document.querySelector('#graph [data-task="slow"][data-status="interrupted"]') && document.querySelector('#tasks tr[data-task="slow"] td.time')`)
+	_ = ui.Process.Signal(os.Interrupt)
+	_ = ui.Wait()
+	if !strings.Contains(dom, "0 running, 1 interrupted") || strings.Contains(dom, `class="time">running`) ||
+		strings.Contains(dom, `data-status="in_progress"`) {
+		t.Errorf("the web view of the interrupted run:\n%s", dom)
+	}
+
 	// What resume does is unchanged: it starts the task again.
 	f.setScript(plan, []scriptTask{{token: "TOKEN-SLOW", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "slow.txt", "content": "1"})}}})
 	if out, errOut, code := e.run("resume", "--runtime", "local"); code != 0 || !strings.Contains(out, "| slow | completed |") {
