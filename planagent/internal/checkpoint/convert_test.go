@@ -248,3 +248,27 @@ func TestRepositoryKinds(t *testing.T) {
 		})
 	}
 }
+
+// A move leaves the user's work on other files as it is: an edit in the
+// work tree, a staged change, an untracked file.
+func TestAdvanceKeepsTheUsersWorkOnOtherFiles(t *testing.T) {
+	t.Parallel()
+	ws := userRepo(t)
+	r := open(t, ws)
+	ctx := t.Context()
+	start, _ := r.Head(ctx)
+	_, a := attempt(t, r, start, "a", func(dir string) { write(t, dir, "a.txt", "a\n") })
+	write(t, ws, "notes.txt", "the user's edit\n")
+	write(t, ws, "héllo wörld.txt", "staged by the user\n")
+	sh(t, ws, "git add 'héllo wörld.txt'")
+	write(t, ws, "mine.txt", "untracked\n")
+	if err := r.Advance(ctx, start, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, ws, "git status --porcelain"); got != "M  \"h\\303\\251llo w\\303\\266rld.txt\"\n M notes.txt\n?? mine.txt" {
+		t.Errorf("status after the move:\n%s", got)
+	}
+	if read(t, ws, "a.txt") != "a\n" || read(t, ws, "notes.txt") != "the user's edit\n" {
+		t.Error("the move's file or the user's edit is not there")
+	}
+}
