@@ -7,11 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
 // readOnly makes dir unwritable for this process until the test ends: a
@@ -88,5 +92,44 @@ func TestRunRefusesAReadOnlyWorkspaceBeforePlanning(t *testing.T) {
 				t.Errorf("stderr lacks %q and the fix:\n%s", want, errb)
 			}
 		})
+	}
+}
+
+// A run whose workspace became read-only is refused by resume the same way,
+// before any model call, and its state is left for a resume once it is
+// writable again.
+func TestResumeRefusesAReadOnlyWorkspace(t *testing.T) {
+	vol, ws, _, st := checkpointedRun(t, false)
+	st.Tasks[1].Status, st.Tasks[1].Attempts = taskgraph.Pending, 0
+	st.Status = runrecord.RunInterrupted
+	l, err := volume.New(vol, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Save(l, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	readOnly(t, ws)
+	srv := llmtest.New(t)
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "codingagent"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, _, errb := testFactory(map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL, "OPENAI_MODEL": "m",
+		"CODEAGENT_RUNTIME": "local", "CODEAGENT_REPO_MAP_TOKENS": "0"})
+	f.Executable = filepath.Join(bin, "planagent")
+	code := cmdutil.Main(f, NewCmdRoot(f), []string{"resume", st.RunID, "--volumes", vol, "--workspace", ws})
+	if code != cmdutil.ExitUsage || len(srv.Requests()) != 0 {
+		t.Errorf("exit %d with %d model requests, want %d and none:\n%s", code, len(srv.Requests()), cmdutil.ExitUsage, errb)
+	}
+	if want := "the workspace " + ws + " is not writable"; !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errb)
+	}
+	back, err := runrecord.LoadState(l, st.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Status != runrecord.RunInterrupted || back.Tasks[1].Status != taskgraph.Pending {
+		t.Errorf("the refused resume changed the run: %s, task b %s", back.Status, back.Tasks[1].Status)
 	}
 }
