@@ -55,9 +55,10 @@ func TestTheUsersFiltersRun(t *testing.T) {
 			write(t, ws, "a.secret", "the old secret\n")
 			sh(t, ws, "git add -A && git commit -q -m secrets")
 			r := open(t, ws)
+			r.SetPool(filepath.Join(t.TempDir(), "pool"), 2)
 			ctx := t.Context()
 			start, _ := r.Head(ctx)
-			_, commit := attempt(t, r, start, "a", func(dir string) {
+			dirA, commit := attempt(t, r, start, "a", func(dir string) {
 				if got := read(t, dir, "a.secret"); got != "the old secret\n" {
 					t.Errorf("the copy holds %q, want the smudged file", got)
 				}
@@ -82,6 +83,25 @@ func TestTheUsersFiltersRun(t *testing.T) {
 			}
 			if st := sh(t, ws, "git status --porcelain"); st != "" {
 				t.Errorf("status after the move: %q", st)
+			}
+			// The next task's copy, recycled from the pool, is smudged too.
+			if err := r.RecycleCopy(ctx, dirA, commit); err != nil {
+				t.Fatal(err)
+			}
+			_, next := attempt(t, r, commit, "b", func(dir string) {
+				if got := read(t, dir, "b.secret"); got != "another secret\n" {
+					t.Errorf("the recycled copy holds %q, want the smudged file", got)
+				}
+				write(t, dir, "b.secret", "a third secret\n")
+			})
+			if err := r.Advance(ctx, commit, next); err != nil {
+				t.Fatal(err)
+			}
+			if got := sh(t, ws, "git cat-file blob HEAD:b.secret"); got != "n guveq frperg" {
+				t.Errorf("b.secret committed as %q, want it cleaned", got)
+			}
+			if st := sh(t, ws, "git status --porcelain"); st != "" || read(t, ws, "b.secret") != "a third secret\n" {
+				t.Errorf("after the second move: status %q", st)
 			}
 		})
 	}
