@@ -194,11 +194,3 @@ func tree(t *testing.T, dir string) []string {
 	}
 	return got
 }
-
-// describe is what Lstat found, for a failure.
-func describe(fi os.FileInfo, err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return fi.Mode().String()
-}
