@@ -172,8 +172,16 @@ func hostileCopies(t *testing.T, rt e2eRuntime) {
 					t.Errorf("the workspace is not clean: %q", st)
 				}
 			}
-			if out, err := exec.Command("git", "--git-dir="+gitDir, "fsck", "--no-dangling").CombinedOutput(); err != nil {
-				t.Errorf("git fsck: %v\n%s", err, out)
+			if out, err := exec.Command("git", "--git-dir="+gitDir, "fsck", "--full", "--strict", "--no-dangling").CombinedOutput(); err != nil {
+				t.Errorf("git fsck --full --strict: %v\n%s", err, out)
+			}
+			if mode == "git" {
+				// The refused tasks' objects never entered the user's
+				// repository, and the moved ones are all reachable.
+				out, err := exec.Command("git", "--git-dir="+gitDir, "fsck", "--unreachable", "--no-reflogs").Output()
+				if err != nil || strings.TrimSpace(string(out)) != "" {
+					t.Errorf("objects of the run left unreachable in the user's repository (%v):\n%s", err, out)
+				}
 			}
 			if got := readFile(t, ws, "done/h00.txt"); got != hostile.All[0].Name+"\n" {
 				t.Errorf("the first task's file: %q", got)
