@@ -78,6 +78,13 @@ func (r *Repo) userConfig(ctx context.Context) {
 			r.copyArgs = append(r.copyArgs, "-c", pre+"required=true")
 		}
 	}
+	if _, ok := r.filters["lfs"]; ok {
+		// git-lfs keeps its objects under the repository it runs in: a
+		// copy has its own .git, so it is pointed at the user's storage
+		// (where `git add` in the workspace would put them, and where the
+		// user's objects are to smudge the copy).
+		r.copyArgs = append(r.copyArgs, "-c", "lfs.storage="+r.lfsStorage(ctx))
+	}
 	for _, n := range sortedKeys(merges) {
 		r.copyArgs = append(r.copyArgs, "-c", "merge."+n+".driver=git merge-file -q %A %O %B")
 	}
@@ -93,6 +100,24 @@ func (r *Repo) userConfig(ctx context.Context) {
 		r.copyArgs = append(r.copyArgs, "-c", key+"="+v)
 		r.converts = r.converts || key == "core.attributesfile" || (key == "core.autocrlf" && !isFalse(v))
 	}
+}
+
+// lfsStorage is the user's LFS object storage: lfs.storage of their
+// config (relative to the common git directory, as git-lfs reads it), by
+// default lfs/ in that directory.
+func (r *Repo) lfsStorage(ctx context.Context) string {
+	common := r.gitDir
+	if c, err := r.g.line(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil && c != "" {
+		common = c
+	}
+	v, _ := r.g.line(ctx, "config", "lfs.storage")
+	switch {
+	case v == "":
+		return filepath.Join(common, "lfs")
+	case filepath.IsAbs(v):
+		return v
+	}
+	return filepath.Join(common, v)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
