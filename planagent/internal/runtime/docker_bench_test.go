@@ -49,7 +49,10 @@ func BenchmarkAttemptStartToHeartbeat(b *testing.B) {
 	starts := make([]time.Duration, 0, n)
 	fences := make([]time.Duration, 0, n)
 	b.ResetTimer()
-	for i := range n {
+	// A poll the machine's load delays past an agent's whole life sees
+	// neither its heartbeat nor its report: that attempt gives no sample,
+	// and more attempts are made, up to 3n.
+	for i := 0; (len(starts) < n || len(fences) < n) && i < 3*n; i++ {
 		b.StopTimer()
 		id := fmt.Sprintf("t%d", i)
 		a := benchAttempt(b, l, runID, id)
@@ -77,10 +80,9 @@ func BenchmarkAttemptStartToHeartbeat(b *testing.B) {
 				}
 			}
 			if _, err := os.Lstat(l.ReportFile(id)); err == nil {
-				if beat.IsZero() || reported.IsZero() {
-					b.Fatal("the report reached reports/ before the agent's heartbeat or report was seen in its own volumes")
+				if !reported.IsZero() {
+					fences = append(fences, now.Sub(reported))
 				}
-				fences = append(fences, now.Sub(reported))
 				break
 			}
 			if now.After(deadline) {
@@ -88,10 +90,15 @@ func BenchmarkAttemptStartToHeartbeat(b *testing.B) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-		starts = append(starts, beat.Sub(began))
+		if !beat.IsZero() {
+			starts = append(starts, beat.Sub(began))
+		}
 		b.StopTimer()
 		poll.Until(b, 30*time.Second, "the attempt's container to go", func() bool { return len(containersOfRun(b, cli, runID)) == 0 })
 		b.StartTimer()
+	}
+	if len(starts) < n || len(fences) < n {
+		b.Fatalf("%d starts and %d fences seen in %d attempts, want %d of each: the machine is too loaded to poll every millisecond", len(starts), len(fences), 3*n, n)
 	}
 	slices.Sort(starts)
 	slices.Sort(fences)
