@@ -40,7 +40,8 @@ import (
 //     and taken again is git's clone of the base: files, `ls-files -s`,
 //     a clean status.
 //
-// Some seeds use a sha256 repository, others index version 4; the
+// Some seeds use a sha256 repository, others index version 4, a split
+// index or the untracked cache; the
 // attributes are none, neutral ones the edits may change, or conversions
 // (eol=crlf, text, ident: the copies are then checked out by git).
 // Seeds 1-1000 were run once, all agreeing with git.
@@ -348,11 +349,15 @@ func TestDifferentialAgainstGit(t *testing.T) {
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		kind := "sha1"
-		switch seed % 5 {
+		switch seed % 7 {
 		case 3:
 			kind = "sha256"
 		case 4:
 			kind = "index-v4"
+		case 5:
+			kind = "split-index"
+		case 6:
+			kind = "untracked-cache"
 		}
 		t.Run(fmt.Sprintf("seed%d-%s", seed, kind), func(t *testing.T) {
 			t.Parallel()
@@ -375,8 +380,13 @@ func differential(t *testing.T, seed int64, kind string) {
 		init += " --object-format=sha256"
 	}
 	sh(t, ws, init+" && git config user.name U && git config user.email u@example.com")
-	if kind == "index-v4" {
+	switch kind {
+	case "index-v4":
 		sh(t, ws, "git config index.version 4")
+	case "split-index":
+		sh(t, ws, "git config core.splitIndex true")
+	case "untracked-cache":
+		sh(t, ws, "git config core.untrackedCache true")
 	}
 	for range 5 + g.rng.Intn(20) {
 		p := g.fresh()
@@ -408,8 +418,13 @@ func differential(t *testing.T, seed int64, kind string) {
 	sh(t, ws, "git add -A && git commit -q -m base")
 	// The user's files as git's checkout writes them (converted).
 	sh(t, ws, "git ls-files -z | xargs -0 rm -f && git checkout -q -- .")
-	if kind == "index-v4" {
+	switch kind {
+	case "index-v4":
 		sh(t, ws, "git update-index --index-version 4")
+	case "split-index":
+		sh(t, ws, "git update-index --split-index")
+	case "untracked-cache":
+		sh(t, ws, "git update-index --untracked-cache && git status --porcelain >/dev/null")
 	}
 	wantVersion := indexVersion(t, filepath.Join(ws, ".git", "index"))
 	if kind == "index-v4" && wantVersion != 4 {
