@@ -116,7 +116,33 @@ func find(p catwalk.Provider, model string) (Model, bool) {
 			return convert(p, m), true
 		}
 	}
+	// An alias as providers take it: the undated name or "-latest" is the
+	// newest dated entry ("claude-sonnet-4-5" is claude-sonnet-4-5-20250929).
+	base := strings.TrimSuffix(strings.ToLower(model), "-latest")
+	var best *catwalk.Model
+	for i, m := range p.Models {
+		date, ok := strings.CutPrefix(strings.ToLower(m.ID), base+"-")
+		if ok && isDate(date) && (best == nil || m.ID > best.ID) {
+			best = &p.Models[i]
+		}
+	}
+	if best != nil {
+		return convert(p, *best), true
+	}
 	return Model{}, false
+}
+
+// isDate reports whether s is a model id's date suffix: eight digits.
+func isDate(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // convert reads catwalk's fields. Its two cache prices are not used the

@@ -58,3 +58,25 @@ func TestLookupCachePrices(t *testing.T) {
 		}
 	}
 }
+
+// An undated name or "-latest" is the newest dated entry of that name, as
+// the providers resolve it; a name that is only a prefix is not.
+func TestAliases(t *testing.T) {
+	for _, c := range []struct{ model, want string }{
+		{"claude-sonnet-4-5", "claude-sonnet-4-5-20250929"},
+		{"claude-sonnet-4-5-latest", "claude-sonnet-4-5-20250929"},
+		{"claude-haiku-4-5", "claude-haiku-4-5-20251001"},
+		{"claude-opus-4-1", "claude-opus-4-1-20250805"},
+		{"CLAUDE-OPUS-4-5", "claude-opus-4-5-20251101"},
+	} {
+		m, ok := catalog.Lookup("https://api.anthropic.com/v1", c.model)
+		if !ok || m.ID != c.want || !m.Priced || m.ContextWindow == 0 {
+			t.Errorf("%s: %+v %v, want %s with prices and a window", c.model, m, ok, c.want)
+		}
+	}
+	for _, model := range []string{"claude-sonnet", "claude-sonnet-4-5-2025", "claude-sonnet-4-5-x"} {
+		if m, ok := catalog.Lookup("https://api.anthropic.com/v1", model); ok {
+			t.Errorf("%s resolved to %s", model, m.ID)
+		}
+	}
+}
