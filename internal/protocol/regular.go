@@ -34,7 +34,7 @@ func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, fmt.Errorf("open %s: %w (%s: refused)", path, ErrNotRegular, kindOf(fi.Mode()))
+		return nil, fmt.Errorf("open %s: %w (%s: refused)", path, ErrNotRegular, KindOf(fi.Mode()))
 	}
 	return f, nil
 }
@@ -65,10 +65,12 @@ func notRegular(path string, err error) (string, bool) {
 	if lerr != nil || fi.Mode().IsRegular() {
 		return "", false
 	}
-	return kindOf(fi.Mode()), true
+	return KindOf(fi.Mode()), true
 }
 
-func kindOf(m fs.FileMode) string {
+// KindOf names what a file of mode m is ("a FIFO", "a symbolic link"),
+// for the messages that refuse it.
+func KindOf(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
 		return "a FIFO"
@@ -80,6 +82,8 @@ func kindOf(m fs.FileMode) string {
 		return "a directory"
 	case m&fs.ModeSymlink != 0:
 		return "a symbolic link"
+	case m.IsRegular():
+		return "a regular file"
 	default:
 		return "mode " + m.String()
 	}

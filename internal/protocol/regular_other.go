@@ -11,7 +11,7 @@ import (
 // O_NONBLOCK there is a window between the check and the open.
 func openNoBlock(path string, flag int, perm os.FileMode) (*os.File, error) {
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("open %s: %w (%s: refused)", path, ErrNotRegular, kindOf(fi.Mode()))
+		return nil, fmt.Errorf("open %s: %w (%s: refused)", path, ErrNotRegular, KindOf(fi.Mode()))
 	}
 	return os.OpenFile(path, flag, perm)
 }

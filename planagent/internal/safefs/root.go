@@ -223,7 +223,7 @@ func (r *Root) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, erro
 	}
 	if m := fileMode(&st); !m.IsRegular() {
 		_ = unix.Close(fd)
-		return nil, fmt.Errorf("open %s: %w (%s: refused)", full, protocol.ErrNotRegular, kindOf(m))
+		return nil, fmt.Errorf("open %s: %w (%s: refused)", full, protocol.ErrNotRegular, protocol.KindOf(m))
 	}
 	// O_NONBLOCK was for the open (a FIFO's other end); the file reads and
 	// writes as usual from here.

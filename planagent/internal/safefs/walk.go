@@ -13,6 +13,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 // dirFlags open a directory and nothing else: not a link (O_NOFOLLOW), and
@@ -114,12 +116,12 @@ func describeAt(dir int, name string) string {
 	}
 	m := fileMode(&st)
 	if m&fs.ModeSymlink == 0 {
-		return kindOf(m)
+		return protocol.KindOf(m)
 	}
 	buf := make([]byte, 4096)
 	n, err := unix.Readlinkat(dir, name, buf)
 	if err != nil {
-		return kindOf(m)
+		return protocol.KindOf(m)
 	}
 	return "a symbolic link to " + strconv.Quote(string(buf[:n]))
 }
@@ -132,7 +134,7 @@ func notRegularAt(dir int, name string) (string, bool) {
 		return "", false
 	}
 	if m := fileMode(&st); !m.IsRegular() {
-		return kindOf(m), true
+		return protocol.KindOf(m), true
 	}
 	return "", false
 }
@@ -267,23 +269,4 @@ func fileMode(st *unix.Stat_t) fs.FileMode {
 		m |= fs.ModeSticky
 	}
 	return m
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsRegular():
-		return "a regular file"
-	default:
-		return "mode " + m.String()
-	}
 }
