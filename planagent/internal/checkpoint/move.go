@@ -30,12 +30,17 @@ type entry struct {
 // repository before git reads them, and leave it again when the move is
 // put back.
 func (r *Repo) Advance(ctx context.Context, old, new string) error {
+	if err := r.onBranch(ctx); err != nil {
+		return err
+	}
 	head, err := r.Head(ctx)
 	if err != nil {
 		return err
 	}
 	if head != old && head != new {
-		return fmt.Errorf("%w: HEAD is at %s, not at %s where the run left it", ErrMoved, short(head), short(old))
+		// Commits of the user's on top of old are told apart from a branch
+		// reset or rewritten: the caller can go on on top of them.
+		return &MovedError{Head: head, Old: old, Ahead: r.IsAncestor(ctx, old, head)}
 	}
 	pending := r.isPending(new)
 	trees := map[string]bool{}
@@ -287,6 +292,31 @@ func (r *Repo) current(ctx context.Context, paths []string) (map[string]string, 
 	return m, nil
 }
 
+// KeepForRollback keeps head, the commit a rollback takes off the branch,
+// reachable under refs/codeagent/rollback/ (with the commits below it).
+func (r *Repo) KeepForRollback(ctx context.Context, head string) error {
+	_, err := r.g.run(ctx, "update-ref", "refs/codeagent/rollback/"+head, head)
+	return err
+}
+
+// StaleLock is the git lock a killed git command may have left in the
+// repository (the index's, or the branch's), "" when there is none.
+func (r *Repo) StaleLock() string {
+	locks := []string{filepath.Join(r.gitDir, "index.lock")}
+	if r.branch != "" {
+		// Refs are the common directory's (a linked worktree's too).
+		locks = append(locks, filepath.Join(filepath.Dir(r.objectsDir), filepath.FromSlash(r.branch)+".lock"))
+	} else {
+		locks = append(locks, filepath.Join(r.gitDir, "HEAD.lock"))
+	}
+	for _, l := range locks {
+		if _, err := os.Lstat(l); err == nil {
+			return l
+		}
+	}
+	return ""
+}
+
 // Rollback moves the workspace and HEAD back to the checkpoint to. It
 // refuses, naming the files, when the workspace differs from HEAD; the
 // commits it leaves behind stay reachable under refs/codeagent/rollback/.
@@ -302,8 +332,60 @@ func (r *Repo) Rollback(ctx context.Context, to string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.g.run(ctx, "update-ref", "refs/codeagent/rollback/"+head, head); err != nil {
+	if err := r.KeepForRollback(ctx, head); err != nil {
 		return err
 	}
 	return r.Advance(ctx, head, to)
+}
+
+// MovedError is a branch that is not where the run left it (Old): it is
+// at Head, which holds Old and commits added on top of it when Ahead.
+type MovedError struct {
+	Head, Old string
+	Ahead     bool
+}
+
+func (e *MovedError) Error() string {
+	if e.Ahead {
+		return fmt.Sprintf("%v: HEAD is at %s, commits on top of %s where the run left it", ErrMoved, short(e.Head), short(e.Old))
+	}
+	return fmt.Sprintf("%v: HEAD is at %s, not at %s where the run left it", ErrMoved, short(e.Head), short(e.Old))
+}
+
+// Is makes a MovedError an ErrMoved.
+func (e *MovedError) Is(target error) bool { return target == ErrMoved }
+
+// SwitchedError is a checkout no longer on the branch the run commits to:
+// the user switched to another branch (Now) or detached HEAD (Now "").
+// Nothing was moved: the run's branch is not the checkout's any more, and
+// the checkout's files belong to what the user switched to.
+type SwitchedError struct{ Branch, Now string }
+
+func (e *SwitchedError) Error() string {
+	now := "a detached HEAD"
+	if e.Now != "" {
+		now = "branch " + e.Now
+	}
+	want := "branch " + e.Branch
+	if e.Branch == "" {
+		want = "a detached HEAD"
+	}
+	return fmt.Sprintf("the workspace is on %s, not on %s that the run commits to", now, want)
+}
+
+// onBranch refuses (SwitchedError) a move while HEAD is not what it was
+// when the repository was opened: another branch checked out, or a
+// detached HEAD where a branch was (or a branch where HEAD was detached).
+func (r *Repo) onBranch(ctx context.Context) error {
+	ref, err := r.g.line(ctx, "symbolic-ref", "-q", "HEAD")
+	if err != nil {
+		if exitCode(err) != 1 {
+			return fmt.Errorf("read HEAD: %w", err)
+		}
+		ref = "" // detached
+	}
+	if ref == r.branch {
+		return nil
+	}
+	return &SwitchedError{Branch: r.Branch(), Now: strings.TrimPrefix(ref, "refs/heads/")}
 }

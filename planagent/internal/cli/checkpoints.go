@@ -233,6 +233,12 @@ func (s *session) resumeCheckpoints(ctx context.Context, st *runrecord.State, w 
 	if err := s.includeIgnored(ctx, repo, w); err != nil {
 		return nil, err
 	}
+	if j := cp.Rollback; j != nil {
+		fmt.Fprintf(w, "checkpoints: finishing the rollback that was interrupted (%s to %s)\n", short(j.From), short(j.To))
+		if err := finishRollback(ctx, s, st, repo); err != nil {
+			return nil, err
+		}
+	}
 	for _, in := range st.Info {
 		if in.Merging != "" {
 			return repo, nil // a move cut short: the orchestrator finishes it, file by file

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -79,8 +80,20 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 	if err != nil {
 		return err
 	}
+	if j := st.Checkpoints.Rollback; j != nil {
+		// A rollback cut short (kill -9, a full disk, a git that failed):
+		// finished first, whatever is asked now.
+		fmt.Fprintf(f.IO.Err, "finishing the rollback that was interrupted (%s to %s)\n", short(j.From), short(j.To))
+		if err := finishRollback(ctx, s, st, repo); err != nil {
+			return err
+		}
+		if j.Task == opts.To && (j.Task != "" || opts.Start) {
+			reportRollback(f, s, st.RunID, j)
+			return nil
+		}
+	}
 	cp := st.Checkpoints
-	target, keep, what := cp.Start, 0, "where the run began"
+	j := &runrecord.Rollback{}
 	if opts.To != "" {
 		t, ok := taskOf(st, opts.To)
 		in := st.Info[opts.To]
@@ -90,7 +103,9 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 		if t.Status != taskgraph.Completed || in.Checkpoint == "" {
 			return cmdutil.UsageError(fmt.Errorf("task %s is %s: only a completed task has a checkpoint to go back to", opts.To, t.Status))
 		}
-		target, keep, what = in.Checkpoint, in.Merge, "the checkpoint after "+opts.To
+		j.To, j.Keep, j.Task = in.Checkpoint, in.Merge, opts.To
+	} else {
+		j.To = cp.Start
 	}
 	head, err := repo.Head(ctx)
 	if err != nil {
@@ -99,33 +114,79 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 	if head != cp.Head {
 		return cmdutil.UsageError(fmt.Errorf("HEAD %s is not the run's last checkpoint %s: commits made since would be taken off the branch; move them elsewhere first", short(head), short(cp.Head)))
 	}
-	if err := repo.Rollback(ctx, target); err != nil {
-		var changed *checkpoint.ChangedError
-		if errors.As(err, &changed) {
-			fix := "stash them (`git stash -u`) or revert them first"
-			if repo.Mode() != "git" {
-				fix = "undo them, or move the files elsewhere, first"
-			}
-			return cmdutil.UsageError(fmt.Errorf("the workspace has changes since the run's last checkpoint: %s; %s (nothing was rolled back)", strings.Join(changed.Files, ", "), fix))
-		}
+	dirty, err := repo.Dirty(ctx)
+	if err != nil {
+		return err
+	}
+	if len(dirty) > 0 {
+		return cmdutil.UsageError(changedError(repo, dirty, "nothing was rolled back"))
+	}
+	if err := repo.KeepForRollback(ctx, head); err != nil {
 		return fmt.Errorf("rollback: %w", err)
 	}
-	reset := resetAfter(st, keep)
-	cp.Head = target
-	if cp.Merges > keep {
-		cp.Merges = keep
-	}
-	if len(reset) > 0 && st.Status.Finished() {
+	// The journal: the move and the run's state after it are saved, synced,
+	// before the first file changes; the tasks it resets with it, so a
+	// finished run that is rolled back is resumable from this moment.
+	j.From = head
+	j.Reset = resetAfter(st, j.Keep)
+	if len(j.Reset) > 0 && st.Status.Finished() {
 		st.Status = runrecord.RunInterrupted // resumable
 	}
+	cp.Rollback = j
 	if err := st.Save(s.layout, time.Now()); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.Out, "rolled back to %s (%s)\n", what, short(target))
-	if len(reset) > 0 {
-		fmt.Fprintf(f.IO.Out, "pending again: %s\nredo them with `planagent resume %s`\n", strings.Join(reset, ", "), s.ref(st.RunID))
+	if err := finishRollback(ctx, s, st, repo); err != nil {
+		return err
 	}
+	reportRollback(f, s, st.RunID, j)
 	return nil
+}
+
+// finishRollback carries out the rollback journaled in st: git moves the
+// workspace and the branch (Advance finishes a move cut short at any
+// point: files git already wrote are taken as the move's own), then the
+// state records the new head and drops the journal.
+func finishRollback(ctx context.Context, s *session, st *runrecord.State, repo *checkpoint.Repo) error {
+	cp := st.Checkpoints
+	j := cp.Rollback
+	if err := repo.Advance(ctx, j.From, j.To); err != nil {
+		var changed *checkpoint.ChangedError
+		if errors.As(err, &changed) {
+			return cmdutil.UsageError(changedError(repo, changed.Files, "the rollback waits: run the same `planagent rollback` again after"))
+		}
+		if lock := repo.StaleLock(); lock != "" {
+			return cmdutil.UsageError(fmt.Errorf("rollback to %s: git's lock %s is there: a git command was killed mid-write (or one is running now); once none runs in this repository, remove it and run the same `planagent rollback` again (%w)", short(j.To), lock, err))
+		}
+		return fmt.Errorf("rollback to %s (run the same `planagent rollback` again to finish it): %w", short(j.To), err)
+	}
+	cp.Head = j.To
+	if cp.Merges > j.Keep {
+		cp.Merges = j.Keep
+	}
+	cp.Rollback = nil
+	return st.Save(s.layout, time.Now())
+}
+
+// changedError names the workspace files a rollback will not write over.
+func changedError(repo *checkpoint.Repo, files []string, outcome string) error {
+	fix := "stash them (`git stash -u`) or revert them first"
+	if repo.Mode() != "git" {
+		fix = "undo them, or move the files elsewhere, first"
+	}
+	return fmt.Errorf("the workspace has changes since the run's last checkpoint: %s; %s (%s)", strings.Join(files, ", "), fix, outcome)
+}
+
+// reportRollback says where the rollback went and what is pending again.
+func reportRollback(f *cmdutil.Factory, s *session, runID string, j *runrecord.Rollback) {
+	what := "where the run began"
+	if j.Task != "" {
+		what = "the checkpoint after " + j.Task
+	}
+	fmt.Fprintf(f.IO.Out, "rolled back to %s (%s)\n", what, short(j.To))
+	if len(j.Reset) > 0 {
+		fmt.Fprintf(f.IO.Out, "pending again: %s\nredo them with `planagent resume %s`\n", strings.Join(j.Reset, ", "), s.ref(runID))
+	}
 }
 
 // resetAfter makes every task that is not completed at or before the

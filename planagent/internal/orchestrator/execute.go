@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -204,6 +205,10 @@ func (r *run) recordReport(id string, rep *protocol.Report) {
 func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 	if a.Commit != "" {
 		if err := r.integrate(ctx, a.ID, a.Commit); err != nil {
+			var ug *userGitError
+			if errors.As(err, &ug) {
+				return err // the run stops, resumably: the user's git work comes first
+			}
 			r.outcomes = append(r.outcomes, next.EvMerged{ID: a.ID, Failure: fmt.Sprintf("update the workspace with the merged result: %v", err)})
 			return nil
 		}

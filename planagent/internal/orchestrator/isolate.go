@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
@@ -39,6 +40,8 @@ type Repo interface {
 	Advance(ctx context.Context, old, new string) error
 	// Head is the commit the integration branch is at.
 	Head(ctx context.Context) (string, error)
+	// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
+	IsAncestor(ctx context.Context, a, b string) bool
 	// RemoveCopy throws a copy away (it may be recycled for a later attempt).
 	RemoveCopy(dir string) error
 	// RecycleCopy throws a copy away remade at commit, for the next copy
@@ -297,12 +300,14 @@ func (r *run) integrate(ctx context.Context, id, candidate string) error {
 		return err
 	}
 	r.failpoint("advance")
-	if err := r.o.opts.Repo.Advance(ctx, cp.Head, candidate); err != nil {
-		info.Merging = ""
+	if err := r.moveTo(ctx, id, candidate); err != nil {
+		var ug *userGitError
+		if !errors.As(err, &ug) {
+			info.Merging = "" // the task's failure: the decision step's
+		}
 		return err
 	}
 	r.failpoint("advanced")
-	cp.Head, info.Commit, info.Merging = candidate, candidate, ""
 	return nil
 }
 
@@ -326,6 +331,9 @@ func (r *run) recoverMerges(ctx context.Context) error {
 		}
 		ev := next.EvInterruptedMerge{ID: id, Head: head, Target: info.Merging, Checkpoint: cp.Head,
 			Summary: info.Summary, Acceptance: info.Acceptance}
+		if head != info.Merging && head != cp.Head {
+			ev.Ahead = r.o.opts.Repo.IsAncestor(ctx, cp.Head, head)
+		}
 		if err := r.handle(ctx, []event{ev}); err != nil {
 			return err
 		}
@@ -336,12 +344,108 @@ func (r *run) recoverMerges(ctx context.Context) error {
 // finishMerge moves the integration state to an interrupted merge's target
 // again, and records it as the task's checkpoint.
 func (r *run) finishMerge(ctx context.Context, a next.ActFinishMerge) error {
-	cp, info := r.st.Checkpoints, r.info(a.ID)
-	if err := r.o.opts.Repo.Advance(ctx, cp.Head, a.Target); err != nil {
+	if err := r.moveTo(ctx, a.ID, a.Target); err != nil {
+		var ug *userGitError
+		if errors.As(err, &ug) {
+			return err
+		}
 		return fmt.Errorf("recover the merge of %s: %w", a.ID, err)
 	}
-	cp.Head, info.Commit, info.Merging = a.Target, a.Target, ""
 	return nil
+}
+
+// moveTo moves the integration state (the run's branch and the workspace)
+// from the run's last checkpoint to target, a commit on top of it, and
+// records target as task id's commit. The user's own git work meanwhile
+// is never dropped nor written over:
+//
+//   - commits on the run's branch: the task goes on top of them, merged by
+//     git (merge-tree, three-way, no working tree), said in one line; when
+//     it does not apply, the run stops (userGitError) naming the files;
+//   - another branch or a detached HEAD checked out: the run stops before
+//     moving anything (the checkout's files are the other branch's, and
+//     the run's branch is not to move under a user who left it);
+//   - the branch reset or rewritten under the run's checkpoint: the run
+//     stops too, as it cannot tell which commits the user meant to drop.
+//
+// A stopped merge keeps its target (TaskInfo.Merging) saved: resume tries
+// it again, after the user switched back or changed their commit.
+func (r *run) moveTo(ctx context.Context, id, target string) error {
+	cp, info := r.st.Checkpoints, r.info(id)
+	repo := r.o.opts.Repo
+	err := repo.Advance(ctx, cp.Head, target)
+	var moved *checkpoint.MovedError
+	if errors.As(err, &moved) && moved.Ahead {
+		r.note(fmt.Sprintf("task %s: %s has commits that are not the run's (now at %s): merging the task on top of them", id, r.branchName(), shortID(moved.Head)))
+		var merged string
+		merged, err = repo.Apply(ctx, "", cp.Head, target, moved.Head)
+		var conflict *checkpoint.ConflictError
+		if errors.As(err, &conflict) {
+			return &userGitError{msg: fmt.Sprintf("task %s conflicts with your commits on %s (now at %s) in %s: nothing was merged and the task's work is kept; change or revert your commit so the task applies, then `planagent resume %s`",
+				id, r.branchName(), shortID(moved.Head), strings.Join(conflict.Files, ", "), r.st.RunID)}
+		}
+		if err != nil {
+			return fmt.Errorf("merge task %s onto your commits: %w", id, err)
+		}
+		info.Merging = merged
+		if err := r.record(id); err != nil {
+			return err
+		}
+		if err := r.st.Sync(); err != nil {
+			return err
+		}
+		target = merged
+		err = repo.Advance(ctx, moved.Head, merged)
+	}
+	var switched *checkpoint.SwitchedError
+	switch {
+	case errors.As(err, &switched):
+		return &userGitError{msg: fmt.Sprintf("task %s is done but not merged: %v; a run never writes to a checkout you switched: `git switch %s`, then `planagent resume %s` merges it (the task's work is kept)",
+			id, switched, switchBack(switched.Branch, cp.Head), r.st.RunID)}
+	case errors.As(err, &moved) && !moved.Ahead:
+		return &userGitError{msg: fmt.Sprintf("task %s is done but not merged: %s is at %s, which does not hold the run's last checkpoint %s (reset or rewritten): put it back on top of %s, then `planagent resume %s` (the task's work is kept)",
+			id, r.branchName(), shortID(moved.Head), shortID(cp.Head), shortID(cp.Head), r.st.RunID)}
+	case err != nil:
+		return err
+	}
+	cp.Head, info.Commit, info.Merging = target, target, ""
+	return nil
+}
+
+// userGitError stops the run, resumably, where the user's own git work
+// needs them first: the merge's target stays saved for resume.
+type userGitError struct{ msg string }
+
+func (e *userGitError) Error() string { return e.msg }
+
+// note tells the operator something in one line.
+func (r *run) note(text string) {
+	r.o.opts.Logger.Info(text)
+	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, Text: text})
+}
+
+// branchName is the run's branch as the user knows it.
+func (r *run) branchName() string {
+	if b := r.st.Checkpoints.Branch; b != "" {
+		return "branch " + b
+	}
+	return "the detached HEAD"
+}
+
+// switchBack is what `git switch` takes to go back to branch (a detached
+// HEAD: its commit).
+func switchBack(branch, head string) string {
+	if branch == "" {
+		return "--detach " + shortID(head)
+	}
+	return branch
+}
+
+func shortID(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }
 
 // forgetMerge drops an interrupted merge next gave up on.

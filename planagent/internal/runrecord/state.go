@@ -118,6 +118,22 @@ type Checkpoints struct {
 	Start  string `json:"start"`             // the commit the run started from
 	Head   string `json:"head"`              // the integration state: the last merged checkpoint
 	Merges int    `json:"merges,omitempty"`  // completions so far (TaskInfo.Merge)
+	// Rollback is a `planagent rollback` under way, saved before it
+	// changes the workspace or the branch: the next rollback (or resume)
+	// finishes it, whatever cut it short.
+	Rollback *Rollback `json:"rollback,omitempty"`
+}
+
+// Rollback is the journal of a rollback: the move from From (the branch
+// when it began) to To, and what the run's state became once it is done.
+// The tasks it makes pending again are in the state already when it is
+// saved: only the move and Head are left to do.
+type Rollback struct {
+	From  string   `json:"from"`
+	To    string   `json:"to"`
+	Keep  int      `json:"keep"`            // the completions kept: Merges after it
+	Task  string   `json:"task,omitempty"`  // the task gone back to; "" = the run's start
+	Reset []string `json:"reset,omitempty"` // the tasks made pending again
 }
 
 // Decision is what was decided after a failure.

@@ -132,7 +132,10 @@ type EvAgentDied struct {
 // task's, as its merge recorded them.
 type EvInterruptedMerge struct {
 	ID, Head, Target, Checkpoint string
-	Summary, Acceptance          string
+	// Ahead: Head holds Checkpoint and commits of the user's on top (the
+	// move goes on top of them).
+	Ahead               bool
+	Summary, Acceptance string
 }
 
 func (EvInterruptedMerge) isEvent() {}
@@ -450,8 +453,10 @@ func Decide(v View, ev Event) []Action {
 		return []Action{ActRelaunch{ID: ev.ID}}
 	case EvInterruptedMerge:
 		// At the target or still at the old state, moving again finishes
-		// the move either way; anything else is someone else's commit.
-		if ev.Head == ev.Target || ev.Head == ev.Checkpoint {
+		// the move either way; with the user's commits on top of the old
+		// state, the move goes on top of them; anything else (a branch
+		// reset or rewritten) is merged again.
+		if ev.Head == ev.Target || ev.Head == ev.Checkpoint || ev.Ahead {
 			return []Action{ActFinishMerge{ID: ev.ID, Target: ev.Target}, ActComplete{ID: ev.ID, Summary: ev.Summary, Acceptance: ev.Acceptance}}
 		}
 		return []Action{ActForgetMerge{ID: ev.ID, Head: ev.Head}}
