@@ -16,6 +16,7 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.MaybeServe() // the test binary is also the stdio MCP server
+	maybeRunPlanagent()  // and a planagent to kill (rollback_kill_test.go)
 	os.Exit(m.Run())
 }
 
