@@ -223,9 +223,18 @@ func (s *session) resumeCheckpoints(ctx context.Context, st *runrecord.State, w 
 	if err := refuseUnwritable(repo); err != nil {
 		return nil, err
 	}
-	if repo.Mode() != cp.Mode || repo.Branch() != cp.Branch {
-		return nil, cmdutil.UsageError(fmt.Errorf("run %s commits to %s %q, but the workspace is now on %s %q: switch back (git switch %s) to resume",
-			st.RunID, cp.Mode, cp.Branch, repo.Mode(), repo.Branch(), cp.Branch))
+	if repo.Mode() != cp.Mode {
+		return nil, cmdutil.UsageError(fmt.Errorf("run %s keeps its checkpoints in a %s repository, but the workspace %s now has a %s one: run from the run's workspace (--workspace)",
+			st.RunID, cp.Mode, repo.WorkTree(), repo.Mode()))
+	}
+	if repo.Branch() != cp.Branch {
+		// The run never writes into a checkout the user switched.
+		back := cp.Branch
+		if back == "" {
+			back = "--detach " + short(cp.Head)
+		}
+		return nil, cmdutil.UsageError(fmt.Errorf("run %s commits to %s, but the workspace is now on %s: switch back (`git switch %s`), then resume",
+			st.RunID, branchName(cp.Branch), branchName(repo.Branch()), back))
 	}
 	if err := repo.CheckFilters(ctx); err != nil {
 		return nil, cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
@@ -344,4 +353,12 @@ func (s *session) runCheckpoints(ctx context.Context, runID string) (*runrecord.
 			st.RunID, st.Checkpoints.Mode, s.layout.Workspace(), repo.Mode()))
 	}
 	return st, repo, nil
+}
+
+// branchName is a branch as a user reads it ("" is a detached HEAD).
+func branchName(b string) string {
+	if b == "" {
+		return "a detached HEAD"
+	}
+	return "branch " + b
 }

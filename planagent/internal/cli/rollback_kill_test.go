@@ -16,6 +16,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
@@ -344,5 +345,87 @@ func waitGroupGone(t *testing.T, pgid int) {
 			t.Fatalf("process group %d still there after a minute", pgid)
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// A rollback cut short after its journal was saved and git had moved the
+// files but not the branch (where a kill -9 leaves it) is finished by
+// `planagent resume` too: it says so, and the branch, the files and the
+// run's state end at the rollback's target before the run goes on.
+func TestResumeFinishesAnInterruptedRollback(t *testing.T) {
+	vol, ws, repo, st := checkpointedRun(t, true)
+	ctx := t.Context()
+	l, err := volume.New(vol, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := st.Checkpoints
+	start, end := cp.Start, cp.Head
+	// What `planagent rollback --start` saves before its first change.
+	cp.Rollback = &runrecord.Rollback{From: end, To: start, Reset: resetAfter(st, 0)}
+	st.Status = runrecord.RunInterrupted
+	if err := st.Save(l, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// git's move of the files done, the branch not moved: killed between.
+	if out, err := exec.Command("git", "-C", ws, "read-tree", "-m", "-u", end, start).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("the half-done move left a.txt")
+	}
+	if code, _, errOut := runPlanagent(t, vol, ws, "rollback", st.RunID, "--to", "a"); code != cmdutil.ExitUsage || !strings.Contains(errOut, "task a is pending") {
+		t.Fatalf("another rollback: exit %d\n%s", code, errOut)
+	}
+	if h, _ := repo.Head(ctx); h != start {
+		t.Fatalf("after another rollback: HEAD %s, want %s (the interrupted one finished first)", h, start)
+	}
+
+	// Put the same interruption back, for resume.
+	mustGit := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	mustGit("read-tree", "-m", "-u", start, end)
+	mustGit("update-ref", "refs/heads/main", end, start)
+	mustGit("read-tree", "-m", "-u", end, start)
+	got, err := runrecord.LoadState(l, st.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Checkpoints.Head, got.Checkpoints.Merges = end, 2
+	got.Checkpoints.Rollback = &runrecord.Rollback{From: end, To: start, Reset: []string{"a", "b"}}
+	if err := got.Save(l, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	srv := llmtest.New(t)
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "codingagent"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, _, errb := testFactory(map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL, "OPENAI_MODEL": "m",
+		"CODEAGENT_RUNTIME": "local", "CODEAGENT_REPO_MAP_TOKENS": "0"})
+	f.Executable = filepath.Join(bin, "planagent")
+	code := cmdutil.Main(f, NewCmdRoot(f), []string{"resume", st.RunID, "--volumes", vol, "--workspace", ws})
+	if !strings.Contains(errb.String(), "finishing the rollback that was interrupted ("+end[:12]+" to "+start[:12]+")") {
+		t.Fatalf("resume (exit %d) did not finish the rollback:\n%s", code, errb)
+	}
+	back, err := runrecord.LoadState(l, st.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Checkpoints.Rollback != nil || back.Checkpoints.Merges != 0 {
+		t.Errorf("after resume: journal %+v, merges %d", back.Checkpoints.Rollback, back.Checkpoints.Merges)
+	}
+	// The resumed tasks' agent (a codingagent that exits 1) merges
+	// nothing: the branch and the run stay at the rollback's target.
+	if h := gitOut(t, repo.GitDir(), "rev-parse", "refs/heads/main"); h != start || back.Checkpoints.Head != start {
+		t.Errorf("after resume (exit %d): main at %s, the run's head %s, want both at %s", code, h, back.Checkpoints.Head, start)
+	}
+	if s := gitOut(t, repo.GitDir(), "--work-tree", ws, "status", "--porcelain"); s != "" {
+		t.Errorf("status after resume: %q", s)
 	}
 }
