@@ -80,6 +80,14 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 	if err != nil {
 		return err
 	}
+	if b := st.Checkpoints.Branch; repo.Mode() == "git" && repo.Branch() != b {
+		back := b
+		if b == "" {
+			back = "--detach " + short(st.Checkpoints.Head)
+		}
+		return cmdutil.UsageError(fmt.Errorf("run %s commits to %s, but the workspace is now on %s: switch back (`git switch %s`) to roll it back (nothing was rolled back)",
+			st.RunID, branchName(b), branchName(repo.Branch()), back))
+	}
 	if j := st.Checkpoints.Rollback; j != nil {
 		// A rollback cut short (kill -9, a full disk, a git that failed):
 		// finished first, whatever is asked now.

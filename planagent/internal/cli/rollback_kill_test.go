@@ -429,3 +429,31 @@ func TestResumeFinishesAnInterruptedRollback(t *testing.T) {
 		t.Errorf("status after resume: %q", s)
 	}
 }
+
+// A rollback while the user is on another branch is refused before
+// anything is saved or moved: the branch they left and the one they are
+// on stay where they are.
+func TestRollbackOnAnotherBranchIsRefused(t *testing.T) {
+	vol, ws, repo, st := checkpointedRun(t, true)
+	if out, err := exec.Command("git", "-C", ws, "switch", "-q", "-c", "other").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	code, _, errOut := runPlanagent(t, vol, ws, "rollback", st.RunID, "--start")
+	want := "run " + st.RunID + " commits to branch main, but the workspace is now on branch other: switch back (`git switch main`)"
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, want) {
+		t.Fatalf("rollback on another branch: exit %d\n%s\nwant %q", code, errOut, want)
+	}
+	for _, b := range []string{"main", "other"} {
+		if h := gitOut(t, repo.GitDir(), "rev-parse", b); h != st.Checkpoints.Head {
+			t.Errorf("%s moved to %s", b, h)
+		}
+	}
+	l, _ := volume.New(vol, ws)
+	back, err := runrecord.LoadState(l, st.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Checkpoints.Rollback != nil || back.Status != runrecord.RunCompleted {
+		t.Errorf("the refused rollback changed the run: journal %+v, status %s", back.Checkpoints.Rollback, back.Status)
+	}
+}
