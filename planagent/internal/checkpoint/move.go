@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -377,15 +378,38 @@ func (e *SwitchedError) Error() string {
 // when the repository was opened: another branch checked out, or a
 // detached HEAD where a branch was (or a branch where HEAD was detached).
 func (r *Repo) onBranch(ctx context.Context) error {
-	ref, err := r.g.line(ctx, "symbolic-ref", "-q", "HEAD")
+	ref, err := r.headRef(ctx)
 	if err != nil {
-		if exitCode(err) != 1 {
-			return fmt.Errorf("read HEAD: %w", err)
-		}
-		ref = "" // detached
+		return err
 	}
 	if ref == r.branch {
 		return nil
 	}
 	return &SwitchedError{Branch: r.Branch(), Now: strings.TrimPrefix(ref, "refs/heads/")}
+}
+
+// headRef is the branch HEAD names (refs/heads/…), "" when detached. The
+// files backend's HEAD file says it in one line (read here: a move runs no
+// git process more than its read-tree and update-ref); git is asked when
+// that file is reftable's stub or not one line of either form.
+func (r *Repo) headRef(ctx context.Context) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD")); err == nil {
+		line := strings.TrimSuffix(string(b), "\n")
+		if ref, ok := strings.CutPrefix(line, "ref: "); ok && ref != "refs/heads/.invalid" && !strings.ContainsAny(ref, " \n") {
+			return ref, nil
+		}
+		if len(line) == 40 || len(line) == 64 {
+			if _, err := hex.DecodeString(line); err == nil {
+				return "", nil // detached
+			}
+		}
+	}
+	ref, err := r.g.line(ctx, "symbolic-ref", "-q", "HEAD")
+	if err != nil {
+		if exitCode(err) != 1 {
+			return "", fmt.Errorf("read HEAD: %w", err)
+		}
+		return "", nil // detached
+	}
+	return ref, nil
 }
