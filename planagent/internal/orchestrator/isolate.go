@@ -366,7 +366,9 @@ func (r *run) finishMerge(ctx context.Context, a next.ActFinishMerge) error {
 //     moving anything (the checkout's files are the other branch's, and
 //     the run's branch is not to move under a user who left it);
 //   - the branch reset or rewritten under the run's checkpoint: the run
-//     stops too, as it cannot tell which commits the user meant to drop.
+//     stops too, as it cannot tell which commits the user meant to drop;
+//   - uncommitted changes of the user's in files the task changed: git
+//     refuses to write over them, and the run stops, naming them.
 //
 // A stopped merge keeps its target (TaskInfo.Merging) saved: resume tries
 // it again, after the user switched back or changed their commit.
@@ -398,7 +400,11 @@ func (r *run) moveTo(ctx context.Context, id, target string) error {
 		err = repo.Advance(ctx, moved.Head, merged)
 	}
 	var switched *checkpoint.SwitchedError
+	var changed *checkpoint.ChangedError
 	switch {
+	case errors.As(err, &changed):
+		return &userGitError{msg: fmt.Sprintf("task %s is done but not merged: your uncommitted changes to %s are in files the task changed too: commit or stash them (`git stash`), then `planagent resume %s` merges it (the task's work is kept)",
+			id, strings.Join(changed.Files, ", "), r.st.RunID)}
 	case errors.As(err, &switched):
 		return &userGitError{msg: fmt.Sprintf("task %s is done but not merged: %v; a run never writes to a checkout you switched: `git switch %s`, then `planagent resume %s` merges it (the task's work is kept)",
 			id, switched, switchBack(switched.Branch, cp.Head), r.st.RunID)}

@@ -279,3 +279,29 @@ func TestUserSwitchDuringATaskStopsTheRun(t *testing.T) {
 		})
 	}
 }
+
+// An uncommitted change of the user's in a file the task changed: git
+// refuses to write over it and the run stops, naming the file, with the
+// change and the task's work kept; stashed, the resumed run merges it.
+func TestUserUncommittedChangeStopsTheMerge(t *testing.T) {
+	u := newUserGitRun(t, func(u *userGitRun) { u.write("notes.txt", "one\ntwo\nthree, being edited\nfour\n") })
+	err := u.drive()
+	var ug *userGitError
+	if !errors.As(err, &ug) || !strings.Contains(err.Error(), "your uncommitted changes to notes.txt") {
+		t.Fatalf("drive: %v", err)
+	}
+	if u.read("notes.txt") != "one\ntwo\nthree, being edited\nfour\n" {
+		t.Errorf("the user's edit: %q", u.read("notes.txt"))
+	}
+	if h := u.git("rev-parse", "main"); h != u.start {
+		t.Errorf("main moved to %s", h)
+	}
+	u.git("stash", "-q")
+	if err := u.drive(); err != nil {
+		t.Fatalf("resumed: %v", err)
+	}
+	if u.st.Status != runrecord.RunCompleted || u.read("notes.txt") != "one\ntwo\nthree (a) (b)\nfour\n" {
+		t.Errorf("resumed run %s, notes %q", u.st.Status, u.read("notes.txt"))
+	}
+	u.userIntact()
+}
