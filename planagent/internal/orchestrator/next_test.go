@@ -386,6 +386,13 @@ func TestNext(t *testing.T) {
 			want: []next.Action{next.ActFinishMerge{ID: "a", Target: "c2"}, next.ActComplete{ID: "a"}},
 		},
 		{
+			name: "an interrupted merge whose branch has the user's commits on top is finished on top of them",
+			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
+			v:    next.View{Isolated: true},
+			ev:   next.EvInterruptedMerge{ID: "a", Head: "mine", Target: "c2", Checkpoint: "c1", Ahead: true, Summary: "did a"},
+			want: []next.Action{next.ActFinishMerge{ID: "a", Target: "c2"}, next.ActComplete{ID: "a", Summary: "did a"}},
+		},
+		{
 			name: "an interrupted merge whose branch someone else moved is forgotten: merged again from the report",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 1)) },
 			v:    next.View{Isolated: true},
