@@ -163,6 +163,15 @@ func finishRollback(ctx context.Context, s *session, st *runrecord.State, repo *
 		if errors.As(err, &changed) {
 			return cmdutil.UsageError(changedError(repo, changed.Files, "the rollback waits: run the same `planagent rollback` again after"))
 		}
+		var moved *checkpoint.MovedError
+		if errors.As(err, &moved) {
+			return cmdutil.UsageError(fmt.Errorf("HEAD %s is neither where the interrupted rollback began (%s) nor its target (%s): move your commits elsewhere and put the branch back at one of them, then run the same `planagent rollback` again",
+				short(moved.Head), short(j.From), short(j.To)))
+		}
+		var switched *checkpoint.SwitchedError
+		if errors.As(err, &switched) {
+			return cmdutil.UsageError(fmt.Errorf("%v: switch back, then run the same `planagent rollback` again", switched))
+		}
 		if lock := repo.StaleLock(); lock != "" {
 			return cmdutil.UsageError(fmt.Errorf("rollback to %s: git's lock %s is there: a git command was killed mid-write (or one is running now); once none runs in this repository, remove it and run the same `planagent rollback` again (%w)", short(j.To), lock, err))
 		}
