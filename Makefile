@@ -11,7 +11,7 @@ GOLANGCI_VERSION ?= v2.15.0
 TOOLS_DIR        ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/codeagent/tools
 GOLANGCI         := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
 
-.PHONY: build test test-short fmt vet lint bench e2e e2e-k8s image test-images clean
+.PHONY: build test test-short fmt vet lint bench docs screenshot e2e e2e-k8s image test-images clean
 
 # Containers run Linux: on any other host (macOS, Windows) the codingagent
 # they run is cross-built into bin/linux-<arch>/, where planagent looks first.
@@ -74,6 +74,14 @@ test-short:
 
 bench:
 	scripts/bench.sh
+
+# The generated docs: the command reference (docs/reference/*.md, man pages
+# in docs/man/) from the cobra commands, and the settings table of
+# docs/configuration.md from the config table. A test in each gendocs
+# package regenerates into a temporary dir and fails when these are stale.
+docs:
+	$(GO) run ./planagent/internal/gendocs docs
+	$(GO) run ./codingagent/internal/gendocs docs
 
 # End-to-end tests: planagent and codingagent built and run as subprocesses,
 # and the real Docker engine (built images, containers, compose).

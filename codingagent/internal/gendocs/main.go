@@ -1,0 +1,27 @@
+// Command gendocs writes codingagent's command reference into the docs dir
+// given (make docs: docs).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/codeagent/codeagent/codingagent/internal/cli"
+	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/docgen"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: gendocs DOCS_DIR (make docs runs it with docs)")
+		os.Exit(2)
+	}
+	if err := generate(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs:", err)
+		os.Exit(1)
+	}
+}
+
+func generate(dir string) error {
+	return docgen.Reference(cli.NewCmdRoot(cmdutil.NewFactory()), dir)
+}

@@ -1,0 +1,18 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/codeagent/codeagent/internal/docgen"
+)
+
+// TestDocsCurrent regenerates planagent's reference (and what else generate
+// writes) into a temporary dir and compares it with docs/: a flag, a help
+// text or a setting changed without make docs fails here.
+func TestDocsCurrent(t *testing.T) {
+	docs := filepath.Join("..", "..", "..", "docs")
+	if err := docgen.Check(docs, t.TempDir(), "planagent", generate); err != nil {
+		t.Fatal(err)
+	}
+}
