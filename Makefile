@@ -83,6 +83,12 @@ docs:
 	$(GO) run ./planagent/internal/gendocs docs
 	$(GO) run ./codingagent/internal/gendocs docs
 
+# The README's picture: the web view of a live run, as the browser test
+# (TestE2EViewWebPageLive, headless Chromium) sees it.
+screenshot:
+	mkdir -p docs/images
+	CODEAGENT_E2E=1 CODEAGENT_SCREENSHOT=$(CURDIR)/docs/images/web-view.png $(GO) test -tags e2e -count=1 -timeout 15m -run 'TestE2EViewWebPageLive$$' ./planagent/
+
 # End-to-end tests: planagent and codingagent built and run as subprocesses,
 # and the real Docker engine (built images, containers, compose).
 e2e: image test-images

@@ -229,6 +229,22 @@ func (b *browser) call(method string, params any) json.RawMessage {
 	return res
 }
 
+// screenshot writes the page, at a 1280x800 window, as a PNG to path.
+func (b *browser) screenshot(path string) {
+	b.t.Helper()
+	b.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false})
+	var shot struct {
+		Data []byte `json:"data"` // base64 in the JSON: encoding/json decodes it
+	}
+	b.decode(b.call("Page.captureScreenshot", map[string]any{"format": "png"}), &shot)
+	if len(shot.Data) == 0 {
+		b.t.Fatal("chromium: an empty screenshot")
+	}
+	if err := os.WriteFile(path, shot.Data, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 // try is call returning the browser's error.
 func (b *browser) try(method string, params any) (json.RawMessage, error) {
 	b.t.Helper()
@@ -403,6 +419,11 @@ func TestE2EViewWebPageLive(t *testing.T) {
 	// The run keeps checkpoints (a shadow repository for this plain
 	// directory): alpha's diff is its commit.
 	page.waitFor(`document.getElementById("detail-diff").textContent.includes("+++ b/hello.txt") && document.getElementById("detail-diff").textContent.includes("+hello")`)
+	// make screenshot: the README's picture is this page, mid-run, taken
+	// here so it shows what the view really draws.
+	if path := os.Getenv("CODEAGENT_SCREENSHOT"); path != "" {
+		page.screenshot(path)
+	}
 
 	select {
 	case err := <-waited:

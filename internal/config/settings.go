@@ -22,10 +22,10 @@ type Setting struct {
 // is one. Their parsing lives beside their types; this is only their summary.
 func structuredSettings() []Setting {
 	return []Setting{
-		{Key: keyMCPServers, Env: EnvMCPServers, Usage: "MCP servers whose tools the agent, the planner and the chat get: a map of name to {command, args, env} (in the environment the same map as JSON)"},
-		{Key: keyMCPReadOnly, Env: EnvMCPReadOnly, Usage: "more MCP tools (server.tool) that plan mode and the planner may use, comma-separated in the environment"},
-		{Key: keyPrices, Usage: "USD per 1M tokens by model: {<model>: {input, output, cached_input, cache_write}}; the catalog's for the models it knows"},
-		{Key: keyNotify, Usage: "where to tell a person that a run needs them or ended: a command, a webhook or the terminal bell"},
+		{Key: keyMCPServers, Env: EnvMCPServers, Usage: "MCP servers whose tools the agent, the planner and the chat get: a map of server name to its command (or url) and options (in the environment the same map as JSON)"},
+		{Key: keyMCPReadOnly, Env: EnvMCPReadOnly, Usage: "more MCP tools (mcp__SERVER__TOOL, or a server name for all its tools) that plan mode and the planner may use; comma-separated in the environment"},
+		{Key: keyPrices, Usage: "USD per 1M tokens by model: `{MODEL: {input, output, cached_input, cache_write}}`; the catalog's for the models it knows"},
+		{Key: keyNotify, Usage: "where to tell a person that a run needs them or ended: a command, a webhook and/or an ntfy topic, and which events"},
 		{Key: keyCompat, Env: EnvCompat, Usage: "per-field overrides of the provider profile picked from base_url (key=value,... in the environment)"},
 	}
 }

@@ -151,7 +151,7 @@ func SettingsTable(root *cobra.Command) string {
 		if cmds := users[s.Flag]; s.Flag != "" && len(cmds) > 0 {
 			flag = "`--" + s.Flag + "` (" + strings.Join(cmds, ", ") + ")"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Key, code(s.Env), flag, cell(s.Default), cell(s.Usage))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", s.Key, code(s.Env), flag, code(cell(s.Default)), cell(s.Usage))
 	}
 	return b.String()
 }

@@ -47,7 +47,7 @@ func runMCPList(cmd *cobra.Command, f *cmdutil.Factory) error {
 		if l.File != "" {
 			where = l.File
 		}
-		_, err := fmt.Fprintf(f.IO.Out, "no MCP servers configured: add mcp_servers to %s (see the README)\n", where)
+		_, err := fmt.Fprintf(f.IO.Out, "no MCP servers configured: add mcp_servers to %s (see docs/mcp.md)\n", where)
 		return err
 	}
 	// The servers start where exec would start them: in the workspace.

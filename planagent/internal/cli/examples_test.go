@@ -113,11 +113,11 @@ func TestGitHubActionsExample(t *testing.T) {
 			t.Errorf("no step does %q", want)
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "ci.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), string(raw)) {
-		t.Error("README.md does not show examples/github-actions.yml as it is: copy it into the CI section")
+		t.Error("docs/ci.md does not show examples/github-actions.yml as it is: copy it in")
 	}
 }

@@ -127,7 +127,7 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 	if _, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 		switch {
 		case apierrors.IsForbidden(err):
-			return nil, fmt.Errorf("%w: list jobs in namespace %s at %s is forbidden: bind the Role of the README's Kubernetes section (jobs, pods, pods/exec, pods/log, secrets): %w", ErrClusterUnreachable, ns, where, err)
+			return nil, fmt.Errorf("%w: list jobs in namespace %s at %s is forbidden: bind the Role of docs/kubernetes.md (jobs, pods, pods/exec, pods/log, secrets): %w", ErrClusterUnreachable, ns, where, err)
 		case apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("%w: namespace %s not found at %s: create it or pass --namespace: %w", ErrClusterUnreachable, ns, where, err)
 		default:
