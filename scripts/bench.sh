@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The benchmarks behind the README's figures, each with the iteration count
+# The benchmarks behind docs/benchmarks.md, each with the iteration count
 # its metric needs (percentiles want hundreds of samples; a 100-task run or a
 # cold map of the Go standard library wants a few).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-bench.out}
 : >"$out"
+# The machine and its load as the figures were taken, for the table.
+machine="$(nproc)-core $(uname -m), load $(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo ?) at the start ($(date -u +%Y-%m-%d))"
 # -tags e2e: planagent's process-level benchmarks are in its e2e files.
 run() { go test -tags e2e -run '^$' -count 1 "$@" 2>&1 | grep -E '^(Benchmark|FAIL|ok|---)' | tee -a "$out"; }
 # BENCH_QUICK=1 (CI) leaves out the orchestration runs of 1 000 and 10 000
@@ -65,4 +67,10 @@ else
   else
     k8s_not_run "the cluster did not come up: $(grep -m1 ERROR "$k8s_dir/up.log" || tail -n 1 "$k8s_dir/up.log")"
   fi
+fi
+# The figures table: each row whose benchmark ran above gets its figure
+# from bench.out; the others keep theirs (BENCH_DOC= leaves it alone).
+doc=${BENCH_DOC-docs/benchmarks.md}
+if [ -n "$doc" ]; then
+  go run ./internal/docgen/benchdoc "$doc" "$out" "$machine"
 fi
