@@ -87,7 +87,7 @@ docs:
 # (TestE2EViewWebPageLive, headless Chromium) sees it.
 screenshot:
 	mkdir -p docs/images
-	CODEAGENT_E2E=1 CODEAGENT_SCREENSHOT=$(CURDIR)/docs/images/web-view.png $(GO) test -tags e2e -count=1 -timeout 15m -run 'TestE2EViewWebPageLive$$' ./planagent/
+	CODEAGENT_E2E=1 CODEAGENT_SCREENSHOT=$(CURDIR)/docs/images/web-view.png $(GO) test -tags e2e -count=1 -timeout 30m -run 'TestE2EViewWebPageLive$$' ./planagent/
 
 # End-to-end tests: planagent and codingagent built and run as subprocesses,
 # and the real Docker engine (built images, containers, compose).
