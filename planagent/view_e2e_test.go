@@ -229,14 +229,17 @@ func (b *browser) call(method string, params any) json.RawMessage {
 	return res
 }
 
-// screenshot writes the page, at a 1280x800 window, as a PNG to path.
+// screenshot writes the page's top, at a 1280x900 window, as a PNG to path.
 func (b *browser) screenshot(path string) {
 	b.t.Helper()
-	b.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false})
+	b.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false})
 	var shot struct {
 		Data []byte `json:"data"` // base64 in the JSON: encoding/json decodes it
 	}
-	b.decode(b.call("Page.captureScreenshot", map[string]any{"format": "png"}), &shot)
+	b.decode(b.call("Page.captureScreenshot", map[string]any{"format": "png",
+		// The page's top, the run's title, graph and timeline, wherever it is
+		// scrolled to (a click on a task scrolls its detail into view).
+		"captureBeyondViewport": true, "clip": map[string]any{"x": 0, "y": 0, "width": 1280, "height": 900, "scale": 1}}), &shot)
 	if len(shot.Data) == 0 {
 		b.t.Fatal("chromium: an empty screenshot")
 	}
