@@ -5,7 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/telemetry"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
@@ -180,6 +183,15 @@ func (r *run) bookUnreported(id string) {
 	info.Tokens.Add(used)
 	r.agentTokens.Add(used)
 	r.syncGate()
+	r.spanUsage(id, used)
+}
+
+// spanUsage puts the gateway's count on the attempt's invoke_agent span.
+func (r *run) spanUsage(id string, used protocol.Tokens) {
+	if span, ok := r.traces[id]; ok {
+		span.SetAttributes(telemetry.InputTokens.Int(used.Prompt), telemetry.OutputTokens.Int(used.Completion),
+			attribute.String("codeagent.usage.counted_by", "gateway"))
+	}
 }
 
 // meterReport replaces what a report says it used with the gateway's
@@ -199,6 +211,7 @@ func (r *run) meterReport(id string, rep *protocol.Report) {
 	// The subagents' figures stay the report's breakdown: they are in
 	// their attempt's count (one token serves the attempt), never added.
 	rep.Tokens = used
+	r.spanUsage(id, used)
 	if refused == nil {
 		return
 	}

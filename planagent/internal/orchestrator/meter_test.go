@@ -192,4 +192,3 @@ func TestMeterTaskBudgetStopsAtTheGateway(t *testing.T) {
 		t.Errorf("booked %+v, want %+v", st.Info[taskID(0)].Tokens, billed(2))
 	}
 }
-
