@@ -155,6 +155,23 @@ func (g *Gateway) Issue(name string) (string, func(), error) {
 		return "", nil, fmt.Errorf("gateway: a token for %s: %w", name, err)
 	}
 	token := hex.EncodeToString(b[:])
+	revoke, err := g.Grant(name, token)
+	return token, revoke, err
+}
+
+// MinToken is the shortest token Grant takes: 128 bits in hex.
+const MinToken = 32
+
+// Grant registers token, made elsewhere, for name: the compose watcher's,
+// which its service and the gateway's are given alike. It returns the
+// function that revokes it.
+func (g *Gateway) Grant(name, token string) (func(), error) {
+	if len(token) < MinToken {
+		return nil, fmt.Errorf("gateway: the token for %s is %d characters, at least %d random ones are needed (e.g. openssl rand -hex 32)", name, len(token), MinToken)
+	}
+	if token == g.key {
+		return nil, fmt.Errorf("gateway: the token for %s is the provider's key: give the watcher a random token instead", name)
+	}
 	sum := sha256.Sum256([]byte(token))
 	g.mu.Lock()
 	g.tokens[sum] = grant{token: token, name: name}
@@ -163,7 +180,7 @@ func (g *Gateway) Issue(name string) (string, func(), error) {
 	}
 	g.mu.Unlock()
 	var once sync.Once
-	return token, func() {
+	return func() {
 		once.Do(func() {
 			g.mu.Lock()
 			delete(g.tokens, sum)
