@@ -270,15 +270,11 @@ func (g *Gateway) count(resp *http.Response) error {
 	if !ok || resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil
 	}
-	resp.Body = &counter{body: resp.Body, stream: isStream(resp.Header), t: tally{d: m.d},
-		done: func(t protocol.Tokens, seen bool) {
-			if !seen {
-				g.log.Debug("a response without usage", "attempt", m.name)
-				return
-			}
+	resp.Body = &counter{body: resp.Body, stream: isStream(resp.Header), length: resp.ContentLength, t: tally{d: m.d},
+		book: func(delta protocol.Tokens) {
 			g.mu.Lock()
 			if u := g.usage[m.name]; u != nil {
-				u.Add(t)
+				u.Add(delta)
 			}
 			g.mu.Unlock()
 		}}

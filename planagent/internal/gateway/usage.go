@@ -146,16 +146,35 @@ const maxKept = 32 << 20
 
 // counter passes a response body through as it is read and counts its
 // usage: a stream event by event as the lines complete, any other body
-// once whole. done is called once, with the tally, when the body ends or
-// is closed.
+// once whole (at its Content-Length, else at its end). What is counted is
+// booked before the bytes that carry it are handed on, so the agent never
+// holds an answer whose tokens the budget check does not see yet.
 type counter struct {
 	body   io.ReadCloser
 	stream bool
+	length int64 // the body's Content-Length, -1 when unknown
 	t      tally
 	buf    []byte // a stream's unfinished line, or the body so far
 	over   bool   // buf passed maxKept: what it holds is not counted
+	parsed bool   // a whole non-streamed body was counted
+	booked protocol.Tokens
 	once   sync.Once
-	done   func(protocol.Tokens, bool)
+	book   func(delta protocol.Tokens) // adds to the attempt's count
+}
+
+// settle books what the tally holds beyond what was booked already (a
+// streamed usage is cumulative: each event replaces the last).
+func (c *counter) settle() {
+	if !c.t.seen {
+		return
+	}
+	cur := c.t.tokens()
+	delta := protocol.Tokens{Prompt: cur.Prompt - c.booked.Prompt, Completion: cur.Completion - c.booked.Completion,
+		Cached: cur.Cached - c.booked.Cached, CacheWrite: cur.CacheWrite - c.booked.CacheWrite, CostUSD: cur.CostUSD - c.booked.CostUSD}
+	if delta != (protocol.Tokens{}) {
+		c.booked = cur
+		c.book(delta)
+	}
 }
 
 func (c *counter) Read(p []byte) (int, error) {
@@ -177,6 +196,11 @@ func (c *counter) Close() error {
 func (c *counter) feed(p []byte) {
 	if !c.stream {
 		c.keep(p)
+		if !c.over && !c.parsed && c.length >= 0 && int64(len(c.buf)) >= c.length {
+			c.parsed = true
+			c.t.add(c.buf)
+			c.settle()
+		}
 		return
 	}
 	for len(p) > 0 {
@@ -209,6 +233,7 @@ func (c *counter) line() {
 	l := bytes.TrimRight(c.buf, "\r")
 	if data, ok := bytes.CutPrefix(l, []byte("data:")); ok && !c.over {
 		c.t.add(bytes.TrimSpace(data))
+		c.settle()
 	}
 	c.buf, c.over = c.buf[:0], false
 }
@@ -219,11 +244,11 @@ func (c *counter) finish() {
 			if len(c.buf) > 0 {
 				c.line() // a last line without its newline
 			}
-		} else if !c.over {
+		} else if !c.over && !c.parsed {
 			c.t.add(c.buf)
+			c.settle()
 		}
 		c.buf = nil
-		c.done(c.t.tokens(), c.t.seen)
 	})
 }
 
