@@ -65,7 +65,6 @@ func (r *run) launchAll(ctx context.Context, ids ...string) error {
 			return err
 		}
 		infos[i] = info
-		r.metering(attempt.Attempt{RunID: r.st.RunID, TaskID: id, Attempt: info.Attempt}, r.taskBudget(id))
 	}
 	if len(ids) == 1 {
 		if err := r.launch(ctx, ids[0], infos[0]); err != nil {
@@ -176,6 +175,8 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo) error {
 		cmd.Workspace = l.AttemptRel(r.st.RunID, t.ID, info.Attempt)
 	}
 	cmd.BudgetTokens = r.taskBudget(t.ID)
+	// Counted at the gateway from before any agent can read the command.
+	r.metering(t.ID, info.Attempt, cmd.BudgetTokens)
 	if err := protocol.WriteCommand(l.CommandFile(t.ID), cmd); err != nil {
 		return fmt.Errorf("send task %s: %w", t.ID, err)
 	}

@@ -102,7 +102,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		return r.resend(ctx, a)
 	case next.ActRelaunch:
 		info := r.info(a.ID)
-		r.metering(attempt.Attempt{RunID: r.st.RunID, TaskID: a.ID, Attempt: info.Attempt}, r.taskBudget(a.ID))
+		r.metering(a.ID, info.Attempt, r.taskBudget(a.ID))
 		return r.launch(ctx, a.ID, info)
 	case next.ActFinishMerge:
 		return r.finishMerge(ctx, a)

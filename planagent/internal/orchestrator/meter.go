@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -42,9 +41,8 @@ type refusal struct {
 // gate is what the gateway's check reads while the loop runs: the loop
 // owns the run, so what the check needs of it is copied here, under mu.
 type gate struct {
-	meter   Meter
-	budget  Budget
-	elapsed func() time.Duration // immutable once Drive started
+	meter  Meter
+	budget Budget
 
 	mu sync.Mutex
 	// booked: the agents' booked tokens and the planner's and the
@@ -82,7 +80,9 @@ func (g *gate) admit(name string) error {
 		u, _ := g.meter.Usage(n)
 		used.Add(u)
 	}
-	if hit := g.budget.exceeded(used, g.elapsed()); hit.text != "" {
+	// Tokens and cost only: the time budget lets the attempts in flight
+	// finish, as it always has (elapsed 0 never reaches it).
+	if hit := g.budget.exceeded(used, 0); hit.text != "" {
 		text := hit.text + ": the run pauses; continue with planagent resume and a larger budget (" + resumeFlag(hit.reason) + ")"
 		g.refused[name] = refusal{refusedRun, text}
 		return fmt.Errorf("%s", text)
@@ -95,8 +95,6 @@ func resumeFlag(reason string) string {
 	switch reason {
 	case runrecord.StopBudgetUSD:
 		return "--budget-usd"
-	case runrecord.StopBudgetTime:
-		return "--budget-time"
 	}
 	return "--budget-tokens"
 }
@@ -106,8 +104,7 @@ func (r *run) meterOn() {
 	if r.o.opts.Meter == nil {
 		return
 	}
-	r.gate = &gate{meter: r.o.opts.Meter, budget: r.o.opts.Budget, open: map[string]int{}, refused: map[string]refusal{},
-		elapsed: func() time.Duration { return r.elapsed + r.o.opts.Now().Sub(r.started) }}
+	r.gate = &gate{meter: r.o.opts.Meter, budget: r.o.opts.Budget, open: map[string]int{}, refused: map[string]refusal{}}
 	r.syncGate()
 	r.o.opts.Meter.SetAdmit(r.gate.admit)
 }
@@ -124,13 +121,14 @@ func (r *run) syncGate() {
 	r.gate.mu.Unlock()
 }
 
-// metering notes an attempt the gateway counts, before it starts.
-func (r *run) metering(a attempt.Attempt, taskBudget int) {
+// metering notes attempt n of task id, which the gateway counts, before
+// its command goes out.
+func (r *run) metering(id string, n, taskBudget int) {
 	if r.gate == nil {
 		return
 	}
 	r.gate.mu.Lock()
-	r.gate.open[a.Name()] = taskBudget
+	r.gate.open[attempt.Name(id, n)] = taskBudget
 	r.gate.mu.Unlock()
 }
 
