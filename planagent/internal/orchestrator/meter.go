@@ -198,6 +198,9 @@ func (r *run) spanUsage(id string, used protocol.Tokens) {
 // budget the task failed as a task stopped at its budget; past the run's
 // the attempt goes back to pending and the run pauses.
 func (r *run) meterReport(id string, rep *protocol.Report) {
+	if rep.RunID != r.st.RunID {
+		return // an earlier run's, dropped as stale: its attempt is not this one
+	}
 	used, refused, ok := r.metered(id, rep.Attempt)
 	if !ok {
 		return
