@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
@@ -37,6 +39,8 @@ func TestE2EDockerComposeWatcher(t *testing.T) {
 	// The quick start's loopback URL, which the compose file makes reach
 	// the host from inside (CODEAGENT_LOOPBACK_HOST).
 	cp := composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1")
+	// The key is in the gateway's service only: the watcher holds a token.
+	assertServiceKeyFree(t, cli, cp.name, "codingagent")
 
 	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
 	if code != 0 {
@@ -157,7 +161,7 @@ func composeUp(t *testing.T, e *runEnv, baseURL string) *composeProject {
 		env: []string{"IMAGE=" + e2eImage(),
 			"UID=" + strconv.Itoa(os.Getuid()), "GID=" + strconv.Itoa(os.Getgid()),
 			"OPENAI_API_KEY=" + e2eKey, "OPENAI_MODEL=test-model",
-			"OPENAI_BASE_URL=" + baseURL}}
+			"OPENAI_BASE_URL=" + baseURL, "CODEAGENT_GATEWAY_TOKEN=" + composeToken}}
 	t.Cleanup(func() {
 		if _, err := c.output(context.WithoutCancel(t.Context()), nil, "down", "-t", "5"); err != nil {
 			t.Logf("cleanup: %v", err)
@@ -169,6 +173,28 @@ func composeUp(t *testing.T, e *runEnv, baseURL string) *composeProject {
 	}
 	waitFreshHeartbeat(t, filepath.Join(e.volumes, "reports", ".watchers"), since)
 	return c
+}
+
+// composeToken is the compose watcher's model gateway token in the tests.
+const composeToken = "e2e-compose-watcher-token-0123456789abcdef"
+
+// assertServiceKeyFree fails if the running container of a compose
+// service holds the API key in its environment.
+func assertServiceKeyFree(t *testing.T, cli *client.Client, project, service string) {
+	t.Helper()
+	list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true, Filters: make(client.Filters).
+		Add("label", "com.docker.compose.project="+project).Add("label", "com.docker.compose.service="+service)})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("the %s service's container: %v (%d)", service, err, len(list.Items))
+	}
+	in, err := cli.ContainerInspect(t.Context(), list.Items[0].ID, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Join(in.Container.Config.Env, "\n")
+	if strings.Contains(env, e2eKey) || !strings.Contains(env, "OPENAI_API_KEY="+composeToken) {
+		t.Errorf("the %s service's environment holds the key, or not its gateway token:\n%s", service, env)
+	}
 }
 
 // composeCommand is `docker compose` (v2 plugin) or `docker-compose` (v1).

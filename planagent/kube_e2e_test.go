@@ -174,6 +174,7 @@ func kubeRunEnv(t *testing.T, f *fakeModel) *runEnv {
 	}
 	u.Host = fmt.Sprintf("%s:%d", kubeGateway(), e.srv.Port())
 	e.env = append(e.env, "CODEAGENT_RUNTIME=kubernetes", "KUBECONFIG="+k.kubeconfig, "OPENAI_BASE_URL="+u.String(),
+		"CODEAGENT_KUBE_GATEWAY="+kubeGateway(), // the model gateway, where the pods reach this host
 		"CODEAGENT_CONTAINER_MEMORY=512m", "CODEAGENT_CONTAINER_CPUS=1")
 	t.Cleanup(func() { assertNothingLeft(t, k) })
 	return e

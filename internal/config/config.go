@@ -89,6 +89,9 @@ type Config struct {
 	// KubeSecret names an existing Secret the pods take the secret settings
 	// from ("" one is created per run and deleted after it).
 	KubeSecret string
+	// KubeGateway is where the pods reach planagent's model gateway
+	// (host or host:port of this host; "" in a pod of the cluster: its IP).
+	KubeGateway string
 	// Where and how big the attempts' pods are: node labels "k=v,...",
 	// tolerations "k[=v]:Effect,..." (ParseNodeSelector, ParseTolerations)
 	// and the agent container's requests (its limits are the container_*).

@@ -237,7 +237,7 @@ func TestKeysMatchesYAMLKeys(t *testing.T) {
 	want := []string{"api_key", "base_url", "model", "api", "reasoning_effort", "thinking_budget", "summary_model", "context_window", "reserved_output",
 		"compaction_threshold", "keep_messages", "request_timeout", "retries", "max_iterations", "volumes_dir",
 		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
-		"kube_namespace", "kubeconfig", "kube_context", "kube_secret", "kube_node_selector", "kube_tolerations",
+		"kube_namespace", "kubeconfig", "kube_context", "kube_secret", "kube_gateway", "kube_node_selector", "kube_tolerations",
 		"kube_cpu_request", "kube_memory_request", "kube_pending_timeout",
 		"repo_map_tokens", "task_timeout", "include_ignored", "setup_command", "max_file_size", "max_files", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",
 		"task_budget_tokens", "mcp_servers", "mcp_read_only", "prices", "notify", "compat"}

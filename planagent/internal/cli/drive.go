@@ -29,7 +29,7 @@ func drive(ctx context.Context, s *session, st *runrecord.State, rt orchestrator
 		Decider:  &orchestrator.LLMDecider{Client: client, Model: s.cfg.Model},
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
 		SetupCommand: s.cfg.SetupCommand,
-		Budget:       s.runBudget, Repo: repoOption(s.repo), Failpoint: failpoint(), Watch: s.watch,
+		Budget:       s.runBudget, Meter: s.meterOption(), Repo: repoOption(s.repo), Failpoint: failpoint(), Watch: s.watch,
 	})
 	defer s.logs.Flush()
 	err := o.Drive(ctx, st)

@@ -9,6 +9,7 @@ import (
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/planagent/internal/gateway"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 )
 
 // anthropicDefault is where the anthropic api goes when base_url still
@@ -46,6 +47,7 @@ func (s *session) modelGateway(env map[string]string) (*gateway.Gateway, error) 
 	}
 	compat[llm.CompatProfileKey] = profile.Name
 	env[config.EnvCompat] = config.FormatCompat(compat)
+	s.gateway = gw
 	return gw, nil
 }
 
@@ -56,4 +58,13 @@ func gatewayUpstream(api, base string) string {
 		return anthropicDefault
 	}
 	return base
+}
+
+// meterOption is the orchestrator's Meter: the run's gateway, or none (a
+// nil *Gateway is no nil interface).
+func (s *session) meterOption() orchestrator.Meter {
+	if s.gateway == nil {
+		return nil
+	}
+	return s.gateway
 }

@@ -32,12 +32,23 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 		}
 		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: op, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
-	return runtime.NewKube(ctx, runtime.KubeOptions{
+	// The model gateway keeps the key in planagent: each attempt's pod
+	// gets a token of its own and the gateway's URL.
+	gw, err := s.modelGateway(env)
+	if err != nil {
+		return nil, err
+	}
+	opts := runtime.KubeOptions{
 		Volumes: s.layout, RunID: runID, Image: s.cfg.Image, AgentImage: runtime.DefaultImage,
 		Kubeconfig: s.cfg.Kubeconfig, Context: s.cfg.KubeContext, Namespace: s.cfg.KubeNamespace,
 		TaskTimeout: s.cfg.TaskTimeout, Memory: s.cfg.ContainerMemory, CPUs: s.cfg.ContainerCPUs,
 		CPURequest: s.cfg.KubeCPURequest, MemoryRequest: s.cfg.KubeMemoryRequest, PendingTimeout: s.cfg.KubePendingTimeout,
 		NodeSelector: selector, Tolerations: tolerations,
 		Env: env, SecretEnv: secretEnv, Secret: s.cfg.KubeSecret, Logger: s.logger, Log: log, Verbose: s.verbose,
-	})
+		GatewayAddr: s.cfg.KubeGateway,
+	}
+	if gw != nil {
+		opts.Gateway = gw // only when there is one: a nil *Gateway is no nil interface
+	}
+	return runtime.NewKube(ctx, opts)
 }

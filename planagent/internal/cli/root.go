@@ -51,6 +51,7 @@ another failure; 2 bad usage or configuration; 3 paused at a budget (resume cont
 		NewCmdComment(f, nil),
 		NewCmdReview(f, nil),
 		NewCmdUI(f, nil),
+		NewCmdGateway(f),
 		cmdutil.NewCmdConfig(f),
 		cmdutil.NewCmdVersion(f, "planagent"),
 	)

@@ -20,6 +20,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/gateway"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
@@ -44,6 +45,9 @@ type session struct {
 	// watch opens the process's file watchers: one warning when none can
 	// be had, and polling.
 	watch *fswatch.Opener
+	// gateway is the run's model gateway (docker, local, kubernetes),
+	// nil without one; the orchestrator counts the agents' tokens there.
+	gateway *gateway.Gateway
 }
 
 func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
@@ -267,8 +271,7 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 		}
 		return rt, nil
 	case "kubernetes":
-		// No model gateway yet: the pods get the key from the run's Secret,
-		// as before (issue 38 item 5 brings a gateway Service).
+		// The model gateway keeps the key in planagent (kube.go).
 		rt, err := newKubeRuntime(ctx, s, runID, env, log)
 		if err != nil {
 			return nil, cmdutil.UsageError(err)

@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -22,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/protocol"
 )
 
 // Options configure a Gateway.
@@ -47,7 +50,9 @@ type Gateway struct {
 	log      *slog.Logger
 
 	mu        sync.Mutex
-	tokens    map[[32]byte]grant // by the token's SHA-256
+	tokens    map[[32]byte]grant          // by the token's SHA-256
+	usage     map[string]*protocol.Tokens // by the name tokens were issued to; kept after revocation
+	admit     func(name string) error
 	servers   []*http.Server
 	listeners []net.Listener
 }
@@ -87,14 +92,16 @@ func New(opts Options) (*Gateway, error) {
 		key:      opts.Key,
 		log:      logger.With("component", "gateway"),
 		tokens:   map[[32]byte]grant{},
+		usage:    map[string]*protocol.Tokens{},
 	}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(g.upstream) },
 		Transport: transport,
 		// -1: every write of the upstream is flushed at once, so streamed
 		// chunks reach the agent as the provider sends them.
-		FlushInterval: -1,
-		ErrorHandler:  g.upstreamFailed,
+		FlushInterval:  -1,
+		ErrorHandler:   g.upstreamFailed,
+		ModifyResponse: g.count,
 	}
 	return g, nil
 }
@@ -148,12 +155,32 @@ func (g *Gateway) Issue(name string) (string, func(), error) {
 		return "", nil, fmt.Errorf("gateway: a token for %s: %w", name, err)
 	}
 	token := hex.EncodeToString(b[:])
+	revoke, err := g.Grant(name, token)
+	return token, revoke, err
+}
+
+// MinToken is the shortest token Grant takes: 128 bits in hex.
+const MinToken = 32
+
+// Grant registers token, made elsewhere, for name: the compose watcher's,
+// which its service and the gateway's are given alike. It returns the
+// function that revokes it.
+func (g *Gateway) Grant(name, token string) (func(), error) {
+	if len(token) < MinToken {
+		return nil, fmt.Errorf("gateway: the token for %s is %d characters, at least %d random ones are needed (e.g. openssl rand -hex 32)", name, len(token), MinToken)
+	}
+	if token == g.key {
+		return nil, fmt.Errorf("gateway: the token for %s is the provider's key: give the watcher a random token instead", name)
+	}
 	sum := sha256.Sum256([]byte(token))
 	g.mu.Lock()
 	g.tokens[sum] = grant{token: token, name: name}
+	if g.usage[name] == nil {
+		g.usage[name] = &protocol.Tokens{}
+	}
 	g.mu.Unlock()
 	var once sync.Once
-	return token, func() {
+	return func() {
 		once.Do(func() {
 			g.mu.Lock()
 			delete(g.tokens, sum)
@@ -188,6 +215,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, "the token is not one of a running attempt (unknown, or revoked when its attempt ended)")
 		return
 	}
+	if err := g.admitted(name); err != nil {
+		g.log.Info("refused a model request past a budget", "attempt", name, "why", err)
+		writeError(w, http.StatusPaymentRequired, "budget_exceeded", "codeagent model gateway: "+err.Error())
+		return
+	}
 	// The request is read whole before it is sent on (a model request is
 	// JSON of at most a context window; the answer is never buffered).
 	// Streamed through instead, the body's end would be read by the
@@ -200,7 +232,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("codeagent model gateway: the request body could not be read (at most %d MiB): %v", maxRequestBody>>20, err))
 		return
 	}
-	out := r.Clone(r.Context())
+	body = askForUsage(r.URL.Path, body)
+	out := r.Clone(context.WithValue(r.Context(), meteredKey{}, metered{name: name, d: dialectOf(r.URL.Path)}))
 	out.Body, out.ContentLength = http.NoBody, 0 // a GET stays without a body
 	if len(body) > 0 {
 		out.Body = io.NopCloser(bytes.NewReader(body))
@@ -219,6 +252,65 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	g.log.Debug("forwarding", "attempt", name, "method", r.Method, "path", r.URL.Path)
 	g.proxy.ServeHTTP(w, out)
+}
+
+// meteredKey carries a forwarded request's attempt and dialect to count,
+// which its response is counted against.
+type meteredKey struct{}
+
+type metered struct {
+	name string
+	d    dialect
+}
+
+// count wraps a successful response's body so that its usage is booked
+// on the attempt as it passes; an error answer bills nothing.
+func (g *Gateway) count(resp *http.Response) error {
+	m, ok := resp.Request.Context().Value(meteredKey{}).(metered)
+	if !ok || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil
+	}
+	resp.Body = &counter{body: resp.Body, stream: isStream(resp.Header), length: resp.ContentLength, t: tally{d: m.d},
+		book: func(delta protocol.Tokens) {
+			g.mu.Lock()
+			if u := g.usage[m.name]; u != nil {
+				u.Add(delta)
+			}
+			g.mu.Unlock()
+		}}
+	return nil
+}
+
+// Usage is what the provider billed for the requests made with the tokens
+// issued to name, so far; ok is false when no token was issued to name.
+func (g *Gateway) Usage(name string) (protocol.Tokens, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	u, ok := g.usage[name]
+	if !ok {
+		return protocol.Tokens{}, false
+	}
+	return *u, true
+}
+
+// SetAdmit sets the check made before each request is forwarded: a
+// non-nil error refuses the request with HTTP 402 (which clients do not
+// retry) and the error's text, which should name the budget and the fix.
+// The check runs on the gateway's goroutines.
+func (g *Gateway) SetAdmit(admit func(name string) error) {
+	g.mu.Lock()
+	g.admit = admit
+	g.mu.Unlock()
+}
+
+func (g *Gateway) admitted(name string) error {
+	g.mu.Lock()
+	admit := g.admit
+	g.mu.Unlock()
+	if admit == nil {
+		return nil
+	}
+	return admit(name)
 }
 
 // presented is the token of the request: the same value in every auth

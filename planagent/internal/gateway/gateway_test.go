@@ -302,3 +302,30 @@ func TestGatewayNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A token made elsewhere (the compose watcher's) is taken once granted,
+// and refused when short or the key itself.
+func TestGatewayGrant(t *testing.T) {
+	srv := llmtest.New(t, llmtest.WithKey(realKey))
+	srv.Enqueue(llmtest.Text("granted"))
+	g, base, _, rec := start(t, srv.URL)
+	for _, bad := range []string{"short", realKey} {
+		if _, err := g.Grant("watcher", bad); err == nil {
+			t.Errorf("Grant took %q", bad)
+		}
+	}
+	token := strings.Repeat("ab", gateway.MinToken/2)
+	revoke, err := g.Grant("watcher", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m", MaxRetries: 0})
+	if resp, _, err := chat(t, c, false); err != nil || resp.Message.Content != "granted" {
+		t.Fatalf("with the granted token: %v", err)
+	}
+	rec.check(t, token)
+	revoke()
+	if _, _, err := chat(t, c, false); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("after revoking: %v, want 401", err)
+	}
+}

@@ -57,5 +57,6 @@ func (r *run) budgetHit() limitHit {
 	// decider's.
 	used := r.agentTokens
 	used.Add(usageTokens(r.st.Usage))
+	used.Add(r.openUsage()) // the gateway's count of the attempts under way
 	return r.o.opts.Budget.exceeded(used, r.elapsed+r.o.opts.Now().Sub(r.started))
 }

@@ -174,14 +174,22 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo) error {
 	if r.isolated() {
 		cmd.Workspace = l.AttemptRel(r.st.RunID, t.ID, info.Attempt)
 	}
-	cmd.BudgetTokens = t.BudgetTokens
-	if cmd.BudgetTokens == 0 {
-		cmd.BudgetTokens = r.o.opts.Budget.TaskTokens
-	}
+	cmd.BudgetTokens = r.taskBudget(t.ID)
+	// Counted at the gateway from before any agent can read the command.
+	r.metering(t.ID, info.Attempt, cmd.BudgetTokens)
 	if err := protocol.WriteCommand(l.CommandFile(t.ID), cmd); err != nil {
 		return fmt.Errorf("send task %s: %w", t.ID, err)
 	}
 	return nil
+}
+
+// taskBudget is task id's token budget per attempt: the plan's for the
+// task, else the run's task_budget_tokens (0: none).
+func (r *run) taskBudget(id string) int {
+	if t, _ := r.g.Get(id); t.BudgetTokens > 0 {
+		return t.BudgetTokens
+	}
+	return r.o.opts.Budget.TaskTokens
 }
 
 // launch asks the runtime to carry out the attempt whose command is written.

@@ -101,7 +101,9 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 	case next.ActResend:
 		return r.resend(ctx, a)
 	case next.ActRelaunch:
-		return r.launch(ctx, a.ID, r.info(a.ID))
+		info := r.info(a.ID)
+		r.metering(a.ID, info.Attempt, r.taskBudget(a.ID))
+		return r.launch(ctx, a.ID, info)
 	case next.ActFinishMerge:
 		return r.finishMerge(ctx, a)
 	case next.ActForgetMerge:
@@ -151,6 +153,7 @@ func (r *run) dropStaleReport(a next.ActDropStaleReport) {
 // a copy that is about to be thrown away (and recycled for another
 // attempt). The time-out comes back to the loop as an event.
 func (r *run) abandon(ctx context.Context, a next.ActAbandon) {
+	r.bookUnreported(a.ID)
 	delete(r.inflight, a.ID)
 	r.abandoned[a.ID] = true
 	if err := r.o.opts.Runtime.Abandon(ctx, a.ID); err != nil {
@@ -194,6 +197,7 @@ func (r *run) recordReport(id string, rep *protocol.Report) {
 		info.Subagents = append(info.Subagents, runrecord.Subagent{Attempt: rep.Attempt, ID: s.ID, Goal: s.Goal, Tokens: s.Tokens})
 	}
 	r.agentTokens.Add(rep.Tokens)
+	r.syncGate()
 	info.Duration += time.Duration(rep.Duration)
 	info.Reason = rep.Reason
 }
@@ -230,6 +234,7 @@ func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 
 // fail marks the task failed (its dependants are skipped) and notes why.
 func (r *run) fail(a next.ActFail) error {
+	r.bookUnreported(a.ID) // an attempt that died or timed out used what the gateway counted
 	r.dropCopy(a.ID)
 	info := r.info(a.ID)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
@@ -263,6 +268,7 @@ func (r *run) retry(a next.ActRetry) error {
 
 // requeue sends a task again whose attempt ended through no fault of its own.
 func (r *run) requeue(a next.ActRequeue) error {
+	r.bookUnreported(a.ID)
 	r.dropCopy(a.ID)
 	info := r.info(a.ID)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: %s", info.Attempt, a.Note))

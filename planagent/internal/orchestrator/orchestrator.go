@@ -119,7 +119,10 @@ type Options struct {
 	HeartbeatTimeout time.Duration
 	// Budget pauses the run when reached and bounds each task's tokens.
 	Budget Budget
-	Now    func() time.Time
+	// Meter is the model gateway's count of the attempts' tokens (nil:
+	// no gateway, and the reports' figures are booked).
+	Meter Meter
+	Now   func() time.Time
 	// Tick paces the checks that depend on the clock (task timeouts, the
 	// watcher's heartbeat) and a rescan of reports/; nil is a one-second
 	// ticker. Tests send ticks instead of waiting for them.
@@ -210,6 +213,8 @@ type run struct {
 	outcomes []event
 	// agentTokens are the agents' tokens (and server-reported cost) so far.
 	agentTokens protocol.Tokens
+	// gate is what the model gateway's budget check reads (nil without a Meter).
+	gate *gate
 	// traces: each attempt's invoke_agent span, and its traceparent for the command.
 	traces       map[string]trace.Span
 	traceparents map[string]string
@@ -260,6 +265,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	defer st.Close()
 	r.started, r.elapsed = o.opts.Now(), st.Elapsed
 	r.agentTokens = st.AgentTokens()
+	r.meterOn()
 	st.Status, st.Paused, st.Stop, st.ConfigError = runrecord.RunRunning, "", nil, "" // a resume is the fix's test
 	if err := r.save(); err != nil {
 		return err
@@ -340,7 +346,11 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 // carrying it out turns up (a merged result that cannot reach the
 // workspace) comes back as an event, decided on before the rest.
 func (r *run) handle(ctx context.Context, evs []event) error {
+	defer r.syncGate() // the planner's and the decider's tokens, and what was booked
 	for len(evs) > 0 {
+		if rep, ok := evs[0].(reported); ok {
+			r.meterReport(rep.ID, rep.Report)
+		}
 		src, ev := nextEvent(r.g, evs[0])
 		if err := r.apply(ctx, src, next.Decide(r.view(), ev)); err != nil {
 			return err

@@ -62,7 +62,7 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	// The attempt's gateway token lives as long as the host follows the
 	// attempt: unfollow runs on every end (fenced, an unfenced end, a
 	// failed start) and revokes it with the live view.
-	token, revoke, err := d.issueToken(fmt.Sprintf("%s.%d", a.TaskID, a.Attempt))
+	token, revoke, err := d.issueToken(a.Name())
 	if err != nil {
 		_ = removeTree(aio.l.Root)
 		return fmt.Errorf("task %s attempt %d: %w", a.TaskID, a.Attempt, err)

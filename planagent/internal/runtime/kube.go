@@ -55,6 +55,14 @@ type KubeOptions struct {
 	// Secret names an existing Secret that holds the secret settings under
 	// their variable names; "" creates one for the run, deleted after it.
 	Secret string
+	// Gateway, when set, serves the model API to the pods with the key,
+	// which then is in no Secret or Job spec: each attempt's pod gets a
+	// token of its own and the gateway's URL (kube_gateway.go).
+	Gateway Gateway
+	// GatewayAddr is where planagent listens for the pods (host or
+	// host:port): an address the cluster's pods route to. "" in a pod of
+	// the cluster is that pod's IP; outside, it must be set.
+	GatewayAddr string
 	// Where the attempts' pods may run, and the agent container's requests
 	// (0 and "": 100m and 128Mi).
 	NodeSelector  map[string]string
@@ -91,10 +99,13 @@ type Kube struct {
 	// secret is the Secret the pods take the secret settings from: the
 	// run's own (ownSecret, created by Start, deleted by Stop) or the
 	// user's; secretKeys are the variables the pods take from it.
-	secret     string
-	ownSecret  bool
-	secretKeys []string
-	redact     []string // secret values masked in what the pods print
+	secret    string
+	ownSecret bool
+	// gatewayBase is the model gateway's URL as the pods reach it; "":
+	// no gateway, the key comes from the Secret.
+	gatewayBase string
+	secretKeys  []string
+	redact      []string // secret values masked in what the pods print
 	// execSeq numbers the acceptance commands' Jobs of this process.
 	execSeq atomic.Uint64
 
@@ -119,6 +130,9 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 	c, err := newKubeClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: client for %s: %w", ErrClusterUnreachable, where, err)
+	}
+	if opts.Gateway != nil && opts.GatewayAddr == "" && where == "in-cluster" {
+		opts.GatewayAddr = podAddress() // the pods reach planagent's own pod
 	}
 	k, err := newKube(c, &spdyExec{cfg: cfg, c: c}, ns, opts)
 	if err != nil {
@@ -189,6 +203,22 @@ func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, err
 	if k.secret == "" {
 		k.secret, k.ownSecret = secretName(opts.RunID), true
 	}
+	if opts.Gateway != nil {
+		// The key stays in planagent: not in the Secret, not in a spec.
+		opts.Env = maps.Clone(opts.Env)
+		for name := range opts.Env {
+			if isModelKey(name) {
+				delete(opts.Env, name)
+			}
+		}
+		opts.SecretEnv = slices.DeleteFunc(slices.Clone(opts.SecretEnv), isModelKey)
+		k.opts = opts
+		base, err := k.listenGateway(opts.GatewayAddr)
+		if err != nil {
+			return nil, err
+		}
+		k.gatewayBase = base
+	}
 	for _, name := range append([]string{config.APIKeyEnv}, opts.SecretEnv...) {
 		v := opts.Env[name]
 		if v == "" || slices.Contains(k.secretKeys, name) {
@@ -205,7 +235,7 @@ func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, err
 
 // isSecret reports whether the agent's variable name reaches the pod from the Secret.
 func (k *Kube) isSecret(name string) bool {
-	return name == config.APIKeyEnv || slices.Contains(k.opts.SecretEnv, name)
+	return (name == config.APIKeyEnv && k.gatewayBase == "") || slices.Contains(k.opts.SecretEnv, name)
 }
 
 // mask hides the secret values in s.

@@ -31,6 +31,7 @@ type kubeAttempt struct {
 	adopted   bool // the Job of a killed planagent: its inputs may be in already
 	cancel    context.CancelFunc
 	done      chan struct{}
+	revoke    func() // the attempt's gateway token
 }
 
 // Launch creates the attempt's Job and returns; a goroutine then waits for
@@ -75,6 +76,19 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 		workdir:   workdir,
 		withAgent: true,
 	}
+	revoke := func() {}
+	if k.gatewayBase != "" {
+		var err error
+		if spec.token, revoke, err = k.opts.Gateway.Issue(a.Name()); err != nil {
+			return fmt.Errorf("task %s attempt %d: %w", a.TaskID, a.Attempt, err)
+		}
+	}
+	launched := false
+	defer func() {
+		if !launched {
+			revoke()
+		}
+	}()
 	job := k.jobSpec(spec)
 	created := time.Now()
 	made, adopted, err := k.adopt(ctx, a.TaskID, job.Name)
@@ -102,7 +116,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 		k.log.Info("created the attempt's job", "task", a.TaskID, "attempt", a.Attempt, "job", job.Name, "namespace", k.ns)
 	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	at := &kubeAttempt{task: a.TaskID, job: job.Name, uid: string(made.UID), attempt: a.Attempt, adopted: adopted, cancel: cancel, done: make(chan struct{})}
+	at := &kubeAttempt{task: a.TaskID, job: job.Name, uid: string(made.UID), attempt: a.Attempt, adopted: adopted, cancel: cancel, done: make(chan struct{}), revoke: revoke}
 	k.mu.Lock()
 	if !k.started {
 		k.mu.Unlock()
@@ -114,6 +128,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	}
 	k.attempts[a.TaskID] = at
 	k.mu.Unlock()
+	launched = true
 	go k.follow(bg, at, a, workdir, created)
 	return nil
 }
@@ -197,6 +212,7 @@ func (k *Kube) waitGone(ctx context.Context, name string) error {
 // attempt, it just stops (they delete the Job).
 func (k *Kube) follow(ctx context.Context, at *kubeAttempt, a Attempt, workdir string, created time.Time) {
 	defer close(at.done)
+	defer at.revoke() // the attempt is over (or given up): its token with it
 	carried := make(chan struct{})
 	hbDone := make(chan struct{})
 	go func() { defer close(hbDone); k.heartbeat(ctx, at.job, carried) }()

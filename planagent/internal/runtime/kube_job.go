@@ -111,7 +111,8 @@ type podSpec struct {
 	deadline   int64    // activeDeadlineSeconds
 	command    []string // run by the agent container once the inputs are in
 	workdir    string
-	withAgent  bool // the inputs' stream brings codingagent, the env the model settings
+	withAgent  bool   // the inputs' stream brings codingagent, the env the model settings
+	token      string // the attempt's model gateway token (withAgent, with a gateway)
 }
 
 // secretSpec is the run's Secret: the secret settings (the API key, the
@@ -144,7 +145,9 @@ func (k *Kube) secretSpec() *corev1.Secret {
 //     alive after the agent exits until planagent has collected the
 //     results (activeDeadlineSeconds bounds it).
 //
-// The API key comes from the run's Secret by reference (secretKeyRef).
+// With a model gateway the agent gets its attempt's token and the
+// gateway's URL; without one the API key comes from the run's Secret by
+// reference (secretKeyRef).
 func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 	labels := map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID), LabelRole: s.role}
 	annotations := map[string]string{LabelRun: k.opts.RunID}
@@ -169,7 +172,7 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 	agent := corev1.Container{
 		Name: "agent", Image: k.opts.Image, ImagePullPolicy: k.opts.PullPolicy,
 		Command:         append([]string{"/bin/sh", "-c", wait + `exec "$@"`, "codeagent-wait", s.workdir}, s.command...),
-		Env:             k.podEnv(s.withAgent),
+		Env:             k.podEnv(s.withAgent, s.token),
 		VolumeMounts:    mounts,
 		SecurityContext: agentSC,
 		Resources:       k.agentResources(),
@@ -248,7 +251,7 @@ func (k *Kube) restrictedPod(containers ...corev1.Container) corev1.PodSpec {
 // podEnv: HOME on the writable /tmp, the model settings (sorted) for an
 // agent, the secret ones (the API key, the MCP servers' variables) by
 // reference to the Secret.
-func (k *Kube) podEnv(withAgent bool) []corev1.EnvVar {
+func (k *Kube) podEnv(withAgent bool, token string) []corev1.EnvVar {
 	// git in the pod trusts the copy whoever owns it, as in docker (by
 	// environment: no config file is written).
 	env := []corev1.EnvVar{{Name: "HOME", Value: "/tmp"},
@@ -258,9 +261,15 @@ func (k *Kube) podEnv(withAgent bool) []corev1.EnvVar {
 		return env
 	}
 	for _, key := range slices.Sorted(maps.Keys(k.opts.Env)) {
-		if !k.isSecret(key) {
+		if !k.isSecret(key) && (k.gatewayBase == "" || key != "OPENAI_BASE_URL") {
 			env = append(env, corev1.EnvVar{Name: key, Value: k.opts.Env[key]})
 		}
+	}
+	if k.gatewayBase != "" {
+		// The token is worth something only at the gateway and only while
+		// the attempt runs: a plain value, not a Secret.
+		env = append(env, corev1.EnvVar{Name: config.APIKeyEnv, Value: token},
+			corev1.EnvVar{Name: "OPENAI_BASE_URL", Value: k.gatewayBase})
 	}
 	for _, key := range k.secretKeys {
 		env = append(env, corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{

@@ -29,6 +29,13 @@ type Attempt struct {
 	Rel           string // the same, relative to the volumes root, as the command names it
 }
 
+// Name is the attempt's name at the model gateway: its token is issued to
+// it and its tokens are counted under it.
+func (a Attempt) Name() string { return Name(a.TaskID, a.Attempt) }
+
+// Name is the gateway name of attempt n of task id.
+func Name(id string, n int) string { return fmt.Sprintf("%s.%d", id, n) }
+
 // Exit is an agent dying before it reported: the attempt of TaskID, or the
 // shared watcher serving every task when TaskID is "".
 type Exit struct {
