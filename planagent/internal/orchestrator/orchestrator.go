@@ -105,11 +105,20 @@ type Options struct {
 	Events events.Sink
 	Logger *slog.Logger
 	// Watch opens the reports' watcher (nil: fsnotify, polling without it).
-	Watch       *fswatch.Opener
-	Parallel    int           // default 1
-	MaxRetries  int           // retries of a failed task
-	TaskTimeout time.Duration // no report within this → failed (default 30m)
-	AcceptTime  time.Duration // per acceptance command (default 10m)
+	Watch      *fswatch.Opener
+	Parallel   int // default 1
+	MaxRetries int // retries of a failed task
+	// Attempts is each task's number of independent attempts where the
+	// plan does not say (best-of-N; default 1); Policy how they run
+	// (config.AttemptEscalate, the default, or config.AttemptParallel);
+	// FirstPassWins stops a task's other attempts once one passed; Judge
+	// ranks the passing attempts (see docs/attempts.md).
+	Attempts      int
+	Policy        string
+	FirstPassWins bool
+	Judge         string
+	TaskTimeout   time.Duration // no report within this → failed (default 30m)
+	AcceptTime    time.Duration // per acceptance command (default 10m)
 	// SetupCommand runs in each fresh copy: by the coding agent before it
 	// starts (the command file's setup), and before the acceptance
 	// commands in their copy.
@@ -135,6 +144,12 @@ type Orchestrator struct {
 func New(opts Options) *Orchestrator {
 	if opts.Parallel < 1 {
 		opts.Parallel = 1
+	}
+	if opts.Attempts < 1 {
+		opts.Attempts = 1
+	}
+	if opts.Policy == "" {
+		opts.Policy = "escalate"
 	}
 	if opts.MaxRetries < 0 {
 		opts.MaxRetries = 0

@@ -165,6 +165,13 @@ type Settings struct {
 	BudgetTime       time.Duration `json:"budget_time,omitempty"`
 	BudgetUSD        float64       `json:"budget_usd,omitempty"`
 	TaskBudgetTokens int           `json:"task_budget_tokens,omitempty"`
+	// The tasks' attempts (best-of-N): the default count, the policy,
+	// first_pass_wins and the judge command; zero values in runs from
+	// before attempts (one attempt per task).
+	Attempts      int    `json:"attempts,omitempty"`
+	AttemptPolicy string `json:"attempt_policy,omitempty"`
+	FirstPassWins bool   `json:"first_pass_wins,omitempty"`
+	Judge         string `json:"judge,omitempty"`
 }
 
 // State is a run's durable state: a snapshot (state.json) plus a journal
