@@ -162,7 +162,9 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo) error {
 		deps = append(deps, protocol.Dependency{ID: d, Summary: oneLine(dt.Result, 500)})
 	}
 	hints := append([]string(nil), info.Hints...)
-	if t.Error != "" && info.Attempt > 1 {
+	// A task of several attempts tells only every other one why the last
+	// failed (next.EscalationHint): the others start unanchored.
+	if t.Error != "" && info.Attempt > 1 && (bestOf(t, r.o.opts.Attempts) <= 1 || next.EscalationHint(info.Attempt)) {
 		hints = append(hints, "The previous attempt failed: "+oneLine(t.Error, 1000))
 	}
 	cmd := &protocol.Command{

@@ -290,6 +290,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 			}
 		}
 	}()
+	r.noteSequentialAttempts()
 	if err := r.ctxm.InitProject(g); err != nil {
 		return err
 	}
@@ -411,6 +412,23 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		return []event{r.agentDied(ex)}, nil
 	case <-tick:
 		return append(r.collect(), next.EvTick{Now: r.o.opts.Now(), Heartbeat: lastHeartbeat(r.o.opts.Layout.Watchers())}), nil
+	}
+}
+
+// noteSequentialAttempts tells the operator that a task's attempts run one
+// after another, the first passing one merged, whatever the policy says:
+// running them side by side in copies of their own, ranked, is not built
+// yet (docs/attempts.md).
+func (r *run) noteSequentialAttempts() {
+	if r.o.opts.Policy != next.PolicyParallel {
+		return
+	}
+	for _, t := range r.g.Tasks() {
+		if bestOf(t, r.o.opts.Attempts) > 1 {
+			r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+				Text: "attempt_policy parallel: this version runs a task's attempts one after another, the first that passes merged (as escalate does); see docs/attempts.md"})
+			return
+		}
 	}
 }
 
