@@ -243,8 +243,8 @@ func TestNext(t *testing.T) {
 			g: func(t *testing.T) *taskgraph.Graph {
 				return graphOf(t, nil, taskgraph.Task{ID: "a", Status: IP, Attempts: 3, BestOf: 3})
 			},
-			v:  next.View{MaxRetries: 0, Decider: true},
-			ev: next.EvAccepted{ID: "a", Failure: "exit 1"},
+			v:    next.View{MaxRetries: 0, Decider: true},
+			ev:   next.EvAccepted{ID: "a", Failure: "exit 1"},
 			want: []next.Action{next.ActFail{ID: "a", Reason: "exit 1"}, next.ActAsk{ID: "a", Error: "exit 1", PlanSummary: "[>] a: do a\n", AttemptsLeft: 0}},
 		},
 		{
