@@ -50,6 +50,25 @@ func TestDriveEscalatesATaskOfSeveralAttempts(t *testing.T) {
 	if d.calls() != 0 {
 		t.Errorf("the decider was asked %d times; a task's own attempts are not its to refuse", d.calls())
 	}
+	// Every attempt is on the record: how it ended, why, its rank, its tokens.
+	res := st.Info["risky"].Results
+	if len(res) != 3 {
+		t.Fatalf("results %+v, want 3 attempts", res)
+	}
+	for i, want := range []runrecord.AttemptResult{
+		{Attempt: 1, Status: "failed", Tokens: protocol.Tokens{Prompt: 10, Completion: 2}},
+		{Attempt: 2, Status: "failed", Hinted: true, Tokens: protocol.Tokens{Prompt: 10, Completion: 2}},
+		{Attempt: 3, Status: "completed", Rank: 1, Tokens: protocol.Tokens{Prompt: 10, Completion: 2}},
+	} {
+		got := res[i]
+		if got.Attempt != want.Attempt || got.Status != want.Status || got.Hinted != want.Hinted || got.Rank != want.Rank ||
+			got.Tokens.Prompt != want.Tokens.Prompt || got.Tokens.Completion != want.Tokens.Completion || got.Duration <= 0 {
+			t.Errorf("attempt %d: %+v, want %+v", i+1, got, want)
+		}
+		if (want.Status == "failed") != strings.Contains(got.Error, "want 7, got 6") {
+			t.Errorf("attempt %d error %q", i+1, got.Error)
+		}
+	}
 	told := func(n int) bool { return strings.Contains(strings.Join(hints[n], "\n"), "want 7, got 6") }
 	if told(1) || !told(2) || told(3) {
 		t.Errorf("told the failure: attempt 1 %v, 2 %v, 3 %v; want only 2 (hints %v)", told(1), told(2), told(3), hints)
