@@ -59,7 +59,7 @@ func newFixture(t testing.TB) *fixture {
 		Results: []runrecord.AttemptResult{
 			{Attempt: 1, Status: "failed", Error: "acceptance failed", Tokens: protocol.Tokens{Prompt: 60, Completion: 10}},
 			{Attempt: 2, Status: "completed", Rank: 1, Hinted: true, Tokens: protocol.Tokens{Prompt: 40, Completion: 10}}},
-		Spans:     []runrecord.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
+		Spans: []runrecord.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
 	st.Info["b"] = &runrecord.TaskInfo{Attempt: 1, Spans: []runrecord.Span{{Attempt: 1, Start: now.Add(6 * time.Second)}}}
 	if err := st.Save(l, now.Add(7*time.Second)); err != nil {
 		t.Fatal(err)
