@@ -420,6 +420,10 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 // running them side by side in copies of their own, ranked, is not built
 // yet (docs/attempts.md).
 func (r *run) noteSequentialAttempts() {
+	if r.o.opts.Judge != "" {
+		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+			Text: "judge: this version merges a task's first passing attempt, so the judge command is not run; see docs/attempts.md"})
+	}
 	if r.o.opts.Policy != next.PolicyParallel {
 		return
 	}
