@@ -74,6 +74,15 @@ type Config struct {
 	MaxFiles    int
 	Parallel    int
 	MaxRetries  int
+	// Attempts is each task's number of independent attempts (best-of-N)
+	// where the plan does not say; AttemptPolicy is how they run:
+	// AttemptEscalate or AttemptParallel. FirstPassWins stops a task's
+	// other attempts once one passed; Judge is a shell command that ranks
+	// the passing attempts (its exit code, or the last number it prints).
+	Attempts      int
+	AttemptPolicy string
+	FirstPassWins bool
+	Judge         string
 	// Budgets of a run (0: none): tokens of every model call, the run's
 	// running time, and its cost in USD, which needs Prices for the model.
 	BudgetTokens int
@@ -146,8 +155,20 @@ func Defaults() Config {
 		KubePendingTimeout:  3 * time.Minute,
 		Parallel:            1,
 		MaxRetries:          1,
+		Attempts:            1,
+		AttemptPolicy:       AttemptEscalate,
 	}
 }
+
+// The attempt policies (attempt_policy).
+const (
+	// AttemptEscalate runs one attempt and starts the others, together,
+	// only when its acceptance fails: a task that passes first time costs
+	// one attempt.
+	AttemptEscalate = "escalate"
+	// AttemptParallel runs every attempt at once.
+	AttemptParallel = "parallel"
+)
 
 // Loaded is a Config together with the origin of each value.
 type Loaded struct {

@@ -62,6 +62,12 @@ func TestLoadErrors(t *testing.T) {
 			wants: []string{`"ftp://user:xxxxx@host/v1" is not allowed`}},
 		{name: "negative parallel", env: map[string]string{"CODEAGENT_PARALLEL": "-1"},
 			wants: []string{`env CODEAGENT_PARALLEL: key "parallel": -1 is not allowed: want at least 1`}},
+		{name: "attempts out of range", file: "attempts: 9\n",
+			wants: []string{`c.yaml:1: key "attempts": 9 is not allowed: want 1 to 8`}},
+		{name: "unknown attempt policy", args: []string{"--attempt-policy", "race"},
+			wants: []string{`flag --attempt-policy: key "attempt_policy": "race" is not allowed: want "escalate" or "parallel"`}},
+		{name: "first_pass_wins not a bool", file: "first_pass_wins: sometimes\n",
+			wants: []string{`c.yaml:1: key "first_pass_wins": want true or false, got "sometimes"`}},
 		{name: "bad memory", file: "container_memory: lots\n",
 			wants: []string{`c.yaml:1: key "container_memory": "lots" is not allowed: want a positive size`}},
 		{name: "every problem reported", file: "modle: x\nretries: many\n",
@@ -75,7 +81,7 @@ func TestLoadErrors(t *testing.T) {
 			if tt.file != "-" {
 				path = filepath.Base(writeFile(t, dir, "c.yaml", tt.file))
 			}
-			fs := flags(t, []string{"runtime", "reserved_output"}, tt.args...)
+			fs := flags(t, []string{"runtime", "reserved_output", "attempt_policy"}, tt.args...)
 			l, err := Load(Options{File: path, Flags: fs, Getenv: env(tt.env)})
 			if err == nil {
 				t.Fatalf("Load succeeded with %+v, want an error", l.Config)

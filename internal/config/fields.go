@@ -119,6 +119,15 @@ func fields() []field {
 			usage: "dispatch up to N ready tasks at once", agent: true},
 		{key: "max_retries", ptr: func(c *Config) any { return &c.MaxRetries },
 			usage: "retries of a failed task"},
+		{key: "attempts", ptr: func(c *Config) any { return &c.Attempts },
+			usage: "independent attempts per task where the plan does not say (1-8): the best one whose acceptance commands pass is merged"},
+		{key: "attempt_policy", ptr: func(c *Config) any { return &c.AttemptPolicy },
+			usage: "how a task's attempts run: escalate (one, the others only when its acceptance fails) or parallel (all at once)"},
+		{key: "first_pass_wins", ptr: func(c *Config) any { return &c.FirstPassWins },
+			usage: "stop a task's other attempts as soon as one passes its acceptance commands"},
+		{key: "judge", ptr: func(c *Config) any { return &c.Judge },
+			usage: "shell command that ranks a task's passing attempts, run in each one's result: exit 0 before non-zero, then the larger last number it prints",
+			def:   "none"},
 		{key: "budget_tokens", ptr: func(c *Config) any { return &c.BudgetTokens },
 			usage: "pause the run once its tokens (agents, planner, decisions) reach N: no new task starts; exit 3",
 			def:   "none"},
@@ -179,6 +188,12 @@ func (f field) parse(c *Config, raw string) error {
 			return fmt.Errorf("want an integer, got %q", raw)
 		}
 		*p = n
+	case *bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(raw))
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", raw)
+		}
+		*p = b
 	case *float64:
 		x, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
@@ -206,6 +221,8 @@ func (f field) format(c *Config) string {
 		return *p
 	case *int:
 		return strconv.Itoa(*p)
+	case *bool:
+		return strconv.FormatBool(*p)
 	case *float64:
 		return strconv.FormatFloat(*p, 'g', -1, 64)
 	case *time.Duration:

@@ -44,6 +44,8 @@ func addFlags(fs *pflag.FlagSet, kept string, keys []string) error {
 			fs.String(f.flag, "", help)
 		case *int:
 			fs.Int(f.flag, 0, help)
+		case *bool:
+			fs.Bool(f.flag, false, help)
 		case *float64:
 			fs.Float64(f.flag, 0, help)
 		case *time.Duration:

@@ -51,6 +51,7 @@ func TestLoadDefaults(t *testing.T) {
 		Runtime: "docker", Image: "codeagent/codingagent:latest", ContainerMemory: "2g",
 		ContainerCPUs: 2, ContainerPids: 512, Network: "bridge", RepoMapTokens: 1024,
 		TaskTimeout: 30 * time.Minute, MaxFileSize: "100m", MaxFiles: 100_000, Parallel: 1, MaxRetries: 1,
+		Attempts: 1, AttemptPolicy: "escalate",
 		KubeCPURequest: 0.1, KubeMemoryRequest: "128m", KubePendingTimeout: 3 * time.Minute,
 	}
 	if !reflect.DeepEqual(l.Config, want) {
@@ -239,7 +240,8 @@ func TestKeysMatchesYAMLKeys(t *testing.T) {
 		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
 		"kube_namespace", "kubeconfig", "kube_context", "kube_secret", "kube_gateway", "kube_node_selector", "kube_tolerations",
 		"kube_cpu_request", "kube_memory_request", "kube_pending_timeout",
-		"repo_map_tokens", "task_timeout", "include_ignored", "setup_command", "max_file_size", "max_files", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",
+		"repo_map_tokens", "task_timeout", "include_ignored", "setup_command", "max_file_size", "max_files", "parallel", "max_retries",
+		"attempts", "attempt_policy", "first_pass_wins", "judge", "budget_tokens", "budget_time", "budget_usd",
 		"task_budget_tokens", "mcp_servers", "mcp_read_only", "prices", "notify", "compat"}
 	if got := Keys(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Keys() = %v\nwant %v", got, want)

@@ -11,6 +11,9 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 )
 
+// maxAttempts is planspec.MaxAttempts (config does not import the plans).
+const maxAttempts = 8
+
 // Efforts are the reasoning_effort values: the union of what OpenAI,
 // xAI, DeepSeek and the others document; a chat profile may accept fewer.
 var Efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
@@ -66,6 +69,8 @@ func validate(c Config, where func(key string) string) error {
 	check("max_files", c.MaxFiles > 0, "at least 1")
 	check("parallel", c.Parallel > 0, "at least 1")
 	check("max_retries", c.MaxRetries >= 0, "0 or more")
+	check("attempts", c.Attempts >= 1 && c.Attempts <= maxAttempts, fmt.Sprintf("1 to %d", maxAttempts))
+	check("attempt_policy", c.AttemptPolicy == AttemptEscalate || c.AttemptPolicy == AttemptParallel, `"escalate" or "parallel"`)
 	check("budget_tokens", c.BudgetTokens >= 0, "0 (no budget) or more tokens")
 	check("budget_time", c.BudgetTime >= 0, `0 (no budget) or a duration such as "30m"`)
 	check("budget_usd", c.BudgetUSD >= 0, "0 (no budget) or more USD, e.g. 2.50")

@@ -33,6 +33,11 @@ type Task struct {
 	// plan may use as well; Validate refuses the two with different values.
 	// Read the budget with TokenBudget.
 	TaskBudgetTokens int `json:"task_budget_tokens,omitempty" yaml:"task_budget_tokens,omitempty"`
+	// Attempts is how many independent attempts the task may get, the
+	// best passing one merged (0: the run's attempts setting). How they
+	// run (all at once, or more only after the first fails) is the run's
+	// attempt_policy.
+	Attempts int `json:"attempts,omitempty" yaml:"attempts,omitempty"`
 }
 
 // TokenBudget is the task's own token budget, under either name (0: the

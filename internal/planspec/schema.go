@@ -17,6 +17,8 @@ type ToolOptions struct {
 	Acceptance  bool // per-task acceptance commands (planagent runs them)
 	TaskRisks   bool // per-task risks (the chat shows them)
 	Testing     bool // the plan's testing strategy (the chat shows it)
+	// Attempts offers per-task attempts (best-of-N; planagent runs them).
+	Attempts bool
 }
 
 const defaultToolDescription = "Submit the plan for the goal. Call it exactly once, after exploring the workspace. " +
@@ -58,6 +60,12 @@ func CreatePlanTool(o ToolOptions) Tool {
 	if o.Acceptance {
 		task.Properties["acceptance"] = strs("Shell commands run from the workspace root after the task; each must exit 0 " +
 			"(e.g. \"go test ./store/...\").")
+	}
+	if o.Attempts {
+		task.Properties["attempts"] = jsonschema.Schema{Type: jsonschema.Integer, Description: fmt.Sprintf(
+			"Optional, 1-%d: how many independent attempts the task gets; the best one whose acceptance commands pass is merged. "+
+				"Omit it for the run's default. Ask for 2-3 only on a risky task (a tricky algorithm, a flaky area) "+
+				"that has acceptance commands: each attempt costs as much as the task.", MaxAttempts)}
 	}
 	if o.TaskRisks {
 		task.Properties["risks"] = strs("What could go wrong in this task.")

@@ -26,6 +26,10 @@ const (
 	DefaultMaxDescription = 4000
 	DefaultMaxTitle       = 200
 	DefaultMaxAcceptance  = 10
+	// MaxAttempts bounds a task's attempts (best-of-N): each costs as much
+	// as the task, and past a handful a further one rarely finds a better
+	// result.
+	MaxAttempts = 8
 )
 
 func (l Limits) withDefaults() Limits {
@@ -163,6 +167,9 @@ func (v *validator) task(i int, t Task, l Limits) {
 	if t.BudgetTokens != 0 && t.TaskBudgetTokens != 0 && t.BudgetTokens != t.TaskBudgetTokens {
 		v.add(i, fmt.Sprintf("%s has budget_tokens %d and task_budget_tokens %d: both name the task's token budget; give one",
 			name, t.BudgetTokens, t.TaskBudgetTokens))
+	}
+	if t.Attempts < 0 || t.Attempts > MaxAttempts {
+		v.add(i, fmt.Sprintf("%s attempts is %d: want 1 to %d (or omit it for the run's attempts setting)", name, t.Attempts, MaxAttempts))
 	}
 	if n := len(t.Acceptance); n > l.MaxAcceptance {
 		v.add(i, fmt.Sprintf("%s has %d acceptance commands; the limit is %d", name, n, l.MaxAcceptance))

@@ -13,6 +13,7 @@ import (
 // DiffOptions are the arguments of `planagent diff`.
 type DiffOptions struct {
 	Run, Task string
+	Attempt   int // --attempt N: that attempt of Task (0: the task's merged result)
 }
 
 // NewCmdDiff builds `planagent diff`.
@@ -50,6 +51,7 @@ less, with LESS=FRX as git sets it); piped or redirected it is plain.`,
 			return runDiff(cmd, f, opts)
 		},
 	}
+	cmd.Flags().IntVar(&opts.Attempt, "attempt", 0, "with TASK: the patch of that attempt of the task (see status --json's attempt_results)")
 	return cmd
 }
 
@@ -64,6 +66,14 @@ func runDiff(cmd *cobra.Command, f *cmdutil.Factory, opts *DiffOptions) error {
 		return err
 	}
 	from, to := st.Checkpoints.Start, st.Checkpoints.Head
+	if opts.Attempt != 0 {
+		if opts.Task == "" {
+			return cmdutil.UsageError(fmt.Errorf("--attempt %d needs a TASK: planagent diff %s TASK --attempt %d", opts.Attempt, st.RunID, opts.Attempt))
+		}
+		if err := attemptKept(st.Info[opts.Task], opts.Task, opts.Attempt); err != nil {
+			return cmdutil.UsageError(err)
+		}
+	}
 	if opts.Task != "" {
 		in, ok := st.Info[opts.Task]
 		t, known := taskOf(st, opts.Task)

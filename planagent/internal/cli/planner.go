@@ -111,6 +111,9 @@ func renderPlan(p *plan.Plan) string {
 		for _, a := range t.Acceptance {
 			fmt.Fprintf(&b, "      accept: %s\n", a)
 		}
+		if t.Attempts > 1 {
+			fmt.Fprintf(&b, "      attempts: %d\n", t.Attempts)
+		}
 	}
 	return b.String()
 }

@@ -174,7 +174,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		startPrewarm()
 	}
 	if !opts.JSON {
-		fmt.Fprint(f.IO.Err, renderPlan(p)+budgetLine(s.cfg))
+		fmt.Fprint(f.IO.Err, renderPlan(p)+attemptsLine(p, s.cfg)+budgetLine(s.cfg))
 	}
 	if asks {
 		notifier.Send(ctx, notify.Event{Kind: "plan_awaiting", RunID: runID, Goal: opts.Goal,

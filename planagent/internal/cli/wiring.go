@@ -108,7 +108,8 @@ func (s *session) settings() *runrecord.Settings {
 	return &runrecord.Settings{Runtime: s.cfg.Runtime, Workspace: s.layout.Workspace(), Image: s.cfg.Image,
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
 		Model: s.cfg.Model, BudgetTokens: s.cfg.BudgetTokens, BudgetTime: s.cfg.BudgetTime, BudgetUSD: s.cfg.BudgetUSD,
-		TaskBudgetTokens: s.cfg.TaskBudgetTokens}
+		TaskBudgetTokens: s.cfg.TaskBudgetTokens,
+		Attempts:         s.cfg.Attempts, AttemptPolicy: s.cfg.AttemptPolicy, FirstPassWins: s.cfg.FirstPassWins, Judge: s.cfg.Judge}
 }
 
 // addSettingFlags adds the settings run and resume take as flags, from the
@@ -117,7 +118,8 @@ func (s *session) settings() *runrecord.Settings {
 // given, the run keeps what it was started with: resumeWith applies them.
 func addSettingFlags(cmd *cobra.Command, resume bool) {
 	fl := cmd.Flags()
-	saved := []string{"runtime", "image", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd"}
+	saved := []string{"runtime", "image", "parallel", "max_retries", "budget_tokens", "budget_time", "budget_usd",
+		"attempts", "attempt_policy", "first_pass_wins", "judge"}
 	if resume {
 		cmdutil.KeptSettingFlags(fl, "as the run was started", saved...)
 	} else {
@@ -145,6 +147,20 @@ func (s *session) resumeWith(cmd *cobra.Command, saved *runrecord.Settings) erro
 	}
 	if !set("max-retries") {
 		s.cfg.MaxRetries = saved.MaxRetries
+	}
+	// A run keeps how its tasks' attempts run: a resume that changed the
+	// policy under attempts in flight would judge them by other rules.
+	if saved.Attempts > 0 && !set("attempts") {
+		s.cfg.Attempts = saved.Attempts
+	}
+	if saved.AttemptPolicy != "" && !set("attempt-policy") {
+		s.cfg.AttemptPolicy = saved.AttemptPolicy
+	}
+	if !set("first-pass-wins") {
+		s.cfg.FirstPassWins = saved.FirstPassWins
+	}
+	if !set("judge") {
+		s.cfg.Judge = saved.Judge
 	}
 	if saved.TaskTimeout > 0 {
 		s.cfg.TaskTimeout = saved.TaskTimeout

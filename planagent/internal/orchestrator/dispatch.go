@@ -102,6 +102,7 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, erro
 	info.Attempt = t.Attempts
 	info.DispatchedAt = r.o.opts.Now()
 	info.OpenSpan(info.Attempt, info.DispatchedAt)
+	info.Result(info.Attempt)
 	r.traceAttempt(ctx, id, info.Attempt)
 	if r.isolated() {
 		info.Base = r.st.Checkpoints.Head
@@ -162,8 +163,11 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo) error {
 		deps = append(deps, protocol.Dependency{ID: d, Summary: oneLine(dt.Result, 500)})
 	}
 	hints := append([]string(nil), info.Hints...)
-	if t.Error != "" && info.Attempt > 1 {
+	// A task of several attempts tells only every other one why the last
+	// failed (next.EscalationHint): the others start unanchored.
+	if t.Error != "" && info.Attempt > 1 && (bestOf(t, r.o.opts.Attempts) <= 1 || next.EscalationHint(info.Attempt)) {
 		hints = append(hints, "The previous attempt failed: "+oneLine(t.Error, 1000))
+		info.Result(info.Attempt).Hinted = true
 	}
 	cmd := &protocol.Command{
 		ID: t.ID, RunID: r.st.RunID, Attempt: info.Attempt, Title: titleOf(t),

@@ -199,6 +199,9 @@ func (r *run) recordReport(id string, rep *protocol.Report) {
 	r.agentTokens.Add(rep.Tokens)
 	r.syncGate()
 	info.Duration += time.Duration(rep.Duration)
+	res := info.Result(rep.Attempt)
+	res.Tokens.Add(rep.Tokens)
+	res.Duration += time.Duration(rep.Duration)
 	info.Reason = rep.Reason
 }
 
@@ -222,6 +225,9 @@ func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 	info.Acceptance = a.Acceptance
 	r.checkpointed(info)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(a.Summary, 300)))
+	// One at a time, the first passing attempt is the one merged: rank 1.
+	res := info.Result(info.Attempt)
+	res.Status, res.Error, res.Rank = "completed", "", 1
 	if err := r.g.Complete(a.ID, oneLine(a.Summary, 500)); err != nil {
 		return err
 	}
@@ -238,6 +244,8 @@ func (r *run) fail(a next.ActFail) error {
 	r.dropCopy(a.ID)
 	info := r.info(a.ID)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
+	res := info.Result(info.Attempt)
+	res.Status, res.Error = "failed", oneLine(a.Reason, 500)
 	if err := r.g.Fail(a.ID, a.Reason); err != nil {
 		return err
 	}
@@ -272,6 +280,8 @@ func (r *run) requeue(a next.ActRequeue) error {
 	r.dropCopy(a.ID)
 	info := r.info(a.ID)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: %s", info.Attempt, a.Note))
+	res := info.Result(info.Attempt)
+	res.Status, res.Error = "interrupted", oneLine(a.Note, 500)
 	info.CloseSpan("interrupted", r.o.opts.Now())
 	r.endTrace(a.ID, "interrupted")
 	if err := r.g.Fail(a.ID, a.Note); err != nil {

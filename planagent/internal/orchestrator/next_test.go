@@ -229,6 +229,25 @@ func TestNext(t *testing.T) {
 			want: []next.Action{next.ActFail{ID: "a", Reason: "exit 1"}, next.ActDecide{ID: "a", Action: "retry", Reason: "attempts left"}, next.ActRetry{ID: "a"}},
 		},
 		{
+			name: "a task of 3 attempts fails acceptance: the next attempt starts without asking the decider",
+			g: func(t *testing.T) *taskgraph.Graph {
+				return graphOf(t, nil, taskgraph.Task{ID: "a", Status: IP, Attempts: 1, BestOf: 3})
+			},
+			v:  next.View{MaxRetries: 0, Decider: true},
+			ev: next.EvAccepted{ID: "a", Failure: "exit 1"},
+			want: []next.Action{next.ActFail{ID: "a", Reason: "exit 1"}, next.ActDecide{ID: "a", Action: "retry", Reason: "attempt 2 of 3 (attempts)"},
+				next.ActRetry{ID: "a"}},
+		},
+		{
+			name: "a task of 3 attempts whose third failed: the decider is asked with none left at --max-retries 0",
+			g: func(t *testing.T) *taskgraph.Graph {
+				return graphOf(t, nil, taskgraph.Task{ID: "a", Status: IP, Attempts: 3, BestOf: 3})
+			},
+			v:    next.View{MaxRetries: 0, Decider: true},
+			ev:   next.EvAccepted{ID: "a", Failure: "exit 1"},
+			want: []next.Action{next.ActFail{ID: "a", Reason: "exit 1"}, next.ActAsk{ID: "a", Error: "exit 1", PlanSummary: "[>] a: do a\n", AttemptsLeft: 0}},
+		},
+		{
 			name: "a failed report with no retries left continues without the task",
 			g:    func(t *testing.T) *taskgraph.Graph { return graphOf(t, nil, tk("a", IP, 2)) },
 			v:    next.View{MaxRetries: 1},
@@ -649,7 +668,7 @@ func TestNext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := tt.v
 			g := tt.g(t)
-			v.Graph = graphView{g}
+			v.Graph = graphView{g, 1}
 			if v.Parallel == 0 {
 				v.Parallel = 1
 			}

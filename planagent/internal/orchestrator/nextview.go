@@ -62,12 +62,25 @@ func validReplan(g *taskgraph.Graph, vd Verdict) ([]taskgraph.Task, error) {
 	return tasks, nil
 }
 
-// graphView is the task graph as next reads it.
-type graphView struct{ g *taskgraph.Graph }
+// graphView is the task graph as next reads it; attempts is the run's
+// default of a task's attempts (Options.Attempts).
+type graphView struct {
+	g        *taskgraph.Graph
+	attempts int
+}
 
 func (v graphView) Task(id string) next.Task {
 	t, _ := v.g.Get(id)
-	return next.Task{Failed: t.Status == taskgraph.Failed, Attempts: t.Attempts, Granted: t.Granted, HasAcceptance: len(t.Acceptance) > 0}
+	return next.Task{Failed: t.Status == taskgraph.Failed, Attempts: t.Attempts, Granted: t.Granted, HasAcceptance: len(t.Acceptance) > 0,
+		BestOf: bestOf(t, v.attempts)}
+}
+
+// bestOf is task t's attempts: the plan's, else the run's default.
+func bestOf(t taskgraph.Task, def int) int {
+	if t.BestOf > 0 {
+		return t.BestOf
+	}
+	return def
 }
 
 func (v graphView) Ready(n int) []string { return v.g.ReadyN(n) }
@@ -91,7 +104,7 @@ func (r *run) view() next.View {
 	for id, f := range r.inflight {
 		flights[id] = f.Flight
 	}
-	v := next.View{Graph: graphView{r.g}, Copying: r.copying, Running: len(r.inflight), Accepting: r.accepting, Deciding: r.deciding, Aborted: r.aborted,
+	v := next.View{Graph: graphView{r.g, r.o.opts.Attempts}, Copying: r.copying, Running: len(r.inflight), Accepting: r.accepting, Deciding: r.deciding, Aborted: r.aborted,
 		Parallel: r.o.opts.Parallel, MaxRetries: r.o.opts.MaxRetries, Decider: r.o.opts.Decider != nil,
 		Isolated: r.isolated(), Budget: stop, BudgetNew: announce,
 		RunID: r.st.RunID, Flights: flights, HeartbeatTimeout: r.o.opts.HeartbeatTimeout, Merging: r.merging}

@@ -105,11 +105,20 @@ type Options struct {
 	Events events.Sink
 	Logger *slog.Logger
 	// Watch opens the reports' watcher (nil: fsnotify, polling without it).
-	Watch       *fswatch.Opener
-	Parallel    int           // default 1
-	MaxRetries  int           // retries of a failed task
-	TaskTimeout time.Duration // no report within this → failed (default 30m)
-	AcceptTime  time.Duration // per acceptance command (default 10m)
+	Watch      *fswatch.Opener
+	Parallel   int // default 1
+	MaxRetries int // retries of a failed task
+	// Attempts is each task's number of independent attempts where the
+	// plan does not say (best-of-N; default 1); Policy how they run
+	// (config.AttemptEscalate, the default, or config.AttemptParallel);
+	// FirstPassWins stops a task's other attempts once one passed; Judge
+	// ranks the passing attempts (see docs/attempts.md).
+	Attempts      int
+	Policy        string
+	FirstPassWins bool
+	Judge         string
+	TaskTimeout   time.Duration // no report within this → failed (default 30m)
+	AcceptTime    time.Duration // per acceptance command (default 10m)
 	// SetupCommand runs in each fresh copy: by the coding agent before it
 	// starts (the command file's setup), and before the acceptance
 	// commands in their copy.
@@ -138,6 +147,12 @@ type Orchestrator struct {
 func New(opts Options) *Orchestrator {
 	if opts.Parallel < 1 {
 		opts.Parallel = 1
+	}
+	if opts.Attempts < 1 {
+		opts.Attempts = 1
+	}
+	if opts.Policy == "" {
+		opts.Policy = "escalate"
 	}
 	if opts.MaxRetries < 0 {
 		opts.MaxRetries = 0
@@ -281,6 +296,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 			}
 		}
 	}()
+	r.noteSequentialAttempts()
 	if err := r.ctxm.InitProject(g); err != nil {
 		return err
 	}
@@ -406,6 +422,27 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		return []event{r.agentDied(ex)}, nil
 	case <-tick:
 		return append(r.collect(), next.EvTick{Now: r.o.opts.Now(), Heartbeat: lastHeartbeat(r.o.opts.Layout.Watchers())}), nil
+	}
+}
+
+// noteSequentialAttempts tells the operator that a task's attempts run one
+// after another, the first passing one merged, whatever the policy says:
+// running them side by side in copies of their own, ranked, is not built
+// yet (docs/attempts.md).
+func (r *run) noteSequentialAttempts() {
+	if r.o.opts.Judge != "" {
+		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+			Text: "judge: this version merges a task's first passing attempt, so the judge command is not run; see docs/attempts.md"})
+	}
+	if r.o.opts.Policy != next.PolicyParallel {
+		return
+	}
+	for _, t := range r.g.Tasks() {
+		if bestOf(t, r.o.opts.Attempts) > 1 {
+			r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+				Text: "attempt_policy parallel: this version runs a task's attempts one after another, the first that passes merged (as escalate does); see docs/attempts.md"})
+			return
+		}
 	}
 }
 

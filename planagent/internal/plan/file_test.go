@@ -84,6 +84,26 @@ func TestReadFileTaskBudgetNames(t *testing.T) {
 	}
 }
 
+// A plan file's attempts reach the graph; out of bounds, the file is
+// refused at its line.
+func TestReadFileAttempts(t *testing.T) {
+	p, err := ParseFile("plan.yaml", []byte("title: x\ntasks:\n  - id: a\n    description: a\n    attempts: 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Graph(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := g.Get("a"); a.BestOf != 3 {
+		t.Errorf("the task's attempts are %d, want 3", a.BestOf)
+	}
+	_, err = ParseFile("plan.yaml", []byte("title: x\ntasks:\n  - id: a\n    description: a\n    attempts: 12\n"))
+	if err == nil || !strings.Contains(err.Error(), `plan.yaml:3: task "a" attempts is 12: want 1 to 8`) {
+		t.Errorf("attempts 12: %v", err)
+	}
+}
+
 func TestReadFileTenThousandTasks(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("title: chain\noverview: a long chain\ntasks:\n")
@@ -115,7 +135,7 @@ func TestReadFileErrorsNameTheLine(t *testing.T) {
 		{"syntax", "title: x\ntasks:\n  - id: a\n    description: a: b\n", []string{"plan.yaml:4: mapping values are not allowed"}},
 		{"unknown task field", yamlPlan + "  - id: c\n    description: c\n    dependecies: [test]\n",
 			[]string{`plan.yaml:16: unknown task field "dependecies"`,
-				"(a task has id, title, description, dependencies, acceptance, risks, budget_tokens, task_budget_tokens)"}},
+				"(a task has id, title, description, dependencies, acceptance, risks, budget_tokens, task_budget_tokens, attempts)"}},
 		{"unknown plan field", "title: x\nowner: me\ntasks:\n  - id: a\n    description: a\n",
 			[]string{`plan.yaml:2: unknown plan field "owner"`, "(a plan has title, overview, tasks, risks, testing_strategy, steps)"}},
 		{"two task budgets", yamlPlan + "  - id: c\n    description: c\n    budget_tokens: 500\n    task_budget_tokens: 600\n",
@@ -185,7 +205,7 @@ tasks:
 		t.Fatalf("err = %v, want ErrInvalidPlan", err)
 	}
 	want := []string{
-		`plan.yaml:10: unknown task field "dependecies" (a task has id, title, description, dependencies, acceptance, risks, budget_tokens, task_budget_tokens)`,
+		`plan.yaml:10: unknown task field "dependecies" (a task has id, title, description, dependencies, acceptance, risks, budget_tokens, task_budget_tokens, attempts)`,
 		`plan.yaml:6: task "b" has an empty description: say what to change and how to check it`,
 		`plan.yaml:12: task "d" depends on unknown task "nope"`,
 		"plan.yaml:3: dependency cycle: a -> c -> d -> a: remove one of these dependencies (the tasks on lines 3 -> 8 -> 12 -> 3)",

@@ -57,6 +57,7 @@ func GraphTask(t Task) taskgraph.Task {
 	return taskgraph.Task{
 		ID: t.ID, Title: t.Title, Description: t.Description,
 		Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.TokenBudget(),
+		BestOf: t.Attempts,
 	}
 }
 
@@ -64,7 +65,7 @@ func GraphTask(t Task) taskgraph.Task {
 // inverse), to validate a graph's tasks with a plan's rules.
 func PlanTask(t taskgraph.Task) Task {
 	return Task{ID: t.ID, Title: t.Title, Description: t.Description,
-		Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens}
+		Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens, Attempts: t.BestOf}
 }
 
 // Graph builds the task graph of p (all tasks pending).

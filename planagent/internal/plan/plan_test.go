@@ -61,15 +61,15 @@ func TestPlanGraph(t *testing.T) {
 func TestGraphTaskRoundTrip(t *testing.T) {
 	for _, pt := range []Task{
 		{ID: "a", Title: "A", Description: "do a", Dependencies: []string{"b"}, Acceptance: []string{"true"}, BudgetTokens: 5000},
-		{ID: "a", Description: "do a", Dependencies: []string{}, TaskBudgetTokens: 7000},
+		{ID: "a", Description: "do a", Dependencies: []string{}, TaskBudgetTokens: 7000, Attempts: 3},
 	} {
 		gt := GraphTask(pt)
 		if gt.ID != pt.ID || gt.Title != pt.Title || gt.Description != pt.Description ||
 			!slices.Equal(gt.Dependencies, pt.Dependencies) || !slices.Equal(gt.Acceptance, pt.Acceptance) ||
-			gt.BudgetTokens != pt.TokenBudget() {
+			gt.BudgetTokens != pt.TokenBudget() || gt.BestOf != pt.Attempts {
 			t.Errorf("GraphTask(%+v) = %+v", pt, gt)
 		}
-		if back := PlanTask(gt); back.TokenBudget() != pt.TokenBudget() || back.Description != pt.Description {
+		if back := PlanTask(gt); back.TokenBudget() != pt.TokenBudget() || back.Description != pt.Description || back.Attempts != pt.Attempts {
 			t.Errorf("PlanTask(GraphTask(%+v)) = %+v", pt, back)
 		}
 	}

@@ -71,7 +71,7 @@ func (p *Planner) Plan(ctx context.Context, goal string) (*Plan, llm.Usage, erro
 		{Role: llm.RoleUser, Content: p.firstMessage(goal)},
 	}}
 	// planagent runs each task's acceptance commands, so the model may give them.
-	defs := append(p.tools.Definitions(), llm.Tool(planspec.CreatePlanTool(planspec.ToolOptions{Acceptance: true})))
+	defs := append(p.tools.Definitions(), llm.Tool(planspec.CreatePlanTool(planspec.ToolOptions{Acceptance: true, Attempts: true})))
 	for turn := 0; turn < p.opts.MaxTurns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, usage, fmt.Errorf("planning: %w", err)

@@ -81,6 +81,36 @@ type TaskInfo struct {
 	// Reason is the reason code of the attempt's last report (protocol's
 	// ReasonBudget, ReasonModel), "" when it gave none.
 	Reason string `json:"reason,omitempty"`
+	// Results are the task's attempts one by one, oldest first: what
+	// status --json, the summary and the web view show of each.
+	Results []AttemptResult `json:"results,omitempty"`
+}
+
+// AttemptResult is one attempt of a task as it ended (docs/attempts.md).
+type AttemptResult struct {
+	Attempt int `json:"attempt"`
+	// Status: running, then completed (merged), failed or interrupted.
+	Status string `json:"status"`
+	// Error is why it failed (its report, its acceptance, its merge).
+	Error string `json:"error,omitempty"`
+	// Hinted says the attempt was told why the one before failed.
+	Hinted   bool            `json:"hinted,omitempty"`
+	Tokens   protocol.Tokens `json:"tokens"`
+	Duration time.Duration   `json:"duration"`
+	// Rank is its place among the task's passing attempts (1: the one
+	// merged); 0 when it did not pass.
+	Rank int `json:"rank,omitempty"`
+}
+
+// Result is attempt n's result, added (running) when there is none yet.
+func (in *TaskInfo) Result(n int) *AttemptResult {
+	for i := range in.Results {
+		if in.Results[i].Attempt == n {
+			return &in.Results[i]
+		}
+	}
+	in.Results = append(in.Results, AttemptResult{Attempt: n, Status: "running"})
+	return &in.Results[len(in.Results)-1]
 }
 
 // Span is one attempt of a task from dispatch to its outcome.
@@ -165,6 +195,13 @@ type Settings struct {
 	BudgetTime       time.Duration `json:"budget_time,omitempty"`
 	BudgetUSD        float64       `json:"budget_usd,omitempty"`
 	TaskBudgetTokens int           `json:"task_budget_tokens,omitempty"`
+	// The tasks' attempts (best-of-N): the default count, the policy,
+	// first_pass_wins and the judge command; zero values in runs from
+	// before attempts (one attempt per task).
+	Attempts      int    `json:"attempts,omitempty"`
+	AttemptPolicy string `json:"attempt_policy,omitempty"`
+	FirstPassWins bool   `json:"first_pass_wins,omitempty"`
+	Judge         string `json:"judge,omitempty"`
 }
 
 // State is a run's durable state: a snapshot (state.json) plus a journal

@@ -87,6 +87,10 @@ func Markdown(r *Run) string {
 	b.WriteString(Mermaid(r))
 	b.WriteString("```\n\n## Timeline\n\n")
 	b.WriteString(Timeline(r))
+	if a := Attempts(r); a != "" {
+		b.WriteString("\n## Attempts\n\n")
+		b.WriteString(a)
+	}
 	return b.String()
 }
 

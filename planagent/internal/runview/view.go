@@ -148,8 +148,24 @@ type Task struct {
 	FilesChanged []string   `json:"files_changed,omitempty"`
 	Commit       string     `json:"commit,omitempty"`
 	Timeline     []Span     `json:"timeline"`
+	// AttemptResults are the task's attempts one by one: how each ended,
+	// why, its rank among the passing ones (1: merged), tokens, cost and
+	// the agent's time (docs/attempts.md).
+	AttemptResults []AttemptResult `json:"attempt_results,omitempty"`
 	// Level is the task's depth in the graph (0: no dependencies), for layout.
 	Level int `json:"level"`
+}
+
+// AttemptResult is one attempt of a task.
+type AttemptResult struct {
+	Attempt    int      `json:"attempt"`
+	Status     string   `json:"status"` // running | completed | failed | interrupted
+	Error      string   `json:"error,omitempty"`
+	Hinted     bool     `json:"hinted,omitempty"` // told why the previous one failed
+	Rank       int      `json:"rank,omitempty"`   // 1: merged; 0: did not pass
+	Tokens     Tokens   `json:"tokens"`
+	CostUSD    *float64 `json:"cost_usd,omitempty"`
+	DurationMS int64    `json:"duration_ms"`
 }
 
 // Subagent is one sub-agent of a task's attempt: its tokens are counted in
@@ -240,6 +256,17 @@ func Build(st *runrecord.State, opts Options) *Run {
 				sv.CostUSD = &c
 			}
 			v.Subagents = append(v.Subagents, sv)
+		}
+		for _, a := range in.Results {
+			av := AttemptResult{Attempt: a.Attempt, Status: a.Status, Error: a.Error, Hinted: a.Hinted, Rank: a.Rank,
+				Tokens: TokensOf(a.Tokens), DurationMS: a.Duration.Milliseconds()}
+			if av.Status == "running" && stopped(st) {
+				av.Status = StatusInterrupted
+			}
+			if c, ok := opts.Prices.Cost(r.Model, av.Tokens); ok {
+				av.CostUSD = &c
+			}
+			v.AttemptResults = append(v.AttemptResults, av)
 		}
 		if n := len(v.Timeline); n > 0 {
 			v.Started = &v.Timeline[0].Start

@@ -53,6 +53,10 @@ type Task struct {
 	SkippedBy string `json:"skipped_by,omitempty"`
 	// BudgetTokens is the task's own token budget (0: the run's).
 	BudgetTokens int `json:"budget_tokens,omitempty"`
+	// BestOf is how many independent attempts the plan asked for (the
+	// plan's "attempts"; 0: the run's setting), the best passing one
+	// merged. Not Attempts, which counts the attempts started.
+	BestOf int `json:"best_of,omitempty"`
 	// Granted is how many of Attempts do not count against the retries:
 	// resume --retry-failed gives a failed task its retries anew.
 	Granted int `json:"granted,omitempty"`

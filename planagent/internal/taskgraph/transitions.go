@@ -161,7 +161,7 @@ func (g *Graph) Replace(remaining []Task) error {
 		next = append(next, Task{
 			ID: t.ID, Title: t.Title, Description: t.Description,
 			Dependencies: t.Dependencies, Acceptance: t.Acceptance, Status: Pending,
-			BudgetTokens: t.BudgetTokens,
+			BudgetTokens: t.BudgetTokens, BestOf: t.BestOf,
 		})
 	}
 	ng, err := New(next)

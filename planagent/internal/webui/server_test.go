@@ -56,7 +56,10 @@ func newFixture(t testing.TB) *fixture {
 	st.Tasks[1].Status, st.Tasks[1].Attempts = taskgraph.InProgress, 1
 	st.Info["a"] = &runrecord.TaskInfo{Attempt: 1, Tokens: protocol.Tokens{Prompt: 100, Completion: 20}, FilesChanged: []string{"a.txt"},
 		Subagents: []runrecord.Subagent{{Attempt: 1, ID: "a.sub1", Goal: "look around", Tokens: protocol.Tokens{Prompt: 40, Completion: 5}}},
-		Spans:     []runrecord.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
+		Results: []runrecord.AttemptResult{
+			{Attempt: 1, Status: "failed", Error: "acceptance failed", Tokens: protocol.Tokens{Prompt: 60, Completion: 10}},
+			{Attempt: 2, Status: "completed", Rank: 1, Hinted: true, Tokens: protocol.Tokens{Prompt: 40, Completion: 10}}},
+		Spans: []runrecord.Span{{Attempt: 1, Start: now.Add(time.Second), End: now.Add(5 * time.Second), Status: "completed"}}}
 	st.Info["b"] = &runrecord.TaskInfo{Attempt: 1, Spans: []runrecord.Span{{Attempt: 1, Start: now.Add(6 * time.Second)}}}
 	if err := st.Save(l, now.Add(7*time.Second)); err != nil {
 		t.Fatal(err)
@@ -157,6 +160,11 @@ func TestAPI(t *testing.T) {
 	// The detail pane lists the sub-agents with their part of the cost.
 	if len(d.Subagents) != 1 || d.Subagents[0].ID != "a.sub1" || d.Subagents[0].Tokens.Prompt != 40 || d.Subagents[0].CostUSD == nil {
 		t.Errorf("task a's sub-agents: %+v", d.Subagents)
+	}
+	// And its attempts, each with its verdict and cost, for the side-by-side panel.
+	if len(d.Attempts) != 2 || d.Attempts[0].Status != "failed" || d.Attempts[0].Error != "acceptance failed" ||
+		d.Attempts[1].Rank != 1 || !d.Attempts[1].Hinted || d.Attempts[1].CostUSD == nil {
+		t.Errorf("task a's attempts: %+v", d.Attempts)
 	}
 	for path, want := range map[string]int{
 		"/api/runs/run-nope":                  404,

@@ -46,6 +46,9 @@ type TaskDetail struct {
 	// Subagents are the task's sub-agents with their tokens and cost, as
 	// the run view prices them.
 	Subagents []runview.Subagent `json:"subagents,omitempty"`
+	// Attempts are the task's attempts with their verdicts, shown side by
+	// side (docs/attempts.md).
+	Attempts []runview.AttemptResult `json:"attempts,omitempty"`
 }
 
 func (s *Server) task(w http.ResponseWriter, r *http.Request) {
@@ -62,7 +65,7 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 	d := TaskDetail{ID: id, FilesChanged: in.FilesChanged, Commit: in.Commit, Summary: in.Summary, Acceptance: in.Acceptance}
 	for _, t := range runview.Build(st, s.opts.View).Tasks {
 		if t.ID == id {
-			d.Subagents = t.Subagents
+			d.Subagents, d.Attempts = t.Subagents, t.AttemptResults
 		}
 	}
 	d.ReportFile, d.Report = s.report(st.RunID, id)

@@ -367,6 +367,10 @@ type Task struct {
 	Attempts      int // attempts started
 	Granted       int // attempts granted beyond --max-retries
 	HasAcceptance bool
+	// BestOf is the task's attempts (the plan's, else the run's; 0 or 1:
+	// one). A task that fails gets at least that many for failures of its
+	// own, however low --max-retries is.
+	BestOf int
 }
 
 // View is what Decide reads: the graph and what is under way. Decide never
@@ -417,7 +421,7 @@ const SpareAttempts = 2
 // have after its last one ended, for a failure of its own (spare false) or
 // through no fault of its own (spare true).
 func AttemptsLeft(t Task, maxRetries int, spare bool) int {
-	limit := maxRetries + 1 + t.Granted
+	limit := max(maxRetries+1, t.BestOf) + t.Granted
 	if spare {
 		limit += SpareAttempts
 	}
@@ -678,6 +682,13 @@ func failure(v View, id, reason string) []Action {
 	t := v.Graph.Task(id)
 	left := AttemptsLeft(t, v.MaxRetries, false)
 	out := []Action{ActFail{ID: id, Reason: reason}}
+	// A task of several attempts has them whatever the decider would say:
+	// the plan asked for them (escalate: the next ones start once the
+	// first failed).
+	if t.BestOf > 1 && t.Attempts < t.BestOf+t.Granted {
+		return append(out, ActDecide{ID: id, Action: Retry, Reason: "attempt " + strconv.Itoa(t.Attempts+1) + " of " + strconv.Itoa(t.BestOf) + " (attempts)"},
+			ActRetry{ID: id})
+	}
 	if v.Decider {
 		return append(out, ActAsk{ID: id, Error: reason, PlanSummary: v.Graph.Summary(), AttemptsLeft: left})
 	}

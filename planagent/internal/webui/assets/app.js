@@ -246,12 +246,29 @@ async function showTask(id) {
   document.getElementById("detail-subagents").textContent = (d.subagents || []).map((s) =>
     `${s.id} (attempt ${s.attempt}): ${s.goal} · tokens ${s.tokens.prompt}/${s.tokens.completion} · cost ${fmtUSD(s.cost_usd)}`).join("\n") ||
     "(no sub-agents)";
+  drawAttempts(document.getElementById("detail-attempts"), d.attempts || []);
   document.getElementById("detail-acceptance").textContent = d.acceptance || "(no acceptance commands ran for it)";
   document.getElementById("detail-report").textContent = d.report || "(no report yet)";
   shownTask = id;
   drawDiff(document.getElementById("detail-diff"), d.diff || "", d.diff_note || "", d.commit && TOKEN);
   await drawReview();
   document.getElementById("detail").scrollIntoView();
+}
+
+// drawAttempts shows a task's attempts side by side, each with its
+// verdict: how it ended, its rank among the passing ones (1: merged),
+// whether it was told the previous failure, tokens, cost, time and why it
+// failed.
+function drawAttempts(box, attempts) {
+  if (!attempts.length) { box.replaceChildren("(no attempt yet)"); return; }
+  box.replaceChildren(...attempts.map((a) => {
+    const verdict = a.rank === 1 ? "merged (rank 1)" : a.rank ? `passed, rank ${a.rank}` : statusText(a.status);
+    return el("div", { class: `attempt st-${a.status}${a.rank === 1 ? " winner" : ""}`, "data-attempt": a.attempt, "data-status": a.status, "data-rank": a.rank || 0 },
+      el("h5", {}, `Attempt ${a.attempt}: ${verdict}`),
+      el("p", {}, `tokens ${a.tokens.prompt}/${a.tokens.completion} · cost ${fmtUSD(a.cost_usd)} · ${fmtMS(a.duration_ms)}`),
+      el("p", {}, a.hinted ? "told why the previous attempt failed" : "not told of earlier failures"),
+      a.error ? el("p", { class: "why" }, a.error) : "");
+  }));
 }
 
 // drawDiff shows a patch line by line, additions and deletions coloured; a

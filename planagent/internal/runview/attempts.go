@@ -1,0 +1,35 @@
+package runview
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Attempts is the table of the attempts of every task that had more than
+// one, each with how it ended, its rank among the passing ones (1: the one
+// merged), tokens, cost, the agent's time and why it failed; "" when
+// every task had one attempt (docs/attempts.md).
+func Attempts(r *Run) string {
+	var b strings.Builder
+	for _, t := range r.Tasks {
+		if len(t.AttemptResults) < 2 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("| task | attempt | outcome | rank | told the failure | tokens (prompt/completion) | cost | took | why |\n" +
+				"|---|---|---|---|---|---|---|---|---|\n")
+		}
+		for _, a := range t.AttemptResults {
+			rank, hinted := "-", "no"
+			if a.Rank > 0 {
+				rank = fmt.Sprint(a.Rank)
+			}
+			if a.Hinted {
+				hinted = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %d/%d | %s | %s | %s |\n", t.ID, a.Attempt, a.Status, rank, hinted,
+				a.Tokens.Prompt, a.Tokens.Completion, usd(a.CostUSD), ms(a.DurationMS), strings.ReplaceAll(oneLine(a.Error, 160), "|", "\\|"))
+		}
+	}
+	return b.String()
+}
