@@ -16,7 +16,8 @@ import (
 func (c *Client) attempt(ctx context.Context, cl call, onToken func(string)) (*Response, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
 	defer cancel()
-	ctx, rec := withExchange(ctx, cl.patch)
+	ctx, rec, cancelIdle := withExchange(ctx, cl.patch, c.idle)
+	defer cancelIdle(nil)
 	creq, sent := cl.creq, cl.sent
 	if creq.Stream {
 		return c.stream(ctx, creq, sent, rec, onToken)

@@ -23,8 +23,11 @@ import (
 )
 
 // DefaultMaxRetries is a sensible Config.MaxRetries for callers that have
-// no setting of their own (zero means no retries).
-const DefaultMaxRetries = 4
+// no setting of their own (zero means no retries). With the default
+// backoff (1s doubling to 30s, each wait drawn from its upper half) six
+// retries wait 30.5-61s in all: a provider blip of tens of seconds is
+// survived, as the big clients' schedules survive it.
+const DefaultMaxRetries = 6
 
 // maxHonouredRetryAfter bounds how long Chat waits on a server's word; a
 // longer Retry-After (a daily quota) comes back to the caller as an *Error.
@@ -44,6 +47,9 @@ type Client struct {
 	// profileErr is a bad Config.Compat, reported by the first Chat like a
 	// missing key (config.Load reports it before).
 	profileErr error
+	// sleep waits out a backoff; tests replace it with a fake clock's so
+	// that a schedule of tens of seconds takes none.
+	sleep func(context.Context, time.Duration) error
 }
 
 // New builds a client. It never fails: a missing key is reported by the
@@ -54,7 +60,7 @@ func New(cfg Config) *Client {
 	}
 	cfg.RequestTimeout = orDefault(cfg.RequestTimeout, 10*time.Minute)
 	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 90*time.Second)
-	cfg.BackoffBase = orDefault(cfg.BackoffBase, 500*time.Millisecond)
+	cfg.BackoffBase = orDefault(cfg.BackoffBase, time.Second)
 	cfg.BackoffMax = orDefault(cfg.BackoffMax, 30*time.Second)
 	cfg.MaxRetries = max(cfg.MaxRetries, 0)
 	hc := cfg.HTTPClient
@@ -81,6 +87,7 @@ func New(cfg Config) *Client {
 		idle:       cfg.IdleTimeout,
 		profile:    profile,
 		profileErr: perr,
+		sleep:      sleep,
 	}
 	c.dialect = newDialect(c, oc.HTTPClient)
 	return c
@@ -192,7 +199,7 @@ func (c *Client) retrying(ctx context.Context, model string, try func(context.Co
 		if c.cfg.OnRetry != nil {
 			c.cfg.OnRetry(attempt+1, wait, e)
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := c.sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("llm request to %s (model %s) stopped while waiting to retry after %w: %w", c.baseURL, model, e, err)
 		}
 	}
@@ -217,8 +224,13 @@ func (c *Client) request(req Request) (creq openai.ChatCompletionRequest, sent [
 	return creq, sent
 }
 
-// backoff is exponential with full jitter, but never shorter than what the
-// server asked for.
+// backoff is exponential with jitter, but never shorter than what the
+// server asked for. The n-th wait is drawn from [c/2, c] with c =
+// BackoffBase·2^n capped at BackoffMax: the random half spreads clients
+// that failed together (as full jitter does), the fixed half guarantees
+// that the retries span a known time, so that a blip of a few seconds is
+// outlasted every time rather than on average (full jitter's total can
+// be near zero).
 func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	ceiling := c.cfg.BackoffBase
 	for range attempt {
@@ -228,7 +240,8 @@ func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 		ceiling *= 2
 	}
 	ceiling = min(ceiling, c.cfg.BackoffMax)
-	wait := time.Duration(rand.Int64N(int64(ceiling) + 1))
+	half := ceiling / 2
+	wait := half + time.Duration(rand.Int64N(int64(ceiling-half)+1))
 	return max(wait, retryAfter)
 }
 

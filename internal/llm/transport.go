@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,13 +21,21 @@ type exchange struct {
 	patch      *bodyPatch   // the profile's body rewrite (wirebody.go)
 	raw        bytes.Buffer // a copy of a 200 answer's body, for what go-openai does not read (extras.go)
 	extra      usageExtra   // usage figures go-openai does not read (servercost.go)
+	// idle bounds the silence between reads of the answer's body: a
+	// server that sent its headers and then stalls is cut (cancel, cause
+	// errIdle) after it, not after the whole request timeout.
+	idle   time.Duration
+	cancel context.CancelCauseFunc
 }
 
 type exchangeKey struct{}
 
-func withExchange(ctx context.Context, patch *bodyPatch) (context.Context, *exchange) {
-	rec := &exchange{patch: patch}
-	return context.WithValue(ctx, exchangeKey{}, rec), rec
+// withExchange starts one attempt's record; the returned cancel must be
+// called (with nil) when the attempt ends.
+func withExchange(ctx context.Context, patch *bodyPatch, idle time.Duration) (context.Context, *exchange, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	rec := &exchange{patch: patch, idle: idle, cancel: cancel}
+	return context.WithValue(ctx, exchangeKey{}, rec), rec, cancel
 }
 
 // recordingDoer is the go-openai HTTPDoer: the caller's http.Client plus the
@@ -59,8 +68,41 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		if err == nil && resp.StatusCode < 300 {
 			watchCost(resp, &rec.extra)
 		}
+		if err == nil && rec.idle > 0 && rec.cancel != nil {
+			resp.Body = newIdleBody(resp.Body, rec.idle, rec.cancel)
+		}
 	}
 	return resp, err
+}
+
+// idleBody cancels the attempt when no byte of the body arrives for idle:
+// streaming and non-streaming answers alike (a non-streamed answer's body
+// comes all at once once the model is done, so a silence after the
+// headers is a stall, not thinking).
+type idleBody struct {
+	io.ReadCloser
+	timer *time.Timer
+	idle  time.Duration
+}
+
+func newIdleBody(rc io.ReadCloser, idle time.Duration, cancel context.CancelCauseFunc) *idleBody {
+	return &idleBody{ReadCloser: rc, idle: idle, timer: time.AfterFunc(idle, func() { cancel(errIdle) })}
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	if err != nil {
+		b.timer.Stop()
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	return b.ReadCloser.Close()
 }
 
 // retryAfter reads retry-after-ms (OpenAI) or Retry-After in seconds or as

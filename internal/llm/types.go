@@ -119,10 +119,10 @@ type Config struct {
 	APIKey         string        // required at the first call; never logged
 	Model          string        // default model of requests that name none
 	RequestTimeout time.Duration // per attempt, whole request incl. stream (default 10m)
-	IdleTimeout    time.Duration // max silence between stream chunks (default 90s)
+	IdleTimeout    time.Duration // max silence between stream chunks and between reads of any answer's body (default 90s)
 	MaxRetries     int           // retries after the first attempt on 429/5xx/connection errors
 	MaxTokens      int           // reserved output tokens sent as max_(completion_)tokens; 0 = not sent
-	BackoffBase    time.Duration // first backoff (default 500ms); tests set it small
+	BackoffBase    time.Duration // first backoff (default 1s), doubling per retry; tests set it small
 	BackoffMax     time.Duration // cap of one backoff (default 30s)
 	HTTPClient     *http.Client  // optional; its Timeout should be 0 (it would cut long streams)
 	// API is the wire dialect: "chat", "anthropic", "responses", or ""

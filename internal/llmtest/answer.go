@@ -76,6 +76,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, req Reque
 			s.wait(r, time.Duration(1<<62))
 			return
 		}
+		if reply.StallBody {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(`{"id":"` + id + `",`))
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			s.wait(r, time.Duration(1<<62))
+			return
+		}
 		s.writeJSON(w, id, req.Model, reply, usage)
 		return
 	}
