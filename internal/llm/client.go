@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,10 @@ type Client struct {
 	// profileErr is a bad Config.Compat, reported by the first Chat like a
 	// missing key (config.Load reports it before).
 	profileErr error
+	// echoOff is set once the server answered 400 to reasoning the echo
+	// profile sent back: it is sent none for the rest of this client's
+	// life (the run's, or the attempt's).
+	echoOff atomic.Bool
 	// sleep waits out a backoff; tests replace it with a fake clock's so
 	// that a schedule of tens of seconds takes none.
 	sleep func(context.Context, time.Duration) error
@@ -96,6 +101,32 @@ func New(cfg Config) *Client {
 // Profile is the provider profile this client sends by.
 func (c *Client) Profile() Profile { return c.profile }
 
+// sendProfile is the profile of the next request: the echo profile sends
+// no reasoning once the server refused it.
+func (c *Client) sendProfile() Profile {
+	p := c.profile
+	if p.Reasoning == ReasoningEcho && c.echoOff.Load() {
+		p.Reasoning = ReasoningNone
+	}
+	return p
+}
+
+// refusesReasoning reports whether err is a server's 400 (or 422) that
+// names a reasoning field sent back as one it does not take, rather than
+// one it misses.
+func refusesReasoning(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || (e.Status != http.StatusBadRequest && e.Status != http.StatusUnprocessableEntity) {
+		return false
+	}
+	m := strings.ToLower(e.Message)
+	if strings.Contains(m, "missing") || strings.Contains(m, "required") {
+		return false
+	}
+	m = strings.ReplaceAll(m, "reasoning_effort", "")
+	return strings.Contains(m, "reasoning")
+}
+
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
@@ -139,7 +170,8 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	if len(creq.Messages) == 0 {
 		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, ErrNoMessages)
 	}
-	patch, err := c.profile.patch(sent, req, c.cfg.MaxTokens)
+	profile := c.sendProfile()
+	patch, err := profile.patch(sent, req, c.cfg.MaxTokens)
 	if err != nil {
 		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, err)
 	}
@@ -151,6 +183,17 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	resp, err := c.retrying(ctx, creq.Model, func(ctx context.Context) (*Response, error) {
 		return c.attempt(ctx, cl, onToken)
 	})
+	if err != nil && profile.echoes(sent) && refusesReasoning(err) && ctx.Err() == nil {
+		// The server refused the reasoning it sent: once without it, and
+		// never again with it.
+		c.echoOff.Store(true)
+		if cl.patch, err = c.sendProfile().patch(sent, req, c.cfg.MaxTokens); err != nil {
+			return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, err)
+		}
+		resp, err = c.retrying(ctx, creq.Model, func(ctx context.Context) (*Response, error) {
+			return c.attempt(ctx, cl, onToken)
+		})
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return nil, err

@@ -18,9 +18,15 @@ type exchange struct {
 	sent       bool // the request reached the HTTP client
 	status     int  // HTTP status of the response, 0 without one
 	retryAfter time.Duration
-	patch      *bodyPatch   // the profile's body rewrite (wirebody.go)
-	raw        bytes.Buffer // a copy of a 200 answer's body, for what go-openai does not read (extras.go)
-	extra      usageExtra   // usage figures go-openai does not read (servercost.go)
+	patch      *bodyPatch // the profile's body rewrite (wirebody.go)
+	// What go-openai does not read of a 200 answer (extras.go) is taken
+	// from the body as it passes: a non-streamed body is copied (raw), a
+	// stream is parsed line by line (lines), never held whole. The other
+	// dialects' libraries read everything themselves (teeNone).
+	tee   teeMode
+	raw   bytes.Buffer
+	lines lineExtras
+	extra usageExtra // usage figures go-openai does not read (servercost.go)
 	// idle bounds the silence between reads of the answer's body: a
 	// server that sent its headers and then stalls is cut (cancel, cause
 	// errIdle) after it, not after the whole request timeout.
@@ -58,8 +64,14 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			rec.status = resp.StatusCode
 			if resp.StatusCode == http.StatusOK {
-				rec.raw.Reset()
-				resp.Body = teeBody{ReadCloser: resp.Body, buf: &rec.raw}
+				switch rec.tee {
+				case teeRaw:
+					rec.raw.Reset()
+					resp.Body = teeBody{ReadCloser: resp.Body, buf: &rec.raw}
+				case teeLines:
+					rec.lines = lineExtras{x: &extras{}}
+					resp.Body = lineTee{ReadCloser: resp.Body, lines: &rec.lines}
+				}
 			}
 		}
 		if err == nil && resp.StatusCode >= 400 {

@@ -26,6 +26,10 @@ type Message struct {
 	// (reasoning_content, or OpenRouter's reasoning); it goes back the way
 	// the provider's Profile says, or not at all.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ReasoningField is the answer's field the reasoning came in
+	// ("reasoning_content" or "reasoning"): the echo profile sends it
+	// back in the same one.
+	ReasoningField string `json:"reasoning_field,omitempty"`
 	// ReasoningDetails is OpenRouter's reasoning_details list as received
 	// (its items may carry a provider's signature): opaque state returned
 	// unchanged, kept in session files so a resumed task sends it too.
@@ -50,7 +54,18 @@ type ToolCall struct {
 	// ThoughtSignature is Gemini's extra_content.google.thought_signature
 	// of this call: opaque, returned with the call when the profile says.
 	ThoughtSignature string
+	// Oversize is the length of arguments the server sent past
+	// MaxToolArguments, 0 otherwise. The client never keeps them:
+	// Arguments is then "{}" (what the history sends back), and the caller
+	// must answer the call with an error instead of running it. Not kept
+	// in session files: the error answer that follows says it all.
+	Oversize int
 }
+
+// MaxToolArguments bounds one tool call's arguments (1 MiB): past it the
+// client stops accumulating them (a model that streamed 50 MB of
+// arguments took the agent to 388 MB).
+const MaxToolArguments = 1 << 20
 
 // wireCall is ToolCall's JSON: the API's nesting, kept for session files
 // (files written before extra_content existed read the same).

@@ -227,12 +227,16 @@ func (s *Server) deltas(reply Reply) []chunkDelta {
 			first.ExtraContent = extraFor(c.ID)
 		}
 		out = append(out, chunkDelta{ToolCalls: []chunkToolCall{first}})
+		var args []chunkDelta
 		for _, piece := range split(c.Arguments, s.opts.chunkSize) {
 			tc := chunkToolCall{Index: index, Function: chunkFunction{Arguments: piece}}
 			if reply.Quirks&QuirkRepeatName != 0 {
 				tc.ID, tc.Type, tc.Function.Name = c.ID, typeFunction, c.Name
 			}
-			out = append(out, chunkDelta{ToolCalls: []chunkToolCall{tc}})
+			args = append(args, chunkDelta{ToolCalls: []chunkToolCall{tc}})
+		}
+		for range max(c.Repeat, 1) {
+			out = append(out, args...)
 		}
 	}
 	return out

@@ -10,6 +10,10 @@ import (
 // in by the server (unless QuirkNoID).
 type ToolCall struct {
 	ID, Name, Arguments string
+	// Repeat streams Arguments this many times over (0 and 1: once), each
+	// time as the same pieces: a runaway model's 50 MB of arguments
+	// without the server building them.
+	Repeat int
 }
 
 // Quirk makes the server stream like some OpenAI-compatible servers do
