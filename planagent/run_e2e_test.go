@@ -87,6 +87,8 @@ type scriptTask struct {
 	// after: the first step waits (up to a minute) until the task with
 	// this token got its final answer, then delay.
 	after string
+	// answer is the final answer ("" for the usual one line).
+	answer string
 }
 
 // fakeModel answers the planner, the agent, the memory and the decider.
@@ -224,6 +226,9 @@ func (f *fakeModel) handle(req llmtest.Request) llmtest.Reply {
 			close(ch)
 		}
 		f.mu.Unlock()
+		if t.answer != "" {
+			return llmtest.Text(t.answer)
+		}
 		return llmtest.Text("Finished the task; all files written.")
 	}
 	return llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"fake model: unrecognised request","type":"invalid_request_error"}}`}

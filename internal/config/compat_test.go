@@ -50,7 +50,7 @@ func TestCompat(t *testing.T) {
 
 func TestCompatErrors(t *testing.T) {
 	tests := []struct{ yaml, env, want string }{
-		{yaml: "compat:\n  reasoning: maybe\n", want: `compat key reasoning: want one of none, reasoning_content, openrouter, got "maybe"`},
+		{yaml: "compat:\n  reasoning: maybe\n", want: `compat key reasoning: want one of none, reasoning_content, openrouter, echo, got "maybe"`},
 		{yaml: "compat:\n  thinking: true\n", want: `unknown compat key "thinking"`},
 		{yaml: "compat:\n  profile: acme\n", want: `unknown profile "acme"`},
 		{yaml: "compat: yes\n", want: "want a mapping of compat key to value"},

@@ -137,7 +137,7 @@ func Defaults() Config {
 		CompactionThreshold: 0.9,
 		KeepMessages:        10,
 		RequestTimeout:      10 * time.Minute,
-		Retries:             4,
+		Retries:             llm.DefaultMaxRetries,
 		MaxIterations:       100,
 		VolumesDir:          "./volumes",
 		Runtime:             "docker",

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/clip"
 )
 
 // Type names an event; the values are a contract for --json consumers.
@@ -112,11 +114,18 @@ type JSON struct {
 // NewJSON returns a JSON-lines sink on w.
 func NewJSON(w io.Writer) *JSON { return &JSON{w: w} }
 
+// MaxField bounds the text fields (args, text) of a line JSON writes: a
+// model's 50 MB tool-call arguments or 2 MB answer must not become one
+// line of events.jsonl that every reader of the file then holds.
+const MaxField = 64 << 10
+
 // Emit writes e as one line; the time is filled in when missing.
 func (j *JSON) Emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
+	e.Args = clip.String(e.Args, MaxField)
+	e.Text = clip.String(e.Text, MaxField)
 	// Not HTML: a tool's "a > b" stays readable (json.Marshal would write \u003e).
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

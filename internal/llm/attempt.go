@@ -16,8 +16,13 @@ import (
 func (c *Client) attempt(ctx context.Context, cl call, onToken func(string)) (*Response, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
 	defer cancel()
-	ctx, rec := withExchange(ctx, cl.patch)
+	ctx, rec, cancelIdle := withExchange(ctx, cl.patch, c.idle)
+	defer cancelIdle(nil)
 	creq, sent := cl.creq, cl.sent
+	rec.tee = teeRaw
+	if creq.Stream {
+		rec.tee = teeLines
+	}
 	if creq.Stream {
 		return c.stream(ctx, creq, sent, rec, onToken)
 	}
@@ -72,7 +77,7 @@ func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, 
 		ReasoningContent: acc.reasoning.String(),
 		ToolCalls:        acc.calls.calls,
 	}
-	out := c.response(creq.Tools, sent, msg, acc.finish, acc.usage, parseExtras(rec.raw.Bytes(), true))
+	out := c.response(creq.Tools, sent, msg, acc.finish, acc.usage, rec.lines.result())
 	rec.extra.apply(&out.Usage)
 	return out, nil
 }
@@ -113,7 +118,13 @@ func (s *streamed) add(chunk openai.ChatCompletionStreamResponse, onToken func(s
 // raw body, tool calls made sendable, usage measured or estimated.
 func (c *Client) response(tools []openai.Tool, sent []Message, msg Message, finish string, u *openai.Usage, x *extras) *Response {
 	msg.Role = RoleAssistant
+	if msg.ReasoningContent != "" {
+		msg.ReasoningField = ReasoningContent // go-openai reads only that one
+	}
 	x.apply(&msg)
+	if msg.ReasoningField == "" && msg.ReasoningContent != "" {
+		msg.ReasoningField = fieldReasoning // OpenRouter's and Groq's
+	}
 	msg.ToolCalls = c.normalizeCalls(msg.ToolCalls)
 	if len(msg.ToolCalls) > 0 && finish == string(openai.FinishReasonStop) {
 		// Ollama says "stop" after tool calls; callers look at one field.
@@ -147,6 +158,12 @@ func (c *Client) normalizeCalls(calls []ToolCall) []ToolCall {
 			tc.ID = fmt.Sprintf("call_%d", c.callSeq.Add(1))
 		}
 		seen[tc.ID] = true
+		if tc.Oversize == 0 && len(tc.Arguments) > MaxToolArguments {
+			tc.Oversize = len(tc.Arguments) // a non-streamed answer's
+		}
+		if tc.Oversize > 0 {
+			tc.Arguments = "{}"
+		}
 		if strings.TrimSpace(tc.Arguments) == "" {
 			tc.Arguments = "{}"
 		}

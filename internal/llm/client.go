@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,8 +24,11 @@ import (
 )
 
 // DefaultMaxRetries is a sensible Config.MaxRetries for callers that have
-// no setting of their own (zero means no retries).
-const DefaultMaxRetries = 4
+// no setting of their own (zero means no retries). With the default
+// backoff (1s doubling to 30s, each wait drawn from its upper half) six
+// retries wait 30.5-61s in all: a provider blip of tens of seconds is
+// survived, as the big clients' schedules survive it.
+const DefaultMaxRetries = 6
 
 // maxHonouredRetryAfter bounds how long Chat waits on a server's word; a
 // longer Retry-After (a daily quota) comes back to the caller as an *Error.
@@ -44,6 +48,13 @@ type Client struct {
 	// profileErr is a bad Config.Compat, reported by the first Chat like a
 	// missing key (config.Load reports it before).
 	profileErr error
+	// echoOff is set once the server answered 400 to reasoning the echo
+	// profile sent back: it is sent none for the rest of this client's
+	// life (the run's, or the attempt's).
+	echoOff atomic.Bool
+	// sleep waits out a backoff; tests replace it with a fake clock's so
+	// that a schedule of tens of seconds takes none.
+	sleep func(context.Context, time.Duration) error
 }
 
 // New builds a client. It never fails: a missing key is reported by the
@@ -54,7 +65,7 @@ func New(cfg Config) *Client {
 	}
 	cfg.RequestTimeout = orDefault(cfg.RequestTimeout, 10*time.Minute)
 	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 90*time.Second)
-	cfg.BackoffBase = orDefault(cfg.BackoffBase, 500*time.Millisecond)
+	cfg.BackoffBase = orDefault(cfg.BackoffBase, time.Second)
 	cfg.BackoffMax = orDefault(cfg.BackoffMax, 30*time.Second)
 	cfg.MaxRetries = max(cfg.MaxRetries, 0)
 	hc := cfg.HTTPClient
@@ -81,6 +92,7 @@ func New(cfg Config) *Client {
 		idle:       cfg.IdleTimeout,
 		profile:    profile,
 		profileErr: perr,
+		sleep:      sleep,
 	}
 	c.dialect = newDialect(c, oc.HTTPClient)
 	return c
@@ -88,6 +100,32 @@ func New(cfg Config) *Client {
 
 // Profile is the provider profile this client sends by.
 func (c *Client) Profile() Profile { return c.profile }
+
+// sendProfile is the profile of the next request: the echo profile sends
+// no reasoning once the server refused it.
+func (c *Client) sendProfile() Profile {
+	p := c.profile
+	if p.Reasoning == ReasoningEcho && c.echoOff.Load() {
+		p.Reasoning = ReasoningNone
+	}
+	return p
+}
+
+// refusesReasoning reports whether err is a server's 400 (or 422) that
+// names a reasoning field sent back as one it does not take, rather than
+// one it misses.
+func refusesReasoning(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || (e.Status != http.StatusBadRequest && e.Status != http.StatusUnprocessableEntity) {
+		return false
+	}
+	m := strings.ToLower(e.Message)
+	if strings.Contains(m, "missing") || strings.Contains(m, "required") {
+		return false
+	}
+	m = strings.ReplaceAll(m, "reasoning_effort", "")
+	return strings.Contains(m, "reasoning")
+}
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -132,7 +170,8 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	if len(creq.Messages) == 0 {
 		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, ErrNoMessages)
 	}
-	patch, err := c.profile.patch(sent, req, c.cfg.MaxTokens)
+	profile := c.sendProfile()
+	patch, err := profile.patch(sent, req, c.cfg.MaxTokens)
 	if err != nil {
 		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, err)
 	}
@@ -144,6 +183,17 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 	resp, err := c.retrying(ctx, creq.Model, func(ctx context.Context) (*Response, error) {
 		return c.attempt(ctx, cl, onToken)
 	})
+	if err != nil && profile.echoes(sent) && refusesReasoning(err) && ctx.Err() == nil {
+		// The server refused the reasoning it sent: once without it, and
+		// never again with it.
+		c.echoOff.Store(true)
+		if cl.patch, err = c.sendProfile().patch(sent, req, c.cfg.MaxTokens); err != nil {
+			return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, err)
+		}
+		resp, err = c.retrying(ctx, creq.Model, func(ctx context.Context) (*Response, error) {
+			return c.attempt(ctx, cl, onToken)
+		})
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return nil, err
@@ -192,7 +242,7 @@ func (c *Client) retrying(ctx context.Context, model string, try func(context.Co
 		if c.cfg.OnRetry != nil {
 			c.cfg.OnRetry(attempt+1, wait, e)
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := c.sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("llm request to %s (model %s) stopped while waiting to retry after %w: %w", c.baseURL, model, e, err)
 		}
 	}
@@ -217,8 +267,13 @@ func (c *Client) request(req Request) (creq openai.ChatCompletionRequest, sent [
 	return creq, sent
 }
 
-// backoff is exponential with full jitter, but never shorter than what the
-// server asked for.
+// backoff is exponential with jitter, but never shorter than what the
+// server asked for. The n-th wait is drawn from [c/2, c] with c =
+// BackoffBase·2^n capped at BackoffMax: the random half spreads clients
+// that failed together (as full jitter does), the fixed half guarantees
+// that the retries span a known time, so that a blip of a few seconds is
+// outlasted every time rather than on average (full jitter's total can
+// be near zero).
 func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	ceiling := c.cfg.BackoffBase
 	for range attempt {
@@ -228,7 +283,8 @@ func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 		ceiling *= 2
 	}
 	ceiling = min(ceiling, c.cfg.BackoffMax)
-	wait := time.Duration(rand.Int64N(int64(ceiling) + 1))
+	half := ceiling / 2
+	wait := half + time.Duration(rand.Int64N(int64(ceiling-half)+1))
 	return max(wait, retryAfter)
 }
 

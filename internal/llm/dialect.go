@@ -145,7 +145,8 @@ func (c *Client) chatDialect(ctx context.Context, req Request, onToken func(stri
 func (c *Client) dialectAttempt(ctx context.Context, r dialectRequest) (*Response, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
 	defer cancel()
-	ctx, rec := withExchange(ctx, nil)
+	ctx, rec, cancelIdle := withExchange(ctx, nil, c.idle)
+	defer cancelIdle(nil)
 	resp, err := c.dialect.send(ctx, r)
 	if err != nil {
 		return nil, c.dialectError(ctx, r.model, rec, err)

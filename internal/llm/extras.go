@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -27,6 +26,79 @@ func (t teeBody) Read(p []byte) (int, error) {
 	n, err := t.ReadCloser.Read(p)
 	if n > 0 && t.buf.Len()+n <= maxRawBody {
 		t.buf.Write(p[:n])
+	}
+	return n, err
+}
+
+// teeMode says what the HTTP layer keeps of a 200 answer's body.
+type teeMode int
+
+const (
+	teeNone  teeMode = iota
+	teeRaw           // a copy, up to maxRawBody
+	teeLines         // the extras of each event-stream line, as it passes
+)
+
+// maxEventLine bounds one event-stream line kept for parsing: a longer one
+// (a chunk carrying megabytes of tool arguments) has no extras worth
+// holding it for.
+const maxEventLine = 1 << 20
+
+// lineExtras parses an event stream's extras line by line.
+type lineExtras struct {
+	x    *extras
+	line []byte
+	over bool // the current line passed maxEventLine: skipped
+}
+
+func (l *lineExtras) write(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		if !l.over && len(l.line)+len(part) > maxEventLine {
+			l.over, l.line = true, l.line[:0]
+		}
+		if !l.over {
+			l.line = append(l.line, part...)
+		}
+		if i < 0 {
+			return
+		}
+		l.end()
+		b = b[i+1:]
+	}
+}
+
+// end finishes the current line.
+func (l *lineExtras) end() {
+	if !l.over && len(l.line) > 0 {
+		l.x.addLine(l.line)
+	}
+	l.line, l.over = l.line[:0], false
+}
+
+// result is the extras of the whole stream.
+func (l *lineExtras) result() *extras {
+	if l.x == nil {
+		return &extras{}
+	}
+	l.end()
+	return l.x
+}
+
+// lineTee feeds what go-openai reads of a stream to lines.
+type lineTee struct {
+	io.ReadCloser
+	lines *lineExtras
+}
+
+func (t lineTee) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if n > 0 {
+		t.lines.write(p[:n])
 	}
 	return n, err
 }
@@ -77,21 +149,23 @@ func parseExtras(raw []byte, stream bool) *extras {
 		}
 		return x
 	}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 64<<10), maxRawBody)
-	for sc.Scan() {
-		line, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:"))
-		if !ok {
-			continue
-		}
-		line = bytes.TrimSpace(line)
-		var a rawAnswer
-		if bytes.Equal(line, []byte("[DONE]")) || json.Unmarshal(line, &a) != nil {
-			continue
-		}
-		x.add(a, true)
+	l := lineExtras{x: x}
+	l.write(raw)
+	return l.result()
+}
+
+// addLine reads one line of an event stream.
+func (x *extras) addLine(line []byte) {
+	line, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return
 	}
-	return x
+	line = bytes.TrimSpace(line)
+	var a rawAnswer
+	if bytes.Equal(line, []byte("[DONE]")) || json.Unmarshal(line, &a) != nil {
+		return
+	}
+	x.add(a, true)
 }
 
 func (x *extras) add(a rawAnswer, stream bool) {

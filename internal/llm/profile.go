@@ -51,8 +51,11 @@ type Profile struct {
 	BridgeToolUser bool
 	// Reasoning is how a model's reasoning goes back to it (compat
 	// reasoning): "none" (stripped: Groq and old deepseek-reasoner reject
-	// it), "reasoning_content" (DeepSeek, Kimi, GLM, xAI, llama.cpp), or
-	// "openrouter" (`reasoning` plus `reasoning_details` unchanged).
+	// it), "reasoning_content" (DeepSeek, Kimi, GLM, xAI, llama.cpp),
+	// "openrouter" (`reasoning` plus `reasoning_details` unchanged), or
+	// "echo" (an unknown server: what it sent, in the field it sent it,
+	// signed reasoning_details included; dropped for the rest of the
+	// client's life when the server answers 400 naming the field).
 	Reasoning string
 	// ReasoningOnToolCalls sends reasoning_content on every assistant
 	// message with tool calls, even empty (compat reasoning_on_tool_calls):
@@ -70,6 +73,7 @@ const (
 	ReasoningNone       = "none"
 	ReasoningContent    = "reasoning_content"
 	ReasoningOpenRouter = "openrouter"
+	ReasoningEcho       = "echo"
 	IDsAny              = "any"
 	IDsAlnum9           = "alnum9"
 )
@@ -126,7 +130,10 @@ func profileTable() map[string]profileEntry {
 		"llamacpp": {ports: []string{"8080"}, words: []string{"llamacpp", "llama-cpp", "llama-server"}, edit: func(p *Profile) { p.Reasoning = ReasoningContent; p.ParallelToolCalls = true }},
 		"lmstudio": {ports: []string{"1234"}, words: []string{"lmstudio", "lm-studio"}},
 		"litellm":  {ports: []string{"4000"}, words: []string{"litellm"}},
-		"default":  {},
+		// An unknown server gets back what it sent (Avian's Kimi, Snowflake
+		// Cortex's Claude with signed thinking want it); one that refuses
+		// it answers 400 once and is then sent none (Client.echoOff).
+		"default": {edit: func(p *Profile) { p.Reasoning = ReasoningEcho }},
 	}
 }
 
@@ -256,7 +263,7 @@ func compatFields() []compatField {
 			}},
 		oneOf("tool_call_ids", func(p *Profile) *string { return &p.ToolCallIDs }, IDsAny, IDsAlnum9),
 		boolean("bridge_tool_user", func(p *Profile) *bool { return &p.BridgeToolUser }),
-		oneOf("reasoning", func(p *Profile) *string { return &p.Reasoning }, ReasoningNone, ReasoningContent, ReasoningOpenRouter),
+		oneOf("reasoning", func(p *Profile) *string { return &p.Reasoning }, ReasoningNone, ReasoningContent, ReasoningOpenRouter, ReasoningEcho),
 		boolean("reasoning_on_tool_calls", func(p *Profile) *bool { return &p.ReasoningOnToolCalls }),
 		boolean("thought_signatures", func(p *Profile) *bool { return &p.ThoughtSignatures }),
 	}

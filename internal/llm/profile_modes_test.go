@@ -21,7 +21,7 @@ func TestProfilesAgainstProviderModes(t *testing.T) {
 		wantWrong   string
 		streamCases []bool
 	}{
-		{mode: llmtest.ModeKimi, right: "moonshot", wrong: map[string]string{"profile": "default"},
+		{mode: llmtest.ModeKimi, right: "moonshot", wrong: map[string]string{"profile": "default", "reasoning": "none"},
 			wantWrong: "reasoning_content is missing"},
 		{mode: llmtest.ModeDeepSeek, right: "deepseek", wrong: map[string]string{"profile": "deepseek", "reasoning": "none"},
 			wantWrong: "Missing `reasoning_content` field"},
@@ -33,7 +33,7 @@ func TestProfilesAgainstProviderModes(t *testing.T) {
 			wantWrong: "Unexpected role 'user' after role 'tool'"},
 		{mode: llmtest.ModeGemini, right: "gemini", wrong: map[string]string{"profile": "default"},
 			wantWrong: "is missing a `thought_signature`"},
-		{mode: llmtest.ModeOpenRouter, right: "openrouter", wrong: map[string]string{"profile": "default"},
+		{mode: llmtest.ModeOpenRouter, right: "openrouter", wrong: map[string]string{"profile": "default", "reasoning": "none"},
 			wantWrong: "reasoning_details must be passed back unchanged"},
 	}
 	for _, tt := range tests {

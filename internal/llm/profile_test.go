@@ -212,7 +212,7 @@ func TestProfileTopLevelFields(t *testing.T) {
 
 // A provider's 400 for a profile rule names the compat key that fixes it.
 func TestProviderErrorNamesCompatKey(t *testing.T) {
-	_, err := twoTurns(t, llmtest.ModeKimi, 0, map[string]string{"profile": "default"}, true)
+	_, err := twoTurns(t, llmtest.ModeKimi, 0, map[string]string{"profile": "default", "reasoning": "none"}, true)
 	if err == nil || !strings.Contains(err.Error(), "reasoning: reasoning_content") {
 		t.Fatalf("err = %v, want the compat key that fixes it", err)
 	}

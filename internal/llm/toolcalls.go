@@ -23,7 +23,17 @@ func (a *callAccumulator) add(d openai.ToolCall) {
 		c.ID = d.ID
 	}
 	c.Name = mergeName(c.Name, d.Function.Name)
-	c.Arguments += d.Function.Arguments
+	switch {
+	case c.Oversize > 0:
+		c.Oversize += len(d.Function.Arguments)
+	case len(c.Arguments)+len(d.Function.Arguments) > MaxToolArguments:
+		// Dropped from here on; a short head stays so that the next
+		// deltas are still told apart from a new call (startsNewCall).
+		c.Oversize = len(c.Arguments) + len(d.Function.Arguments)
+		c.Arguments = strings.Clone(c.Arguments[:min(len(c.Arguments), 64)])
+	default:
+		c.Arguments += d.Function.Arguments
+	}
 }
 
 // position finds the call a delta belongs to, starting a new one if needed.

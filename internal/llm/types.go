@@ -26,6 +26,10 @@ type Message struct {
 	// (reasoning_content, or OpenRouter's reasoning); it goes back the way
 	// the provider's Profile says, or not at all.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ReasoningField is the answer's field the reasoning came in
+	// ("reasoning_content" or "reasoning"): the echo profile sends it
+	// back in the same one.
+	ReasoningField string `json:"reasoning_field,omitempty"`
 	// ReasoningDetails is OpenRouter's reasoning_details list as received
 	// (its items may carry a provider's signature): opaque state returned
 	// unchanged, kept in session files so a resumed task sends it too.
@@ -50,7 +54,18 @@ type ToolCall struct {
 	// ThoughtSignature is Gemini's extra_content.google.thought_signature
 	// of this call: opaque, returned with the call when the profile says.
 	ThoughtSignature string
+	// Oversize is the length of arguments the server sent past
+	// MaxToolArguments, 0 otherwise. The client never keeps them:
+	// Arguments is then "{}" (what the history sends back), and the caller
+	// must answer the call with an error instead of running it. Not kept
+	// in session files: the error answer that follows says it all.
+	Oversize int
 }
+
+// MaxToolArguments bounds one tool call's arguments (1 MiB): past it the
+// client stops accumulating them (a model that streamed 50 MB of
+// arguments took the agent to 388 MB).
+const MaxToolArguments = 1 << 20
 
 // wireCall is ToolCall's JSON: the API's nesting, kept for session files
 // (files written before extra_content existed read the same).
@@ -119,10 +134,10 @@ type Config struct {
 	APIKey         string        // required at the first call; never logged
 	Model          string        // default model of requests that name none
 	RequestTimeout time.Duration // per attempt, whole request incl. stream (default 10m)
-	IdleTimeout    time.Duration // max silence between stream chunks (default 90s)
+	IdleTimeout    time.Duration // max silence between stream chunks and between reads of any answer's body (default 90s)
 	MaxRetries     int           // retries after the first attempt on 429/5xx/connection errors
 	MaxTokens      int           // reserved output tokens sent as max_(completion_)tokens; 0 = not sent
-	BackoffBase    time.Duration // first backoff (default 500ms); tests set it small
+	BackoffBase    time.Duration // first backoff (default 1s), doubling per retry; tests set it small
 	BackoffMax     time.Duration // cap of one backoff (default 30s)
 	HTTPClient     *http.Client  // optional; its Timeout should be 0 (it would cut long streams)
 	// API is the wire dialect: "chat", "anthropic", "responses", or ""

@@ -127,7 +127,62 @@ func (p Profile) assistant(o *outMessage, m Message) {
 			o.Reasoning = &reasoning
 		}
 		o.ReasoningDetails = m.ReasoningDetails
+	case ReasoningEcho:
+		echo(o, m)
 	}
+}
+
+// fieldReasoning is the `reasoning` field (OpenRouter, Groq, newer vLLM).
+const fieldReasoning = "reasoning"
+
+// echo sends an unknown server's reasoning back in the field it came in,
+// and its reasoning_details when they carry a signature or encrypted data
+// (state the provider checks; plain text details repeat the text).
+func echo(o *outMessage, m Message) {
+	if r := m.ReasoningContent; r != "" {
+		switch m.ReasoningField {
+		case ReasoningContent:
+			o.ReasoningContent = &r
+		case fieldReasoning:
+			o.Reasoning = &r
+		}
+	}
+	if signed(m.ReasoningDetails) {
+		o.ReasoningDetails = m.ReasoningDetails
+	}
+}
+
+// signed reports whether reasoning_details hold an item with a signature
+// or encrypted data.
+func signed(details json.RawMessage) bool {
+	if len(details) == 0 {
+		return false
+	}
+	var items []map[string]any
+	if json.Unmarshal(details, &items) != nil {
+		return false
+	}
+	for _, it := range items {
+		for _, k := range []string{"signature", "data", "encrypted_content"} {
+			if v, ok := it[k].(string); ok && v != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// echoes reports whether msgs, sent by p, carry reasoning echoed back.
+func (p Profile) echoes(msgs []Message) bool {
+	if p.Reasoning != ReasoningEcho {
+		return false
+	}
+	for _, m := range msgs {
+		if m.Role == RoleAssistant && ((m.ReasoningContent != "" && m.ReasoningField != "") || signed(m.ReasoningDetails)) {
+			return true
+		}
+	}
+	return false
 }
 
 var alnum9 = regexp.MustCompile(`^[a-zA-Z0-9]{9}$`)

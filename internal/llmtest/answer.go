@@ -76,6 +76,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, req Reque
 			s.wait(r, time.Duration(1<<62))
 			return
 		}
+		if reply.StallBody {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(`{"id":"` + id + `",`))
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			s.wait(r, time.Duration(1<<62))
+			return
+		}
 		s.writeJSON(w, id, req.Model, reply, usage)
 		return
 	}
@@ -217,12 +227,16 @@ func (s *Server) deltas(reply Reply) []chunkDelta {
 			first.ExtraContent = extraFor(c.ID)
 		}
 		out = append(out, chunkDelta{ToolCalls: []chunkToolCall{first}})
+		var args []chunkDelta
 		for _, piece := range split(c.Arguments, s.opts.chunkSize) {
 			tc := chunkToolCall{Index: index, Function: chunkFunction{Arguments: piece}}
 			if reply.Quirks&QuirkRepeatName != 0 {
 				tc.ID, tc.Type, tc.Function.Name = c.ID, typeFunction, c.Name
 			}
-			out = append(out, chunkDelta{ToolCalls: []chunkToolCall{tc}})
+			args = append(args, chunkDelta{ToolCalls: []chunkToolCall{tc}})
+		}
+		for range max(c.Repeat, 1) {
+			out = append(out, args...)
 		}
 	}
 	return out

@@ -35,6 +35,11 @@ const (
 	// signature) and answers 400 unless reasoning_details come back on the
 	// assistant message unchanged.
 	ModeOpenRouter Mode = "openrouter"
+	// ModeNoReasoningBack streams reasoning_content, as a reasoning model
+	// behind a strict server does (a vLLM or SGLang deployment, Groq's
+	// validation), and answers 400 naming the field when an assistant
+	// message carries reasoning_content, reasoning or reasoning_details.
+	ModeNoReasoningBack Mode = "no-reasoning-back"
 )
 
 // WithMode makes the server behave like a provider (see Mode).
@@ -115,6 +120,10 @@ func (s *Server) validateMode(req Request) error {
 			if m.Role == roleAssistant && m.ReasoningContent != nil {
 				return &ValidationError{Message: fmt.Sprintf("'messages.%d' : for 'role:assistant' the following must be satisfied[('messages.%d' : property 'reasoning_content' is unsupported)]", i, i)}
 			}
+		case ModeNoReasoningBack:
+			if field := reasoningField(m); m.Role == roleAssistant && field != "" {
+				return &ValidationError{Message: fmt.Sprintf("'messages.%d' : for 'role:assistant' the following must be satisfied[('messages.%d' : property '%s' is unsupported)]", i, i, field)}
+			}
 		case ModeMistral:
 			if err := mistralRules(req.Messages, i); err != nil {
 				return err
@@ -126,6 +135,19 @@ func (s *Server) validateMode(req Request) error {
 		}
 	}
 	return nil
+}
+
+// reasoningField names a reasoning field m carries, "" when none.
+func reasoningField(m Message) string {
+	switch {
+	case m.ReasoningContent != nil:
+		return "reasoning_content"
+	case m.Reasoning != nil:
+		return "reasoning"
+	case len(m.ReasoningDetails) > 0:
+		return "reasoning_details"
+	}
+	return ""
 }
 
 func mistralRules(msgs []Message, i int) error {
@@ -192,7 +214,7 @@ func jsonEqual(a, b json.RawMessage) bool {
 func (s *Server) modeDeltas(reply Reply) []chunkDelta {
 	text := modeReasoning(reply)
 	switch s.opts.mode {
-	case ModeKimi, ModeDeepSeek:
+	case ModeKimi, ModeDeepSeek, ModeNoReasoningBack:
 		var out []chunkDelta
 		for _, p := range split(text, s.opts.chunkSize) {
 			out = append(out, chunkDelta{ReasoningContent: &p})
@@ -220,7 +242,7 @@ func (s *Server) modeDeltas(reply Reply) []chunkDelta {
 func (s *Server) modeMessage(msg *Message, reply Reply) {
 	text := modeReasoning(reply)
 	switch s.opts.mode {
-	case ModeKimi, ModeDeepSeek:
+	case ModeKimi, ModeDeepSeek, ModeNoReasoningBack:
 		msg.ReasoningContent = &text
 	case ModeGroq:
 		msg.Reasoning = &text

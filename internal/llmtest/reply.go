@@ -10,6 +10,10 @@ import (
 // in by the server (unless QuirkNoID).
 type ToolCall struct {
 	ID, Name, Arguments string
+	// Repeat streams Arguments this many times over (0 and 1: once), each
+	// time as the same pieces: a runaway model's 50 MB of arguments
+	// without the server building them.
+	Repeat int
 }
 
 // Quirk makes the server stream like some OpenAI-compatible servers do
@@ -52,8 +56,12 @@ type Reply struct {
 	// Hang never answers until the client gives up. A streaming request
 	// gets its headers and the first (role) chunk first, so the client's
 	// idle timer between chunks is what must end it.
-	Hang   bool
-	Quirks Quirk
+	Hang bool
+	// StallBody sends a non-streamed answer's headers and the first bytes
+	// of its body, then nothing until the client gives up: the stall after
+	// the headers that only an idle timeout on the body read ends.
+	StallBody bool
+	Quirks    Quirk
 	// Reasoning is the thinking streamed before the answer in a Mode that
 	// has reasoning (a default text when empty).
 	Reasoning string

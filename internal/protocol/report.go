@@ -5,6 +5,8 @@ import (
 	"reflect"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/codeagent/codeagent/internal/clip"
 )
 
 // Status is how an attempt ended.
@@ -251,6 +253,7 @@ func (r *Report) Marshal() ([]byte, error) { return r.marshal("") }
 
 func (r *Report) marshal(name string) ([]byte, error) {
 	n := *r
+	n.bound()
 	n.FilesChanged = nilIfEmpty(n.FilesChanged)
 	if err := n.validate(name); err != nil {
 		return nil, withFile(name, err)
@@ -267,4 +270,54 @@ func (r *Report) marshal(name string) ([]byte, error) {
 		return nil, fmt.Errorf("report %q does not survive encoding (a bug in package protocol): it reads back as %+v", r.ID, back)
 	}
 	return data, nil
+}
+
+// What a report keeps of each unbounded field: together well under
+// MaxFileSize, so that an agent's 2 MB answer or a change of 100 000 files
+// still makes a report the watcher can write and planagent read (a report
+// refused for its size lost the task).
+const (
+	MaxReportBody    = 256 << 10
+	MaxReportError   = 16 << 10
+	MaxReportSummary = 4 << 10
+	MaxReportFiles   = 256 << 10 // the files_changed paths together
+	maxReportPath    = 4 << 10
+	maxReportGoal    = 1 << 10
+	maxSubagents     = 100
+)
+
+// bound cuts r's text fields to the limits above, saying what was cut.
+// It works on r's own copy of the slices (marshal's copy shares them).
+func (r *Report) bound() {
+	r.Body = clip.String(r.Body, MaxReportBody)
+	r.Error = clip.String(r.Error, MaxReportError)
+	r.Summary = clip.String(r.Summary, MaxReportSummary)
+	if len(r.FilesChanged) > 0 {
+		files := make([]string, 0, len(r.FilesChanged))
+		total := 0
+		for _, f := range r.FilesChanged {
+			f = clip.String(f, maxReportPath)
+			if total+len(f) > MaxReportFiles {
+				break
+			}
+			total += len(f)
+			files = append(files, f)
+		}
+		if left := len(r.FilesChanged) - len(files); left > 0 {
+			r.Body += fmt.Sprintf("\n\n[files_changed truncated: %d more files not listed]", left)
+		}
+		r.FilesChanged = files
+	}
+	if len(r.Subagents) > 0 {
+		subs := make([]Subagent, 0, min(len(r.Subagents), maxSubagents))
+		for i, s := range r.Subagents {
+			if i == maxSubagents {
+				r.Body += fmt.Sprintf("\n\n[subagents truncated: %d more not listed]", len(r.Subagents)-i)
+				break
+			}
+			s.Goal = clip.String(s.Goal, maxReportGoal)
+			subs = append(subs, s)
+		}
+		r.Subagents = subs
+	}
 }

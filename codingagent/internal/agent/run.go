@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/codeagent/codeagent/internal/clip"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/telemetry"
@@ -152,7 +153,7 @@ func (a *Agent) loop(ctx context.Context) Result {
 				// the text. Every later turn would do the same.
 				return Result{Status: Failed, Reason: ReasonConfig, Error: terr.Error(), Err: terr, Iterations: iter}
 			}
-			return Result{Status: Completed, Answer: resp.Message.Content, Iterations: iter}
+			return Result{Status: Completed, Answer: msg.Content, Iterations: iter}
 		}
 		if status, reason := a.runTools(ctx, msg.ToolCalls, &det); status != "" {
 			return Result{Status: status, Error: reason, Iterations: iter}
@@ -213,6 +214,17 @@ func (a *Agent) runTools(ctx context.Context, calls []llm.ToolCall, det *loopDet
 			return Interrupted, a.answerRest(calls[i:], "cancelled: the run was interrupted before this call ran", "interrupted")
 		}
 		a.emit(events.Event{Type: events.ToolCall, Tool: c.Name, CallID: c.ID, Args: c.Arguments})
+		if c.Oversize > 0 {
+			// The client kept none of them: nothing to run, and the model
+			// must hear why to do it differently.
+			if err := a.answerOne(c, errorPrefix+oversizeText(c.Oversize), true); err != nil {
+				return Failed, err.Error()
+			}
+			if reason, loop := det.add(c.Name, oversizeText(c.Oversize)); loop {
+				return Failed, a.answerRest(calls[i+1:], "not run: the run was stopped ("+reason+")", reason)
+			}
+			continue
+		}
 		if ok, reason := a.gate(ctx, c); !ok {
 			if err := a.answerOne(c, errorPrefix+reason, true); err != nil {
 				return Failed, err.Error()
@@ -306,10 +318,24 @@ func (a *Agent) noteFiles(tool string, files []tools.FileRef) error {
 	return nil
 }
 
+// maxContent bounds the text of one model answer the agent keeps (in the
+// history, the session file and the report): a model that writes 2 MB of
+// answer would otherwise be sent it back on every later turn and make a
+// report over the protocol's 1 MiB cap.
+const maxContent = 256 << 10
+
+func oversizeText(n int) string {
+	return fmt.Sprintf("the arguments of this call were %d bytes, over the limit of %d bytes; the call was not run. "+
+		"Send large content in parts: several calls of at most a few hundred KB each (e.g. write the file, then append with edits).",
+		n, llm.MaxToolArguments)
+}
+
 // assistantMessage makes the model's answer safe to store and send back:
-// a role, content or tool calls, and arguments that are at least "{}".
+// a role, content or tool calls, arguments that are at least "{}", and
+// content of at most maxContent bytes.
 func assistantMessage(m llm.Message) llm.Message {
 	m.Role = llm.RoleAssistant
+	m.Content = clip.String(m.Content, maxContent)
 	if len(m.ToolCalls) > 0 {
 		m.ToolCalls = append([]llm.ToolCall(nil), m.ToolCalls...)
 		for i := range m.ToolCalls {
