@@ -87,7 +87,7 @@ func baseProfile(name string) Profile {
 
 // profileEntry ties a profile to the hosts (and, for local servers, the
 // usual ports) that pick it. Adding a provider is one entry here and one
-// fixture under testdata/providers.
+// case under testdata/replays.
 type profileEntry struct {
 	hosts []string // exact hosts or, with a leading ".", host suffixes
 	ports []string // local servers: default ports on a loopback/private host

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -18,8 +17,11 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 )
 
-// Replays of real provider traffic (testdata/recorded, origin and licence
-// in its README.md): the recorded answers are served in order to the real
+// Replays of real provider traffic: charmbracelet/fantasy's recordings at
+// commit caf105e7 (in the provider-traffic folder, fantasy-caf105e7/, with
+// their licence and notice; trafficDir finds it), whose second requests
+// replay the reasoning item with its encrypted content, as our client
+// does (fantasy's later re-recordings drop it). The recorded answers are served in order to the real
 // client, and the requests the client makes are compared with what the
 // provider was sent and accepted (the second request of each recording got
 // a 200).
@@ -47,9 +49,11 @@ type replay struct {
 	paths  []string
 }
 
+// newReplay serves the recording name (Test<Suite>/<model>/<case>.yaml)
+// of fantasy-caf105e7/.
 func newReplay(t *testing.T, name string) *replay {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "recorded", name))
+	raw, err := os.ReadFile(recording(t, "fantasy-caf105e7/"+name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +180,8 @@ func TestRecordedAnthropicThinkingToolTurn(t *testing.T) {
 		final  string
 		usage  llm.Usage
 	}{
-		{"AnthropicThinking_claude-sonnet-4_thinking.yaml", false, "", llm.Usage{}},
-		{"AnthropicThinking_claude-sonnet-4_thinking-streaming.yaml", true,
+		{"TestAnthropicThinking/claude-sonnet-4/thinking.yaml", false, "", llm.Usage{}},
+		{"TestAnthropicThinking/claude-sonnet-4/thinking-streaming.yaml", true,
 			"The current weather in Florence, Italy is 40°C (104°F). That's quite hot! If you're planning to visit or are currently there, make sure to stay hydrated and seek shade or air conditioning when possible.",
 			llm.Usage{Prompt: 558, Completion: 51}},
 	} {
@@ -240,8 +244,8 @@ func TestRecordedResponsesReasoningToolTurn(t *testing.T) {
 		stream      bool
 		usage       llm.Usage
 	}{
-		{"OpenAIResponsesWithSummaryThinking_openai-o4-mini_thinking.yaml", "o4-mini", false, llm.Usage{Prompt: 191, Completion: 16}},
-		{"OpenAIResponsesWithSummaryThinking_openai-gpt-5_thinking-streaming.yaml", "gpt-5", true, llm.Usage{Prompt: 99, Completion: 16}},
+		{"TestOpenAIResponsesWithSummaryThinking/openai-o4-mini/thinking.yaml", "o4-mini", false, llm.Usage{Prompt: 191, Completion: 16}},
+		{"TestOpenAIResponsesWithSummaryThinking/openai-gpt-5/thinking-streaming.yaml", "gpt-5", true, llm.Usage{Prompt: 99, Completion: 16}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := newReplay(t, tc.file)
@@ -319,7 +323,7 @@ func firstReasoning(t *testing.T, body string) map[string]any {
 // results go back in one user message, in order, as in the recorded
 // request Anthropic accepted (which carried cache_control breakpoints too).
 func TestRecordedAnthropicParallelCalls(t *testing.T) {
-	r := newReplay(t, "AnthropicCommonWithCacheControl_claude-sonnet-4_multi_tool_streaming.yaml")
+	r := newReplay(t, "TestAnthropicCommonWithCacheControl/claude-sonnet-4/multi_tool_streaming.yaml")
 	c := llm.New(llm.Config{API: llm.APIAnthropic, BaseURL: r.URL, APIKey: testKey,
 		Model: "claude-sonnet-4-20250514", MaxTokens: 4000, BackoffBase: time.Millisecond})
 	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer","description":"first number"},"b":{"type":"integer","description":"second number"}},"required":["a","b"]}`)

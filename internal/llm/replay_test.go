@@ -12,25 +12,35 @@ import (
 	"sync"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/codeagent/codeagent/internal/llm"
 )
 
-// Replays of real provider traffic (testdata/providers/README.md names each
-// recording's origin and licence). Per provider directory:
+// Replays of provider traffic, one directory per case under
+// testdata/replays (its README.md says where each comes from):
+//
+//	fixture.json    base URL, expected usage per turn, tool call count,
+//	                final text; "recording" names a go-vcr cassette in the
+//	                provider-traffic folder (trafficDir) whose two
+//	                interactions are the conversation
+//
+// and, for a case written here from the provider's documented wire format
+// (no recording), the conversation's files beside it:
 //
 //	request1.json   the first request (its messages and tools start the conversation)
 //	response1.sse   the provider's streamed answer to it: tool calls, reasoning
 //	response2.sse   its answer to the second request: the final text
 //	accepted.json   the second request the provider accepted
-//	fixture.json    base URL, expected usage per turn, tool call count, final text
 //
-// The client answers the tool calls with accepted.json's tool results and
-// must send a second request that carries every tool call and the
-// reasoning as accepted.json does (the profile of the base URL decides how).
-// Adding a provider: one profile entry in profile.go, one directory here
-// named after the profile (another case of a profile: <profile>-<case>).
+// The client answers the tool calls with the accepted request's tool
+// results and must send a second request that carries every tool call and
+// the reasoning as the accepted one does (the profile of the base URL
+// decides how). Adding a provider: one profile entry in profile.go, one
+// directory here named after the profile (another case of a profile:
+// <profile>-<case>).
 func TestReplayProviders(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("testdata", "providers", "*", "fixture.json"))
+	dirs, err := filepath.Glob(filepath.Join("testdata", "replays", "*", "fixture.json"))
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}
@@ -40,7 +50,47 @@ func TestReplayProviders(t *testing.T) {
 	}
 }
 
+// conversation is a replay's two exchanges: the requests as sent and
+// accepted, the answers as streamed.
+type conversation struct {
+	request1, accepted, response1, response2 []byte
+}
+
+// loadConversation reads the conversation of the case in dir: from the
+// recording fx names, or from the files beside fixture.json.
+func loadConversation(t *testing.T, dir string, fx fixture) conversation {
+	t.Helper()
+	if fx.Recording == "" {
+		read := func(name string) []byte {
+			raw, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return raw
+		}
+		return conversation{read("request1.json"), read("accepted.json"), read("response1.sse"), read("response2.sse")}
+	}
+	p := recording(t, fx.Recording)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c cassette
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	if len(c.Interactions) != 2 {
+		t.Fatalf("%s: %d interactions, want the two of a tool call and its answer", p, len(c.Interactions))
+	}
+	first, second := c.Interactions[0], c.Interactions[1]
+	if second.Response.Code != http.StatusOK {
+		t.Fatalf("%s: the second request was answered %d: not one the provider accepted", p, second.Response.Code)
+	}
+	return conversation{[]byte(first.Request.Body), []byte(second.Request.Body), []byte(first.Response.Body), []byte(second.Response.Body)}
+}
+
 type fixture struct {
+	Recording string            `json:"recording"`
 	URL       string            `json:"url"`
 	Compat    map[string]string `json:"compat"`
 	ToolCalls int               `json:"tool_calls"`
@@ -66,23 +116,24 @@ type wireReq struct {
 	} `json:"tools"`
 }
 
-func readJSON(t *testing.T, path string, v any) {
+func readJSON(t *testing.T, what string, raw []byte, v any) {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 
 func replayProvider(t *testing.T, dir string) {
 	var fx fixture
 	var first, accepted wireReq
-	readJSON(t, filepath.Join(dir, "fixture.json"), &fx)
-	readJSON(t, filepath.Join(dir, "request1.json"), &first)
-	readJSON(t, filepath.Join(dir, "accepted.json"), &accepted)
+	raw, err := os.ReadFile(filepath.Join(dir, "fixture.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readJSON(t, filepath.Join(dir, "fixture.json"), raw, &fx)
+	conv := loadConversation(t, dir, fx)
+	readJSON(t, dir+": the first request", conv.request1, &first)
+	readJSON(t, dir+": the accepted request", conv.accepted, &accepted)
 
 	// The profile comes from the recorded base URL (or the fixture's compat).
 	profile, _, err := llm.ResolveProfile(fx.URL, fx.Compat, "")
@@ -103,11 +154,12 @@ func replayProvider(t *testing.T, dir string) {
 		bodies = append(bodies, body)
 		n := len(bodies)
 		mu.Unlock()
-		answer, err := os.ReadFile(filepath.Join(dir, "response"+string(rune('0'+n))+".sse"))
-		if err != nil {
+		answers := [][]byte{conv.response1, conv.response2}
+		if n > len(answers) {
 			http.Error(w, "no recorded answer", http.StatusInternalServerError)
 			return
 		}
+		answer := answers[n-1]
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = w.Write(answer)
 	}))
