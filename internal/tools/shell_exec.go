@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/internal/secretenv"
 )
 
 //go:embed shell_exec.md
@@ -169,7 +169,7 @@ func shellEnv(base, extra, hide []string) []string {
 	env := make([]string, 0, len(base)+len(extra)+5)
 	keep := func(kv string) {
 		name, _, _ := strings.Cut(kv, "=")
-		if !config.IsKeyEnv(name) && !slices.Contains(hide, name) {
+		if !secretenv.IsKey(name) && !slices.Contains(hide, name) {
 			env = append(env, kv)
 		}
 	}

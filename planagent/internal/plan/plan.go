@@ -6,7 +6,6 @@ package plan
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 
 	"github.com/codeagent/codeagent/internal/planspec"
@@ -50,33 +49,13 @@ func Validate(p *Plan, limits Limits) error {
 	return planspec.Validate(p, limits)
 }
 
-// GraphTask is plan task t as a pending task of the graph. It is the one
-// place a planned task becomes a graph task (the plan, a plan file, a
-// replan), so no path can drop a field, such as the task's own budget.
-func GraphTask(t Task) taskgraph.Task {
-	return taskgraph.Task{
-		ID: t.ID, Title: t.Title, Description: t.Description,
-		Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.TokenBudget(),
-		BestOf: t.Attempts,
-	}
-}
+// GraphTask is taskgraph.FromPlanTask: the one place a planned task becomes
+// a graph task.
+func GraphTask(t Task) taskgraph.Task { return taskgraph.FromPlanTask(t) }
 
 // PlanTask is graph task t as the plan task it was made from (GraphTask's
 // inverse), to validate a graph's tasks with a plan's rules.
-func PlanTask(t taskgraph.Task) Task {
-	return Task{ID: t.ID, Title: t.Title, Description: t.Description,
-		Dependencies: t.Dependencies, Acceptance: t.Acceptance, BudgetTokens: t.BudgetTokens, Attempts: t.BestOf}
-}
+func PlanTask(t taskgraph.Task) Task { return taskgraph.PlanTask(t) }
 
 // Graph builds the task graph of p (all tasks pending).
-func Graph(p *Plan) (*taskgraph.Graph, error) {
-	tasks := make([]taskgraph.Task, len(p.Tasks))
-	for i, t := range p.Tasks {
-		tasks[i] = GraphTask(t)
-	}
-	g, err := taskgraph.New(tasks)
-	if err != nil {
-		return nil, fmt.Errorf("build task graph of plan %q: %w", p.Title, err)
-	}
-	return g, nil
-}
+func Graph(p *Plan) (*taskgraph.Graph, error) { return taskgraph.FromPlan(p) }

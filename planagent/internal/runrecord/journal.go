@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/tokens"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -36,7 +36,7 @@ type journalRecord struct {
 	Seq         int64         `json:"seq"`
 	Status      RunStatus     `json:"status"`
 	Updated     time.Time     `json:"updated"`
-	Usage       llm.Usage     `json:"usage"`
+	Usage       tokens.Usage  `json:"usage"`
 	Elapsed     time.Duration `json:"elapsed,omitempty"`
 	Paused      string        `json:"paused,omitempty"`
 	Checkpoints *Checkpoints  `json:"checkpoints,omitempty"`

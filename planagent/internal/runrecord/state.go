@@ -9,10 +9,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/planspec"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/tokens"
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/safefs"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -213,11 +213,11 @@ type State struct {
 	Settings  *Settings            `json:"settings,omitempty"` // nil in states written before it existed
 	Created   time.Time            `json:"created"`
 	Updated   time.Time            `json:"updated"`
-	Plan      *plan.Plan           `json:"plan"`
+	Plan      *planspec.Plan       `json:"plan"`
 	Tasks     []taskgraph.Task     `json:"tasks"`
 	Info      map[string]*TaskInfo `json:"info"`
 	Decisions []Decision           `json:"decisions,omitempty"`
-	Usage     llm.Usage            `json:"usage"` // planning and decisions
+	Usage     tokens.Usage         `json:"usage"` // planning and decisions
 	// Elapsed is how long the run has been running, over every planagent
 	// process that drove it (the time budget counts this, not the wall
 	// clock, so a paused run does not use its time while it waits).
@@ -243,8 +243,8 @@ type State struct {
 }
 
 // NewState starts the state of a planned run.
-func NewState(runID, goal string, p *plan.Plan, usage llm.Usage, now time.Time) (*State, error) {
-	g, err := plan.Graph(p)
+func NewState(runID, goal string, p *planspec.Plan, usage tokens.Usage, now time.Time) (*State, error) {
+	g, err := taskgraph.FromPlan(p)
 	if err != nil {
 		return nil, err
 	}

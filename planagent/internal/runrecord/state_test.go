@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/planspec"
+	"github.com/codeagent/codeagent/internal/tokens"
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/plan"
 )
 
 func newLayout(t testing.TB) volume.Layout {
@@ -24,9 +24,9 @@ func newLayout(t testing.TB) volume.Layout {
 	return l
 }
 
-func newTestState(t testing.TB, tasks ...plan.Task) *State {
-	p := &plan.Plan{Title: "test", Overview: "a test plan", Tasks: tasks}
-	st, err := NewState("run-test-1", "the goal", p, llm.Usage{Prompt: 100, Completion: 20}, time.Now())
+func newTestState(t testing.TB, tasks ...planspec.Task) *State {
+	p := &planspec.Plan{Title: "test", Overview: "a test plan", Tasks: tasks}
+	st, err := NewState("run-test-1", "the goal", p, tokens.Usage{Prompt: 100, Completion: 20}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +34,11 @@ func newTestState(t testing.TB, tasks ...plan.Task) *State {
 }
 
 // chain is n tasks, each depending on the one before.
-func chain(n int) []plan.Task {
-	tasks := make([]plan.Task, n)
+func chain(n int) []planspec.Task {
+	tasks := make([]planspec.Task, n)
 	for i := range tasks {
 		id := benchID(i)
-		tasks[i] = plan.Task{ID: id, Description: "task " + id, Dependencies: []string{}}
+		tasks[i] = planspec.Task{ID: id, Description: "task " + id, Dependencies: []string{}}
 		if i > 0 {
 			tasks[i].Dependencies = []string{benchID(i - 1)}
 		}

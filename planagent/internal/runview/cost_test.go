@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/planspec"
 	"github.com/codeagent/codeagent/internal/protocol"
-	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/internal/tokens"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
@@ -56,8 +56,8 @@ func TestCostRules(t *testing.T) {
 // planner's usage carried: cache figures and the server's cost included.
 func TestBuildCacheAwareCost(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	p := &plan.Plan{Title: "T", Tasks: []plan.Task{{ID: "a", Description: "a"}, {ID: "b", Description: "b"}}}
-	st, err := runrecord.NewState("r1", "goal", p, llm.Usage{Prompt: 1_000_000, Cached: 1_000_000}, now)
+	p := &planspec.Plan{Title: "T", Tasks: []planspec.Task{{ID: "a", Description: "a"}, {ID: "b", Description: "b"}}}
+	st, err := runrecord.NewState("r1", "goal", p, tokens.Usage{Prompt: 1_000_000, Cached: 1_000_000}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +88,8 @@ func TestBuildCacheAwareCost(t *testing.T) {
 // render, and listed in the summary; they stay part of the task's cost.
 func TestSubagentCost(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	p := &plan.Plan{Title: "T", Tasks: []plan.Task{{ID: "a", Description: "a"}}}
-	st, err := runrecord.NewState("r1", "goal", p, llm.Usage{}, now)
+	p := &planspec.Plan{Title: "T", Tasks: []planspec.Task{{ID: "a", Description: "a"}}}
+	st, err := runrecord.NewState("r1", "goal", p, tokens.Usage{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}

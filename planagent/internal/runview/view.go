@@ -8,8 +8,8 @@ package runview
 import (
 	"time"
 
-	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/tokens"
 
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
@@ -70,7 +70,7 @@ func TokensOf(t protocol.Tokens) Tokens {
 		Cached: t.Cached, CacheWrite: t.CacheWrite, ServerCostUSD: t.CostUSD}
 }
 
-func usageTokens(u llm.Usage) Tokens {
+func usageTokens(u tokens.Usage) Tokens {
 	return TokensOf(protocol.Tokens{Prompt: u.Prompt, Completion: u.Completion, Cached: u.Cached, CacheWrite: u.CacheWrite, CostUSD: u.CostUSD})
 }
 

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/planspec"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/tokens"
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -26,13 +26,13 @@ var t0 = time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)
 // completed, c failed, d skipped; b took two attempts.
 func testState(t *testing.T) *runrecord.State {
 	t.Helper()
-	p := &plan.Plan{Title: "Diamond", Tasks: []plan.Task{
+	p := &planspec.Plan{Title: "Diamond", Tasks: []planspec.Task{
 		{ID: "a", Title: `Set up "the" <module>`, Description: "set up"},
 		{ID: "b", Title: "Write b", Description: "b", Dependencies: []string{"a"}},
 		{ID: "c.x-1", Description: "Write c\nwith details", Dependencies: []string{"a"}},
 		{ID: "d", Title: "Join", Description: "d", Dependencies: []string{"b", "c.x-1"}},
 	}}
-	st, err := runrecord.NewState("run-20261123-010000-0001", "build a diamond", p, llm.Usage{Prompt: 1000, Completion: 200}, t0)
+	st, err := runrecord.NewState("run-20261123-010000-0001", "build a diamond", p, tokens.Usage{Prompt: 1000, Completion: 200}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/planspec"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/tokens"
 	"github.com/codeagent/codeagent/internal/volume"
-	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
@@ -41,13 +41,13 @@ func newFixture(t testing.TB) *fixture {
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	p := &plan.Plan{Title: "Three", Tasks: []plan.Task{
+	p := &planspec.Plan{Title: "Three", Tasks: []planspec.Task{
 		{ID: "a", Title: "First <b>bold</b>", Description: "a"},
 		{ID: "b", Title: "Second", Description: "b", Dependencies: []string{"a"}},
 		{ID: "c", Title: "Third", Description: "c", Dependencies: []string{"b"}},
 	}}
 	now := time.Now().UTC().Add(-time.Minute)
-	st, err := runrecord.NewState(runID, "three things", p, llm.Usage{Prompt: 10, Completion: 2}, now)
+	st, err := runrecord.NewState(runID, "three things", p, tokens.Usage{Prompt: 10, Completion: 2}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
