@@ -3,8 +3,8 @@
 // the retry budget, acceptance, decisions, timeouts, a silent watcher,
 // stale reports, the merge queue's order and when the run ends. It does no
 // I/O: the clock, the heartbeat, the reports and the merge queue come in as
-// the view and the event, and TestPure keeps the package free of imports
-// that could read or write anything. The orchestrator observes (files,
+// the view and the event, and depguard's next-is-pure rule (.golangci.yml)
+// keeps the package free of imports that could read or write anything. The orchestrator observes (files,
 // ticks, the runtime) and carries the actions out.
 package next
 
