@@ -349,10 +349,10 @@ func (r *run) startAcceptance(ctx context.Context, id string) {
 	t, _ := r.g.Get(id)
 	summary := r.info(id).Summary
 	r.accepting++
-	go func() {
+	r.offLoop.Go(func() {
 		failure, output := r.accept(ctx, t)
 		r.send(next.EvAccepted{ID: id, Failure: failure, Summary: summary, Output: output})
-	}()
+	})
 }
 
 // accept runs the acceptance commands in the shared workspace (a run
@@ -408,10 +408,10 @@ func (r *run) startDecision(ctx context.Context, a next.ActAsk) {
 	t, _ := r.g.Get(a.ID) // failed by the action before
 	f := Failure{Task: t, Error: a.Error, PlanSummary: a.PlanSummary, AttemptsLeft: a.AttemptsLeft}
 	r.deciding++
-	go func() {
+	r.offLoop.Go(func() {
 		v := r.o.opts.Decider.Decide(ctx, f)
 		r.send(decided{ID: f.Task.ID, Verdict: v})
-	}()
+	})
 }
 
 // send hands an off-loop result to the loop, or drops it once Drive has

@@ -26,6 +26,8 @@ type fakeRuntime struct {
 	layout volume.Layout
 	answer func(c *protocol.Command) *protocol.Report
 	exec   func(command string) attempt.ExecResult
+	// execCtx, when set, runs the commands instead, with Exec's context.
+	execCtx func(ctx context.Context, command string) attempt.ExecResult
 
 	mu        sync.Mutex
 	starts    int
@@ -63,8 +65,15 @@ func (f *fakeRuntime) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	f.mu.Lock()
 	f.starts++
+	prevCancel, prevDone := f.cancel, f.done
 	f.cancel, f.done = cancel, done
 	f.mu.Unlock()
+	// A start after the watcher died (a test's Exited) replaces it: the
+	// previous loop ends here, so Stop's one cancel leaves none running.
+	if prevCancel != nil {
+		prevCancel()
+		<-prevDone
+	}
 	go func() {
 		defer close(done)
 		defer w.Close()
@@ -124,6 +133,9 @@ func (f *fakeRuntime) Abandon(_ context.Context, id string) error {
 }
 
 func (f *fakeRuntime) Exec(ctx context.Context, dir, command string, timeout time.Duration) (attempt.ExecResult, error) {
+	if f.execCtx != nil {
+		return f.execCtx(ctx, command), nil
+	}
 	if f.exec != nil {
 		return f.exec(command), nil
 	}

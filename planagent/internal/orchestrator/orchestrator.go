@@ -213,6 +213,7 @@ type run struct {
 	copies    sync.WaitGroup // the copies being made
 	squashing sync.WaitGroup // the queued attempts' squashes (enqueueMerge)
 	merges    sync.WaitGroup // merges off the loop, until their acceptance copy is thrown away
+	offLoop   sync.WaitGroup // acceptance runs and decider calls (startAcceptance, startDecision)
 	issues    []string
 	aborted   bool
 	done      bool
@@ -270,6 +271,9 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	r := o.newRun(st, g, root, projectctx.New(root, l, st.RunID, st.Goal, title, overview))
 	defer r.squashing.Wait()
 	defer r.merges.Wait() // after stopped is closed: their EvMerged is dropped
+	// Acceptance runs and decider calls are cut short (their ctx is
+	// cutShort's), then waited for: nothing Drive started outlives it.
+	defer r.offLoop.Wait()
 	// A merge still running its acceptance commands when the run ends on
 	// an error is cut short, not waited for.
 	ctx, cutShort := context.WithCancel(ctx)
