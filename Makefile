@@ -32,8 +32,8 @@ fmt:
 
 # gofmt and go vet for this host.
 vet: fmt
-	@echo "== go vet ./..."
-	$(GO) vet ./...
+	@echo "== go vet -tags $(TESTTAGS) ./..."
+	$(GO) vet -tags $(TESTTAGS) ./...
 
 # vet, then what the README's test command leaves to CI (.ci/run runs lint
 # before test): vet with the e2e tag, vet for macOS, where planagent runs on
@@ -42,8 +42,8 @@ vet: fmt
 # machine), and golangci-lint with .golangci.yml (staticcheck, errorlint,
 # unparam, unused, ineffassign, usetesting).
 lint: vet $(GOLANGCI)
-	@echo "== go vet -tags e2e ./..."
-	$(GO) vet -tags e2e ./...
+	@echo "== go vet -tags e2e,$(TESTTAGS) ./..."
+	$(GO) vet -tags e2e,$(TESTTAGS) ./...
 	@echo "== GOOS=darwin go vet ./..."
 	GOOS=darwin $(GO) vet ./...
 	@echo "== golangci-lint run ./..."
@@ -58,6 +58,9 @@ $(GOLANGCI):
 SHMTMP  := $(shell avail=$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}'); [ -w /dev/shm ] && [ "$${avail:-0}" -gt 4194304 ] && echo /dev/shm)
 TESTENV := $(if $(SHMTMP),GOTMPDIR=$(SHMTMP))
 
+# Build tags of tests that the edit-test loop leaves out and make test runs.
+TESTTAGS := clientgo
+
 # The README's test command: gofmt, then every test that needs no engine,
 # cluster or built binaries, with the race detector. -vet=all runs all of go
 # vet's checks on each package as go test builds it: a separate go vet ./...
@@ -65,10 +68,13 @@ TESTENV := $(if $(SHMTMP),GOTMPDIR=$(SHMTMP))
 # without a build cache). The vets of the packages without tests, with the
 # e2e tag and for macOS are in lint.
 test: fmt
-	@echo "== go test -race -vet=all ./... (every package; each prints ok or FAIL when it ends)"
-	$(TESTENV) $(GO) test -race -vet=all -count=1 ./...
+	@echo "== go test -race -vet=all -tags $(TESTTAGS) ./... (every package; each prints ok or FAIL when it ends)"
+	$(TESTENV) $(GO) test -race -vet=all -count=1 -tags $(TESTTAGS) ./...
 
-# The edit-test loop: without the slow tests (testing.Short).
+# The edit-test loop: without the slow tests (testing.Short: the git-heavy
+# checkpoint tests) and without the tests behind TESTTAGS (clientgo: the
+# Kubernetes runtime's tests against client-go's clientsets, whose typed
+# fakes are most of the runtime test binary's build).
 test-short:
 	$(TESTENV) $(GO) test -short ./...
 

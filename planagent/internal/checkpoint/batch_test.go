@@ -12,6 +12,7 @@ import (
 // The long-lived cat-file reads HEAD anew each time: a commit made by
 // another git process after the first read is what the next one sees.
 func TestHeadFollowsCommitsOfOtherProcesses(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -39,6 +40,7 @@ func TestHeadFollowsCommitsOfOtherProcesses(t *testing.T) {
 // a directory replaced by a file and a file by a directory, deep paths,
 // names that sort around a directory's.
 func TestDiffTreesMatchesGit(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	sh(t, ws, `mkdir -p a/b/c d e x && echo 1 > a/b/c/deep.txt && echo 2 > a.txt && echo 3 > a-b && echo 4 > d/f && echo 5 > e/g && echo 6 > run.sh && ln -s notes.txt link && echo 7 > x/y && echo 8 > gone.txt && git add -A && git commit -q -m before`)

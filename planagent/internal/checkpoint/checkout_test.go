@@ -59,6 +59,7 @@ func tree(t *testing.T, root string) map[string]string {
 // clean, and nothing outside is written. Most remakes run no git process
 // at all; the rest fall back to git.
 func TestCheckoutCopyIsGitCheckout(t *testing.T) {
+	gitHeavy(t)
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
@@ -233,6 +234,7 @@ func TestCheckoutCopyIsGitCheckout(t *testing.T) {
 // made a directory and back, exec bits, links, everything removed. The
 // squash runs one git process (add).
 func TestSquashTreeIsGitsWriteTree(t *testing.T) {
+	gitHeavy(t)
 	ws := userRepo(t)
 	sh(t, ws, `mkdir -p dir/sub x/y && echo a > a.txt && echo b > dir/b.txt && echo c > dir/sub/c.txt &&
 		echo z > x/y/z.txt && printf '#!/bin/sh\n' > exe.sh && chmod +x exe.sh && ln -s a.txt link &&
@@ -365,6 +367,7 @@ func TestNeutralAttributes(t *testing.T) {
 // here, with no git process, as git would; one that converts line endings
 // has them checked out by git, converted.
 func TestCheckoutWithAttributes(t *testing.T) {
+	gitHeavy(t)
 	for _, c := range []struct {
 		attributes string
 		here       bool

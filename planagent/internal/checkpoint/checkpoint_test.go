@@ -155,6 +155,7 @@ func TestGitModeCheckpointsAndIsolation(t *testing.T) {
 }
 
 func TestDirty(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	vol := filepath.Join(ws, "volumes")
@@ -197,6 +198,7 @@ func TestConflict(t *testing.T) {
 }
 
 func TestAdvanceNeverOverwritesTheUsersWork(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -232,6 +234,7 @@ func moveEdits(t *testing.T) func(dir string) {
 // A move cut short (some files written, the branch not moved; or the
 // branch moved, the index not) is finished by running it again.
 func TestAdvanceFinishesAnInterruptedMove(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -299,6 +302,7 @@ func TestAdvanceWithALockTakenMovesNothing(t *testing.T) {
 // Killed after the branch moved but before the index did: the redo (HEAD
 // already at the target) brings the files and the index there too.
 func TestAdvanceRedoneAfterTheBranchMoved(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -317,6 +321,7 @@ func TestAdvanceRedoneAfterTheBranchMoved(t *testing.T) {
 }
 
 func TestRollback(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -347,6 +352,7 @@ func TestRollback(t *testing.T) {
 }
 
 func TestShadowMode(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := t.TempDir()
 	write(t, ws, "main.py", "print('hi')\n")
@@ -400,6 +406,7 @@ func TestShadowMode(t *testing.T) {
 }
 
 func TestUnchangedAttemptSquashesToItsBase(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -413,6 +420,7 @@ func TestUnchangedAttemptSquashesToItsBase(t *testing.T) {
 // A copy thrown into the pool comes back as an exact copy of the commit
 // asked for: no file, ignored file, config or hook of the attempt before.
 func TestPooledCopyIsExact(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -474,6 +482,7 @@ func pooledRepo(t *testing.T, max int) (r *Repo, pool, head string) {
 // attempts then take them (no clone, no full checkout) and get exact copies
 // of the commit they ask for, even one the copies were not made at.
 func TestPrewarmFillsThePool(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, pool, start := pooledRepo(t, 3)
 	ctx := t.Context()

@@ -11,6 +11,7 @@ import (
 // point at), while its tracked files, its submodule directories and its
 // .git stay; and the same through git clean for an index of version 4.
 func TestCleanCopyIsGitClean(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	for _, v4 := range []bool{false, true} {
 		ws := userRepo(t)

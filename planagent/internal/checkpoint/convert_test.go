@@ -42,6 +42,7 @@ func gitCheckout(t *testing.T, ws, commit, path string) string {
 // the copy shows the task the smudged file, and the move writes the
 // workspace as git checkout does: the status is clean after it.
 func TestTheUsersFiltersRun(t *testing.T) {
+	gitHeavy(t)
 	for _, where := range []string{"global", "repository"} {
 		t.Run(where, func(t *testing.T) {
 			global := isolatedGlobal(t)
@@ -110,6 +111,7 @@ func TestTheUsersFiltersRun(t *testing.T) {
 // With core.autocrlf, eol=crlf or ident, the files a move writes are
 // byte for byte what git checkout writes, and the status is clean.
 func TestLineEndingsAndIdentAsGitWritesThem(t *testing.T) {
+	gitHeavy(t)
 	for _, c := range []struct{ name, setup string }{
 		{"autocrlf", "git config core.autocrlf true"},
 		{"eol=crlf", "echo '*.txt eol=crlf' > .gitattributes && git add .gitattributes && git commit -q -m attrs"},
@@ -145,6 +147,7 @@ func TestLineEndingsAndIdentAsGitWritesThem(t *testing.T) {
 // whole) is committed, and the move keeps the workspace sparse: nothing
 // outside the cone is written, and the status is clean.
 func TestSparseCheckoutKeepsTheChangesOutsideTheCone(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	write(t, ws, "in/i.txt", "i\n")
@@ -186,6 +189,7 @@ func TestSparseCheckoutKeepsTheChangesOutsideTheCone(t *testing.T) {
 // A filter the user's config marks required whose program cannot run is
 // named by CheckFilters, with the fix; one that can run is not.
 func TestCheckFiltersRefusesARequiredFilterThatCannotRun(t *testing.T) {
+	gitHeavy(t)
 	isolatedGlobal(t)
 	ws := userRepo(t)
 	sh(t, ws, "git config filter.ok.clean cat && git config filter.ok.required true && "+
@@ -213,6 +217,7 @@ func TestCheckFiltersRefusesARequiredFilterThatCannotRun(t *testing.T) {
 // is each task's commit, as git checks it out, and the status is clean.
 // (A submodule: TestSubmoduleSurvivesATask.)
 func TestRepositoryKinds(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	for _, c := range []struct{ name, init, setup string }{
 		{"sha256", "git init -q -b main --object-format=sha256", ""},
@@ -272,6 +277,7 @@ func TestRepositoryKinds(t *testing.T) {
 // A move leaves the user's work on other files as it is: an edit in the
 // work tree, a staged change, an untracked file.
 func TestAdvanceKeepsTheUsersWorkOnOtherFiles(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)

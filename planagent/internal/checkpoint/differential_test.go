@@ -342,11 +342,9 @@ func diffMaps(a, b map[string]string) string {
 }
 
 func TestDifferentialAgainstGit(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	seeds := 25
-	if testing.Short() {
-		seeds = 6
-	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		kind := "sha1"
 		switch seed % 7 {

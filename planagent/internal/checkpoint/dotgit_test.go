@@ -12,6 +12,7 @@ import (
 // refuses to put d/<name>/f in an index exactly when isDotGit takes name
 // for .git.
 func TestIsDotGitAgreesWithGit(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := t.TempDir()
 	sh(t, ws, "git init -q")
@@ -53,6 +54,7 @@ func TestIsDotGitAgreesWithGit(t *testing.T) {
 // repository stays clean under git fsck --strict; look-alikes that are
 // not .git anywhere are committed as they are.
 func TestDotGitLookAlikesAreNotCommitted(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)

@@ -190,6 +190,7 @@ func gitStatus(t *testing.T, dir string) string {
 // A task that writes inside a submodule gets a named error, not a
 // completion that silently drops the writes.
 func TestWriteInsideASubmoduleIsANamedError(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	sub := sh(t, ws, "mkdir lib && cd lib && git init -q && git -c user.name=U -c user.email=u@e commit -q --allow-empty -m sub && git rev-parse HEAD")
@@ -212,6 +213,7 @@ func TestWriteInsideASubmoduleIsANamedError(t *testing.T) {
 // A nested repository's files are committed as plain files, and what was
 // removed is named.
 func TestNestedRepositoryIsCommittedAsFiles(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -238,6 +240,7 @@ func TestNestedRepositoryIsCommittedAsFiles(t *testing.T) {
 // A directory replaced by a file or a link merges into the workspace, and
 // back.
 func TestDirectoryBecomesAFileOrALink(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	for _, replace := range []string{"rm -rf lib && echo now-a-file > lib", "rm -rf lib && ln -s notes.txt lib"} {
 		t.Run(replace, func(t *testing.T) {
@@ -267,6 +270,7 @@ func TestDirectoryBecomesAFileOrALink(t *testing.T) {
 
 // A path under a link in the workspace is never written through the link.
 func TestAdvanceNeverWritesThroughALink(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -291,6 +295,7 @@ func TestAdvanceNeverWritesThroughALink(t *testing.T) {
 // (racily clean for git) still reaches the squash: the saved index keeps
 // its mtime, so git re-reads such files.
 func TestSquashSeesASameSizeEditRightAfterTheCopy(t *testing.T) {
+	gitHeavy(t)
 	ws := userRepo(t)
 	r := open(t, ws)
 	r.SetPool(filepath.Join(t.TempDir(), "pool"), 2)

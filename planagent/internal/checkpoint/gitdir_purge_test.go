@@ -14,6 +14,7 @@ import (
 // its files but loses its HEAD; a git directory the user's repository
 // tracks (a test fixture) and directories with only part of one stay.
 func TestMovedAwayGitDirectoryIsNotTaken(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	for _, f := range []string{"fixtures/bare.git/HEAD", "fixtures/bare.git/objects/info/packs", "fixtures/bare.git/refs/heads/main"} {

@@ -48,6 +48,7 @@ func includeRepo(t *testing.T) (ws, outside string) {
 }
 
 func TestIncludedIgnoredFilesReachEveryCopy(t *testing.T) {
+	gitHeavy(t)
 	ws, outside := includeRepo(t)
 	r, err := Open(t.Context(), ws, filepath.Join(t.TempDir(), "shadow.git"), []string{filepath.Join(ws, "volumes")})
 	if err != nil {

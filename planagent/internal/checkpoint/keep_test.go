@@ -13,6 +13,7 @@ import (
 // that commit would then fail with "cannot lock ref … File exists" (seen
 // under load in an e2e run).
 func TestKeepOutlivesCancellation(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)

@@ -27,6 +27,7 @@ func makeSparse(t *testing.T, dir, name string, size int64) {
 // limit and the setting named, and nothing of it reaches the repository
 // or the workspace.
 func TestSparseFileAboveTheLimitIsRefused(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -61,6 +62,7 @@ func TestSparseFileAboveTheLimitIsRefused(t *testing.T) {
 // tracked one whose stat data is the saved index's, may be larger. A new
 // or changed file above it is refused, the others counted.
 func TestFileSizeLimitCountsWhatGitReads(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	data := strings.Repeat("d", 5000)
@@ -100,6 +102,7 @@ func TestFileSizeLimitCountsWhatGitReads(t *testing.T) {
 // More files than max_files (tracked, or untracked and not ignored) fail
 // the squash, named; ignored ones do not count.
 func TestTooManyFilesAreRefused(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -127,6 +130,7 @@ func TestTooManyFilesAreRefused(t *testing.T) {
 // workspace (streamed from cat-file), and checked out into a copy of a
 // later commit, all byte for byte.
 func TestLargeFileStreamsThroughTheChain(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)

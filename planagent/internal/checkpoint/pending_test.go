@@ -21,6 +21,7 @@ func objectsOf(t *testing.T, ws string) string {
 // Its move, once it can be made, brings in exactly what the branch then
 // holds: nothing unreachable.
 func TestFailedMoveLeavesNoObjectsOfItsOwn(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)
@@ -95,6 +96,7 @@ func TestFailedMoveLeavesNoObjectsOfItsOwn(t *testing.T) {
 // that moved bring in only what the branch holds, and a merge onto a
 // commit the branch never moved to brings that commit's objects along.
 func TestOnlyMovedTasksLeaveObjects(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	r := open(t, ws)

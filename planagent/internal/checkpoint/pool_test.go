@@ -39,6 +39,7 @@ func packStat(t *testing.T, dir string) map[string][2]int64 {
 // on every use because its stamp was too recent to trust. A pack the agent
 // changed (same size, other bytes) is still written back.
 func TestPooledCopyWritesItsPacksOnce(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 1)
 	ctx := t.Context()
@@ -110,6 +111,7 @@ func TestPooledCopyWritesItsPacksOnce(t *testing.T) {
 // has one, whichever was thrown away last: in a chain, the task before's
 // acceptance copy is the next task's copy with nothing to write.
 func TestPoolPrefersTheCopyOfTheCommit(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 3)
 	ctx := t.Context()
@@ -165,6 +167,7 @@ func TestPoolPrefersTheCopyOfTheCommit(t *testing.T) {
 // one new pair of inodes (two per task before), and git finds every
 // object.
 func TestCopyRecyclesItsPackFiles(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 1)
 	ctx := t.Context()
@@ -219,6 +222,7 @@ func TestCopyRecyclesItsPackFiles(t *testing.T) {
 // next copy of that commit is the same directory, not remade (its saved
 // index is not written again). A copy of another commit is remade.
 func TestRecycledCopyIsTakenAsItIs(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 2)
 	ctx := t.Context()
@@ -282,6 +286,7 @@ func TestRecycledCopyIsTakenAsItIs(t *testing.T) {
 // NewCopy of a commit a RecycleCopy is remaking a copy at waits for it and
 // takes that copy, rather than remake another one beside it.
 func TestNewCopyWaitsForTheRecycleOfItsCommit(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 2)
 	ctx := t.Context()
@@ -333,6 +338,7 @@ func TestNewCopyWaitsForTheRecycleOfItsCommit(t *testing.T) {
 // looked at (a file put into it behind planagent's back stays, which is
 // why only a copy planagent remade and nothing ran in since is trusted).
 func TestRecycledCopyOfAnotherCommitWritesOnlyTheDifference(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 2)
 	ctx := t.Context()
@@ -377,6 +383,7 @@ func TestRecycledCopyOfAnotherCommitWritesOnlyTheDifference(t *testing.T) {
 // Recycling a copy that is gone (a resumed run's attempt whose copy a
 // crash took) makes nothing: no copy is checked out anew to be pooled.
 func TestRecycleOfAMissingCopyMakesNothing(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 2)
 	dir := filepath.Join(t.TempDir(), "gone")
@@ -394,6 +401,7 @@ func TestRecycleOfAMissingCopyMakesNothing(t *testing.T) {
 // A copy set aside leaves its place at once, and recycled from where it
 // went, it is the pool's ready copy; nothing stays aside.
 func TestSetAsideThenRecycle(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 2)
 	ctx := t.Context()
@@ -432,6 +440,7 @@ func TestSetAsideThenRecycle(t *testing.T) {
 // written, and what the commit does not hold (ignored and untracked files)
 // is removed; the rest is not looked at again.
 func TestSquashedCopyIsRecycledFromItsSquash(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 2)
 	ctx := t.Context()
@@ -505,6 +514,7 @@ func TestSquashedCopyIsRecycledFromItsSquash(t *testing.T) {
 // off the tasks' path, not by the copy a task waits for: that copy merges
 // them only when there are very many (a run without recycles).
 func TestCachePacksAreMergedByTheRecycle(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	r, _, head := pooledRepo(t, 1)
 	ctx := t.Context()

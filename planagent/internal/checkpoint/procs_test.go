@@ -39,6 +39,7 @@ func gitCounter(t *testing.T) func() int {
 // cache warm): each process costs milliseconds, and a step that gains one
 // shows here before it shows in the benchmarks.
 func TestChainTaskGitProcesses(t *testing.T) {
+	gitHeavy(t)
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()
@@ -123,6 +124,7 @@ func TestChainTaskGitProcesses(t *testing.T) {
 // not needed, the squash's message is remembered) and its acceptance copy,
 // whose objects the merge put into the object cache.
 func TestFanOutMergeGitProcesses(t *testing.T) {
+	gitHeavy(t)
 	ws := userRepo(t)
 	r := open(t, ws)
 	ctx := t.Context()

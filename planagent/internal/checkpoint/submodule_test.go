@@ -9,6 +9,7 @@ import (
 // it; its commit must come through the task's commit unchanged, and the
 // run names it at start.
 func TestSubmoduleSurvivesATask(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	ws := userRepo(t)
 	sub := sh(t, ws, "mkdir lib && cd lib && git init -q && git -c user.name=U -c user.email=u@e commit -q --allow-empty -m sub && git rev-parse HEAD")

@@ -133,6 +133,7 @@ func nestedRepo(t *testing.T, dir, rel, marker string) {
 // the nested .git is removed and named, its files are committed as plain
 // files, and nothing runs on the host.
 func TestUnreadableDirectoryHidesNoRepository(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	unprivileged(t, nil, func(t *testing.T, top string) {
 		ws := userRepo(t)
@@ -177,6 +178,7 @@ func TestUnreadableDirectoryHidesNoRepository(t *testing.T) {
 // The same inside a submodule's directory: what the task wrote there is
 // the SubmoduleError, unreadable or not.
 func TestUnreadableSubmoduleIsStillChecked(t *testing.T) {
+	gitHeavy(t)
 	t.Parallel()
 	unprivileged(t, nil, func(t *testing.T, top string) {
 		ws := userRepo(t)
