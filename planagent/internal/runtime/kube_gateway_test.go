@@ -1,3 +1,5 @@
+//go:build clientgo
+
 package runtime
 
 import (
