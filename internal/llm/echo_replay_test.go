@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -22,16 +21,11 @@ import (
 // folder beside the clone).
 const avianRecording = "fantasy/TestOpenAICompatibleThinking/avian-kimi/thinking-streaming.yaml"
 
+// providerTraffic reads a recording of the provider-traffic folder
+// (trafficDir: the one place that finds it, or skips naming why).
 func providerTraffic(t *testing.T, rel string) []byte {
 	t.Helper()
-	dir := os.Getenv("CODEAGENT_PROVIDER_TRAFFIC")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "provider-traffic")
-		if _, err := os.Stat(dir); err != nil {
-			t.Skipf("recorded provider traffic not found at %s (set CODEAGENT_PROVIDER_TRAFFIC): %v", dir, err)
-		}
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, rel))
+	raw, err := os.ReadFile(recording(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
