@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/planspec"
 	"github.com/codeagent/codeagent/internal/protocol"
-	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/internal/tokens"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
@@ -16,8 +16,8 @@ import (
 // rank, the hint, tokens, cost, time and why it failed.
 func TestAttemptResults(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	p := &plan.Plan{Title: "T", Tasks: []plan.Task{{ID: "a", Description: "a", Attempts: 3}, {ID: "b", Description: "b"}}}
-	st, err := runrecord.NewState("r1", "goal", p, llm.Usage{}, now)
+	p := &planspec.Plan{Title: "T", Tasks: []planspec.Task{{ID: "a", Description: "a", Attempts: 3}, {ID: "b", Description: "b"}}}
+	st, err := runrecord.NewState("r1", "goal", p, tokens.Usage{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
