@@ -325,6 +325,11 @@ func LoadState(l volume.Layout, runID string, unfinished bool) (*State, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("run state %s is corrupt: %w", statePath(l, runID), err)
 	}
+	if st.RunID != runID || st.Created.IsZero() {
+		// Junk a person or another tool left among the runs: shown as
+		// such, not as a run with no id that started in the year 1.
+		return nil, fmt.Errorf("%s is not a planagent run state (its run_id is %q, its created time %q): remove %s", statePath(l, runID), st.RunID, st.Created.Format(time.RFC3339), l.Run(runID))
+	}
 	if st.Info == nil {
 		st.Info = map[string]*TaskInfo{}
 	}

@@ -141,14 +141,19 @@ func TestList(t *testing.T) {
 	if err := writeFile(l.Run("run-20261124-000000-0bad")+"/state.json", "{"); err != nil {
 		t.Fatal(err)
 	}
+	// Junk that parses: no run id, no start time (not a run of the year 1).
+	if err := writeFile(l.Run("run-20261125-000000-junk")+"/state.json", "{}"); err != nil {
+		t.Fatal(err)
+	}
 	rows, err = List(l, Options{Prices: Prices{"m1": {Input: 1, Output: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 || rows[0].Error == "" || rows[1].ID != "run-20261123-010000-0001" || rows[2].ID != older.RunID {
+	if len(rows) != 4 || rows[0].ID != "run-20261125-000000-junk" || !strings.Contains(rows[0].Error, "not a planagent run state") ||
+		rows[1].Error == "" || rows[2].ID != "run-20261123-010000-0001" || rows[3].ID != older.RunID {
 		t.Fatalf("rows %+v", rows)
 	}
-	if r := rows[1]; r.Status != "failed" || r.Tasks != 4 || r.Counts["completed"] != 2 || r.Tokens.Total != 1695 || r.CostUSD == nil || r.Goal != "build a diamond" {
+	if r := rows[2]; r.Status != "failed" || r.Tasks != 4 || r.Counts["completed"] != 2 || r.Tokens.Total != 1695 || r.CostUSD == nil || r.Goal != "build a diamond" {
 		t.Errorf("row %+v", r)
 	}
 }
