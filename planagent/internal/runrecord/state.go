@@ -316,7 +316,7 @@ func LoadState(l volume.Layout, runID string, unfinished bool) (*State, error) {
 	}
 	b, err := protocol.ReadRegular(statePath(l, runID), 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s has no run %q (see %s)", ErrNoRun, l.Runs(), runID, l.Runs())
+		return nil, fmt.Errorf("%w: %s has no run %q (see `planagent runs`; a run started with --volumes DIR is found with the same --volumes DIR)", ErrNoRun, l.Runs(), runID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read run state: %w", err)
