@@ -353,3 +353,16 @@ func TestExecStateStaysOutOfTheProject(t *testing.T) {
 		t.Errorf("sessions under .git/codeagent: %v, want one", sessions)
 	}
 }
+
+// The top-level help names the settings a first run needs.
+func TestHelpNamesTheModelSettings(t *testing.T) {
+	code, stdout, stderr := run(t, nil, "--help")
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("codingagent --help does not name %s:\n%s", want, stdout)
+		}
+	}
+}
