@@ -226,6 +226,7 @@ func TestMarkdownSummary(t *testing.T) {
 		"| c.x-1 | failed | 1 | 50/5 | $0.0002 | 3s | tests failed |",
 		"Totals: 4 tasks: 2 completed, 1 failed, 1 skipped, 0 pending.",
 		"cost $0.0058 (m1)",
+		"(every attempt's, added up: more than the wall time when tasks ran in parallel); wall time",
 		"- c.x-1: continue — not needed",
 		"```mermaid\nflowchart TD\n",
 		"| b | 1 | +6s | +8s | 2s | failed |",
