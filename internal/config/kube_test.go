@@ -39,14 +39,30 @@ kube_pending_timeout: 90s
 	for _, c := range []struct{ body, key, want string }{
 		{"kube_node_selector: disktype\n", "kube_node_selector", "key=value"},
 		{"kube_tolerations: gpu=true:Sometimes\n", "kube_tolerations", "NoSchedule, PreferNoSchedule, NoExecute"},
-		{"kube_cpu_request: 3\n", "kube_cpu_request", "not above container_cpus"},
-		{"kube_memory_request: 4g\n", "kube_memory_request", "not above container_memory"},
+		{"runtime: kubernetes\nkube_cpu_request: 3\n", "kube_cpu_request", "not above container_cpus"},
+		{"runtime: kubernetes\nkube_memory_request: 4g\n", "kube_memory_request", "not above container_memory"},
 		{"kube_pending_timeout: 0s\n", "kube_pending_timeout", "positive duration"},
 	} {
 		_, err := Load(Options{File: writeFile(t, dir, "bad.yaml", c.body), Getenv: env(nil)})
 		var ce *Error
-		if !errors.As(err, &ce) || ce.Key != c.key || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "bad.yaml:1") {
+		if !errors.As(err, &ce) || ce.Key != c.key || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "bad.yaml:") {
 			t.Errorf("%q: err = %v, want key %s saying %q at bad.yaml:1", c.body, err, c.key, c.want)
 		}
+	}
+}
+
+// The kubernetes requests bound nothing with another runtime: a docker run
+// with container_memory 64m is not refused for the default 128m request.
+func TestKubeRequestsOnlyBindKubernetes(t *testing.T) {
+	dir := t.TempDir()
+	for _, body := range []string{"container_memory: 64m\n", "runtime: local\ncontainer_memory: 64m\ncontainer_cpus: 0.25\n"} {
+		if _, err := Load(Options{File: writeFile(t, dir, "small.yaml", body), Getenv: env(nil)}); err != nil {
+			t.Errorf("%q: %v", body, err)
+		}
+	}
+	_, err := Load(Options{File: writeFile(t, dir, "kube.yaml", "runtime: kubernetes\ncontainer_memory: 64m\n"), Getenv: env(nil)})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "kube_memory_request" {
+		t.Errorf("kubernetes with container_memory below the request: %v, want kube_memory_request refused", err)
 	}
 }

@@ -84,6 +84,12 @@ func (l *Loaded) printProfile(w io.Writer) error {
 	if err != nil {
 		return nil // Load rejects a bad compat map; a hand-built Config may hold one
 	}
+	if api, _, err := llm.ResolveAPI(l.API, l.BaseURL, l.Model); err == nil && api == llm.APIAnthropic {
+		// Anthropic's Messages API has no Chat Completions fields to adapt:
+		// a profile table there would describe requests never sent.
+		_, err := fmt.Fprintf(w, "\nprovider profile: none (the anthropic api speaks Anthropic's Messages API; %s: applies to chat completions)\n", keyCompat)
+		return err
+	}
 	compatSrc := l.Sources[keyCompat]
 	if _, err := fmt.Fprintf(w, "\nprovider profile (chat completions; override with %s:):\n", keyCompat); err != nil {
 		return fmt.Errorf("print config: %w", err)

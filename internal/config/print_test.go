@@ -126,3 +126,26 @@ func TestFormatUSD(t *testing.T) {
 		}
 	}
 }
+
+// With the anthropic api there is no Chat Completions request to adapt:
+// config shows no compat table, and says why; with chat it shows one.
+func TestPrintProfileOnlyForChat(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for base, table := range map[string]bool{"https://api.anthropic.com": false, "https://api.openai.com/v1": true} {
+		l, err := Load(Options{Getenv: env(map[string]string{"OPENAI_BASE_URL": base, "OPENAI_MODEL": "claude-sonnet-4-5"})})
+		if err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		var buf bytes.Buffer
+		if err := l.Print(&buf); err != nil {
+			t.Fatalf("Print: %v", err)
+		}
+		out := buf.String()
+		if got := strings.Contains(out, "COMPAT KEY"); got != table {
+			t.Errorf("%s: compat table shown %v, want %v:\n%s", base, got, table, out)
+		}
+		if !table && !strings.Contains(out, "provider profile: none (the anthropic api") {
+			t.Errorf("%s: no word on why there is no profile:\n%s", base, out)
+		}
+	}
+}

@@ -79,10 +79,13 @@ func validate(c Config, where func(key string) string) error {
 	check("kube_node_selector", selErr == nil, "key=value pairs separated by commas, e.g. disktype=ssd,zone=a")
 	_, tolErr := ParseTolerations(c.KubeTolerations)
 	check("kube_tolerations", tolErr == nil, "key[=value]:effect separated by commas, effect "+strings.Join(TaintEffects, ", ")+", e.g. gpu=true:NoSchedule")
-	check("kube_cpu_request", c.KubeCPURequest > 0 && c.KubeCPURequest <= c.ContainerCPUs, "a positive number of CPUs not above container_cpus, e.g. 0.5")
+	// The requests are the kubernetes runtime's: with docker or local, a
+	// small container_memory must not be refused for a default request.
+	kube := c.Runtime == "kubernetes"
+	check("kube_cpu_request", c.KubeCPURequest > 0 && (!kube || c.KubeCPURequest <= c.ContainerCPUs), "a positive number of CPUs not above container_cpus, e.g. 0.5")
 	memReq, memReqErr := ParseMemory(c.KubeMemoryRequest)
 	memLimit, _ := ParseMemory(c.ContainerMemory)
-	check("kube_memory_request", memReqErr == nil && (memErr != nil || memReq <= memLimit), `a positive size in docker units not above container_memory, e.g. "256m"`)
+	check("kube_memory_request", memReqErr == nil && (!kube || memErr != nil || memReq <= memLimit), `a positive size in docker units not above container_memory, e.g. "256m"`)
 	check("kube_pending_timeout", c.KubePendingTimeout > 0, `a positive duration such as "3m"`)
 
 	if c.ContextWindow > 0 && c.ReservedOutput > 0 && c.ReservedOutput >= c.ContextWindow {

@@ -219,6 +219,26 @@ func Shorten(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
+// Title is s on one line, cut to at most n runes at a word's end with "…",
+// for a title or a commit subject: a word cut in half reads as a typo,
+// and a `code span` cut open leaves a stray backtick (dropped, with what
+// followed it, when the cut leaves one unmatched).
+func Title(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	cut := string(r[:n-1]) // room for the ellipsis
+	if i := strings.LastIndexByte(cut, ' '); i >= len(cut)/2 {
+		cut = cut[:i]
+	}
+	if strings.Count(cut, "`")%2 == 1 {
+		cut = cut[:strings.LastIndexByte(cut, '`')]
+	}
+	return strings.TrimRight(cut, " ,;:-") + "…"
+}
+
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

@@ -268,3 +268,20 @@ func TestProblem(t *testing.T) {
 		})
 	}
 }
+
+// An empty acceptance command is the problem of its task, whatever its
+// place in the task's list: a plan file names that task's line.
+func TestValidateEmptyAcceptanceNamesItsTask(t *testing.T) {
+	p := &Plan{Tasks: []Task{
+		{ID: "a", Description: "a"},
+		{ID: "b", Description: "b"},
+		{ID: "c", Description: "c", Acceptance: []string{"true", " "}},
+	}}
+	var ve *ValidationError
+	if err := Validate(p, Limits{}); !errors.As(err, &ve) {
+		t.Fatalf("Validate = %v, want a ValidationError", err)
+	}
+	if len(ve.Tasks) != 1 || ve.Tasks[0] != 2 || !strings.Contains(ve.Problems[0], `task "c" acceptance command 2 is empty`) {
+		t.Errorf("problems %q of tasks %v, want task c's (index 2) acceptance command 2", ve.Problems, ve.Tasks)
+	}
+}

@@ -174,9 +174,9 @@ func (v *validator) task(i int, t Task, l Limits) {
 	if n := len(t.Acceptance); n > l.MaxAcceptance {
 		v.add(i, fmt.Sprintf("%s has %d acceptance commands; the limit is %d", name, n, l.MaxAcceptance))
 	}
-	for i, c := range t.Acceptance {
+	for k, c := range t.Acceptance {
 		if strings.TrimSpace(c) == "" {
-			v.add(i, fmt.Sprintf("%s acceptance command %d is empty", name, i+1))
+			v.add(i, fmt.Sprintf("%s acceptance command %d is empty", name, k+1))
 		}
 	}
 }

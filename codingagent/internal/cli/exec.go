@@ -41,8 +41,10 @@ watch) and the --context-file, if given.
 
 The conversation is kept in <volumes>/context/sessions/exec-<time>.jsonl and
 long-term memory in <volumes>/context/memory.md (<volumes>: --volumes, else
-./volumes; with --workspace DIR and no ./volumes, DIR/volumes, never a new
-dir in the current directory). Progress goes to stderr, or
+./volumes; with --workspace DIR and no ./volumes, a dir per project outside
+it, ~/.local/state/codeagent/workspaces/<name>-<hash> ($XDG_STATE_HOME if
+set; DIR/.git/codeagent without a home): never a new dir in the project or
+the current directory). Progress goes to stderr, or
 with --json one JSON event per line to stdout (the report is the last event,
 task_end).
 

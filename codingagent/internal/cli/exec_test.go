@@ -293,21 +293,76 @@ func TestExecRefusesASmallLocalWindow(t *testing.T) {
 	}
 }
 
-// exec --workspace DIR run from elsewhere keeps its sessions and memory in
-// DIR/volumes: nothing is written into the current directory.
+// exec --workspace DIR run from elsewhere keeps its sessions and memory
+// outside both the current directory and the project: under
+// $XDG_STATE_HOME/codeagent/workspaces/, one dir per project, found again
+// by the next exec there.
 func TestExecWithAWorkspaceLeavesTheCurrentDirectoryAlone(t *testing.T) {
 	srv := llmtest.New(t)
 	srv.Handle(memoryAware(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Nothing to do.") }))
-	cwd, ws := t.TempDir(), t.TempDir()
+	cwd, ws, state := t.TempDir(), t.TempDir(), t.TempDir()
 	t.Chdir(cwd)
-	code, _, stderr := run(t, execEnv(srv), "exec", "Say hello", "--workspace", ws)
-	if code != cmdutil.ExitOK {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
+	env := execEnv(srv)
+	env["XDG_STATE_HOME"] = state
+	for range 2 {
+		code, _, stderr := run(t, env, "exec", "Say hello", "--workspace", ws)
+		if code != cmdutil.ExitOK {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
 	}
 	if entries, _ := os.ReadDir(cwd); len(entries) != 0 {
 		t.Errorf("exec wrote into the current directory: %v", entries)
 	}
-	if sessions, _ := filepath.Glob(filepath.Join(ws, "volumes", "context", "sessions", "exec-*.jsonl")); len(sessions) != 1 {
-		t.Errorf("sessions in the workspace's volumes: %v, want one", sessions)
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Errorf("exec wrote into the project: %v", entries)
+	}
+	sessions, _ := filepath.Glob(filepath.Join(state, "codeagent", "workspaces", filepath.Base(ws)+"-*", "context", "sessions", "exec-*.jsonl"))
+	if len(sessions) != 2 {
+		t.Errorf("sessions under the state dir: %v, want the two execs' in one project dir", sessions)
+	}
+}
+
+// An exec that fails (the model server refuses the key) writes nothing
+// into the project either; without HOME or XDG_STATE_HOME a git project
+// keeps the agent's state in its .git, where no commit takes it.
+func TestExecStateStaysOutOfTheProject(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Status: 401} })
+	ws, state := t.TempDir(), t.TempDir()
+	t.Chdir(t.TempDir())
+	env := execEnv(srv)
+	env["HOME"] = state
+	if code, _, stderr := run(t, env, "exec", "Say hello", "--workspace", ws); code == cmdutil.ExitOK {
+		t.Fatalf("exit 0 with a refused key: %s", stderr)
+	}
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Errorf("a failed exec wrote into the project: %v", entries)
+	}
+	if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv.Handle(memoryAware(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Nothing to do.") }))
+	delete(env, "HOME")
+	if code, _, stderr := run(t, env, "exec", "Say hello", "--workspace", ws); code != cmdutil.ExitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if entries, _ := os.ReadDir(ws); len(entries) != 1 {
+		t.Errorf("the project holds %v, want only .git", entries)
+	}
+	if sessions, _ := filepath.Glob(filepath.Join(ws, ".git", "codeagent", "context", "sessions", "exec-*.jsonl")); len(sessions) != 1 {
+		t.Errorf("sessions under .git/codeagent: %v, want one", sessions)
+	}
+}
+
+// The top-level help names the settings a first run needs.
+func TestHelpNamesTheModelSettings(t *testing.T) {
+	code, stdout, stderr := run(t, nil, "--help")
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("codingagent --help does not name %s:\n%s", want, stdout)
+		}
 	}
 }

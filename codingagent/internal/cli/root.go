@@ -28,6 +28,10 @@ tools of the MCP servers in mcp_servers (codingagent mcp list). It carries out
 one goal (exec), every command file planagent drops into the volumes (watch),
 or works with a person (chat).
 
+The model: OPENAI_API_KEY (ANTHROPIC_API_KEY with the anthropic api),
+OPENAI_BASE_URL (any OpenAI-compatible server) and OPENAI_MODEL, or the same
+keys in the config file; ` + "`config`" + ` shows what is in effect and where it came from.
+
 Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted.`,
 	}
 	cmdutil.SetupRoot(root)

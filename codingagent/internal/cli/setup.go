@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -44,7 +46,11 @@ func newAgentSetup(f *cmdutil.Factory, cmd *cobra.Command) (*agentSetup, error) 
 	if cfg.APIKey == "" {
 		return nil, cmdutil.UsageError(errors.New("no API key: set OPENAI_API_KEY (or api_key in the config file); a server that needs none accepts any value"))
 	}
-	layout, err := volume.New(volumesFor(l), cfg.WorkspaceDir)
+	vols, err := volumesFor(l, f.Getenv)
+	if err != nil {
+		return nil, cmdutil.UsageError(err)
+	}
+	layout, err := volume.New(vols, cfg.WorkspaceDir)
 	if err != nil {
 		return nil, cmdutil.UsageError(err)
 	}
@@ -74,17 +80,38 @@ func newAgentSetup(f *cmdutil.Factory, cmd *cobra.Command) (*agentSetup, error) 
 }
 
 // volumesFor is the volumes dir of an agent run: the configured one, but
-// with --workspace given and no volumes dir named, the project's own
-// ./volumes (where running inside it would put them), not one made in
-// whatever directory the command runs from.
-func volumesFor(l *config.Loaded) string {
+// with --workspace given and no volumes dir named, one outside the project
+// (as Claude Code and Codex keep theirs under the home directory):
+// $XDG_STATE_HOME/codeagent/workspaces/<name>-<hash of its path>, else
+// ~/.local/state/…, else the project's .git/codeagent. A volumes/ dir
+// written into the project would be the user's to clean up, and the next
+// `planagent run` there refuses it as an uncommitted change.
+func volumesFor(l *config.Loaded, getenv func(string) string) (string, error) {
 	if l.WorkspaceDir == "" || l.Sources["volumes_dir"] != config.SourceDefault {
-		return l.VolumesDir
+		return l.VolumesDir, nil
 	}
 	if fi, err := os.Stat(l.VolumesDir); err == nil && fi.IsDir() {
-		return l.VolumesDir // a volumes tree here already: it is meant
+		return l.VolumesDir, nil // a volumes tree here already: it is meant
 	}
-	return filepath.Join(l.WorkspaceDir, "volumes")
+	ws, err := filepath.Abs(l.WorkspaceDir)
+	if err != nil {
+		return "", err
+	}
+	state := getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(state) {
+		state = ""
+		if home := getenv("HOME"); filepath.IsAbs(home) {
+			state = filepath.Join(home, ".local", "state")
+		}
+	}
+	if state != "" {
+		sum := sha256.Sum256([]byte(ws))
+		return filepath.Join(state, "codeagent", "workspaces", filepath.Base(ws)+"-"+hex.EncodeToString(sum[:4])), nil
+	}
+	if fi, err := os.Stat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
+		return filepath.Join(ws, ".git", "codeagent"), nil
+	}
+	return "", fmt.Errorf("no place outside %s for the agent's sessions and memory: set HOME or XDG_STATE_HOME, or name one with --volumes", ws)
 }
 
 // shellOptions keep the key and the MCP servers' secrets from the model:

@@ -191,6 +191,7 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 	if err := r.prepareCopies(ctx); err != nil {
 		return nil, fmt.Errorf("checkpoints in %s: %w", ws, err)
 	}
+	r.clearStaleKeepLocks(ctx)
 	r.cat = &catFile{g: r.g}
 	return r, nil
 }
@@ -502,6 +503,34 @@ func samePath(a, b string) bool {
 	return err1 == nil && err2 == nil && ra == rb
 }
 
+// staleLockAge is how old a keep ref's lock must be to be taken for the
+// leftover of a killed planagent: git holds it for the milliseconds of one
+// update-ref, so a minute leaves a wide margin on a loaded machine.
+const staleLockAge = time.Minute
+
+// clearStaleKeepLocks removes the refs/codeagent/keep/<sha>.lock files a
+// planagent killed mid update-ref left in the repository: nothing else
+// takes them away, and each blocks that commit's keep ref for good. Only
+// our own namespace, only old ones; a failure costs nothing but the lock.
+func (r *Repo) clearStaleKeepLocks(ctx context.Context) {
+	common, err := r.g.line(ctx, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(r.workTree, common)
+		if r.mode == "shadow" {
+			common = r.gitDir
+		}
+	}
+	locks, _ := filepath.Glob(filepath.Join(common, "refs", "codeagent", "keep", "*.lock"))
+	for _, l := range locks {
+		if fi, err := os.Lstat(l); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleLockAge {
+			_ = os.Remove(l)
+		}
+	}
+}
+
 // DropKeeps deletes the refs that kept the run's commits reachable for its
 // copies (refs/codeagent/keep/): once a run ends, its checkpoints are on
 // the branch, and what was never merged may be garbage-collected.
@@ -509,6 +538,7 @@ func (r *Repo) DropKeeps(ctx context.Context) error {
 	r.keepMu.Lock()
 	r.kept = nil
 	r.keepMu.Unlock()
+	r.clearStaleKeepLocks(ctx)
 	out, err := r.g.run(ctx, "for-each-ref", "--format=delete %(refname)", "refs/codeagent/keep/")
 	if err != nil || strings.TrimSpace(out) == "" {
 		return err

@@ -49,8 +49,12 @@ func (s *session) includeIgnored(ctx context.Context, repo *checkpoint.Repo, w i
 		return cmdutil.UsageError(fmt.Errorf("checkpoints: %w", err))
 	}
 	if found.Files > 0 {
-		fmt.Fprintf(w, "checkpoints: %d ignored files (%s) from %s and include_ignored are copied into every task's copy\n",
-			found.Files, sizeOf(found.Bytes), checkpoint.IncludeFile)
+		files, are := fmt.Sprintf("%d ignored files", found.Files), "are"
+		if found.Files == 1 {
+			files, are = "1 ignored file", "is"
+		}
+		fmt.Fprintf(w, "checkpoints: %s (%s) from %s and include_ignored %s copied into every task's copy\n",
+			files, sizeOf(found.Bytes), checkpoint.IncludeFile, are)
 	}
 	for _, sk := range found.Skipped {
 		fmt.Fprintf(w, "checkpoints: not copied into the tasks' copies: %s\n", sk)

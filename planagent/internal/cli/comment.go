@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -53,6 +55,12 @@ func runComment(cmd *cobra.Command, f *cmdutil.Factory, args []string) error {
 	file, line, err := review.ParseWhere(args[2])
 	if err != nil {
 		return cmdutil.UsageError(err)
+	}
+	// A comment is on the task's change: a file the task did not change
+	// would give its follow-up nothing of the change to work from.
+	if in := st.Info[t.ID]; in != nil && len(in.FilesChanged) > 0 && !slices.Contains(in.FilesChanged, file) {
+		return cmdutil.UsageError(fmt.Errorf("task %s did not change %s: comment on one of its files (%s; see `planagent diff %s %s`)",
+			t.ID, file, strings.Join(in.FilesChanged, ", "), s.ref(st.RunID), t.ID))
 	}
 	c, err := review.Open(s.layout.Run(st.RunID)).Add(review.Comment{Task: t.ID, File: file, Line: line, Text: args[3]})
 	if err != nil {

@@ -44,6 +44,9 @@ limit and task timeout it was started with; --runtime, --image, --workspace,
 	}
 	fl := cmd.Flags()
 	fl.Bool("json", false, "one JSON event per line on stdout")
+	// run takes --yes: a script that passes it to both must not break on
+	// resume, which asks nothing (the plan was accepted when the run began).
+	fl.BoolP("yes", "y", false, "accepted as run takes it; resume asks nothing (the plan was accepted at the start)")
 	fl.Bool("retry-failed", false, "give a failed run's failed tasks (and those skipped because of them) another try, with their retries anew")
 	fl.Bool("ui", false, "serve the live web view of the run (see planagent ui) while it runs")
 	fl.String("ui-addr", webui.DefaultAddr, "host:port of the web view of --ui")

@@ -31,6 +31,10 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 its context into the shared volumes tree, runs a codingagent (in a Docker
 container or as a local process) over them and reports the outcome.
 
+The model: OPENAI_API_KEY (ANTHROPIC_API_KEY with the anthropic api),
+OPENAI_BASE_URL (any OpenAI-compatible server) and OPENAI_MODEL, or the same
+keys in the config file; ` + "`config`" + ` shows what is in effect and where it came from.
+
 Exit codes: 0 every task completed; 1 a task failed or was skipped, or
 another failure; 2 bad usage or configuration; 3 paused at a budget (resume continues);
 130 interrupted.`,

@@ -31,6 +31,20 @@ func TestHelpNeedsNoKey(t *testing.T) {
 	}
 }
 
+// The top-level help names the settings a first run needs: the key, the
+// server and the model.
+func TestHelpNamesTheModelSettings(t *testing.T) {
+	f, out, errb := testFactory(nil)
+	if code := cmdutil.Main(f, NewCmdRoot(f), []string{"--help"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	for _, want := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "ANTHROPIC_API_KEY"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("planagent --help does not name %s:\n%s", want, out)
+		}
+	}
+}
+
 func TestConfigMasksKey(t *testing.T) {
 	t.Chdir(t.TempDir())
 	f, out, errb := testFactory(map[string]string{"OPENAI_API_KEY": "sk-secret-value-1234", "OPENAI_MODEL": "m1"})

@@ -268,7 +268,7 @@ func titleOf(t taskgraph.Task) string {
 	if t.Title != "" {
 		return t.Title
 	}
-	return oneLine(t.Description, 80)
+	return events.Title(t.Description, 72) // git's subject line length
 }
 
 func tail(s string, n int) string {

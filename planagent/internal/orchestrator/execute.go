@@ -9,6 +9,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/envfault"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
@@ -69,7 +70,9 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 	case next.ActLaunch:
 		return r.launchAll(ctx, a.ID)
 	case next.ActHalt:
-		return a.Err
+		return r.halt(a)
+	case next.ActPutBack:
+		return r.putBack(a)
 	case next.ActRecord:
 		rep, ok := src.(reported)
 		if !ok || rep.ID != a.ID {
@@ -216,7 +219,11 @@ func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 			if errors.As(err, &ug) {
 				return err // the run stops, resumably: the user's git work comes first
 			}
-			r.outcomes = append(r.outcomes, next.EvMerged{ID: a.ID, Failure: fmt.Sprintf("update the workspace with the merged result: %v", err)})
+			ev := next.EvMerged{ID: a.ID, Failure: fmt.Sprintf("update the workspace with the merged result: %v", err)}
+			if envfault.Is(err) {
+				ev.Env = fmt.Errorf("update the workspace with the merged result: %w", err)
+			}
+			r.outcomes = append(r.outcomes, ev)
 			return nil
 		}
 	}
@@ -293,6 +300,28 @@ func (r *run) requeue(a next.ActRequeue) error {
 	return r.save()
 }
 
+// putBack sends a task again, its attempt not counted, whose attempt a
+// fault of the machine ended; the run halts right after (ActHalt), so the
+// task waits, pending, for the resume.
+func (r *run) putBack(a next.ActPutBack) error {
+	if err := r.requeue(next.ActRequeue(a)); err != nil {
+		return err
+	}
+	if err := r.g.Refund(a.ID); err != nil {
+		return err
+	}
+	return r.save()
+}
+
+// halt ends the run on err, resumable. A fault of the machine says what to
+// fix before the resume that redoes the tasks it stopped.
+func (r *run) halt(a next.ActHalt) error {
+	if !envfault.Is(a.Err) {
+		return a.Err
+	}
+	return fmt.Errorf("%w: %s, then continue with `planagent resume %s`", a.Err, envfault.Hint(a.Err), r.st.RunID)
+}
+
 // replan replaces every unfinished task (the tasks were validated on a
 // clone before next saw the verdict).
 func (r *run) replan(tasks []taskgraph.Task) error {
@@ -350,14 +379,14 @@ func (r *run) startAcceptance(ctx context.Context, id string) {
 	summary := r.info(id).Summary
 	r.accepting++
 	r.offLoop.Go(func() {
-		failure, output := r.accept(ctx, t)
-		r.send(next.EvAccepted{ID: id, Failure: failure, Summary: summary, Output: output})
+		failure, output, env := r.accept(ctx, t)
+		r.send(next.EvAccepted{ID: id, Failure: failure, Summary: summary, Output: output, Env: env})
 	})
 }
 
 // accept runs the acceptance commands in the shared workspace (a run
 // without checkpoints); "" means all passed.
-func (r *run) accept(ctx context.Context, t taskgraph.Task) (failure, output string) {
+func (r *run) accept(ctx context.Context, t taskgraph.Task) (failure, output string, env error) {
 	return r.runAcceptance(ctx, r.o.opts.Layout.Workspace(), t.Acceptance, false)
 }
 
@@ -365,8 +394,10 @@ func (r *run) accept(ctx context.Context, t taskgraph.Task) (failure, output str
 // all passed. output is what each command printed (its tail), for the
 // person reviewing the task. In a copy made for them (isolated), the run's
 // setup command runs first, as it did before the agent: the copy holds
-// only what git tracks and the included ignored files.
-func (r *run) runAcceptance(ctx context.Context, dir string, commands []string, isolated bool) (failure, output string) {
+// only what git tracks and the included ignored files. env is a command
+// that could not run for a fault of the machine (a full disk, the engine
+// gone): not the task's failure.
+func (r *run) runAcceptance(ctx context.Context, dir string, commands []string, isolated bool) (failure, output string, env error) {
 	var out strings.Builder
 	type step struct{ command, what string }
 	var steps []step
@@ -383,7 +414,11 @@ func (r *run) runAcceptance(ctx context.Context, dir string, commands []string, 
 		}
 		res, err := r.o.opts.Runtime.Exec(ctx, dir, s.command, timeout)
 		if err != nil {
-			return fmt.Sprintf("%s %q could not run: %v", s.what, s.command, err), out.String()
+			failure = fmt.Sprintf("%s %q could not run: %v", s.what, s.command, err)
+			if envfault.Is(err) {
+				env = fmt.Errorf("%s %q could not run: %w", s.what, s.command, err)
+			}
+			return failure, out.String(), env
 		}
 		printed := tail(res.Output, acceptanceKept)
 		fmt.Fprintf(&out, "$ %s\n%s", s.command, printed)
@@ -392,10 +427,16 @@ func (r *run) runAcceptance(ctx context.Context, dir string, commands []string, 
 		}
 		fmt.Fprintf(&out, "(exit %d)\n", res.ExitCode)
 		if res.ExitCode != 0 {
-			return fmt.Sprintf("%s %q exited %d: %s", s.what, s.command, res.ExitCode, tail(res.Output, 1500)), out.String()
+			failure = fmt.Sprintf("%s %q exited %d: %s", s.what, s.command, res.ExitCode, tail(res.Output, 1500))
+			// A command that failed on a full disk (npm install, go
+			// build) says so in its last lines: the machine's fault.
+			if envfault.InText(tail(res.Output, 1500)) {
+				env = fmt.Errorf("%s %q exited %d on a full disk: %s", s.what, s.command, res.ExitCode, lastLine(res.Output, "no space left on device", "disk quota exceeded"))
+			}
+			return failure, out.String(), env
 		}
 	}
-	return "", out.String()
+	return "", out.String(), nil
 }
 
 // acceptanceKept is how much of each acceptance command's output a task
@@ -421,4 +462,19 @@ func (r *run) send(ev event) {
 	case r.results <- ev:
 	case <-r.stopped:
 	}
+}
+
+// lastLine is the last line of out that holds one of texts (any case), for
+// the one-line error that names it.
+func lastLine(out string, texts ...string) string {
+	lines := strings.Split(out, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.ToLower(lines[i])
+		for _, t := range texts {
+			if strings.Contains(l, t) {
+				return strings.TrimSpace(lines[i])
+			}
+		}
+	}
+	return ""
 }

@@ -241,6 +241,7 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 	}
 	if err != nil {
 		out.Failure = fmt.Sprintf("commit the attempt's changes: %v", err)
+		out.Env = envErr("commit the attempt's changes", err)
 		return out, after
 	}
 	out.Candidate = onto
@@ -253,6 +254,7 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 		}
 		if err != nil {
 			out.Failure = fmt.Sprintf("merge the attempt's changes: %v", err)
+			out.Env = envErr("merge the attempt's changes", err)
 			return out, after
 		}
 		out.Changed = true
@@ -274,13 +276,15 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 	}
 	if err := repo.RemoveCopy(dir); err != nil {
 		out.Failure = fmt.Sprintf("clear the acceptance copy: %v", err)
+		out.Env = envErr("clear the acceptance copy", err)
 		return out, after
 	}
 	if err := repo.NewCopy(ctx, dir, out.Candidate); err != nil {
 		out.Failure = fmt.Sprintf("copy the merged tree for the acceptance commands: %v", err)
+		out.Env = envErr("copy the merged tree for the acceptance commands", err)
 		return out, after
 	}
-	out.Failure, out.Acceptance = r.runAcceptance(ctx, dir, job.acceptance, true)
+	out.Failure, out.Acceptance, out.Env = r.runAcceptance(ctx, dir, job.acceptance, true)
 	return out, after
 }
 

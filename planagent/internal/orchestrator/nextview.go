@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/envfault"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -35,7 +36,8 @@ func nextEvent(g *taskgraph.Graph, ev event) (event, next.Event) {
 	switch e := ev.(type) {
 	case reported:
 		return e, next.EvReport{ID: e.ID, Report: next.Report{RunID: e.Report.RunID, Attempt: e.Report.Attempt,
-			Status: next.ReportStatus(e.Report.Status), Reason: e.Report.Reason, Summary: e.Report.Summary, Error: e.Report.Error}}
+			Status: next.ReportStatus(e.Report.Status), Reason: e.Report.Reason, Summary: e.Report.Summary, Error: e.Report.Error,
+			Env: envfault.InText(e.Report.Error)}}
 	case decided:
 		vd := e.Verdict
 		v := next.Verdict{Action: vd.Action, Reason: vd.Reason, Invalid: vd.Invalid, Hints: vd.Hints}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/envfault"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
@@ -90,7 +91,7 @@ func lastHeartbeat(dir string) time.Time {
 // with the tasks in flight that reported before it: next tells which
 // tasks it takes with it.
 func (r *run) agentDied(ex attempt.Exit) next.EvAgentDied {
-	ev := next.EvAgentDied{TaskID: ex.TaskID, Attempt: ex.Attempt, Cause: ex.Err}
+	ev := next.EvAgentDied{TaskID: ex.TaskID, Attempt: ex.Attempt, Cause: ex.Err, Env: envfault.Is(ex.Err)}
 	for _, id := range slices.Sorted(maps.Keys(r.inflight)) {
 		if exists(r.o.opts.Layout.ReportFile(id)) {
 			ev.Reported = append(ev.Reported, id)

@@ -1,10 +1,12 @@
 package orchestrator
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/envfault"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -58,4 +60,13 @@ func stopOf(st *runrecord.State, status runrecord.RunStatus, hit limitHit, tasks
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// envErr is err as the fault of the machine it is (a full disk, the engine
+// gone) while doing what, or nil when it is not one.
+func envErr(what string, err error) error {
+	if !envfault.Is(err) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

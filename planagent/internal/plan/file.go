@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,6 +105,7 @@ func ParseFile(name string, data []byte) (*Plan, error) {
 	if len(problems) == 0 {
 		return &p, nil
 	}
+	byLine(name, problems)
 	return nil, fmt.Errorf("%w:\n%s", ErrInvalidPlan, strings.Join(problems, "\n"))
 }
 
@@ -124,7 +127,10 @@ func validationProblems(name string, ve *ValidationError, lines []int, undecoded
 		if i < len(ve.Tasks) {
 			task = ve.Tasks[i]
 		}
-		if undecoded[task] || (task < 0 && len(undecoded) > 0) {
+		// A dependency that names no task is never an echo of a decode
+		// error (a dependencies list that did not decode names none).
+		echo := !strings.Contains(problem, " depends on ")
+		if (undecoded[task] && echo) || (task < 0 && len(undecoded) > 0) {
 			continue
 		}
 		if len(ve.Cycle) > 0 && task == ve.Cycle[0] && strings.HasPrefix(problem, planspec.ErrCycle.Error()) {
@@ -141,6 +147,28 @@ func validationProblems(name string, ve *ValidationError, lines []int, undecoded
 		}
 	}
 	return out
+}
+
+// byLine orders "name:line: problem" lines by line, as an editor lists
+// them; lines without one (the plan's own problems) come first, "and N
+// more problems" last, and the order of the problems of one line is kept.
+func byLine(name string, problems []string) {
+	lineOf := func(p string) int {
+		if strings.HasSuffix(p, " more problems") {
+			return math.MaxInt32
+		}
+		rest, ok := strings.CutPrefix(p, name+":")
+		if !ok {
+			return 0
+		}
+		n, _, _ := strings.Cut(rest, ":")
+		line, err := strconv.Atoi(n)
+		if err != nil {
+			return 0
+		}
+		return line
+	}
+	slices.SortStableFunc(problems, func(a, b string) int { return lineOf(a) - lineOf(b) })
 }
 
 // decodedTasks are the indices of the tasks (starting at lines) that the

@@ -195,7 +195,7 @@ tasks:
   - id: c
     description: c
     dependecies: [a]
-    dependencies: [d]
+    dependencies: [d, ghost]
   - id: d
     description: d
     dependencies: [a, nope]
@@ -204,11 +204,14 @@ tasks:
 	if !errors.Is(err, ErrInvalidPlan) {
 		t.Fatalf("err = %v, want ErrInvalidPlan", err)
 	}
+	// In line order, as an editor lists them; the unknown dependency of
+	// task c is reported beside c's field error.
 	want := []string{
-		`plan.yaml:10: unknown task field "dependecies" (a task has id, title, description, dependencies, acceptance, risks, budget_tokens, task_budget_tokens, attempts)`,
-		`plan.yaml:6: task "b" has an empty description: say what to change and how to check it`,
-		`plan.yaml:12: task "d" depends on unknown task "nope"`,
 		"plan.yaml:3: dependency cycle: a -> c -> d -> a: remove one of these dependencies (the tasks on lines 3 -> 8 -> 12 -> 3)",
+		`plan.yaml:6: task "b" has an empty description: say what to change and how to check it`,
+		`plan.yaml:8: task "c" depends on unknown task "ghost"`,
+		`plan.yaml:10: unknown task field "dependecies" (a task has id, title, description, dependencies, acceptance, risks, budget_tokens, task_budget_tokens, attempts)`,
+		`plan.yaml:12: task "d" depends on unknown task "nope"`,
 	}
 	got := strings.Split(err.Error(), "\n")[1:]
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -316,7 +316,7 @@ func LoadState(l volume.Layout, runID string, unfinished bool) (*State, error) {
 	}
 	b, err := protocol.ReadRegular(statePath(l, runID), 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s has no run %q (see %s)", ErrNoRun, l.Runs(), runID, l.Runs())
+		return nil, fmt.Errorf("%w: %s has no run %q (see `planagent runs`; a run started with --volumes DIR is found with the same --volumes DIR)", ErrNoRun, l.Runs(), runID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read run state: %w", err)
@@ -324,6 +324,11 @@ func LoadState(l volume.Layout, runID string, unfinished bool) (*State, error) {
 	var st State
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("run state %s is corrupt: %w", statePath(l, runID), err)
+	}
+	if st.RunID != runID || st.Created.IsZero() {
+		// Junk a person or another tool left among the runs: shown as
+		// such, not as a run with no id that started in the year 1.
+		return nil, fmt.Errorf("%s is not a planagent run state (its run_id is %q, its created time %q): remove %s", statePath(l, runID), st.RunID, st.Created.Format(time.RFC3339), l.Run(runID))
 	}
 	if st.Info == nil {
 		st.Info = map[string]*TaskInfo{}

@@ -27,6 +27,7 @@ import (
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/envfault"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
 )
 
@@ -383,6 +384,20 @@ func (d *Docker) runContainer(ctx context.Context, s spec, onExit func(c *agentC
 	return c, nil
 }
 
+// engineFault marks err, from a call to the engine, as the engine's outage
+// (envfault.ErrEngine) when the connection to it broke rather than the
+// engine answering an error: the run then stops resumable instead of
+// failing the task whose container it was.
+func engineFault(err error) error {
+	if err == nil || errors.Is(err, envfault.ErrEngine) {
+		return err
+	}
+	if client.IsErrConnectionFailed(err) || envfault.Disconnected(err) {
+		return fmt.Errorf("%w: %w", envfault.ErrEngine, err)
+	}
+	return err
+}
+
 // watchExit turns the container's exit into c.exitErr and c.code, then
 // calls onExit unless Stop asked for the exit.
 func (d *Docker) watchExit(bg context.Context, c *agentContainer, wait client.ContainerWaitResult, onExit func(*agentContainer)) {
@@ -396,7 +411,7 @@ func (d *Docker) watchExit(bg context.Context, c *agentContainer, wait client.Co
 		if bg.Err() != nil {
 			err = errors.New("container stopped")
 		} else {
-			err = fmt.Errorf("lost track of container %s (is the engine still running?): %w", shortID(c.id), werr)
+			err = fmt.Errorf("lost track of container %s (is the engine still running?): %w", shortID(c.id), engineFault(werr))
 		}
 	}
 	c.exitErr, c.code = err, code

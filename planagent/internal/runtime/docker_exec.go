@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/planagent/internal/envfault"
 )
 
 const (
@@ -63,7 +64,7 @@ func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Dur
 	}
 	c, err := d.runContainer(ctx, s, nil)
 	if err != nil {
-		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, engineFault(err))
 	}
 	defer func() {
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
@@ -87,13 +88,16 @@ func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Dur
 		_, err := d.api.ContainerStop(stopCtx, c.id, client.ContainerStopOptions{Timeout: &grace})
 		cancel()
 		if err != nil && !cerrdefs.IsNotFound(err) {
-			return ExecResult{ExitCode: -1}, fmt.Errorf("kill the timed-out acceptance command %q: %w", command, err)
+			return ExecResult{ExitCode: -1}, fmt.Errorf("kill the timed-out acceptance command %q: %w", command, engineFault(err))
 		}
 		<-c.done
 	}
+	if c.code < 0 && errors.Is(c.exitErr, envfault.ErrEngine) {
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, c.exitErr)
+	}
 	output, err := d.containerOutput(ctx, c)
 	if err != nil {
-		return ExecResult{Output: output, ExitCode: -1}, err
+		return ExecResult{Output: output, ExitCode: -1}, engineFault(err)
 	}
 	if timedOut {
 		return ExecResult{Output: output + fmt.Sprintf("\n[command timed out after %s]", timeout), ExitCode: timeoutExitCode}, nil

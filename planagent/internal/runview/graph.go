@@ -2,6 +2,7 @@ package runview
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -61,14 +62,29 @@ func GraphOf(r *Run) Graph {
 }
 
 // Mermaid is r's task graph as a mermaid flowchart, each task coloured by
-// its status. Node names are t0, t1, … (task ids may hold '.' and '-',
-// which mermaid reads as syntax); the label carries the id.
+// its status. A node is named by its task's id where mermaid takes it as a
+// name (letters, digits, '_'; not a keyword), so node t1 is task t1, not
+// t0 numbered from 0; an id with '.' or '-' (mermaid syntax) is named
+// task_<n> instead, n its place in the plan. The label carries the id.
 func Mermaid(r *Run) string {
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
 	name := make(map[string]string, len(r.Tasks))
+	used := map[string]bool{}
+	for _, t := range r.Tasks {
+		if mermaidName.MatchString(t.ID) && !mermaidKeywords[strings.ToLower(t.ID)] {
+			name[t.ID], used[t.ID] = t.ID, true
+		}
+	}
 	for i, t := range r.Tasks {
-		name[t.ID] = fmt.Sprintf("t%d", i)
+		if name[t.ID] != "" {
+			continue
+		}
+		n := fmt.Sprintf("task_%d", i+1)
+		for used[n] {
+			n += "_"
+		}
+		name[t.ID], used[n] = n, true
 	}
 	for _, t := range r.Tasks {
 		fmt.Fprintf(&b, "  %s[\"%s: %s<br/>%s\"]:::%s\n", name[t.ID], mermaidText(t.ID), mermaidText(firstLine(t.Title, 60)),
@@ -87,6 +103,12 @@ func Mermaid(r *Run) string {
 	}
 	return b.String()
 }
+
+var mermaidName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+
+// mermaidKeywords are words a flowchart reads as syntax, not as a node.
+var mermaidKeywords = map[string]bool{"end": true, "graph": true, "flowchart": true, "subgraph": true,
+	"style": true, "class": true, "classdef": true, "click": true, "linkstyle": true, "direction": true, "default": true}
 
 // mermaidText escapes what would end or reinterpret a quoted label.
 func mermaidText(s string) string {

@@ -68,7 +68,8 @@ func Summary(r *Run) string {
 	if priced {
 		fmt.Fprintf(&b, "; cost %s (%s)", usd(r.CostUSD), r.Model)
 	}
-	fmt.Fprintf(&b, "; agent time %s; wall time %s.\n", ms(r.AgentMS), ms(r.WallMS))
+	// Agent time puzzles when it passes the wall time: say what it adds up.
+	fmt.Fprintf(&b, "; agent time %s (every attempt's, added up: more than the wall time when tasks ran in parallel); wall time %s.\n", ms(r.AgentMS), ms(r.WallMS))
 	if len(r.Decisions) > 0 {
 		b.WriteString("\nDecisions:\n")
 		for _, d := range r.Decisions {

@@ -6,8 +6,10 @@
 package runview
 
 import (
+	"strings"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/tokens"
 
@@ -406,5 +408,6 @@ func titleOf(t taskgraph.Task) string {
 	if t.Title != "" {
 		return t.Title
 	}
-	return firstLine(t.Description, 80)
+	line, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
+	return events.Title(line, 80)
 }

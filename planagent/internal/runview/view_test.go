@@ -141,14 +141,19 @@ func TestList(t *testing.T) {
 	if err := writeFile(l.Run("run-20261124-000000-0bad")+"/state.json", "{"); err != nil {
 		t.Fatal(err)
 	}
+	// Junk that parses: no run id, no start time (not a run of the year 1).
+	if err := writeFile(l.Run("run-20261125-000000-junk")+"/state.json", "{}"); err != nil {
+		t.Fatal(err)
+	}
 	rows, err = List(l, Options{Prices: Prices{"m1": {Input: 1, Output: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 || rows[0].Error == "" || rows[1].ID != "run-20261123-010000-0001" || rows[2].ID != older.RunID {
+	if len(rows) != 4 || rows[0].ID != "run-20261125-000000-junk" || !strings.Contains(rows[0].Error, "not a planagent run state") ||
+		rows[1].Error == "" || rows[2].ID != "run-20261123-010000-0001" || rows[3].ID != older.RunID {
 		t.Fatalf("rows %+v", rows)
 	}
-	if r := rows[1]; r.Status != "failed" || r.Tasks != 4 || r.Counts["completed"] != 2 || r.Tokens.Total != 1695 || r.CostUSD == nil || r.Goal != "build a diamond" {
+	if r := rows[2]; r.Status != "failed" || r.Tasks != 4 || r.Counts["completed"] != 2 || r.Tokens.Total != 1695 || r.CostUSD == nil || r.Goal != "build a diamond" {
 		t.Errorf("row %+v", r)
 	}
 }
@@ -161,8 +166,8 @@ func TestGraphFormats(t *testing.T) {
 	}
 
 	m := Mermaid(r)
-	node := regexp.MustCompile(`^  (t\d+)\["([^"]*)"\]:::(\w+)$`)
-	edge := regexp.MustCompile(`^  (t\d+) --> (t\d+)$`)
+	node := regexp.MustCompile(`^  (\w+)\["([^"]*)"\]:::(\w+)$`)
+	edge := regexp.MustCompile(`^  (\w+) --> (\w+)$`)
 	class := regexp.MustCompile(`^  classDef (\w+) fill:#[0-9a-f]{6},stroke:#[0-9a-f]{6},color:#000$`)
 	lines := strings.Split(strings.TrimSuffix(m, "\n"), "\n")
 	if lines[0] != "flowchart TD" {
@@ -174,7 +179,7 @@ func TestGraphFormats(t *testing.T) {
 		case node.MatchString(ln):
 			sm := node.FindStringSubmatch(ln)
 			nodes[sm[1]] = sm[3]
-			if sm[1] == "t0" && sm[2] != "a: Set up #quot;the#quot; #lt;module#gt;<br/>completed" {
+			if sm[1] == "a" && sm[2] != "a: Set up #quot;the#quot; #lt;module#gt;<br/>completed" {
 				t.Errorf("label not escaped: %q", sm[2])
 			}
 		case edge.MatchString(ln):
@@ -184,7 +189,8 @@ func TestGraphFormats(t *testing.T) {
 			t.Errorf("mermaid line does not parse: %q", ln)
 		}
 	}
-	if len(nodes) != 4 || edges != 4 || nodes["t2"] != "failed" || nodes["t3"] != "skipped" {
+	// Safe ids name their nodes; c.x-1 (mermaid syntax) is task_3.
+	if len(nodes) != 4 || edges != 4 || nodes["task_3"] != "failed" || nodes["d"] != "skipped" {
 		t.Errorf("mermaid nodes %v edges %d\n%s", nodes, edges, m)
 	}
 
@@ -220,6 +226,7 @@ func TestMarkdownSummary(t *testing.T) {
 		"| c.x-1 | failed | 1 | 50/5 | $0.0002 | 3s | tests failed |",
 		"Totals: 4 tasks: 2 completed, 1 failed, 1 skipped, 0 pending.",
 		"cost $0.0058 (m1)",
+		"(every attempt's, added up: more than the wall time when tasks ran in parallel); wall time",
 		"- c.x-1: continue — not needed",
 		"```mermaid\nflowchart TD\n",
 		"| b | 1 | +6s | +8s | 2s | failed |",
@@ -249,6 +256,18 @@ func writeFile(path, content string) error {
 
 // Titles cut for the graph's labels and the summary end in "…": a cut title
 // does not read as a whole one ("…> notes/a" as another file name).
+// Node t1 of the picture is task t1: the nodes are not numbered from 0
+// beside ids numbered from 1; a keyword id gets a name of its own.
+func TestMermaidNodesAreNamedByTheirTasks(t *testing.T) {
+	r := &Run{Tasks: []Task{{ID: "t1", Status: "completed"}, {ID: "t2", Status: "pending", Dependencies: []string{"t1"}}, {ID: "end", Status: "pending"}}}
+	m := Mermaid(r)
+	for _, want := range []string{`  t1["t1: `, `  t2["t2: `, "  t1 --> t2\n", `  task_3["end: `} {
+		if !strings.Contains(m, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, m)
+		}
+	}
+}
+
 func TestFirstLineCut(t *testing.T) {
 	title := "Write notes/a.md and notes/b.md from the outline, then link them > notes/index.md"
 	got := firstLine(title, 60)

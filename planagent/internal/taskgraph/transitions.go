@@ -171,3 +171,17 @@ func (g *Graph) Replace(remaining []Task) error {
 	*g = *ng
 	return nil
 }
+
+// Refund takes the task's last attempt off its retries (as resume
+// --retry-failed does for all of them): a fault of the machine ended it,
+// not the task.
+func (g *Graph) Refund(id string) error {
+	i, err := g.lookup(id)
+	if err != nil {
+		return err
+	}
+	if t := &g.tasks[i]; t.Granted < t.Attempts {
+		t.Granted++
+	}
+	return nil
+}

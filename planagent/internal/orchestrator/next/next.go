@@ -36,6 +36,9 @@ type Report struct {
 	Reason  string // ReasonConfig, ReasonBudget, or another the agent gave
 	Summary string
 	Error   string
+	// Env: the agent failed on a fault of the machine (its Error names a
+	// full disk or quota), not of the task.
+	Env bool
 }
 
 // ReportStatus is how an attempt ended (protocol.Status's values).
@@ -63,6 +66,9 @@ type EvBadReport struct {
 type EvAccepted struct {
 	ID, Failure, Summary string
 	Output               string // what the acceptance commands printed
+	// Env: the commands could not run for a fault of the machine (a full
+	// disk, the engine gone), not of the task; Failure says it too.
+	Env error
 }
 
 // EvDecided: the decider answered about a failed task.
@@ -105,6 +111,9 @@ type EvMerged struct {
 	Acceptance string // what the acceptance commands printed
 	Changed    bool
 	Conflict   []string
+	// Env: the merge could not be made for a fault of the machine (a full
+	// disk, the engine gone), not of the task; Failure says it too.
+	Env error
 }
 
 // EvTimedOut: a task Decide gave up on (ActAbandon) is abandoned: what
@@ -124,6 +133,8 @@ type EvAgentDied struct {
 	Attempt  int
 	Cause    error
 	Reported []string
+	// Env: Cause is a fault of the machine (a full disk, the engine gone).
+	Env bool
 }
 
 // EvInterruptedMerge: resume found a merge a crash cut short. The run had
@@ -181,6 +192,12 @@ type ActLaunch struct{ ID string }
 // ActHalt ends Drive with Err: the run cannot go on (a copy that cannot be
 // made, a full disk); it is left interrupted, resumable, with the cause.
 type ActHalt struct{ Err error }
+
+// ActPutBack puts a task whose attempt a fault of the machine ended (a
+// full disk, the engine gone) back to pending, that attempt not counted
+// against its retries: the task did nothing wrong, and the run halts
+// (ActHalt) for the operator to fix the machine and resume.
+type ActPutBack struct{ ID, Note string }
 
 // ActRecord books the report of the event on the task (its summary,
 // files, tokens and time), whose attempt is no longer in flight.
@@ -309,6 +326,7 @@ func (ActDispatch) isAction()          {}
 func (ActLaunch) isAction()            {}
 func (ActHalt) isAction()              {}
 func (ActRecord) isAction()            {}
+func (ActPutBack) isAction()           {}
 func (ActAccept) isAction()            {}
 func (ActMerge) isAction()             {}
 func (ActStartMerge) isAction()        {}
@@ -438,6 +456,9 @@ func Decide(v View, ev Event) []Action {
 	case EvBadReport:
 		return append([]Action{ActStopWaiting{ID: ev.ID}}, failure(v, ev.ID, "unreadable report: "+errText(ev.Err))...)
 	case EvAccepted:
+		if ev.Env != nil {
+			return envStop(ev.ID, ev.Env)
+		}
 		if ev.Failure != "" {
 			return failure(v, ev.ID, ev.Failure)
 		}
@@ -552,6 +573,9 @@ func onReport(v View, ev EvReport) []Action {
 	}
 	rec := ActRecord{ID: ev.ID}
 	t := v.Graph.Task(ev.ID)
+	if ev.Report.Env && ev.Report.Status != ReportCompleted && ev.Report.Status != ReportInterrupted {
+		return append([]Action{rec}, envStop(ev.ID, envError(ev.Report.Error))...)
+	}
 	switch ev.Report.Status {
 	case ReportCompleted:
 		if v.Isolated {
@@ -617,6 +641,9 @@ func onMerged(v View, ev EvMerged) []Action {
 	if ev.Onto != "" && ev.Onto != v.Head {
 		return []Action{ActRemerge{ID: ev.ID}}
 	}
+	if ev.Env != nil {
+		return envStop(ev.ID, ev.Env)
+	}
 	switch {
 	case len(ev.Conflict) > 0:
 		t := v.Graph.Task(ev.ID)
@@ -663,6 +690,9 @@ func onDeath(v View, ev EvAgentDied) []Action {
 			continue
 		}
 		out = append(out, ActStopWaiting{ID: id})
+		if ev.Env && ev.TaskID != "" {
+			return append(out, envStop(id, ev.Cause)...)
+		}
 		t := v.Graph.Task(id)
 		if AttemptsLeft(t, v.MaxRetries, true) > 0 {
 			out = append(out, ActRequeue{ID: id, Note: "the coding agent died (" + errText(ev.Cause) + ")"})
@@ -675,6 +705,19 @@ func onDeath(v View, ev EvAgentDied) []Action {
 	}
 	return out
 }
+
+// envStop puts task id back, its attempt not counted, and halts the run:
+// err is the machine's fault, and every next attempt would meet it too.
+// A plain resume, once the machine is fixed, redoes the task.
+func envStop(id string, err error) []Action {
+	return []Action{ActPutBack{ID: id, Note: "stopped by a fault of the machine: " + errText(err)}, ActHalt{Err: err}}
+}
+
+// envError is the error of an agent's report that named a fault of the
+// machine.
+type envError string
+
+func (e envError) Error() string { return string(e) }
 
 // failure fails the task, then asks the decider, or without one retries
 // while attempts are left.
