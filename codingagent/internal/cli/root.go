@@ -56,6 +56,7 @@ Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted
 		NewCmdChat(f),
 		NewCmdHealth(f),
 		NewCmdProbe(f),
+		NewCmdBoundary(f),
 		NewCmdRepomap(f),
 		NewCmdMCP(f),
 		cmdutil.NewCmdConfig(f),

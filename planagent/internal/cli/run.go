@@ -121,6 +121,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	notifier := notify.New(s.cfg.Notify, s.logger)
 	defer notifier.Wait()
 	sink := notify.Sink(ctx, s.sink(opts.JSON), notifier, opts.Goal)
+	s.events = sink
 	runID := runrecord.NewRunID(time.Now())
 	ctx, span := traceRun(ctx, runID, "")
 	defer span.End()
@@ -139,6 +140,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	s.boundary = boundaryOf(rt)
 	// First after the checks that can refuse the run in one line.
 	s.announce(f.IO.Err)
 	// Uncommitted work is refused before planning costs anything.
@@ -191,6 +193,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		return cmdutil.UsageError(err)
 	}
 	st.Settings = s.settings()
+	st.Boundary = s.boundary
 	st.Checkpoints = checkpoints
 	st.TraceParent = telemetry.TraceParent(ctx)
 	lock, err := runlock.Acquire(s.layout.Run(runID))
@@ -202,7 +205,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		return err
 	}
 	sink.Emit(events.Event{Type: events.PlanCreated, RunID: runID, Text: p.Title,
-		Data: map[string]any{"tasks": len(p.Tasks), "plan": p}})
+		Data: map[string]any{"tasks": len(p.Tasks), "plan": p, "boundary": s.boundary}})
 	defer s.startUI(ctx, ui, runID)()
 	stopPrewarm(true)
 	return drive(ctx, s, st, rt, client, sink, opts.JSON)

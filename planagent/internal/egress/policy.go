@@ -216,3 +216,17 @@ func Internal(ip netip.Addr) bool {
 	}
 	return false
 }
+
+// With is p with more entries and name mappings (what planagent itself
+// needs the attempts to reach).
+func (p *Policy) With(entries, hosts []string) (*Policy, error) {
+	if p.open {
+		return p, nil
+	}
+	all := append(p.Entries(), entries...)
+	mapped := make([]string, 0, len(p.hosts)+len(hosts))
+	for name, a := range p.hosts {
+		mapped = append(mapped, name+"="+a.String())
+	}
+	return Parse(all, append(mapped, hosts...))
+}
