@@ -159,6 +159,11 @@ func TestE2EDockerEgressClosedByDefault(t *testing.T) {
 	if err != nil || !strings.Contains(string(summary), "Boundary: verified") {
 		t.Errorf("summary.md does not record the boundary:\n%s", summary)
 	}
+	// run --check: the same probe, no plan.
+	checked, stderr, code := e.run("run", "--runtime", "docker", "--check")
+	if code != 0 || strings.TrimSpace(checked) != "boundary: verified" {
+		t.Errorf("run --check: exit %d %q\n%s", code, checked, stderr)
+	}
 }
 
 // egress: open restores the engine's network: the probe still runs, and
