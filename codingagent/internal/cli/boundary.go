@@ -55,7 +55,13 @@ its key. planagent runs it at the start of every run.`,
 			base := strings.TrimRight(os.Getenv("OPENAI_BASE_URL"), "/")
 			token := os.Getenv("OPENAI_API_KEY")
 			direct := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil}}
-			proxied := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+			// Every try through the proxy, loopback too, which
+			// ProxyFromEnvironment would send direct.
+			var viaProxy func(*http.Request) (*url.URL, error)
+			if u, err := url.Parse(os.Getenv("HTTP_PROXY")); err == nil && u.Host != "" {
+				viaProxy = http.ProxyURL(u)
+			}
+			proxied := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: viaProxy}}
 			status := func(c *http.Client, target, bearer string) (int, error) {
 				req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 				if err != nil {

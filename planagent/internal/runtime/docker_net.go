@@ -62,8 +62,9 @@ type attemptNet struct {
 }
 
 // openNet serves the model gateway and the egress proxy on unix sockets in
-// a new directory for one container (who names it in the log and the
-// refusals); nil under open egress. The directory is under the system's
+// a new directory for one container (task and attempt name it in the log
+// and the refusals; task "" is a probe, whose refusals are expected and
+// are not reported as the run's); nil under open egress. The directory is under the system's
 // temporary directory, not the volumes: a unix socket's path is limited to
 // about 100 bytes.
 func (d *Docker) openNet(task string, attempt int) (*attemptNet, error) {
@@ -77,7 +78,7 @@ func (d *Docker) openNet(task string, attempt int) (*attemptNet, error) {
 	n := &attemptNet{dir: dir, mount: mount.Mount{Type: mount.TypeBind, Source: dir, Target: relayDir, ReadOnly: true}}
 	proxy := egress.New(egress.Options{Policy: d.egress, Logger: d.log.With("task", task, "attempt", attempt),
 		OnRefuse: func(r egress.Refusal) {
-			if d.opts.EgressRefused != nil {
+			if d.opts.EgressRefused != nil && task != "" {
 				d.opts.EgressRefused(task, attempt, r)
 			}
 		}})
