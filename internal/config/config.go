@@ -64,6 +64,12 @@ type Config struct {
 	// IncludeIgnored are gitignore patterns of the workspace's ignored
 	// files copied into every task copy (besides .worktreeinclude).
 	IncludeIgnored []string
+	// Egress is what the attempts may reach besides the model gateway
+	// (host names, "*.domain", addresses; "open" alone: no limit);
+	// EgressHosts maps names to addresses for the egress proxy
+	// ("name=address").
+	Egress      []string
+	EgressHosts []string
 	// SetupCommand runs in each fresh task copy before the agent and
 	// before the acceptance commands.
 	SetupCommand string
@@ -370,7 +376,11 @@ func (st *state) applyFlags(flags *pflag.FlagSet) {
 			continue
 		}
 		if sv, ok := fl.Value.(pflag.SliceValue); ok {
-			st.setList(f, sv.GetSlice(), origin{kind: fromFlag, name: "--" + f.flag})
+			items := sv.GetSlice()
+			if p, isList := f.ptr(&st.cfg).(*[]string); isList && f.adds {
+				items = append(append([]string(nil), *p...), items...)
+			}
+			st.setList(f, items, origin{kind: fromFlag, name: "--" + f.flag})
 			continue
 		}
 		st.set(f, fl.Value.String(), origin{kind: fromFlag, name: "--" + f.flag})

@@ -21,6 +21,9 @@ type field struct {
 	// def says the default in the flag's help where the value alone would
 	// not ("the current context"); "" shows the default value, if any.
 	def string
+	// adds marks a list whose flag adds to the file's list instead of
+	// replacing it (--egress host opens one more host).
+	adds bool
 	// agent marks the settings a coding agent started by planagent needs:
 	// AgentEnv hands them over in its environment.
 	agent bool
@@ -77,7 +80,12 @@ func fields() []field {
 		{key: "container_pids", ptr: func(c *Config) any { return &c.ContainerPids },
 			usage: "process limit of the agent container"},
 		{key: "network", ptr: func(c *Config) any { return &c.Network },
-			usage: "docker network of the agent container"},
+			usage: "docker network of the agent container (with egress open)"},
+		{key: "egress", ptr: func(c *Config) any { return &c.Egress },
+			usage: "what the attempts may reach besides the model gateway, through planagent's egress proxy: a host name, *.domain, an address or prefix, each with an optional :port; repeatable, adds to the config's list; \"open\" alone: the runtime's open network",
+			def:   "none", adds: true},
+		{key: "egress_hosts", ptr: func(c *Config) any { return &c.EgressHosts },
+			usage: "name=address the egress proxy dials for a name instead of asking DNS (a mirror on the LAN); the address counts as named"},
 		{key: "kube_namespace", flag: "namespace", ptr: func(c *Config) any { return &c.KubeNamespace },
 			usage: "kubernetes runtime: namespace of the attempts' Jobs",
 			def:   "the context's namespace"},

@@ -239,7 +239,7 @@ func TestLoadWarnsAboutIgnoredEnv(t *testing.T) {
 func TestKeysMatchesYAMLKeys(t *testing.T) {
 	want := []string{"api_key", "base_url", "model", "api", "reasoning_effort", "thinking_budget", "summary_model", "context_window", "reserved_output",
 		"compaction_threshold", "keep_messages", "request_timeout", "retries", "max_iterations", "volumes_dir",
-		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network",
+		"workspace_dir", "runtime", "image", "container_memory", "container_cpus", "container_pids", "network", "egress", "egress_hosts",
 		"kube_namespace", "kubeconfig", "kube_context", "kube_secret", "kube_gateway", "kube_node_selector", "kube_tolerations",
 		"kube_cpu_request", "kube_memory_request", "kube_pending_timeout",
 		"repo_map_tokens", "task_timeout", "include_ignored", "setup_command", "max_file_size", "max_files", "parallel", "max_retries",
@@ -310,5 +310,36 @@ func TestIncludeIgnoredAndSetupCommand(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "gen/,.venv/") || !strings.Contains(b.String(), "npm ci && make gen") {
 		t.Errorf("config does not show them:\n%s", b.String())
+	}
+}
+
+// --egress adds to the file's allow-list (a host more for this run); the
+// file's "open" is a list of one like any other.
+func TestEgressFlagAdds(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "codeagent.yaml")
+	if err := os.WriteFile(p, []byte("egress: [proxy.golang.org, \"*.github.com\"]\negress_hosts: [mirror.test=10.0.0.5]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	if err := AddFlags(fs, "egress", "egress_hosts"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse([]string{"--egress", "pypi.org", "--egress", "registry.npmjs.org"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(Options{File: p, Flags: fs, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"proxy.golang.org", "*.github.com", "pypi.org", "registry.npmjs.org"}
+	if !reflect.DeepEqual(l.Egress, want) || !reflect.DeepEqual(l.EgressHosts, []string{"mirror.test=10.0.0.5"}) {
+		t.Errorf("egress %q hosts %q, want %q", l.Egress, l.EgressHosts, want)
+	}
+	if err := os.WriteFile(p, []byte("egress: open\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Load(Options{File: p, Getenv: func(string) string { return "" }})
+	if err != nil || !reflect.DeepEqual(l.Egress, []string{"open"}) {
+		t.Errorf("egress: open → %q, %v", l.Egress, err)
 	}
 }

@@ -36,6 +36,9 @@ const (
 	Decision      Type = "decision"
 	RunEnd        Type = "run_end"
 	Log           Type = "log"
+	// EgressRefused: the egress proxy turned away a request of an attempt
+	// (data: attempt, method, host, port, reason).
+	EgressRefused Type = "egress_refused"
 )
 
 // Usage is token usage attached to response_end, task_end and run_end.

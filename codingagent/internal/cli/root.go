@@ -2,10 +2,14 @@
 package cli
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/codeagent/codeagent/codingagent/internal/relay"
 	"github.com/codeagent/codeagent/internal/cmdutil"
 )
 
@@ -14,6 +18,19 @@ func Main(args []string) int {
 	cmdutil.Harden()
 	cmdutil.LimitMemory(os.Getenv)
 	f := cmdutil.NewFactory()
+	// In an attempt without a network of its own (planagent's closed
+	// egress) the model gateway and the egress proxy are unix sockets:
+	// the relay makes them loopback ports before anything dials.
+	if spec := os.Getenv(relay.Env); spec != "" {
+		pairs, err := relay.Parse(spec)
+		if err == nil {
+			err = relay.Start(context.Background(), pairs, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "codingagent:", err)
+			return 2
+		}
+	}
 	return cmdutil.Main(f, NewCmdRoot(f), args)
 }
 
@@ -43,6 +60,7 @@ Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted
 		NewCmdChat(f),
 		NewCmdHealth(f),
 		NewCmdProbe(f),
+		NewCmdBoundary(f),
 		NewCmdRepomap(f),
 		NewCmdMCP(f),
 		cmdutil.NewCmdConfig(f),

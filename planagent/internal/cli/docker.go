@@ -24,6 +24,11 @@ func newDockerRuntime(ctx context.Context, s *session, runID string, env map[str
 		Network: s.cfg.Network, Env: env, UID: os.Getuid(), GID: os.Getgid(),
 		Logger: s.logger, Log: log, Verbose: s.verbose, Preflight: true,
 	}
+	if opts.Egress, err = s.egressPolicy(); err != nil {
+		return nil, err
+	}
+	opts.EgressRefused = s.egressRefused(runID)
+	opts.Key = s.cfg.APIKey
 	if gw != nil {
 		opts.Gateway = gw // only when there is one: a nil *Gateway is no nil interface
 	}

@@ -130,6 +130,9 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	if err != nil {
 		return err
 	}
+	// The boundary of the attempts this resume starts.
+	s.boundary = boundaryOf(rt)
+	st.Boundary = s.boundary
 	s.announce(f.IO.Err)
 	if s.repo, err = s.resumeCheckpoints(ctx, st, f.IO.Err); err != nil {
 		return err
@@ -142,6 +145,7 @@ func runResume(cmd *cobra.Command, f *cmdutil.Factory, runID string) error {
 	notifier := notify.New(s.cfg.Notify, s.logger)
 	defer notifier.Wait()
 	sink := notify.Sink(ctx, s.sink(jsonOut), notifier, st.Goal)
+	s.events = sink
 	ctx, span := traceRun(ctx, st.RunID, st.TraceParent)
 	defer span.End()
 	sink.Emit(events.Event{Type: events.Log, RunID: st.RunID, Text: "resuming run " + st.RunID})

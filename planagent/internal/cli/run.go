@@ -31,6 +31,10 @@ type RunOptions struct {
 	JSON     bool
 	UI       bool
 	UIAddr   string
+	// Check runs the start-of-run checks (engine, image, the model from
+	// inside a container, the boundary probe), prints the boundary and
+	// stops before planning.
+	Check bool
 }
 
 // NewCmdRun builds `planagent run`. runF replaces the run function in tests.
@@ -55,7 +59,7 @@ writes a file it accepts.`,
   planagent run "fix the failing tests" --workspace ~/src/myapp --parallel 2 --json
   planagent run --plan ci/plan.yaml --runtime local --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if opts.PlanFile != "" {
+			if opts.PlanFile != "" || opts.Check {
 				return cobra.MaximumNArgs(1)(cmd, args)
 			}
 			return cmdutil.GoalArgOr("--plan FILE")(cmd, args)
@@ -74,6 +78,7 @@ writes a file it accepts.`,
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before running the plan")
 	fl.BoolVar(&opts.JSON, "json", false, "one JSON event per line on stdout")
 	fl.StringVar(&opts.PlanFile, "plan", "", "run the plan in `FILE` (YAML or JSON, create_plan schema) without calling the planner")
+	fl.BoolVar(&opts.Check, "check", false, "run the start-of-run checks (engine, image, model, the attempts' boundary: docs/egress.md), print the boundary and exit without planning")
 	fl.BoolVar(&opts.UI, "ui", false, "serve the live web view of the run (see planagent ui) while it runs")
 	fl.StringVar(&opts.UIAddr, "ui-addr", webui.DefaultAddr, "host:port of the web view of --ui")
 	addSettingFlags(cmd, false)
@@ -96,6 +101,9 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 				opts.Goal = "plan " + opts.PlanFile
 			}
 		}
+	}
+	if opts.Check && strings.TrimSpace(opts.Goal) == "" {
+		opts.Goal = "check"
 	}
 	if strings.TrimSpace(opts.Goal) == "" {
 		return cmdutil.UsageError(errors.New("the goal is empty: say what to do, e.g. planagent run \"add a health check endpoint\""))
@@ -121,6 +129,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	notifier := notify.New(s.cfg.Notify, s.logger)
 	defer notifier.Wait()
 	sink := notify.Sink(ctx, s.sink(opts.JSON), notifier, opts.Goal)
+	s.events = sink
 	runID := runrecord.NewRunID(time.Now())
 	ctx, span := traceRun(ctx, runID, "")
 	defer span.End()
@@ -137,6 +146,15 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 	// costs no LLM call.
 	rt, err := s.runtime(ctx, runID, s.logs)
 	if err != nil {
+		return err
+	}
+	s.boundary = boundaryOf(rt)
+	if opts.Check {
+		// Nothing was started: the probes' containers are gone already.
+		if c, ok := rt.(interface{ Close() error }); ok {
+			_ = c.Close()
+		}
+		_, err := fmt.Fprintf(f.IO.Out, "boundary: %s\n", s.boundary)
 		return err
 	}
 	// First after the checks that can refuse the run in one line.
@@ -191,6 +209,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		return cmdutil.UsageError(err)
 	}
 	st.Settings = s.settings()
+	st.Boundary = s.boundary
 	st.Checkpoints = checkpoints
 	st.TraceParent = telemetry.TraceParent(ctx)
 	lock, err := runlock.Acquire(s.layout.Run(runID))
@@ -202,7 +221,7 @@ func runRun(cmd *cobra.Command, f *cmdutil.Factory, opts *RunOptions) error {
 		return err
 	}
 	sink.Emit(events.Event{Type: events.PlanCreated, RunID: runID, Text: p.Title,
-		Data: map[string]any{"tasks": len(p.Tasks), "plan": p}})
+		Data: map[string]any{"tasks": len(p.Tasks), "plan": p, "boundary": s.boundary}})
 	defer s.startUI(ctx, ui, runID)()
 	stopPrewarm(true)
 	return drive(ctx, s, st, rt, client, sink, opts.JSON)

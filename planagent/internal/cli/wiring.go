@@ -48,6 +48,11 @@ type session struct {
 	// gateway is the run's model gateway (docker, local, kubernetes),
 	// nil without one; the orchestrator counts the agents' tokens there.
 	gateway *gateway.Gateway
+	// events hears what the runtime reports during the run (the egress
+	// proxy's refusals); run sets it before building the runtime.
+	events events.Sink
+	// boundary is what the runtime's start-of-run probe found.
+	boundary string
 }
 
 func newSession(f *cmdutil.Factory, cmd *cobra.Command) (*session, error) {
@@ -125,7 +130,7 @@ func addSettingFlags(cmd *cobra.Command, resume bool) {
 	} else {
 		cmdutil.SettingFlags(fl, saved...)
 	}
-	cmdutil.SettingFlags(fl, "kube_namespace", "kubeconfig", "kube_context", "kube_secret", "include_ignored", "setup_command")
+	cmdutil.SettingFlags(fl, "kube_namespace", "kubeconfig", "kube_context", "kube_secret", "include_ignored", "setup_command", "egress")
 	cmdutil.CompleteValues(cmd, "runtime", "docker", "local", "kubernetes")
 }
 
@@ -273,6 +278,15 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 				kv = append(kv, k+"="+v)
 			}
 		}
+		policy, err := s.egressPolicy()
+		if err != nil {
+			return nil, err
+		}
+		proxyEnv, err := s.localEgressProxy(policy, runID)
+		if err != nil {
+			return nil, cmdutil.UsageError(err)
+		}
+		kv = append(kv, proxyEnv...)
 		sort.Strings(kv)
 		opts := runtime.LocalOptions{Volumes: s.layout, Executable: s.f.Executable,
 			Env: kv, Log: log, Logger: s.logger, Verbose: s.verbose, Watch: s.watch}

@@ -238,6 +238,9 @@ type State struct {
 	TraceParent string `json:"traceparent,omitempty"`
 	// JournalSeq is the last journal record this snapshot includes.
 	JournalSeq int64 `json:"journal_seq,omitempty"`
+	// Boundary is what the start-of-run probe found of the attempts'
+	// boundary: "verified", "failed: …" or why it was not probed.
+	Boundary string `json:"boundary,omitempty"`
 
 	j *journal // the journal's bookkeeping; nil until first recorded or loaded
 }

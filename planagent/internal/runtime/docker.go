@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/egress"
 )
 
 var (
@@ -70,6 +71,18 @@ type DockerOptions struct {
 	// base URL, so the key is in no container. A compose watcher keeps
 	// the key compose gave it (trusted mode).
 	Gateway Gateway
+	// Egress is what the attempts may reach besides the model gateway:
+	// nil or `egress: open` is the engine's network as configured
+	// (Network); anything else gives each container no network and the
+	// gateway and an egress proxy admitting only the policy's hosts
+	// (docker_net.go).
+	Egress *egress.Policy
+	// EgressRefused hears of every request the egress proxy turned away,
+	// with the task and attempt it came from; it must not block.
+	EgressRefused func(task string, attempt int, r egress.Refusal)
+	// Key is the provider's key, which the boundary probe looks for in a
+	// container's environment: it is compared, never sent or shown.
+	Key string
 	// UID and GID the container runs as; the operator's own ids make the
 	// files the agent writes into the bind mounts belong to the operator.
 	UID, GID int
@@ -122,6 +135,11 @@ type Docker struct {
 	// gatewayBase is the model gateway's base URL as the containers reach
 	// it; "" without a gateway.
 	gatewayBase string
+	// egress is the allow-list of a closed network with what planagent's
+	// own services add (ownEgress); nil when open.
+	egress *egress.Policy
+	// boundary is what the start-of-run probe found.
+	boundary Boundary
 
 	mu       sync.Mutex
 	started  bool
@@ -169,11 +187,20 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	compose, err := d.composeWatcher(ctx)
 	// Even when a compose watcher serves now: it may be gone at Start,
 	// and the attempts' containers then need the gateway.
-	if err == nil && opts.Gateway != nil {
+	switch {
+	case err != nil:
+	case d.closed() && opts.Gateway != nil:
+		// No listener on any network: each container gets the gateway's
+		// socket (docker_net.go).
+		d.gatewayBase = "http://" + relayGateway + opts.Gateway.Path()
+	case opts.Gateway != nil:
 		d.gatewayBase, err = d.listenGateway(ctx) // gateway.go
 	}
 	if err == nil && opts.Preflight {
 		err = d.preflight(ctx, compose) // preflight.go
+	}
+	if err == nil && opts.Preflight {
+		err = d.checkBoundary(ctx, compose)
 	}
 	if err != nil {
 		_ = cli.Close()
@@ -208,7 +235,20 @@ func newDocker(opts DockerOptions) (*Docker, error) {
 	if opts.Log != nil {
 		opts.Log = &lockedWriter{w: opts.Log} // one log, many containers
 	}
-	return &Docker{opts: opts, memory: memory, log: logger.With("runtime", "docker"), ca: caBundle(opts.CABundle),
+	var policy *egress.Policy
+	if opts.Egress != nil && !opts.Egress.IsOpen() {
+		switch opts.Network {
+		case "", "default", "bridge", "none":
+		default:
+			return nil, fmt.Errorf("network %q: with egress closed each container gets no network (only planagent's gateway and egress proxy); set egress: open to run the attempts on network %s", opts.Network, opts.Network)
+		}
+		p, err := ownEgress(opts.Egress, opts.Env, opts.Gateway != nil)
+		if err != nil {
+			return nil, err
+		}
+		policy = p
+	}
+	return &Docker{opts: opts, memory: memory, egress: policy, log: logger.With("runtime", "docker"), ca: caBundle(opts.CABundle),
 		exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer)}, nil
 }
 

@@ -73,8 +73,16 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 		_ = removeTree(aio.l.Root)
 		return err
 	}
+	// Its way out under closed egress ends with the token.
+	out, err := d.openNet(a.TaskID, a.Attempt)
+	if err != nil {
+		revoke()
+		_ = removeTree(aio.l.Root)
+		return fmt.Errorf("task %s attempt %d: %w", a.TaskID, a.Attempt, err)
+	}
+	s.mounts = append(s.mounts, out.mounts()...)
 	unfollow := d.follow(aio, s.name)
-	s.unfollow = func() { unfollow(); revoke() }
+	s.unfollow = func() { unfollow(); revoke(); out.close() }
 	c, err := d.runContainer(ctx, s, d.attemptEnded)
 	if err != nil {
 		s.unfollow()

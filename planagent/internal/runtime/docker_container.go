@@ -283,7 +283,11 @@ func (d *Docker) createOptions(s spec) client.ContainerCreateOptions {
 	if d.opts.Pids > 0 {
 		hc.Resources.PidsLimit = &d.opts.Pids
 	}
-	if d.opts.Network != "host" {
+	if d.closed() {
+		// Only the container's own loopback: out through planagent's
+		// sockets alone (docker_net.go).
+		hc.NetworkMode = "none"
+	} else if d.opts.Network != "host" {
 		hc.ExtraHosts = []string{dockerHostAlias + ":host-gateway"}
 	}
 	labels := map[string]string{

@@ -20,6 +20,9 @@ func (d *Docker) containerEnv(token string) []string {
 	if d.gatewayBase != "" {
 		d.gatewayEnv(vars, token)
 	}
+	if d.closed() {
+		maps.Copy(vars, relayEnv(d.opts.Gateway != nil))
+	}
 	keys := slices.Sorted(maps.Keys(vars))
 	env := make([]string, 0, len(keys))
 	for _, k := range keys {

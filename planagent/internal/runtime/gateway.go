@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 
 	"github.com/moby/moby/client"
@@ -16,6 +17,9 @@ import (
 // which it alone holds (planagent/internal/gateway): an attempt gets a
 // token of its own and the gateway's URL instead of the key.
 type Gateway interface {
+	// ServeHTTP serves the model API: the docker runtime serves it on
+	// each container's socket under closed egress.
+	http.Handler
 	// Listen serves on addr (port 0: any) and returns the address got.
 	Listen(addr string) (*net.TCPAddr, error)
 	// Issue makes a token for one attempt and the function that revokes it.

@@ -55,8 +55,13 @@ func (d *Docker) preflight(ctx context.Context, compose string) error {
 		return err
 	}
 	defer revoke()
+	way, err := d.openNet("", 0)
+	if err != nil {
+		return err
+	}
+	defer way.close()
 	opts := d.createOptions(spec{name: d.containerName("preflight"), role: "preflight",
-		entrypoint: []string{"/bin/sh", "-c", probeScript}, env: d.containerEnv(token)})
+		entrypoint: []string{"/bin/sh", "-c", probeScript}, env: d.containerEnv(token), mounts: way.mounts()})
 	created, err := d.api.ContainerCreate(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("create the model preflight container from %s: %w", d.opts.Image, err)

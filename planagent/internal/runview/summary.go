@@ -16,6 +16,9 @@ func Summary(r *Run) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Run %s: %s\n\n", r.ID, r.Status)
 	fmt.Fprintf(&b, "Goal: %s\n\n", oneLine(r.Goal, 500))
+	if r.Boundary != "" {
+		fmt.Fprintf(&b, "Boundary: %s\n\n", oneLine(r.Boundary, 500))
+	}
 	if r.Paused != "" {
 		fmt.Fprintf(&b, "Paused: %s.\n\n", r.Paused)
 	}

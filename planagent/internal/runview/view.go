@@ -111,6 +111,8 @@ type Run struct {
 	// Stop is why the run ended (omitted while it runs).
 	Stop      *runrecord.Stop `json:"stop_reason,omitempty"`
 	Decisions []Decision      `json:"decisions,omitempty"`
+	// Boundary is what the run's start-of-run probe found (docs/egress.md).
+	Boundary string `json:"boundary,omitempty"`
 }
 
 // Budget is what a run may use (0: no limit).
@@ -218,7 +220,7 @@ type Options struct {
 // Build makes the view of st.
 func Build(st *runrecord.State, opts Options) *Run {
 	r := &Run{ID: st.RunID, Goal: st.Goal, Status: string(st.Status), Created: st.Created, Updated: st.Updated,
-		Model: opts.Model, Counts: map[string]int{}}
+		Model: opts.Model, Boundary: st.Boundary, Counts: map[string]int{}}
 	if st.Settings != nil && st.Settings.Model != "" {
 		r.Model = st.Settings.Model
 	}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/planagent/internal/egress"
+	"github.com/codeagent/codeagent/planagent/internal/runtime"
+)
+
+// egressPolicy is the run's allow-list from egress and egress_hosts; a bad
+// entry is a usage error naming it.
+func (s *session) egressPolicy() (*egress.Policy, error) {
+	p, err := egress.Parse(s.cfg.Egress, s.cfg.EgressHosts)
+	if err != nil {
+		return nil, cmdutil.UsageError(err)
+	}
+	return p, nil
+}
+
+// egressRefused reports a refusal of the egress proxy as an event of the
+// run (--json: egress_refused) and a warning in the log.
+func (s *session) egressRefused(runID string) func(task string, attempt int, r egress.Refusal) {
+	return func(task string, attempt int, r egress.Refusal) {
+		if s.events == nil {
+			return
+		}
+		s.events.Emit(events.Event{Type: events.EgressRefused, Time: time.Now(), RunID: runID, TaskID: task,
+			Text: r.String(), Status: "refused",
+			Data: map[string]any{"attempt": attempt, "method": r.Method, "host": r.Host, "port": r.Port, "reason": r.Reason}})
+	}
+}
+
+// localEgressProxy serves the egress proxy on loopback for the local
+// runtime and returns the environment that points the agent's clients and
+// tools at it. It is advice, not a wall: the agent is a process of this
+// host and can open any socket it likes (docs/egress.md). nil under
+// egress: open.
+func (s *session) localEgressProxy(p *egress.Policy, runID string) ([]string, error) {
+	if p.IsOpen() {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy: listen on loopback: %w", err)
+	}
+	refused := s.egressRefused(runID)
+	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second,
+		Handler: egress.New(egress.Options{Policy: p, Logger: s.logger, OnRefuse: func(r egress.Refusal) { refused("", 0, r) }})}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("the egress proxy stopped serving", "err", err)
+		}
+	}()
+	url := "http://" + l.Addr().String()
+	noProxy := "localhost,127.0.0.1,::1"
+	return []string{"HTTPS_PROXY=" + url, "https_proxy=" + url, "HTTP_PROXY=" + url, "http_proxy=" + url,
+		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy}, nil
+}
+
+// boundaryOf is the runtime's record of its attempts' boundary: the
+// docker runtime probes it; the others say what they cannot enforce.
+func boundaryOf(rt any) string {
+	switch r := rt.(type) {
+	case interface{ Boundary() runtime.Boundary }:
+		return r.Boundary().String()
+	case *runtime.Local:
+		return "not enforced: the local runtime runs the agent as a process of this host (the egress proxy is set in its environment, not enforced)"
+	}
+	return "not verified: this runtime has no boundary probe yet"
+}

@@ -1,0 +1,288 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Resolver is the part of *net.Resolver the proxy uses: it resolves every
+// name itself and dials the address it checked, so a name cannot be
+// re-resolved to somewhere else between the check and the connection.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Refusal is one request the proxy turned away.
+type Refusal struct {
+	Method string // CONNECT, GET, …
+	Host   string // as asked: a name or an address
+	Port   int
+	Reason string
+}
+
+func (r Refusal) String() string {
+	return fmt.Sprintf("%s %s refused: %s", r.Method, net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), r.Reason)
+}
+
+// Options configure a Proxy.
+type Options struct {
+	Policy *Policy
+	// Resolver looks names up; nil is net.DefaultResolver.
+	Resolver Resolver
+	// Refuse are more addresses never dialed unless named (the docker
+	// bridges' gateways: the host, whatever their range).
+	Refuse []netip.Prefix
+	// OnRefuse hears of every refusal (for the run's events and the
+	// task's result); it must not block.
+	OnRefuse func(Refusal)
+	Logger   *slog.Logger
+}
+
+// Proxy is an HTTP proxy: CONNECT for https (and anything else over TCP)
+// and absolute-URI requests for plain http, admitting only the hosts of
+// its Policy.
+type Proxy struct {
+	opts   Options
+	dialer net.Dialer
+	rp     *httputil.ReverseProxy
+	log    *slog.Logger
+}
+
+// refusedError carries a Refusal out of the transport's dial.
+type refusedError struct{ r Refusal }
+
+func (e *refusedError) Error() string { return e.r.String() }
+
+// New makes a Proxy; nil Policy admits nothing.
+func New(opts Options) *Proxy {
+	if opts.Policy == nil {
+		opts.Policy = &Policy{}
+	}
+	if opts.Resolver == nil {
+		opts.Resolver = net.DefaultResolver
+	}
+	p := &Proxy{opts: opts, dialer: net.Dialer{Timeout: 30 * time.Second}, log: opts.Logger}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	transport := &http.Transport{
+		// Never the host's own proxy settings: this is the way out.
+		Proxy:                 nil,
+		DialContext:           p.dialContext,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: 5 * time.Minute,
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			// The URL's host is the one checked; a Host header naming
+			// another would reach a host nobody admitted (virtual hosting).
+			pr.Out.Host = ""
+		},
+		Transport:     transport,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			var ref *refusedError
+			if errors.As(err, &ref) {
+				p.refused(w, ref.r)
+				return
+			}
+			http.Error(w, "codeagent egress proxy: "+r.URL.Host+": "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	return p
+}
+
+// ServeHTTP proxies one request: CONNECT opens a tunnel to an admitted
+// host and port, an absolute http:// URL is forwarded; anything else is
+// not a proxy request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		p.connect(w, r)
+		return
+	}
+	if r.URL.Host == "" || r.URL.Scheme != "http" {
+		http.Error(w, "codeagent egress proxy: only CONNECT host:port and absolute http:// URLs are proxied (set HTTPS_PROXY / HTTP_PROXY to this address)", http.StatusBadRequest)
+		return
+	}
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), methodKey{}, r.Method)))
+}
+
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	target := r.Host
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		http.Error(w, "codeagent egress proxy: CONNECT wants host:port, got "+target, http.StatusBadRequest)
+		return
+	}
+	upstream, err := p.dial(r.Context(), http.MethodConnect, target)
+	if err != nil {
+		var ref *refusedError
+		if errors.As(err, &ref) {
+			p.refused(w, ref.r)
+			return
+		}
+		http.Error(w, "codeagent egress proxy: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		upstream.Close()
+		http.Error(w, "codeagent egress proxy: this connection cannot be tunnelled", http.StatusInternalServerError)
+		return
+	}
+	client, buf, err := hj.Hijack()
+	if err != nil {
+		upstream.Close()
+		return
+	}
+	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		client.Close()
+		upstream.Close()
+		return
+	}
+	// What the client sent after its CONNECT (a TLS hello) may already be
+	// in the server's buffer.
+	if n := buf.Reader.Buffered(); n > 0 {
+		head, _ := buf.Reader.Peek(n)
+		if _, err := upstream.Write(head); err != nil {
+			client.Close()
+			upstream.Close()
+			return
+		}
+	}
+	splice(client, upstream)
+}
+
+// splice copies both ways until both directions end, passing on each
+// half-close, then closes both.
+func splice(a, b net.Conn) {
+	var wg sync.WaitGroup
+	half := func(dst, src net.Conn) {
+		defer wg.Done()
+		_, _ = io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			_ = dst.Close()
+		}
+	}
+	wg.Add(2)
+	go half(a, b)
+	go half(b, a)
+	wg.Wait()
+	a.Close()
+	b.Close()
+}
+
+func (p *Proxy) dialContext(ctx context.Context, _, addr string) (net.Conn, error) {
+	method := http.MethodGet
+	if m, ok := ctx.Value(methodKey{}).(string); ok {
+		method = m
+	}
+	return p.dial(ctx, method, addr)
+}
+
+type methodKey struct{}
+
+// dial checks hostport against the policy, resolves it and connects to the
+// first admitted address.
+func (p *Proxy) dial(ctx context.Context, method, hostport string) (net.Conn, error) {
+	host, ps, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return nil, fmt.Errorf("address %q: %w", hostport, err)
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 1 || port > 65535 {
+		return nil, &refusedError{Refusal{Method: method, Host: host, Port: port, Reason: "not a port number"}}
+	}
+	addrs, err := p.admit(ctx, host, port)
+	if err != nil {
+		var ref *refusedError
+		if errors.As(err, &ref) {
+			ref.r.Method = method
+		}
+		return nil, err
+	}
+	var errs []error
+	for _, a := range addrs {
+		c, err := p.dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("%s: %w", hostport, errors.Join(errs...))
+}
+
+// admit returns the addresses the proxy may dial for host:port, or a
+// refusedError saying why none.
+func (p *Proxy) admit(ctx context.Context, host string, port int) ([]netip.Addr, error) {
+	pol := p.opts.Policy
+	refuse := func(reason string) error {
+		return &refusedError{Refusal{Host: host, Port: port, Reason: reason}}
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		ip = ip.Unmap()
+		if pol.namesAddr(ip, port) {
+			return []netip.Addr{ip}, nil
+		}
+		return nil, refuse("the address is not in the egress allow-list (name the host, or add the address to egress)")
+	}
+	name := canonical(host)
+	if !validName(name) || strings.Contains(name, "*") {
+		return nil, refuse("not a host name")
+	}
+	if !pol.admitsName(name, port) {
+		return nil, refuse("not in the egress allow-list (add it with --egress " + name + " or to egress: in the config)")
+	}
+	if a, ok := pol.hosts[name]; ok {
+		// egress_hosts names the address explicitly.
+		return []netip.Addr{a}, nil
+	}
+	found, err := p.opts.Resolver.LookupNetIP(ctx, "ip", name)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", name, err)
+	}
+	var ok []netip.Addr
+	var inside []string
+	for _, a := range found {
+		a = a.Unmap()
+		if (Internal(a) || p.extra(a)) && !pol.namesAddr(a, port) {
+			inside = append(inside, a.String())
+			continue
+		}
+		ok = append(ok, a)
+	}
+	if len(ok) == 0 {
+		return nil, refuse(fmt.Sprintf("resolves to %s: loopback, private, link-local or the docker host's address, never reached unless egress names the address", strings.Join(inside, ", ")))
+	}
+	return ok, nil
+}
+
+func (p *Proxy) extra(a netip.Addr) bool {
+	for _, pfx := range p.opts.Refuse {
+		if pfx.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Proxy) refused(w http.ResponseWriter, r Refusal) {
+	p.log.Warn("egress refused", "method", r.Method, "host", r.Host, "port", r.Port, "reason", r.Reason)
+	if p.opts.OnRefuse != nil {
+		p.opts.OnRefuse(r)
+	}
+	http.Error(w, "codeagent egress proxy: "+r.String(), http.StatusForbidden)
+}

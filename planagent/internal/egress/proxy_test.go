@@ -1,0 +1,311 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeDNS answers from a table: a name that resolves to an internal
+// address stands in for DNS rebinding and for split-horizon names.
+type fakeDNS map[string][]netip.Addr
+
+func (f fakeDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := f[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+type refusals struct {
+	mu  sync.Mutex
+	got []Refusal
+}
+
+func (r *refusals) add(x Refusal) { r.mu.Lock(); r.got = append(r.got, x); r.mu.Unlock() }
+func (r *refusals) list() []Refusal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Refusal(nil), r.got...)
+}
+
+// start serves a Proxy for the allow-list on loopback and returns its URL
+// and the refusals it reported.
+func start(t *testing.T, entries, hosts []string, dns fakeDNS) (*url.URL, *refusals) {
+	t.Helper()
+	pol, err := Parse(entries, hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &refusals{}
+	srv := httptest.NewServer(New(Options{Policy: pol, Resolver: dns, OnRefuse: seen.add}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	return u, seen
+}
+
+func port(t *testing.T, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Port()
+}
+
+func viaProxy(proxy *url.URL, tlsConf *tls.Config) *http.Client {
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy), TLSClientConfig: tlsConf}}
+}
+
+func TestForwardAdmitsOnlyNamedHosts(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello %s %s", r.Method, r.Host)
+	}))
+	defer backend.Close()
+	p := port(t, backend.URL)
+	proxy, seen := start(t, []string{"allowed.test"}, []string{"allowed.test=127.0.0.1"}, fakeDNS{
+		"denied.test": {netip.MustParseAddr("127.0.0.1")},
+	})
+	c := viaProxy(proxy, nil)
+
+	resp, err := c.Get("http://allowed.test:" + p + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "hello GET allowed.test:"+p {
+		t.Fatalf("allowed host: %d %q", resp.StatusCode, body)
+	}
+
+	for _, target := range []string{
+		"http://denied.test:" + p + "/",      // not listed
+		"http://127.0.0.1:" + p + "/",        // loopback literal
+		"http://169.254.169.254/latest/",     // metadata literal
+		"http://[fd00:ec2::254]/latest/",     // AWS IPv6 metadata
+		"http://[::ffff:127.0.0.1]:" + p,     // v4-mapped loopback
+		"http://sub.allowed.test:" + p + "/", // an exact name does not cover its subdomains
+	} {
+		resp, err := c.Get(target)
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "refused") {
+			t.Errorf("%s: want 403 refused, got %d %q", target, resp.StatusCode, body)
+		}
+	}
+	if got := len(seen.list()); got != 6 {
+		t.Errorf("refusals reported: %d, want 6: %v", got, seen.list())
+	}
+}
+
+func TestForwardHostHeaderCannotSteer(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Host)
+	}))
+	defer backend.Close()
+	p := port(t, backend.URL)
+	proxy, _ := start(t, []string{"allowed.test"}, []string{"allowed.test=127.0.0.1"}, nil)
+	// Raw: Go's client would put its Host into the request line itself.
+	conn, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: metadata.google.internal\r\nConnection: close\r\n\r\n", p)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "allowed.test:"+p {
+		t.Fatalf("upstream saw Host %q, want the URL's host", body)
+	}
+}
+
+func TestRedirectToInternalAddressRefused(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/meta":
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+		case "/rebind":
+			http.Redirect(w, r, "http://rebind.test:"+r.URL.Query().Get("p")+"/", http.StatusFound)
+		default:
+			fmt.Fprint(w, "reached")
+		}
+	}))
+	defer backend.Close()
+	p := port(t, backend.URL)
+	// rebind.test is allowed by name but resolves to loopback: the
+	// resolved address is checked, not just the name.
+	proxy, seen := start(t, []string{"allowed.test", "rebind.test"}, []string{"allowed.test=127.0.0.1"}, fakeDNS{
+		"rebind.test": {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.1.2.3")},
+	})
+	c := viaProxy(proxy, nil)
+	for _, path := range []string{"/meta", "/rebind?p=" + p} {
+		resp, err := c.Get("http://allowed.test:" + p + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: redirect followed to %d %q, want 403", path, resp.StatusCode, body)
+		}
+	}
+	got := seen.list()
+	if len(got) != 2 || got[0].Host != "169.254.169.254" || got[1].Host != "rebind.test" || !strings.Contains(got[1].Reason, "127.0.0.1, 10.1.2.3") {
+		t.Fatalf("refusals: %+v", got)
+	}
+}
+
+func TestNamedAddressAdmitsInternal(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer backend.Close()
+	p := port(t, backend.URL)
+	// A name resolving to loopback is dialed when the address (and port)
+	// is named; another port of the same address is not.
+	proxy, _ := start(t, []string{"mirror.test", "127.0.0.1:" + p}, nil, fakeDNS{
+		"mirror.test": {netip.MustParseAddr("127.0.0.1")},
+	})
+	c := viaProxy(proxy, nil)
+	for target, want := range map[string]int{
+		"http://mirror.test:" + p + "/": 200,
+		"http://127.0.0.1:" + p + "/":   200,
+		"http://127.0.0.1:1/":           403,
+		"http://mirror.test:1/":         403,
+	} {
+		resp, err := c.Get(target)
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: %d, want %d", target, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestConnectTunnelsTLSToAllowedHostOnly(t *testing.T) {
+	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "secure")
+	}))
+	defer backend.Close()
+	p := port(t, backend.URL)
+	// httptest's certificate is for example.com: the name goes through
+	// the tunnel to TLS unchanged.
+	proxy, seen := start(t, []string{"*.example.com", "example.com"}, []string{"example.com=127.0.0.1", "www.example.com=127.0.0.1"}, nil)
+	tlsConf := backend.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	c := viaProxy(proxy, tlsConf)
+	resp, err := c.Get("https://example.com:" + p + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "secure" {
+		t.Fatalf("through the tunnel: %q", body)
+	}
+
+	// Raw CONNECTs, as any client sends them.
+	for target, want := range map[string]string{
+		"www.example.com:" + p: "200",
+		"github.com:443":       "403",
+		"127.0.0.1:" + p:       "403",
+		"169.254.169.254:80":   "403",
+		"example.com":          "400",
+	} {
+		conn, err := net.Dial("tcp", proxy.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if err != nil || !strings.Contains(line, " "+want+" ") {
+			t.Errorf("CONNECT %s: %q (%v), want %s", target, line, err, want)
+		}
+	}
+	got := seen.list()
+	if len(got) != 3 || got[0].Method != http.MethodConnect {
+		t.Fatalf("refusals: %+v", got)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in      []string
+		want    string
+		wantErr string
+	}{
+		{in: []string{"proxy.golang.org", "*.GitHub.com.", "10.0.0.0/8", "10.1.1.1:8080", "[::1]:80", "pypi.org:443"},
+			want: "proxy.golang.org *.github.com 10.0.0.0/8 10.1.1.1:8080 [::1]:80 pypi.org:443"},
+		{in: []string{"open"}, want: "open"},
+		{in: []string{"open", "pypi.org"}, wantErr: "cannot be combined"},
+		{in: []string{"https://pypi.org"}, wantErr: "not a URL"},
+		{in: []string{"pypi.org:99999"}, wantErr: "port"},
+		{in: []string{"a.*.com"}, wantErr: "not a host name"},
+		{in: []string{""}, wantErr: "empty"},
+	} {
+		p, err := Parse(tc.in, nil)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: err %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if got := strings.Join(p.Entries(), " "); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if _, err := Parse(nil, []string{"mirror"}); err == nil {
+		t.Error("egress_hosts without an address accepted")
+	}
+}
+
+func TestInternal(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1": true, "10.2.3.4": true, "172.17.0.1": true, "192.168.1.1": true,
+		"169.254.169.254": true, "fd00:ec2::254": true, "::1": true, "0.0.0.0": true,
+		"100.100.100.200": true, "::ffff:10.0.0.1": true, "fe80::1": true, "64:ff9b::a00:1": true,
+		"8.8.8.8": false, "2606:4700::1111": false, "140.82.112.3": false,
+	} {
+		if got := Internal(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Internal(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"proxy.golang.org", "*.github.com", "10.0.0.0/8", "[::1]:80", "open", "a=b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := Parse([]string{s}, nil)
+		if err != nil {
+			return
+		}
+		// What parses renders to something that parses to the same.
+		again, err := Parse(p.Entries(), nil)
+		if err != nil || strings.Join(again.Entries(), " ") != strings.Join(p.Entries(), " ") {
+			t.Fatalf("%q → %q → %v %v", s, p.Entries(), again, err)
+		}
+	})
+}
