@@ -174,7 +174,6 @@ func kubeRunEnv(t *testing.T, f *fakeModel) *runEnv {
 	}
 	u.Host = fmt.Sprintf("%s:%d", kubeGateway(), e.srv.Port())
 	e.env = append(e.env, "CODEAGENT_RUNTIME=kubernetes", "KUBECONFIG="+k.kubeconfig, "OPENAI_BASE_URL="+u.String(),
-		"CODEAGENT_KUBE_GATEWAY="+kubeGateway(), // the model gateway, where the pods reach this host
 		"CODEAGENT_CONTAINER_MEMORY=512m", "CODEAGENT_CONTAINER_CPUS=1")
 	t.Cleanup(func() { assertNothingLeft(t, k) })
 	return e
@@ -241,6 +240,8 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
+	// The model gateway where the pods reach this host: the key stays here.
+	e.env = append(e.env, "CODEAGENT_KUBE_GATEWAY="+kubeGateway())
 	start := time.Now()
 	out, stderr, code := e.run("run", "--yes", "--json", "-v", "write greeting files")
 	if code != 0 {
@@ -268,8 +269,8 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 		if strings.Contains(s, e2eKey) {
 			t.Errorf("the spec of job %s holds the API key", name)
 		}
-		if strings.HasPrefix(s, "attempt ") && !strings.Contains(s, "SecretKeyRef") {
-			t.Errorf("the spec of job %s takes no key from the Secret", name)
+		if strings.HasPrefix(s, "attempt ") && strings.Contains(s, "SecretKeyRef") {
+			t.Errorf("the spec of job %s takes the key from the Secret, not a gateway token", name)
 		}
 	}
 	assertNoKey(t, e.volumes, e2eKey)

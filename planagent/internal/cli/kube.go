@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/planagent/internal/gateway"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -32,11 +33,22 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 		}
 		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: op, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
-	// The model gateway keeps the key in planagent: each attempt's pod
-	// gets a token of its own and the gateway's URL.
-	gw, err := s.modelGateway(env)
-	if err != nil {
-		return nil, err
+	// With kube_gateway set, the model gateway keeps the key in planagent:
+	// each attempt's pod gets a token of its own and the gateway's URL.
+	// Without it the key reaches the pods through the run's Secret, as
+	// before: an attempt adopted after planagent was killed keeps working
+	// through that, which it does not yet through a gateway planagent
+	// restarted on another port (docs/gateway.md).
+	var gw *gateway.Gateway
+	gatewayAddr := s.cfg.KubeGateway
+	if gatewayAddr != "" {
+		var err error
+		if gw, err = s.modelGateway(env); err != nil {
+			return nil, err
+		}
+		if gatewayAddr == "pod" {
+			gatewayAddr = "" // in a pod of the cluster: the runtime listens on its own pod IP
+		}
 	}
 	opts := runtime.KubeOptions{
 		Volumes: s.layout, RunID: runID, Image: s.cfg.Image, AgentImage: runtime.DefaultImage,
@@ -45,7 +57,7 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 		CPURequest: s.cfg.KubeCPURequest, MemoryRequest: s.cfg.KubeMemoryRequest, PendingTimeout: s.cfg.KubePendingTimeout,
 		NodeSelector: selector, Tolerations: tolerations,
 		Env: env, SecretEnv: secretEnv, Secret: s.cfg.KubeSecret, Logger: s.logger, Log: log, Verbose: s.verbose,
-		GatewayAddr: s.cfg.KubeGateway,
+		GatewayAddr: gatewayAddr,
 	}
 	if gw != nil {
 		opts.Gateway = gw // only when there is one: a nil *Gateway is no nil interface
