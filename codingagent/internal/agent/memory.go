@@ -96,11 +96,58 @@ func (a *Agent) distilOnto(ctx context.Context, base string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("distil memory with %s: %w", a.opts.SummaryModel, err)
 	}
-	mem := boundMemory(strings.TrimSpace(resp.Message.Content), memoryCap)
+	mem := strings.TrimSpace(resp.Message.Content)
 	if mem == "" {
 		return "", fmt.Errorf("distil memory with %s: the model returned nothing; the memory file was left as it was", a.opts.SummaryModel)
 	}
+	mem, err = checkMemory(base, mem)
+	if err != nil {
+		return "", fmt.Errorf("distil memory with %s: %w; the memory file was left as it was", a.opts.SummaryModel, err)
+	}
+	return boundMemory(mem, memoryCap), nil
+}
+
+// checkMemory takes the bullet list out of the model's reply (a code fence
+// or a sentence around it goes) and refuses a reply that is no list (a
+// refusal, an apology, prose) or that keeps under half of a memory of four
+// facts or more: the file goes into every later prompt, so a bad reply
+// would cost every later task what the earlier ones learnt.
+func checkMemory(base, reply string) (string, error) {
+	lines := strings.Split(reply, "\n")
+	first, last := -1, -1
+	for i, l := range lines {
+		if isFact(l) {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return "", fmt.Errorf("the model's reply is not a bullet list (%q)", cutRunes(strings.TrimSpace(reply), 80))
+	}
+	mem := strings.TrimSpace(strings.Join(lines[first:last+1], "\n"))
+	had, kept := countFacts(base), countFacts(mem)
+	if had >= 4 && kept*2 < had {
+		return "", fmt.Errorf("the model's memory keeps %d of the %d facts there were (a merge drops what is outdated, not most of it)", kept, had)
+	}
 	return mem, nil
+}
+
+// isFact reports whether line is an item of a markdown bullet list.
+func isFact(line string) bool {
+	t := strings.TrimSpace(line)
+	return strings.HasPrefix(t, "- ") || strings.HasPrefix(t, "* ") || strings.HasPrefix(t, "+ ")
+}
+
+func countFacts(s string) int {
+	n := 0
+	for _, l := range strings.Split(s, "\n") {
+		if isFact(l) {
+			n++
+		}
+	}
+	return n
 }
 
 // boundMemory keeps the newest (last) lines of s that fit in n chars.

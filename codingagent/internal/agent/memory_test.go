@@ -120,18 +120,26 @@ func TestMemoryMergesConcurrentUpdate(t *testing.T) {
 }
 
 func TestMemoryFailureNeverFailsTask(t *testing.T) {
+	sixFacts := "- one\n- two\n- three\n- four\n- five\n- six\n"
 	tests := []struct {
 		name  string
+		base  string // the memory file before; "- keep me\n" when empty
 		reply llmtest.Reply
 	}{
 		{name: "server error", reply: llmtest.Reply{Status: 500}},
 		{name: "empty answer", reply: llmtest.Text("   ")},
+		{name: "a refusal, no list", reply: llmtest.Text("I'm sorry, I can't help with that.")},
+		{name: "most facts dropped", base: sixFacts, reply: llmtest.Text("- six\n- seven")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			memPath := filepath.Join(t.TempDir(), "memory.md")
-			if err := os.WriteFile(memPath, []byte("- keep me\n"), 0o644); err != nil {
+			base := tt.base
+			if base == "" {
+				base = "- keep me\n"
+			}
+			if err := os.WriteFile(memPath, []byte(base), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			e.srv.Enqueue(llmtest.Text("done"), tt.reply)
@@ -142,7 +150,7 @@ func TestMemoryFailureNeverFailsTask(t *testing.T) {
 			if res.Status != Completed || res.Answer != "done" {
 				t.Fatalf("result = %+v", res)
 			}
-			if b, _ := os.ReadFile(memPath); string(b) != "- keep me\n" {
+			if b, _ := os.ReadFile(memPath); string(b) != base {
 				t.Errorf("memory file changed to %q", b)
 			}
 			logged := false
@@ -171,6 +179,25 @@ func TestBoundMemoryKeepsNewest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := boundMemory(tt.in, tt.n); got != tt.want {
 				t.Errorf("boundMemory = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckMemoryTakesTheList(t *testing.T) {
+	tests := []struct {
+		name, base, reply, want string
+	}{
+		{name: "plain list", reply: "- a\n- b", want: "- a\n- b"},
+		{name: "fenced", reply: "```markdown\n- a\n  continued\n- b\n```", want: "- a\n  continued\n- b"},
+		{name: "sentences around", reply: "Here is the updated memory:\n\n* a\n* b\n\nLet me know.", want: "* a\n* b"},
+		{name: "half kept is enough", base: "- 1\n- 2\n- 3\n- 4", reply: "- 3\n- 4", want: "- 3\n- 4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := checkMemory(tt.base, tt.reply)
+			if err != nil || got != tt.want {
+				t.Errorf("checkMemory = %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}
