@@ -168,6 +168,9 @@ ensure_binaries() {
     touch "$stamp"
   fi
   if [[ ! -f $stamp ]]; then
+    if [[ ! -f $pre && ${K8S_BUILD:-0} != 1 ]]; then
+      log "no prebuilt archive at $pre (it is there only in this project's CI layout; K8S_PREBUILT_DIR names another folder)"
+    fi
     log "building Kubernetes $K8S_VERSION from the Go module proxy (cold: tens of minutes on 2 cores)"
     local src=$K8S_CACHE/src/k8sbuild
     write_wrapper_module "$src"
