@@ -24,6 +24,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runlock"
 )
 
 // ErrClusterUnreachable: no Kubernetes API server answers with the given
@@ -321,6 +322,7 @@ func (k *Kube) Start(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	k.dropDeadRunsSecrets(ctx)
 	if err := k.ensureSecret(ctx); err != nil {
 		return err
 	}
@@ -468,4 +470,37 @@ func (k *Kube) deleteJobs(ctx context.Context, selector string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// dropDeadRunsSecrets deletes the Secrets that earlier runs of this volumes
+// dir left behind when they were killed and not resumed (their lock is
+// free): such a Secret holds the key and outlives every Job of its run.
+// A run of another volumes dir (its state not here) or one still alive is
+// left alone; resume creates its run's Secret again. Failures are only
+// logged: a Role without list on secrets keeps the old behaviour.
+func (k *Kube) dropDeadRunsSecrets(ctx context.Context) {
+	list, err := k.api.Secrets(k.ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{LabelManaged: "true"})})
+	if err != nil {
+		k.log.Info("could not look for the Secrets of killed runs (the Role needs list on secrets)", "error", err)
+		return
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		run := s.Annotations[LabelRun]
+		if run == "" || run == k.opts.RunID || run == "." || run == ".." || strings.ContainsAny(run, `/\`) {
+			continue
+		}
+		dir := k.opts.Volumes.Run(run)
+		if !dirExists(dir) {
+			continue
+		}
+		if free, err := runlock.Free(dir); err != nil || !free {
+			continue
+		}
+		if err := k.api.Secrets(k.ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			k.log.Info("could not delete the Secret of a killed run", "secret", s.Name, "run", run, "error", err)
+			continue
+		}
+		k.log.Info("deleted the Secret a killed run left", "secret", s.Name, "run", run)
+	}
 }

@@ -51,6 +51,7 @@ type kubeSecrets interface {
 	Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error)
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error)
 }
 
 // kubeNamespaces is the part of client-go's NamespaceInterface the runtime uses.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runlock"
 )
 
 const (
@@ -180,5 +182,57 @@ func TestKubePlacementAndRequests(t *testing.T) {
 	}
 	if err := <-probeDone; err != nil {
 		t.Errorf("a probe whose pod succeeded: %v", err)
+	}
+}
+
+// A run killed and never resumed left its Secret, which holds the key: the
+// next run of the same volumes dir deletes it, and only it — not a live
+// run's, not another volumes dir's, not its own.
+func TestKubeStartDropsTheSecretsOfKilledRuns(t *testing.T) {
+	l, err := volume.New(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		dead  = "run-20261101-dead"
+		alive = "run-20261101-alive"
+		other = "run-20261101-elsewhere" // no state in this volumes dir
+		own   = "run-20261125-2"
+	)
+	for _, run := range []string{dead, alive} {
+		if err := os.MkdirAll(l.Run(run), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock, err := runlock.Acquire(l.Run(alive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	cs := fake.NewClientset()
+	for _, run := range []string{dead, alive, other, own} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName(run), Namespace: "agents",
+			Labels: map[string]string{LabelManaged: "true", LabelRun: labelValue(run)}, Annotations: map[string]string{LabelRun: run}}}
+		if _, err := cs.CoreV1().Secrets("agents").Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", KubeOptions{
+		Volumes: l, RunID: own, Image: "toolchain:1", Env: map[string]string{"OPENAI_API_KEY": kubeTestKey, "OPENAI_MODEL": "m"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range map[string]bool{dead: false, alive: true, other: true, own: true} {
+		_, err := cs.CoreV1().Secrets("agents").Get(t.Context(), secretName(run), metav1.GetOptions{})
+		if got := err == nil; got != want {
+			t.Errorf("the Secret of %s still there: %v, want %v (%v)", run, got, want, err)
+		}
+	}
+	if err := k.Stop(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
