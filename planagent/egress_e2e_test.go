@@ -155,6 +155,10 @@ func TestE2EDockerEgressClosedByDefault(t *testing.T) {
 	if code != 0 || !strings.Contains(status, `"boundary": "verified"`) && !strings.Contains(status, `"boundary":"verified"`) {
 		t.Errorf("status --json (exit %d) does not record the boundary:\n%s", code, status)
 	}
+	// And on the task's result: what its attempt was refused.
+	if !strings.Contains(status, `"egress_refused"`) || !strings.Contains(status, "denied.test:"+strconv.Itoa(allowed.port)) {
+		t.Errorf("status --json does not carry the task's refusals:\n%s", status)
+	}
 	summary, err := os.ReadFile(e.volumes + "/reports/summary.md")
 	if err != nil || !strings.Contains(string(summary), "Boundary: verified") {
 		t.Errorf("summary.md does not record the boundary:\n%s", summary)

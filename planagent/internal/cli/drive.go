@@ -30,7 +30,7 @@ func drive(ctx context.Context, s *session, st *runrecord.State, rt orchestrator
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
 		SetupCommand: s.cfg.SetupCommand,
 		Attempts:     s.cfg.Attempts, Policy: s.cfg.AttemptPolicy, FirstPassWins: s.cfg.FirstPassWins, Judge: s.cfg.Judge,
-		Budget: s.runBudget, Meter: s.meterOption(), Repo: repoOption(s.repo), Failpoint: failpoint(), Watch: s.watch,
+		Budget: s.runBudget, Meter: s.meterOption(), Egress: &s.refusals, Repo: repoOption(s.repo), Failpoint: failpoint(), Watch: s.watch,
 	})
 	defer s.logs.Flush()
 	err := o.Drive(ctx, st)

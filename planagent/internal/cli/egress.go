@@ -5,13 +5,50 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
+
+// egressRecord keeps what the egress proxy refused each attempt, the first
+// maxRefusalsKept of them (an agent retrying a blocked download in a loop
+// must not grow the run's state), for the orchestrator's EgressLog.
+type egressRecord struct {
+	mu  sync.Mutex
+	got map[string][]string
+	n   map[string]int
+}
+
+const maxRefusalsKept = 10
+
+func (e *egressRecord) add(name, refusal string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.got == nil {
+		e.got, e.n = map[string][]string{}, map[string]int{}
+	}
+	e.n[name]++
+	if len(e.got[name]) < maxRefusalsKept {
+		e.got[name] = append(e.got[name], refusal)
+	}
+}
+
+// Refused is the orchestrator's EgressLog.
+func (e *egressRecord) Refused(name string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := slices.Clone(e.got[name])
+	if more := e.n[name] - len(out); more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
+	}
+	return out
+}
 
 // egressPolicy is the run's allow-list from egress and egress_hosts; a bad
 // entry is a usage error naming it.
@@ -26,13 +63,16 @@ func (s *session) egressPolicy() (*egress.Policy, error) {
 // egressRefused reports a refusal of the egress proxy as an event of the
 // run (--json: egress_refused) and a warning in the log.
 func (s *session) egressRefused(runID string) func(task string, attempt int, r egress.Refusal) {
-	return func(task string, attempt int, r egress.Refusal) {
+	return func(task string, n int, r egress.Refusal) {
+		if task != "" {
+			s.refusals.add(attempt.Name(task, n), r.String())
+		}
 		if s.events == nil {
 			return
 		}
 		s.events.Emit(events.Event{Type: events.EgressRefused, Time: time.Now(), RunID: runID, TaskID: task,
 			Text: r.String(), Status: "refused",
-			Data: map[string]any{"attempt": attempt, "method": r.Method, "host": r.Host, "port": r.Port, "reason": r.Reason}})
+			Data: map[string]any{"attempt": n, "method": r.Method, "host": r.Host, "port": r.Port, "reason": r.Reason}})
 	}
 }
 

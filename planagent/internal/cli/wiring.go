@@ -48,6 +48,9 @@ type session struct {
 	// gateway is the run's model gateway (docker, local, kubernetes),
 	// nil without one; the orchestrator counts the agents' tokens there.
 	gateway *gateway.Gateway
+	// refusals is what the egress proxy turned away, per attempt, for the
+	// tasks' results.
+	refusals egressRecord
 	// events hears what the runtime reports during the run (the egress
 	// proxy's refusals); run sets it before building the runtime.
 	events events.Sink

@@ -206,6 +206,7 @@ func (r *run) recordReport(id string, rep *protocol.Report) {
 	res.Tokens.Add(rep.Tokens)
 	res.Duration += time.Duration(rep.Duration)
 	info.Reason = rep.Reason
+	r.noteEgress(id, rep.Attempt)
 }
 
 // complete moves the workspace to the task's merged result (with

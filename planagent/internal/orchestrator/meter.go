@@ -174,6 +174,7 @@ func (r *run) metered(id string, n int) (used protocol.Tokens, refused *refusal,
 // up): spent all the same.
 func (r *run) bookUnreported(id string) {
 	info := r.info(id)
+	r.noteEgress(id, info.Attempt)
 	used, _, ok := r.metered(id, info.Attempt)
 	if !ok {
 		return

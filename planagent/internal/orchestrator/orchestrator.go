@@ -131,7 +131,10 @@ type Options struct {
 	// Meter is the model gateway's count of the attempts' tokens (nil:
 	// no gateway, and the reports' figures are booked).
 	Meter Meter
-	Now   func() time.Time
+	// Egress is the egress proxy's record of what it refused each
+	// attempt (nil: no proxy, or egress open).
+	Egress EgressLog
+	Now    func() time.Time
 	// Tick paces the checks that depend on the clock (task timeouts, the
 	// watcher's heartbeat) and a rescan of reports/; nil is a one-second
 	// ticker. Tests send ticks instead of waiting for them.

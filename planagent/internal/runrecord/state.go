@@ -100,6 +100,9 @@ type AttemptResult struct {
 	// Rank is its place among the task's passing attempts (1: the one
 	// merged); 0 when it did not pass.
 	Rank int `json:"rank,omitempty"`
+	// EgressRefused is what the egress proxy turned away of this attempt
+	// ("host:port: reason", the first few; docs/egress.md).
+	EgressRefused []string `json:"egress_refused,omitempty"`
 }
 
 // Result is attempt n's result, added (running) when there is none yet.

@@ -170,6 +170,8 @@ type AttemptResult struct {
 	Tokens     Tokens   `json:"tokens"`
 	CostUSD    *float64 `json:"cost_usd,omitempty"`
 	DurationMS int64    `json:"duration_ms"`
+	// EgressRefused: what the egress proxy turned away of this attempt.
+	EgressRefused []string `json:"egress_refused,omitempty"`
 }
 
 // Subagent is one sub-agent of a task's attempt: its tokens are counted in
@@ -263,7 +265,7 @@ func Build(st *runrecord.State, opts Options) *Run {
 		}
 		for _, a := range in.Results {
 			av := AttemptResult{Attempt: a.Attempt, Status: a.Status, Error: a.Error, Hinted: a.Hinted, Rank: a.Rank,
-				Tokens: TokensOf(a.Tokens), DurationMS: a.Duration.Milliseconds()}
+				Tokens: TokensOf(a.Tokens), DurationMS: a.Duration.Milliseconds(), EgressRefused: a.EgressRefused}
 			if av.Status == "running" && stopped(st) {
 				av.Status = StatusInterrupted
 			}
