@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -66,7 +65,7 @@ func (a *meteredAgent) answer(t *testing.T) func(c *protocol.Command) *protocol.
 		defer revoke()
 		cl := llm.New(llm.Config{API: llm.APIChat, BaseURL: a.base, APIKey: token, Model: "test-model", MaxRetries: 0})
 		for range a.calls {
-			_, err := cl.Chat(context.Background(), llm.Request{Stream: true, Messages: []llm.Message{{Role: llm.RoleUser, Content: "work"}}}, nil)
+			_, err := cl.Chat(t.Context(), llm.Request{Stream: true, Messages: []llm.Message{{Role: llm.RoleUser, Content: "work"}}}, nil)
 			a.mu.Lock()
 			if err != nil {
 				a.refusal = err
