@@ -170,7 +170,7 @@ func finishRollback(ctx context.Context, s *session, st *runrecord.State, repo *
 		}
 		var switched *checkpoint.SwitchedError
 		if errors.As(err, &switched) {
-			return cmdutil.UsageError(fmt.Errorf("%v: switch back, then run the same `planagent rollback` again", switched))
+			return cmdutil.UsageError(fmt.Errorf("%w: switch back, then run the same `planagent rollback` again", switched))
 		}
 		if lock := repo.StaleLock(); lock != "" {
 			return cmdutil.UsageError(fmt.Errorf("rollback to %s: git's lock %s is there: a git command was killed mid-write (or one is running now); once none runs in this repository, remove it and run the same `planagent rollback` again (%w)", short(j.To), lock, err))

@@ -337,7 +337,7 @@ func mustReadDir(t *testing.T, dir string) []string {
 // left (the git a killed planagent started), up to a minute.
 func waitGroupGone(t *testing.T, pgid int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for syscall.Kill(-pgid, 0) == nil {
 		select {

@@ -152,7 +152,7 @@ func (d *Docker) verifyBoundary(ctx context.Context) (Boundary, error) {
 	var rep boundaryReport
 	if err := json.Unmarshal([]byte(lastLine(out.String())), &rep); err != nil || code != 0 {
 		// Never the output itself: it holds the probe's environment.
-		return Boundary{}, fmt.Errorf("the boundary probe exited %d without its report: %v", code, err)
+		return Boundary{}, fmt.Errorf("the boundary probe exited %d without its report: %w", code, err)
 	}
 	return d.judge(rep, loop, bridge), nil
 }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -151,7 +150,7 @@ func TestJudgeBoundary(t *testing.T) {
 	}
 	c := newCanary("127.0.0.1:0")
 	defer c.close()
-	conn, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", c.l.Addr().String())
+	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", c.l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestEngineFault(t *testing.T) {
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
-	answering, err := client.New(client.WithHost("unix://"+sock), client.WithVersion("1.41"))
+	answering, err := client.New(client.WithHost("unix://"+sock), client.WithAPIVersion("1.41"))
 	if err != nil {
 		t.Fatal(err)
 	}
