@@ -9,12 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
+
+	"github.com/codeagent/codeagent/internal/splice"
 )
 
 // Env names the variable planagent sets to a list of
@@ -84,27 +84,7 @@ func serve(l net.Listener, socket string, log *slog.Logger) {
 				c.Close()
 				return
 			}
-			splice(c, u)
+			splice.Conns(c, u)
 		}()
 	}
-}
-
-// splice copies both ways, passing on each half-close, then closes both.
-func splice(a, b net.Conn) {
-	var wg sync.WaitGroup
-	half := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		} else {
-			_ = dst.Close()
-		}
-	}
-	wg.Add(2)
-	go half(a, b)
-	go half(b, a)
-	wg.Wait()
-	a.Close()
-	b.Close()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,8 +11,9 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/codeagent/codeagent/internal/splice"
 )
 
 // Resolver is the part of *net.Resolver the proxy uses: it resolves every
@@ -161,28 +161,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	splice(client, upstream)
-}
-
-// splice copies both ways until both directions end, passing on each
-// half-close, then closes both.
-func splice(a, b net.Conn) {
-	var wg sync.WaitGroup
-	half := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		} else {
-			_ = dst.Close()
-		}
-	}
-	wg.Add(2)
-	go half(a, b)
-	go half(b, a)
-	wg.Wait()
-	a.Close()
-	b.Close()
+	splice.Conns(client, upstream)
 }
 
 func (p *Proxy) dialContext(ctx context.Context, _, addr string) (net.Conn, error) {
