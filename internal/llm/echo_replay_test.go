@@ -12,6 +12,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/codeagent/codeagent/internal/llm"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
 // avianRecording is Avian's Kimi K2.5 answering the weather conversation
@@ -25,7 +27,7 @@ const avianRecording = "fantasy/TestOpenAICompatibleThinking/avian-kimi/thinking
 // (trafficDir: the one place that finds it, or skips naming why).
 func providerTraffic(t *testing.T, rel string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(recording(t, rel))
+	raw, err := os.ReadFile(llmtest.Recording(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func providerTraffic(t *testing.T, rel string) []byte {
 // TestEchoReplayAvian: Avian's host is not in the profile table; the echo
 // profile sends the second request's reasoning back as Avian accepted it.
 func TestEchoReplayAvian(t *testing.T) {
-	var c cassette
+	var c llmtest.Cassette
 	if err := yaml.Unmarshal(providerTraffic(t, avianRecording), &c); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/codeagent/codeagent/internal/llm"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
 // Replays of real provider traffic: charmbracelet/fantasy's recordings at
@@ -26,24 +28,10 @@ import (
 // provider was sent and accepted (the second request of each recording got
 // a 200).
 
-type cassette struct {
-	Interactions []struct {
-		Request struct {
-			Body string `yaml:"body"`
-			URL  string `yaml:"url"`
-		} `yaml:"request"`
-		Response struct {
-			Body    string              `yaml:"body"`
-			Headers map[string][]string `yaml:"headers"`
-			Code    int                 `yaml:"code"`
-		} `yaml:"response"`
-	} `yaml:"interactions"`
-}
-
 // replay serves a cassette's responses in order and keeps the requests.
 type replay struct {
 	*httptest.Server
-	c      cassette
+	c      llmtest.Cassette
 	mu     sync.Mutex
 	bodies [][]byte
 	paths  []string
@@ -53,7 +41,7 @@ type replay struct {
 // of fantasy-caf105e7/.
 func newReplay(t *testing.T, name string) *replay {
 	t.Helper()
-	raw, err := os.ReadFile(recording(t, "fantasy-caf105e7/"+name))
+	raw, err := os.ReadFile(llmtest.Recording(t, "fantasy-caf105e7/"+name))
 	if err != nil {
 		t.Fatal(err)
 	}

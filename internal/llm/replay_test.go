@@ -15,6 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/codeagent/codeagent/internal/llm"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
 // Replays of provider traffic, one directory per case under
@@ -70,12 +72,12 @@ func loadConversation(t *testing.T, dir string, fx fixture) conversation {
 		}
 		return conversation{read("request1.json"), read("accepted.json"), read("response1.sse"), read("response2.sse")}
 	}
-	p := recording(t, fx.Recording)
+	p := llmtest.Recording(t, fx.Recording)
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c cassette
+	var c llmtest.Cassette
 	if err := yaml.Unmarshal(raw, &c); err != nil {
 		t.Fatalf("%s: %v", p, err)
 	}

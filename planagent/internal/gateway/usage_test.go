@@ -149,42 +149,12 @@ func TestGatewayAsksForStreamedUsage(t *testing.T) {
 	}
 }
 
-// cassette is a go-vcr v2 recording, the fields read here.
-type cassette struct {
-	Interactions []struct {
-		Request struct {
-			Body string `yaml:"body"`
-			URL  string `yaml:"url"`
-		} `yaml:"request"`
-		Response struct {
-			Body    string              `yaml:"body"`
-			Headers map[string][]string `yaml:"headers"`
-			Code    int                 `yaml:"code"`
-		} `yaml:"response"`
-	} `yaml:"interactions"`
-}
-
-func trafficDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("CODEAGENT_PROVIDER_TRAFFIC"); d != "" {
-		return d
-	}
-	d, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "shared", "provider-traffic"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(d); err != nil {
-		t.Fatalf("the recorded provider traffic is not at %s (set CODEAGENT_PROVIDER_TRAFFIC): %v", d, err)
-	}
-	return d
-}
-
 // Real providers' recorded streams (Anthropic with cache fields, OpenAI
 // chat with cached_tokens, OpenRouter with its cost, the Responses API)
 // replayed through the gateway: what it counts is what the real client
 // reads from the same bytes.
 func TestGatewayCountsRecordedTraffic(t *testing.T) {
-	dir := trafficDir(t)
+	dir := llmtest.TrafficDir(t)
 	suites := []struct {
 		glob string
 		api  string
@@ -205,7 +175,7 @@ func TestGatewayCountsRecordedTraffic(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var c cassette
+				var c llmtest.Cassette
 				if err := yaml.Unmarshal(raw, &c); err != nil {
 					t.Fatalf("%s: %v", f, err)
 				}

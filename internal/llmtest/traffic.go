@@ -1,4 +1,4 @@
-package llm_test
+package llmtest
 
 import (
 	"errors"
@@ -8,21 +8,21 @@ import (
 	"testing"
 )
 
-// trafficEnv points the replay tests at the recorded provider traffic
+// TrafficEnv points the replay tests at the recorded provider traffic
 // elsewhere than ../shared/provider-traffic beside the clone.
-const trafficEnv = "CODEAGENT_PROVIDER_TRAFFIC"
+const TrafficEnv = "CODEAGENT_PROVIDER_TRAFFIC"
 
-// trafficDir is the folder of recorded provider traffic the replays read:
+// TrafficDir is the folder of recorded provider traffic the replays read:
 // other projects' recordings, kept outside this repository with their
 // licences and notices. The folder named by CODEAGENT_PROVIDER_TRAFFIC
 // must exist (a wrong path is a mistake, not a reason to skip); without it
 // the test skips, naming the reason, only when ../shared/provider-traffic
 // is absent (a clone outside this project's CI).
-func trafficDir(t *testing.T) string {
+func TrafficDir(t testing.TB) string {
 	t.Helper()
-	if dir := os.Getenv(trafficEnv); dir != "" {
+	if dir := os.Getenv(TrafficEnv); dir != "" {
 		if _, err := os.Stat(dir); err != nil {
-			t.Fatalf("%s=%s: %v: point it at the provider-traffic folder, or unset it", trafficEnv, dir, err)
+			t.Fatalf("%s=%s: %v: point it at the provider-traffic folder, or unset it", TrafficEnv, dir, err)
 		}
 		return dir
 	}
@@ -32,22 +32,37 @@ func trafficDir(t *testing.T) string {
 	}
 	dir := filepath.Join(filepath.Dir(root), "shared", "provider-traffic")
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("recorded provider traffic not found: no %s (the replays read ../shared/provider-traffic beside the clone, or the folder %s names)", dir, trafficEnv)
+		t.Skipf("recorded provider traffic not found: no %s (the replays read ../shared/provider-traffic beside the clone, or the folder %s names)", dir, TrafficEnv)
 	} else if err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-// recording is the path of one recording under trafficDir, which must be
+// Recording is the path of one recording under TrafficDir, which must be
 // there once the folder is.
-func recording(t *testing.T, rel string) string {
+func Recording(t testing.TB, rel string) string {
 	t.Helper()
-	p := filepath.Join(trafficDir(t), filepath.FromSlash(rel))
+	p := filepath.Join(TrafficDir(t), filepath.FromSlash(rel))
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("recording %s: %v (the provider-traffic folder is incomplete)", rel, err)
 	}
 	return p
+}
+
+// Cassette is a go-vcr v2 recording, the fields the replays read.
+type Cassette struct {
+	Interactions []struct {
+		Request struct {
+			Body string `yaml:"body"`
+			URL  string `yaml:"url"`
+		} `yaml:"request"`
+		Response struct {
+			Body    string              `yaml:"body"`
+			Headers map[string][]string `yaml:"headers"`
+			Code    int                 `yaml:"code"`
+		} `yaml:"response"`
+	} `yaml:"interactions"`
 }
 
 // moduleRoot is the directory of the go.mod above the test's directory.
