@@ -24,7 +24,7 @@ import (
 const avianRecording = "fantasy/TestOpenAICompatibleThinking/avian-kimi/thinking-streaming.yaml"
 
 // providerTraffic reads a recording of the provider-traffic folder
-// (trafficDir: the one place that finds it, or skips naming why).
+// (llmtest.TrafficDir: the one place that finds it, or skips naming why).
 func providerTraffic(t *testing.T, rel string) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(llmtest.Recording(t, rel))

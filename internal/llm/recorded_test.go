@@ -21,7 +21,7 @@ import (
 
 // Replays of real provider traffic: charmbracelet/fantasy's recordings at
 // commit caf105e7 (in the provider-traffic folder, fantasy-caf105e7/, with
-// their licence and notice; trafficDir finds it), whose second requests
+// their licence and notice; llmtest.TrafficDir finds it), whose second requests
 // replay the reasoning item with its encrypted content, as our client
 // does (fantasy's later re-recordings drop it). The recorded answers are served in order to the real
 // client, and the requests the client makes are compared with what the

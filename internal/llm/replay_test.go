@@ -24,7 +24,7 @@ import (
 //
 //	fixture.json    base URL, expected usage per turn, tool call count,
 //	                final text; "recording" names a go-vcr cassette in the
-//	                provider-traffic folder (trafficDir) whose two
+//	                provider-traffic folder (llmtest.TrafficDir) whose two
 //	                interactions are the conversation
 //
 // and, for a case written here from the provider's documented wire format
