@@ -227,6 +227,7 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	specs := map[string]string{}
+	policies := map[string]string{} // the run's NetworkPolicy (closed egress with the gateway)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -235,6 +236,11 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 			if err == nil {
 				for _, j := range list.Items {
 					specs[j.Name] = j.Labels[runtime.LabelRole] + " " + j.String()
+				}
+			}
+			if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(ctx, metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}); err == nil {
+				for _, p := range ps.Items {
+					policies[p.Name] = p.String()
 				}
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -274,6 +280,19 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 		}
 	}
 	assertNoKey(t, e.volumes, e2eKey)
+	// The run's NetworkPolicy was there while it ran (this cluster's bridge
+	// CNI does not enforce it: the object is what is checked), and is gone.
+	if len(policies) != 1 {
+		t.Errorf("network policies seen during the run: %v, want the run's one", policies)
+	}
+	for name, p := range policies {
+		if !strings.Contains(p, "/32") || !strings.Contains(p, "Egress") {
+			t.Errorf("network policy %s does not allow only the gateway: %s", name, p)
+		}
+	}
+	if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}); err != nil || len(ps.Items) != 0 {
+		t.Errorf("network policies left after the run: %v (%v)", ps, err)
+	}
 }
 
 // The isolation scenarios of isolation_e2e_test.go with every attempt a Job.

@@ -109,6 +109,8 @@ func boundaryOf(rt any) string {
 	switch r := rt.(type) {
 	case interface{ Boundary() runtime.Boundary }:
 		return r.Boundary().String()
+	case interface{ BoundaryNote() string }:
+		return r.BoundaryNote()
 	case *runtime.Local:
 		return "not enforced: the local runtime runs the agent as a process of this host (the egress proxy is set in its environment, not enforced)"
 	}

@@ -50,8 +50,13 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 			gatewayAddr = "" // in a pod of the cluster: the runtime listens on its own pod IP
 		}
 	}
+	policy, err := s.egressPolicy()
+	if err != nil {
+		return nil, err
+	}
 	opts := runtime.KubeOptions{
-		Volumes: s.layout, RunID: runID, Image: s.cfg.Image, AgentImage: runtime.DefaultImage,
+		ClosedEgress: !policy.IsOpen(),
+		Volumes:      s.layout, RunID: runID, Image: s.cfg.Image, AgentImage: runtime.DefaultImage,
 		Kubeconfig: s.cfg.Kubeconfig, Context: s.cfg.KubeContext, Namespace: s.cfg.KubeNamespace,
 		TaskTimeout: s.cfg.TaskTimeout, Memory: s.cfg.ContainerMemory, CPUs: s.cfg.ContainerCPUs,
 		CPURequest: s.cfg.KubeCPURequest, MemoryRequest: s.cfg.KubeMemoryRequest, PendingTimeout: s.cfg.KubePendingTimeout,

@@ -64,6 +64,9 @@ type KubeOptions struct {
 	// host:port): an address the cluster's pods route to. "" in a pod of
 	// the cluster is that pod's IP; outside, it must be set.
 	GatewayAddr string
+	// ClosedEgress, with the gateway: a NetworkPolicy of the run lets its
+	// pods reach the gateway and nothing else (docs/egress.md).
+	ClosedEgress bool
 	// Where the attempts' pods may run, and the agent container's requests
 	// (0 and "": 100m and 128Mi).
 	NodeSelector  map[string]string
@@ -102,6 +105,8 @@ type Kube struct {
 	// user's; secretKeys are the variables the pods take from it.
 	secret    string
 	ownSecret bool
+	// policy is the run's NetworkPolicy, "" when it has none.
+	policy string
 	// gatewayBase is the model gateway's URL as the pods reach it; "":
 	// no gateway, the key comes from the Secret.
 	gatewayBase string
@@ -326,6 +331,9 @@ func (k *Kube) Start(ctx context.Context) error {
 	if err := k.ensureSecret(ctx); err != nil {
 		return err
 	}
+	if err := k.ensurePolicy(ctx); err != nil {
+		return err
+	}
 	k.started = true
 	return nil
 }
@@ -442,6 +450,12 @@ func (k *Kube) Stop(ctx context.Context) error {
 		err := k.api.Secrets(k.ns).Delete(ctx, k.secret, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete the run's secret %s: %w", k.secret, err))
+		}
+	}
+	if k.policy != "" {
+		err := k.api.NetworkPolicies(k.ns).Delete(ctx, k.policy, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete the run's network policy %s: %w", k.policy, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,7 @@ type kubeAPI interface {
 	Pods(namespace string) kubePods
 	Secrets(namespace string) kubeSecrets
 	Namespaces() kubeNamespaces
+	NetworkPolicies(namespace string) kubeNetworkPolicies
 }
 
 // kubeJobs is the part of client-go's JobInterface the runtime uses.
@@ -54,6 +56,13 @@ type kubeSecrets interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error)
 }
 
+// kubeNetworkPolicies is the part of client-go's NetworkPolicyInterface
+// the runtime uses.
+type kubeNetworkPolicies interface {
+	Create(ctx context.Context, policy *networkingv1.NetworkPolicy, opts metav1.CreateOptions) (*networkingv1.NetworkPolicy, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
 // kubeNamespaces is the part of client-go's NamespaceInterface the runtime uses.
 type kubeNamespaces interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Namespace, error)
@@ -64,8 +73,8 @@ type kubeNamespaces interface {
 // one rate limiter shared by both, the same codecs (protobuf preferred
 // where client-go prefers it), the same requests.
 type kubeClient struct {
-	core, batch *rest.RESTClient
-	params      k8sruntime.ParameterCodec
+	core, batch, networking *rest.RESTClient
+	params                  k8sruntime.ParameterCodec
 }
 
 var _ kubeAPI = (*kubeClient)(nil)
@@ -79,6 +88,9 @@ func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
 	}
 	if err := batchv1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("register batch/v1: %w", err)
+	}
+	if err := networkingv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register networking/v1: %w", err)
 	}
 	codecs := rest.CodecFactoryForGeneratedClient(scheme, serializer.NewCodecFactory(scheme)).WithoutConversion()
 
@@ -111,7 +123,16 @@ func newKubeClient(cfg *rest.Config) (*kubeClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kubeClient{core: core, batch: batch, params: k8sruntime.NewParameterCodec(scheme)}, nil
+	networking, err := restFor(networkingv1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return &kubeClient{core: core, batch: batch, networking: networking, params: k8sruntime.NewParameterCodec(scheme)}, nil
+}
+
+func (c *kubeClient) NetworkPolicies(namespace string) kubeNetworkPolicies {
+	return &kubeResource[*networkingv1.NetworkPolicy, *networkingv1.NetworkPolicyList]{client: c.networking, params: c.params, resource: "networkpolicies", namespace: namespace,
+		newObject: func() *networkingv1.NetworkPolicy { return &networkingv1.NetworkPolicy{} }, newList: func() *networkingv1.NetworkPolicyList { return &networkingv1.NetworkPolicyList{} }}
 }
 
 func (c *kubeClient) Jobs(namespace string) kubeJobs {

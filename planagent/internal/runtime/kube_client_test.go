@@ -30,6 +30,9 @@ func (c clientsetAPI) Jobs(ns string) kubeJobs       { return c.cs.BatchV1().Job
 func (c clientsetAPI) Pods(ns string) kubePods       { return c.cs.CoreV1().Pods(ns) }
 func (c clientsetAPI) Secrets(ns string) kubeSecrets { return c.cs.CoreV1().Secrets(ns) }
 func (c clientsetAPI) Namespaces() kubeNamespaces    { return c.cs.CoreV1().Namespaces() }
+func (c clientsetAPI) NetworkPolicies(ns string) kubeNetworkPolicies {
+	return c.cs.NetworkingV1().NetworkPolicies(ns)
+}
 
 // apiRecorder is an API server that notes each request and answers it with
 // a small object of the kind asked for (a Status for a delete, a 404 for

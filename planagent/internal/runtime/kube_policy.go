@@ -1,0 +1,88 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// policyName is the name of the run's NetworkPolicy.
+func policyName(run string) string { return kubeName("ca", run, "egress") }
+
+// ensurePolicy creates the run's NetworkPolicy under closed egress with
+// the model gateway: the run's pods may open connections to the gateway's
+// address and port and nowhere else, and accept none. Only a CNI that
+// enforces NetworkPolicy makes this a wall (a plain bridge CNI ignores it);
+// the run's boundary record says so.
+func (k *Kube) ensurePolicy(ctx context.Context) error {
+	if !k.opts.ClosedEgress || k.gatewayBase == "" {
+		return nil
+	}
+	p, err := k.policySpec()
+	if err != nil {
+		return err
+	}
+	_, err = k.api.NetworkPolicies(k.ns).Create(ctx, p, metav1.CreateOptions{})
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err): // a resumed run's, the same
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("create the run's network policy in namespace %s is forbidden: bind the Role of docs/kubernetes.md (networkpolicies create/delete), or set egress: open: %w", k.ns, err)
+	default:
+		return fmt.Errorf("create the run's network policy %s in namespace %s: %w", p.Name, k.ns, err)
+	}
+	k.policy = p.Name
+	return nil
+}
+
+// policySpec is the run's NetworkPolicy: the pods of the run, egress to
+// the gateway's IP and port only, no ingress.
+func (k *Kube) policySpec() (*networkingv1.NetworkPolicy, error) {
+	u, err := url.Parse(k.gatewayBase)
+	if err != nil {
+		return nil, fmt.Errorf("the model gateway's URL %q: %w", k.gatewayBase, err)
+	}
+	ip := net.ParseIP(u.Hostname())
+	port, perr := strconv.Atoi(u.Port())
+	if ip == nil || perr != nil || port < 1 || port > 65535 {
+		return nil, fmt.Errorf("closed egress on kubernetes needs the model gateway at an IP address and port, not %q: set kube_gateway to one, or egress: open", u.Host)
+	}
+	cidr := ip.String() + "/32"
+	if ip.To4() == nil {
+		cidr = ip.String() + "/128"
+	}
+	tcp := corev1.ProtocolTCP
+	gwPort := intstr.FromInt32(int32(port))
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyName(k.opts.RunID), Namespace: k.ns,
+			Labels:      map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID)},
+			Annotations: map[string]string{LabelRun: k.opts.RunID}},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: labelValue(k.opts.RunID)}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{
+				To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: cidr}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &gwPort}},
+			}},
+		},
+	}, nil
+}
+
+// BoundaryNote is the run's boundary record for the kubernetes runtime,
+// which has no probe yet: what it set up, and what it did not verify.
+func (k *Kube) BoundaryNote() string {
+	switch {
+	case k.opts.ClosedEgress && k.gatewayBase != "":
+		return "not verified: the run's NetworkPolicy lets its pods reach only the model gateway; whether this cluster's network plugin enforces NetworkPolicy is not probed (a plain bridge CNI does not)"
+	case k.gatewayBase != "":
+		return "not enforced: egress: open; the key stays in planagent (the model gateway)"
+	}
+	return "not enforced: without kube_gateway the pods hold the key (the run's Secret) and reach what the cluster allows"
+}
