@@ -73,7 +73,7 @@ func ignoredFilesAndSetupCommand(t *testing.T, rt e2eRuntime) {
 				return
 			}
 			if tc.include {
-				if !strings.Contains(stderr, "1 ignored files") {
+				if !strings.Contains(stderr, "1 ignored file (") {
 					t.Errorf("the run did not say what it copies into the copies:\n%s", stderr)
 				}
 			}

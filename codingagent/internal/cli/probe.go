@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -49,7 +51,18 @@ short-lived container before a run, where the agent's network is.`,
 			if err != nil {
 				return cmdutil.Failed(fmt.Errorf("model server at %s does not answer: %s", shown, causeOf(err)))
 			}
-			resp.Body.Close()
+			defer resp.Body.Close()
+			// planagent's model gateway answers for a model server it
+			// cannot reach: that server does not answer from here either.
+			if resp.Header.Get(gatewayUpstreamHeader) == "unreachable" {
+				var body struct {
+					Error struct {
+						Message string `json:"message"`
+					} `json:"error"`
+				}
+				_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body)
+				return cmdutil.Failed(fmt.Errorf("model server behind the gateway at %s does not answer: %s", shown, body.Error.Message))
+			}
 			_, err = fmt.Fprintf(f.IO.Out, "model server at %s answers (HTTP %d)\n", shown, resp.StatusCode)
 			return err
 		},
@@ -57,6 +70,10 @@ short-lived container before a run, where the agent's network is.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for an answer")
 	return cmd
 }
+
+// gatewayUpstreamHeader is planagent's gateway.UpstreamHeader (codingagent
+// does not link planagent's packages).
+const gatewayUpstreamHeader = "Codeagent-Gateway-Upstream"
 
 // redactURL hides a password in the URL's user info.
 func redactURL(raw string) string {

@@ -368,8 +368,16 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 		return // the agent went away; nobody reads an answer
 	}
 	g.log.Warn("the model server did not answer the gateway", "host", g.upstream.Host, "err", err)
-	writeError(w, http.StatusBadGateway, "api_error", fmt.Sprintf("codeagent model gateway: %s did not answer: %v", g.upstream.Host, err))
+	// The header tells `codingagent probe` that the gateway answered but
+	// the model server behind it did not: the way is broken further on.
+	w.Header().Set(UpstreamHeader, "unreachable")
+	writeError(w, http.StatusBadGateway, "api_error", fmt.Sprintf("codeagent model gateway: the model server at %s did not answer: %v",
+		redactURL(g.upstream.String()+g.base), err))
 }
+
+// UpstreamHeader is set on the gateway's answer when the model server
+// behind it could not be reached.
+const UpstreamHeader = "Codeagent-Gateway-Upstream"
 
 // writeError answers in a shape both families of clients read: OpenAI's
 // error.message and error.code, Anthropic's type "error" with

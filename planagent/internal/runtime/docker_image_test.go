@@ -60,7 +60,7 @@ func TestDockerComposeImage(t *testing.T) {
 		full := append(append([]string{}, compose[1:]...), append([]string{"-p", project, "-f", filepath.Join(dir, "docker-compose.yml")}, args...)...)
 		cmd := exec.CommandContext(ctx, compose[0], full...)
 		cmd.Env = append(os.Environ(), "IMAGE="+image, "UID="+strconv.Itoa(os.Getuid()), "GID="+strconv.Itoa(os.Getgid()),
-			"OPENAI_API_KEY="+testKey, "OPENAI_MODEL=m")
+			"OPENAI_API_KEY="+testKey, "OPENAI_MODEL=m", "CODEAGENT_GATEWAY_TOKEN="+composeWatcherToken)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s %s: %v\n%s", compose[0], strings.Join(full, " "), err, out)
 		}
@@ -83,7 +83,9 @@ func TestDockerComposeImage(t *testing.T) {
 		{"cap drop ALL", strings.Join(c.HostConfig.CapDrop, ",") == "ALL"},
 		{"pids limit", c.HostConfig.PidsLimit != nil && *c.HostConfig.PidsLimit == 512},
 		{"memory limit without swap", c.HostConfig.Memory == 2<<30 && c.HostConfig.MemorySwap == 2<<30},
-		{"key passed through", strings.Contains(strings.Join(c.Config.Env, "\n"), "OPENAI_API_KEY="+testKey)},
+		// The key goes to the gateway service only: the watcher gets the token.
+		{"the gateway's token, not the key", strings.Contains(strings.Join(c.Config.Env, "\n"), "OPENAI_API_KEY="+composeWatcherToken) &&
+			!strings.Contains(strings.Join(c.Config.Env, "\n"), testKey)},
 	} {
 		if !ch.ok {
 			t.Errorf("compose container: %s does not hold", ch.name)
@@ -124,6 +126,10 @@ func composeCommand(t *testing.T) []string {
 	t.Fatal("neither `docker compose` nor docker-compose is installed: install one (apt-get install docker-compose; .ci/run does)")
 	return nil
 }
+
+// composeWatcherToken is the watcher's CODEAGENT_GATEWAY_TOKEN in the
+// compose tests (32 characters or more, never the key).
+const composeWatcherToken = "compose-watcher-token-0123456789abcdef"
 
 func composeTestImage(t *testing.T, cli *client.Client) string {
 	t.Helper()
