@@ -120,17 +120,7 @@ func bigRun(t *testing.T) (vol, ws string, repo *checkpoint.Repo, st *runrecord.
 		st.Info[id].Commit, st.Info[id].Checkpoint, st.Info[id].Merge = c, c, i+1
 		st.Checkpoints.Head, st.Checkpoints.Merges = c, i+1
 	}
-	st.Status = runrecord.RunCompleted
-	l, err := volume.New(vol, ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Save(l, now); err != nil {
-		t.Fatal(err)
-	}
+	saveCompleted(t, vol, ws, st, now)
 	return vol, ws, repo, st
 }
 
@@ -144,6 +134,9 @@ func bigRun(t *testing.T) (vol, ws string, repo *checkpoint.Repo, st *runrecord.
 // command names: removed as its line says, as a user would), half only
 // planagent (its git finishes on its own).
 func TestRollbackKilledThenRunAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: 16 kill -9s of a rollback of 750 files, about a minute (make test runs it)")
+	}
 	vol, ws, _, st := bigRun(t)
 	l, err := volume.New(vol, ws)
 	if err != nil {

@@ -90,17 +90,7 @@ func checkpointedRun(t *testing.T, useGit bool) (vol, ws string, repo *checkpoin
 		st.Info[id].Commit, st.Info[id].Checkpoint, st.Info[id].Merge = c, c, i+1
 		st.Checkpoints.Head, st.Checkpoints.Merges = c, i+1
 	}
-	st.Status = runrecord.RunCompleted
-	l, err := volume.New(vol, ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Save(l, now); err != nil {
-		t.Fatal(err)
-	}
+	saveCompleted(t, vol, ws, st, now)
 	return vol, ws, repo, st
 }
 
@@ -263,5 +253,22 @@ func TestCompletionOffersRunsAndTasks(t *testing.T) {
 	}
 	if got := complete("comment", st.RunID, ""); !same(got, "a", "b") {
 		t.Errorf("comment RUN TASK: %v, want a b", got)
+	}
+}
+
+// saveCompleted saves st as a completed run in the volumes dir vol of
+// workspace ws, as a finished planagent run leaves it.
+func saveCompleted(t *testing.T, vol, ws string, st *runrecord.State, now time.Time) {
+	t.Helper()
+	st.Status = runrecord.RunCompleted
+	l, err := volume.New(vol, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Save(l, now); err != nil {
+		t.Fatal(err)
 	}
 }
