@@ -6,7 +6,6 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
-	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 // attemptsLine says, for the plan confirmation, which tasks get several
@@ -58,29 +57,4 @@ func attemptsLine(p *plan.Plan, c config.Config) string {
 		line += fmt.Sprintf("; the %d extra attempts may cost up to %s", extra, config.FormatUSD(ceiling))
 	}
 	return line + "\n"
-}
-
-// attemptKept says whether attempt n of task id has a result to show: the
-// merged one has (the task's checkpoint); the others' work is not kept
-// yet (docs/attempts.md), and the error says which attempts there are and
-// how each ended.
-func attemptKept(in *runrecord.TaskInfo, id string, n int) error {
-	if in == nil || len(in.Results) == 0 {
-		return fmt.Errorf("task %s has no attempt on record", id)
-	}
-	var have []string
-	for _, a := range in.Results {
-		if a.Attempt == n {
-			if a.Rank == 1 {
-				return nil
-			}
-			why := a.Status
-			if a.Error != "" {
-				why += ": " + a.Error
-			}
-			return fmt.Errorf("attempt %d of task %s was not merged (%s); only the merged attempt's work is kept in this version", n, id, why)
-		}
-		have = append(have, fmt.Sprintf("%d (%s)", a.Attempt, a.Status))
-	}
-	return fmt.Errorf("task %s has no attempt %d; its attempts: %s", id, n, strings.Join(have, ", "))
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
-	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
 
 // The plan confirmation names the tasks of several attempts, how they run
@@ -45,28 +44,5 @@ func TestAttemptsLine(t *testing.T) {
 	}
 	if !strings.Contains(renderPlan(p), "      attempts: 3\n") {
 		t.Errorf("renderPlan does not show the task's attempts:\n%s", renderPlan(p))
-	}
-}
-
-// diff --attempt N shows the merged attempt; another is refused naming how
-// it ended, an unknown one naming the attempts there are.
-func TestAttemptKept(t *testing.T) {
-	in := &runrecord.TaskInfo{Results: []runrecord.AttemptResult{
-		{Attempt: 1, Status: "failed", Error: "acceptance command \"go test\" exited 1"},
-		{Attempt: 2, Status: "completed", Rank: 1},
-	}}
-	if err := attemptKept(in, "parse", 2); err != nil {
-		t.Errorf("the merged attempt: %v", err)
-	}
-	for n, want := range map[int]string{
-		1: `attempt 1 of task parse was not merged (failed: acceptance command "go test" exited 1); only the merged attempt's work is kept in this version`,
-		3: "task parse has no attempt 3; its attempts: 1 (failed), 2 (completed)",
-	} {
-		if err := attemptKept(in, "parse", n); err == nil || err.Error() != want {
-			t.Errorf("attempt %d: %v, want %q", n, err, want)
-		}
-	}
-	if err := attemptKept(nil, "x", 1); err == nil || err.Error() != "task x has no attempt on record" {
-		t.Errorf("no record: %v", err)
 	}
 }

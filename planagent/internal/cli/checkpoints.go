@@ -247,7 +247,8 @@ func (s *session) resumeCheckpoints(ctx context.Context, st *runrecord.State, w 
 		return nil, err
 	}
 	if j := cp.Rollback; j != nil {
-		fmt.Fprintf(w, "checkpoints: finishing the rollback that was interrupted (%s to %s)\n", short(j.From), short(j.To))
+		what, _ := journalled(st.RunID, j)
+		fmt.Fprintf(w, "checkpoints: finishing the %s that was interrupted (%s to %s)\n", what, short(j.From), short(j.To))
 		if err := finishRollback(ctx, s, st, repo); err != nil {
 			return nil, err
 		}

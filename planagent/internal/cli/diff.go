@@ -27,11 +27,18 @@ whole run's: from the commit it started from to its last checkpoint. RUN
 defaults to the latest run; a single argument that is not a run id is a task
 of the latest run.
 
+With --attempt N, the patch of attempt N of TASK: the merged attempt's
+checkpoint, or for another attempt the result it left (kept as
+refs/codeagent/RUN/TASK/attempt-N) against the state its copy was made
+from. An attempt that ended without a result (it failed before its work
+was squashed into a commit) is refused, saying how it ended.
+
 On a terminal the patch is coloured and shown through a pager ($PAGER, else
 less, with LESS=FRX as git sets it); piped or redirected it is plain.`,
 		Example: `  planagent diff
   planagent diff add-tests
-  planagent diff run-20261121-084500-1a2b add-tests | git apply --stat`,
+  planagent diff run-20261121-084500-1a2b add-tests | git apply --stat
+  planagent diff run-20261121-084500-1a2b parser --attempt 2`,
 		Args:              cobra.MaximumNArgs(2),
 		ValidArgsFunction: completeRun(f, true, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,7 +58,7 @@ less, with LESS=FRX as git sets it); piped or redirected it is plain.`,
 			return runDiff(cmd, f, opts)
 		},
 	}
-	cmd.Flags().IntVar(&opts.Attempt, "attempt", 0, "with TASK: the patch of that attempt of the task (see status --json's attempt_results)")
+	cmd.Flags().IntVar(&opts.Attempt, "attempt", 0, "with TASK: the patch of that attempt of the task against the state it started from, the merged one's or another's kept result (see status --json's attempt_results)")
 	return cmd
 }
 
@@ -70,8 +77,15 @@ func runDiff(cmd *cobra.Command, f *cmdutil.Factory, opts *DiffOptions) error {
 		if opts.Task == "" {
 			return cmdutil.UsageError(fmt.Errorf("--attempt %d needs a TASK: planagent diff %s TASK --attempt %d", opts.Attempt, st.RunID, opts.Attempt))
 		}
-		if err := attemptKept(st.Info[opts.Task], opts.Task, opts.Attempt); err != nil {
-			return cmdutil.UsageError(err)
+		commit, err := attemptCommit(ctx, repo, st, opts.Task, opts.Attempt)
+		if err != nil {
+			return err
+		}
+		if commit != "" {
+			// Against the state its copy was made from: what the attempt
+			// did, whatever was merged since.
+			from, to = commit+"^", commit
+			opts.Task = ""
 		}
 	}
 	if opts.Task != "" {

@@ -80,28 +80,19 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 	if err != nil {
 		return err
 	}
-	if b := st.Checkpoints.Branch; repo.Mode() == "git" && repo.Branch() != b {
-		back := b
-		if b == "" {
-			back = "--detach " + short(st.Checkpoints.Head)
-		}
-		return cmdutil.UsageError(fmt.Errorf("run %s commits to %s, but the workspace is now on %s: switch back (`git switch %s`) to roll it back (nothing was rolled back)",
-			st.RunID, branchName(b), branchName(repo.Branch()), back))
+	if err := onRunBranch(st, repo, "roll it back (nothing was rolled back)"); err != nil {
+		return err
 	}
-	if j := st.Checkpoints.Rollback; j != nil {
-		// A rollback cut short (kill -9, a full disk, a git that failed):
-		// finished first, whatever is asked now.
-		fmt.Fprintf(f.IO.Err, "finishing the rollback that was interrupted (%s to %s)\n", short(j.From), short(j.To))
-		if err := finishRollback(ctx, s, st, repo); err != nil {
-			return err
-		}
-		if j.Task == opts.To && (j.Task != "" || opts.Start) {
-			reportRollback(f, s, st.RunID, j)
-			return nil
-		}
+	j, err := finishJournal(ctx, f, s, st, repo)
+	if err != nil {
+		return err
+	}
+	if j != nil && j.Pick == 0 && j.Task == opts.To && (j.Task != "" || opts.Start) {
+		reportRollback(f, s, st.RunID, j)
+		return nil
 	}
 	cp := st.Checkpoints
-	j := &runrecord.Rollback{}
+	j = &runrecord.Rollback{}
 	if opts.To != "" {
 		t, ok := taskOf(st, opts.To)
 		in := st.Info[opts.To]
@@ -151,6 +142,34 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 	return nil
 }
 
+// onRunBranch refuses a git workspace no longer on the branch the run
+// commits to; to says what switching back allows.
+func onRunBranch(st *runrecord.State, repo *checkpoint.Repo, to string) error {
+	b := st.Checkpoints.Branch
+	if repo.Mode() != "git" || repo.Branch() == b {
+		return nil
+	}
+	back := b
+	if b == "" {
+		back = "--detach " + short(st.Checkpoints.Head)
+	}
+	return cmdutil.UsageError(fmt.Errorf("run %s commits to %s, but the workspace is now on %s: switch back (`git switch %s`) to %s",
+		st.RunID, branchName(b), branchName(repo.Branch()), back, to))
+}
+
+// finishJournal finishes a rollback or a pick cut short (kill -9, a full
+// disk, a git that failed) before anything else is done, whatever is
+// asked now; it returns that journal, nil when there was none.
+func finishJournal(ctx context.Context, f *cmdutil.Factory, s *session, st *runrecord.State, repo *checkpoint.Repo) (*runrecord.Rollback, error) {
+	j := st.Checkpoints.Rollback
+	if j == nil {
+		return nil, nil
+	}
+	what, _ := journalled(st.RunID, j)
+	fmt.Fprintf(f.IO.Err, "finishing the %s that was interrupted (%s to %s)\n", what, short(j.From), short(j.To))
+	return j, finishRollback(ctx, s, st, repo)
+}
+
 // finishRollback carries out the rollback journaled in st: git moves the
 // workspace and the branch (Advance finishes a move cut short at any
 // point: files git already wrote are taken as the move's own), then the
@@ -158,24 +177,25 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 func finishRollback(ctx context.Context, s *session, st *runrecord.State, repo *checkpoint.Repo) error {
 	cp := st.Checkpoints
 	j := cp.Rollback
+	what, again := journalled(st.RunID, j)
 	if err := repo.Advance(ctx, j.From, j.To); err != nil {
 		var changed *checkpoint.ChangedError
 		if errors.As(err, &changed) {
-			return cmdutil.UsageError(changedError(repo, changed.Files, "the rollback waits: run the same `planagent rollback` again after"))
+			return cmdutil.UsageError(changedError(repo, changed.Files, fmt.Sprintf("the %s waits: run %s again after", what, again)))
 		}
 		var moved *checkpoint.MovedError
 		if errors.As(err, &moved) {
-			return cmdutil.UsageError(fmt.Errorf("HEAD %s is neither where the interrupted rollback began (%s) nor its target (%s): move your commits elsewhere and put the branch back at one of them, then run the same `planagent rollback` again",
-				short(moved.Head), short(j.From), short(j.To)))
+			return cmdutil.UsageError(fmt.Errorf("HEAD %s is neither where the interrupted %s began (%s) nor its target (%s): move your commits elsewhere and put the branch back at one of them, then run %s again",
+				short(moved.Head), what, short(j.From), short(j.To), again))
 		}
 		var switched *checkpoint.SwitchedError
 		if errors.As(err, &switched) {
-			return cmdutil.UsageError(fmt.Errorf("%w: switch back, then run the same `planagent rollback` again", switched))
+			return cmdutil.UsageError(fmt.Errorf("%w: switch back, then run %s again", switched, again))
 		}
 		if lock := repo.StaleLock(); lock != "" {
-			return cmdutil.UsageError(fmt.Errorf("rollback to %s: git's lock %s is there: a git command was killed mid-write (or one is running now); once none runs in this repository, remove it and run the same `planagent rollback` again (%w)", short(j.To), lock, err))
+			return cmdutil.UsageError(fmt.Errorf("%s to %s: git's lock %s is there: a git command was killed mid-write (or one is running now); once none runs in this repository, remove it and run %s again (%w)", what, short(j.To), lock, again, err))
 		}
-		return fmt.Errorf("rollback to %s (run the same `planagent rollback` again to finish it): %w", short(j.To), err)
+		return fmt.Errorf("%s to %s (run %s again to finish it): %w", what, short(j.To), again, err)
 	}
 	cp.Head = j.To
 	if cp.Merges > j.Keep {
@@ -183,6 +203,15 @@ func finishRollback(ctx context.Context, s *session, st *runrecord.State, repo *
 	}
 	cp.Rollback = nil
 	return st.Save(s.layout, time.Now())
+}
+
+// journalled names the move a journal is (a rollback or a pick) and the
+// command that finishes it.
+func journalled(runID string, j *runrecord.Rollback) (what, again string) {
+	if j.Pick > 0 {
+		return "pick", fmt.Sprintf("`planagent pick %s %s --attempt %d`", runID, j.Task, j.Pick)
+	}
+	return "rollback", "the same `planagent rollback`"
 }
 
 // changedError names the workspace files a rollback will not write over.

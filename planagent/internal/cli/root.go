@@ -51,6 +51,7 @@ another failure; 2 bad usage or configuration; 3 paused at a budget (resume cont
 		NewCmdGraph(f, nil),
 		NewCmdDiff(f, nil),
 		NewCmdRollback(f, nil),
+		NewCmdPick(f, nil),
 		NewCmdPublish(f, nil),
 		NewCmdComment(f, nil),
 		NewCmdReview(f, nil),

@@ -100,6 +100,9 @@ type AttemptResult struct {
 	// Rank is its place among the task's passing attempts (1: the one
 	// merged); 0 when it did not pass.
 	Rank int `json:"rank,omitempty"`
+	// Picked says a person chose it (`planagent pick`) over the ranking's
+	// winner: it is the one merged, rank 1.
+	Picked bool `json:"picked,omitempty"`
 	// EgressRefused is what the egress proxy turned away of this attempt
 	// ("host:port: reason", the first few; docs/egress.md).
 	EgressRefused []string `json:"egress_refused,omitempty"`
@@ -157,8 +160,9 @@ type Checkpoints struct {
 	Rollback *Rollback `json:"rollback,omitempty"`
 }
 
-// Rollback is the journal of a rollback: the move from From (the branch
-// when it began) to To, and what the run's state became once it is done.
+// Rollback is the journal of a rollback (or a pick): the move from From
+// (the branch when it began) to To, and what the run's state became once
+// it is done.
 // The tasks it makes pending again are in the state already when it is
 // saved: only the move and Head are left to do.
 type Rollback struct {
@@ -167,6 +171,10 @@ type Rollback struct {
 	Keep  int      `json:"keep"`            // the completions kept: Merges after it
 	Task  string   `json:"task,omitempty"`  // the task gone back to; "" = the run's start
 	Reset []string `json:"reset,omitempty"` // the tasks made pending again
+	// Pick, when set, makes it the move of `planagent pick`: Task's commit
+	// becomes that attempt's result (To), on the same parent, and nothing
+	// is reset. The task's new commit and ranks are in the state already.
+	Pick int `json:"pick,omitempty"`
 }
 
 // Decision is what was decided after a failure.
