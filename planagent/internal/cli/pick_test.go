@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -354,7 +355,7 @@ func TestPickInterruptedThenFinished(t *testing.T) {
 	c.Env = append(os.Environ(), planagentHelperEnv+"="+strings.Join(args, "\n"), "CODEAGENT_FAILPOINT=pick-journaled")
 	err := c.Run()
 	var ws syscall.WaitStatus
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		ws, _ = ee.Sys().(syscall.WaitStatus)
 	}
 	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
