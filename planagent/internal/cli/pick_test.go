@@ -27,6 +27,7 @@ import (
 // "use" (which depends on parse) was merged on top.
 type attemptsRun struct {
 	vol, ws, run string
+	gitDir       string // the shadow repository's; "" in a git workspace
 	l            volume.Layout
 	start, two   string // the run's start, attempt 2's commit (merged)
 	three, use   string // attempt 3's result (its ref), use's commit
@@ -34,19 +35,31 @@ type attemptsRun struct {
 
 func newAttemptsRun(t *testing.T, later bool) *attemptsRun {
 	t.Helper()
+	return newAttemptsRunIn(t, true, later)
+}
+
+// newAttemptsRunIn is newAttemptsRun in a git workspace or (useGit
+// false) a plain directory with a shadow repository.
+func newAttemptsRunIn(t *testing.T, useGit, later bool) *attemptsRun {
+	t.Helper()
 	ctx := t.Context()
 	r := &attemptsRun{vol: t.TempDir(), ws: t.TempDir()}
-	r.git(t, "init", "-q", "-b", "main")
 	if err := os.WriteFile(filepath.Join(r.ws, "mine.txt"), []byte("the user's\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.git(t, "add", "-A")
-	r.git(t, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "-m", "start")
+	if useGit {
+		r.git(t, "init", "-q", "-b", "main")
+		r.git(t, "add", "-A")
+		r.git(t, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "-m", "start")
+	}
 	repo, err := checkpoint.Open(ctx, r.ws, checkpoint.ShadowDir(filepath.Join(r.vol, "checkpoints"), r.ws), []string{r.vol})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer repo.Close()
+	if !useGit {
+		r.gitDir = repo.GitDir()
+	}
 	r.start = r.git(t, "rev-parse", "HEAD")
 	p := &plan.Plan{Title: "parse", Overview: "a parser", Tasks: []plan.Task{
 		{ID: "parse", Title: "Parser", Description: "write parse.txt", Acceptance: []string{"test -f parse.txt"}},
@@ -96,12 +109,16 @@ func newAttemptsRun(t *testing.T, later bool) *attemptsRun {
 
 func (r *attemptsRun) git(t *testing.T, args ...string) string {
 	t.Helper()
-	return gitIn(t, r.ws, nil, args...)
+	return r.gitEnv(t, nil, args...)
 }
 
-func gitIn(t *testing.T, ws string, env []string, args ...string) string {
+func (r *attemptsRun) gitEnv(t *testing.T, env []string, args ...string) string {
 	t.Helper()
-	c := exec.Command("git", append([]string{"-C", ws}, args...)...)
+	where := []string{"-C", r.ws}
+	if r.gitDir != "" {
+		where = append(where, "--git-dir", r.gitDir, "--work-tree", r.ws)
+	}
+	c := exec.Command("git", append(where, args...)...)
 	c.Env = append(os.Environ(), env...)
 	out, err := c.CombinedOutput()
 	if err != nil {
@@ -116,17 +133,17 @@ func (r *attemptsRun) commitOn(t *testing.T, parent string, files map[string]str
 	t.Helper()
 	env := []string{"GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index"),
 		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com"}
-	gitIn(t, r.ws, env, "read-tree", parent)
+	r.gitEnv(t, env, "read-tree", parent)
 	for name, content := range files {
 		f := filepath.Join(t.TempDir(), "blob")
 		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		blob := gitIn(t, r.ws, nil, "hash-object", "-w", f)
-		gitIn(t, r.ws, env, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+name)
+		blob := r.git(t, "hash-object", "-w", f)
+		r.gitEnv(t, env, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+name)
 	}
-	tree := gitIn(t, r.ws, env, "write-tree")
-	return gitIn(t, r.ws, env, "commit-tree", tree, "-p", parent, "-m", msg)
+	tree := r.gitEnv(t, env, "write-tree")
+	return r.gitEnv(t, env, "commit-tree", tree, "-p", parent, "-m", msg)
 }
 
 func (r *attemptsRun) planagent(t *testing.T, args ...string) (int, string, string) {
@@ -384,5 +401,31 @@ func TestPickInterruptedThenFinished(t *testing.T) {
 	}
 	if got := r.git(t, "rev-parse", checkpoint.AttemptRef(r.run, "parse", 2)); got != r.two {
 		t.Fatalf("attempt 2's ref: %s", got)
+	}
+}
+
+// In a workspace that is not a git repository the run's commits are in
+// its shadow repository, and pick works there the same way.
+func TestPickShadow(t *testing.T) {
+	t.Parallel()
+	r := newAttemptsRunIn(t, false, false)
+	if _, err := os.Stat(filepath.Join(r.ws, ".git")); err == nil {
+		t.Fatal("the fixture made the workspace a git repository")
+	}
+	if code, out, errOut := r.planagent(t, "diff", r.run, "parse", "--attempt", "3"); code != 0 || !strings.Contains(out, "+three") {
+		t.Fatalf("diff --attempt 3: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := r.planagent(t, "pick", r.run, "parse", "--attempt", "3"); code != 0 {
+		t.Fatalf("pick: exit %d\n%s%s", code, out, errOut)
+	}
+	head := r.git(t, "rev-parse", "HEAD")
+	if r.git(t, "rev-parse", head+"^") != r.start || r.read(t, "parse.txt") != "three\n" || r.read(t, "big.txt") != "" || r.read(t, "mine.txt") != "the user's\n" {
+		t.Fatalf("after the pick: HEAD %s, parse.txt %q, big.txt %q, mine.txt %q", head, r.read(t, "parse.txt"), r.read(t, "big.txt"), r.read(t, "mine.txt"))
+	}
+	if got := r.git(t, "rev-parse", checkpoint.AttemptRef(r.run, "parse", 2)); got != r.two {
+		t.Fatalf("attempt 2's ref: %s", got)
+	}
+	if st := r.state(t); st.Info["parse"].Commit != head || st.Checkpoints.Head != head {
+		t.Fatalf("state: commit %s head %s, want %s", st.Info["parse"].Commit, st.Checkpoints.Head, head)
 	}
 }
