@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmconf"
 )
 
 // The compat key overrides the provider profile that internal/llm picks
@@ -18,7 +18,7 @@ import (
 //	  reasoning: none          # e.g. old deepseek-reasoner rejects reasoning_content
 //	  stream_options: false
 //
-// Values are kept as text; llm.ResolveProfile checks them (validate).
+// Values are kept as text; llmconf.ResolveProfile checks them (validate).
 const (
 	keyCompat = "compat"
 	// EnvCompat carries the map as key=value,key=value: how planagent
@@ -32,7 +32,7 @@ func (st *state) applyCompatNode(v *yaml.Node, o origin) {
 	}
 	if v.Kind != yaml.MappingNode {
 		st.errs = append(st.errs, &Error{Where: o.where(), Key: keyCompat,
-			Msg: fmt.Sprintf("want a mapping of compat key to value (keys: %s), got %s", strings.Join(llm.CompatKeys(), ", "), describe(v))})
+			Msg: fmt.Sprintf("want a mapping of compat key to value (keys: %s), got %s", strings.Join(llmconf.CompatKeys(), ", "), describe(v))})
 		return
 	}
 	compat := map[string]string{}
@@ -97,6 +97,6 @@ func FormatCompat(c map[string]string) string {
 
 // Profile is the provider profile the LLM client will use, and where each
 // of its fields came from.
-func (c Config) Profile() (llm.Profile, []llm.ProfileField, error) {
-	return llm.ResolveProfile(c.BaseURL, c.Compat, c.ReasoningEffort)
+func (c Config) Profile() (llmconf.Profile, []llmconf.ProfileField, error) {
+	return llmconf.ResolveProfile(c.BaseURL, c.Compat, c.ReasoningEffort)
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/codeagent/codeagent/internal/catalog"
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmconf"
 )
 
 // DefaultFile is read when no --config is given; its absence is not an error.
@@ -35,7 +35,7 @@ type Config struct {
 	BaseURL string
 	Model   string
 	// API is the wire dialect: auto, chat, anthropic or responses
-	// (llm.ResolveAPI says what auto becomes, and why).
+	// (llmconf.ResolveAPI says what auto becomes, and why).
 	API string
 	// ReasoningEffort is how hard a reasoning model thinks: none, minimal,
 	// low, medium, high, xhigh ("" the model's default); ThinkingBudget is
@@ -128,7 +128,7 @@ type Config struct {
 	// besides those the server marks readOnlyHint.
 	MCPReadOnly []string
 	// Compat overrides the LLM provider profile picked from BaseURL, by
-	// compat key (llm.CompatKeys).
+	// compat key (llmconf.CompatKeys).
 	Compat map[string]string
 }
 
@@ -136,14 +136,14 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		BaseURL:             "https://api.openai.com/v1",
-		API:                 llm.APIAuto,
+		API:                 llmconf.APIAuto,
 		Model:               "gpt-4o-mini",
 		ContextWindow:       128000,
 		ReservedOutput:      8192,
 		CompactionThreshold: 0.9,
 		KeepMessages:        10,
 		RequestTimeout:      10 * time.Minute,
-		Retries:             llm.DefaultMaxRetries,
+		Retries:             llmconf.DefaultMaxRetries,
 		MaxIterations:       100,
 		VolumesDir:          "./volumes",
 		Runtime:             "docker",
@@ -356,8 +356,8 @@ func (st *state) applyEnv(getenv func(string) string) {
 // anthropic, unless a flag named one: with both OPENAI_API_KEY and
 // ANTHROPIC_API_KEY set, as on many machines, only the second can work.
 func (st *state) applyAnthropicKey(getenv func(string) string) {
-	api, _, err := llm.ResolveAPI(st.cfg.API, st.cfg.BaseURL, st.cfg.Model)
-	if err != nil || api != llm.APIAnthropic || st.origins["api_key"].kind == fromFlag {
+	api, _, err := llmconf.ResolveAPI(st.cfg.API, st.cfg.BaseURL, st.cfg.Model)
+	if err != nil || api != llmconf.APIAnthropic || st.origins["api_key"].kind == fromFlag {
 		return
 	}
 	if key := getenv(AnthropicKeyEnv); key != "" {

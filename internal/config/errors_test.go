@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmconf"
 )
 
 func TestLoadErrors(t *testing.T) {
@@ -122,7 +122,7 @@ func TestLoadAcceptsEdgeFiles(t *testing.T) {
 		{"empty file", "", func(c Config) bool { return c.Model == "gpt-4o-mini" }},
 		{"only comments", "# nothing yet\n", func(c Config) bool { return c.Model == "gpt-4o-mini" }},
 		{"bare document marker", "---\n", func(c Config) bool { return c.Model == "gpt-4o-mini" }},
-		{"null value keeps default", "summary_model:\nretries: ~\n", func(c Config) bool { return c.Retries == llm.DefaultMaxRetries }},
+		{"null value keeps default", "summary_model:\nretries: ~\n", func(c Config) bool { return c.Retries == llmconf.DefaultMaxRetries }},
 		{"anchor and alias", "model: &m big\nsummary_model: *m\n", func(c Config) bool { return c.SummaryModel == "big" }},
 		{"api key in file", "api_key: sk-from-file-abcdef\n", func(c Config) bool { return c.APIKey == "sk-from-file-abcdef" }},
 		{"quoted number", "retries: \"3\"\n", func(c Config) bool { return c.Retries == 3 }},

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmconf"
 )
 
 // env turns a map into an injectable Getenv.
@@ -49,7 +49,7 @@ func TestLoadDefaults(t *testing.T) {
 	want := Config{
 		BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", API: "auto",
 		ContextWindow: 128000, ReservedOutput: 8192, CompactionThreshold: 0.9, KeepMessages: 10,
-		RequestTimeout: 10 * time.Minute, Retries: llm.DefaultMaxRetries, MaxIterations: 100, VolumesDir: "./volumes",
+		RequestTimeout: 10 * time.Minute, Retries: llmconf.DefaultMaxRetries, MaxIterations: 100, VolumesDir: "./volumes",
 		Runtime: "docker", Image: "codeagent/codingagent:latest", ContainerMemory: "2g",
 		ContainerCPUs: 2, ContainerPids: 512, Network: "bridge", RepoMapTokens: 1024,
 		TaskTimeout: 30 * time.Minute, MaxFileSize: "100m", MaxFiles: 100_000, Parallel: 1, MaxRetries: 1,

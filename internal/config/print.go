@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codeagent/codeagent/internal/catalog"
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmconf"
 )
 
 // Print writes every key with its effective value and source as an aligned
@@ -84,7 +84,7 @@ func (l *Loaded) printProfile(w io.Writer) error {
 	if err != nil {
 		return nil // Load rejects a bad compat map; a hand-built Config may hold one
 	}
-	if api, _, err := llm.ResolveAPI(l.API, l.BaseURL, l.Model); err == nil && api == llm.APIAnthropic {
+	if api, _, err := llmconf.ResolveAPI(l.API, l.BaseURL, l.Model); err == nil && api == llmconf.APIAnthropic {
 		// Anthropic's Messages API has no Chat Completions fields to adapt:
 		// a profile table there would describe requests never sent.
 		_, err := fmt.Fprintf(w, "\nprovider profile: none (the anthropic api speaks Anthropic's Messages API; %s: applies to chat completions)\n", keyCompat)
@@ -115,8 +115,8 @@ func (l *Loaded) printProfile(w io.Writer) error {
 // apiShown is the api row: the dialect auto chose and why, so that a
 // person sees what will be spoken without knowing the rule.
 func (l *Loaded) apiShown(src Source) (string, Source) {
-	api, why, err := llm.ResolveAPI(l.API, l.BaseURL, l.Model)
-	if err != nil || l.API != llm.APIAuto {
+	api, why, err := llmconf.ResolveAPI(l.API, l.BaseURL, l.Model)
+	if err != nil || l.API != llmconf.APIAuto {
 		return l.API, src
 	}
 	return api, Source(fmt.Sprintf("%s (%s)", src, why))

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmconf"
 )
 
 // maxAttempts is planspec.MaxAttempts (config does not import the plans).
@@ -42,7 +42,7 @@ func validate(c Config, where func(key string) string) error {
 
 	check("base_url", isHTTPURL(c.BaseURL), `an http(s) URL such as "https://api.openai.com/v1" or "http://localhost:11434/v1"`)
 	check("model", strings.TrimSpace(c.Model) != "", "a model name (set OPENAI_MODEL or model in the file)")
-	check("api", slices.Contains(llm.APIs, c.API), `one of "auto" (chosen from base_url and model), "chat", "anthropic", "responses"`)
+	check("api", slices.Contains(llmconf.APIs, c.API), `one of "auto" (chosen from base_url and model), "chat", "anthropic", "responses"`)
 	check("reasoning_effort", c.ReasoningEffort == "" || slices.Contains(Efforts, c.ReasoningEffort),
 		`"" (the model's default) or one of "`+strings.Join(Efforts, `", "`)+`"`)
 	check("thinking_budget", c.ThinkingBudget == 0 || (c.ThinkingBudget >= 1024 && c.ThinkingBudget < c.ReservedOutput),
@@ -105,7 +105,7 @@ func validate(c Config, where func(key string) string) error {
 		errs = append(errs, &Error{Where: where(key), Key: key, Msg: fmt.Sprintf(
 			"%s is not allowed: want %s %s (%s, %s)", shown[key], relation, other, shown[other], otherAt)})
 	}
-	if _, _, err := llm.ResolveProfile(c.BaseURL, c.Compat, ""); err != nil {
+	if _, _, err := llmconf.ResolveProfile(c.BaseURL, c.Compat, ""); err != nil {
 		errs = append(errs, &Error{Where: where(keyCompat), Key: keyCompat, Msg: err.Error()})
 	} else if slices.Contains(Efforts, c.ReasoningEffort) {
 		if _, _, err := c.Profile(); err != nil {

@@ -23,13 +23,6 @@ import (
 	"github.com/codeagent/codeagent/internal/telemetry"
 )
 
-// DefaultMaxRetries is a sensible Config.MaxRetries for callers that have
-// no setting of their own (zero means no retries). With the default
-// backoff (1s doubling to 30s, each wait drawn from its upper half) six
-// retries wait 30.5-61s in all: a provider blip of tens of seconds is
-// survived, as the big clients' schedules survive it.
-const DefaultMaxRetries = 6
-
 // maxHonouredRetryAfter bounds how long Chat waits on a server's word; a
 // longer Retry-After (a daily quota) comes back to the caller as an *Error.
 const maxHonouredRetryAfter = 5 * time.Minute
@@ -44,7 +37,7 @@ type Client struct {
 	meter   Meter
 	callSeq atomic.Int64 // numbers the tool call ids this client makes up
 	dialect dialect      // nil: Chat Completions through api
-	profile Profile      // what the server accepts (profile.go)
+	profile Profile      // what the server accepts (llmconf/profile.go)
 	// profileErr is a bad Config.Compat, reported by the first Chat like a
 	// missing key (config.Load reports it before).
 	profileErr error
@@ -103,12 +96,12 @@ func (c *Client) Profile() Profile { return c.profile }
 
 // sendProfile is the profile of the next request: the echo profile sends
 // no reasoning once the server refused it.
-func (c *Client) sendProfile() Profile {
+func (c *Client) sendProfile() wireProfile {
 	p := c.profile
 	if p.Reasoning == ReasoningEcho && c.echoOff.Load() {
 		p.Reasoning = ReasoningNone
 	}
-	return p
+	return wireProfile(p)
 }
 
 // refusesReasoning reports whether err is a server's 400 (or 422) that

@@ -6,50 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/codeagent/codeagent/internal/telemetry"
 )
-
-// The wire dialects a Client speaks (Config.API).
-const (
-	APIAuto      = "auto"      // choose from the base URL and model (ResolveAPI)
-	APIChat      = "chat"      // OpenAI Chat Completions through go-openai
-	APIAnthropic = "anthropic" // Anthropic Messages API through its official SDK
-	APIResponses = "responses" // OpenAI Responses API, stateless
-)
-
-// APIs lists the values Config.API takes, for messages and validation.
-var APIs = []string{APIAuto, APIChat, APIAnthropic, APIResponses}
-
-// ResolveAPI says which dialect a client with these settings speaks, and
-// why. api "" or "auto" chooses only where it is certain: Anthropic's own
-// host speaks Messages; OpenAI serves its *-codex models only on the
-// Responses API ("unsupported_api_for_model" on chat). Everything else is
-// Chat Completions, which every OpenAI-compatible server speaks.
-func ResolveAPI(api, baseURL, model string) (resolved, why string, err error) {
-	switch api {
-	case APIChat, APIAnthropic, APIResponses:
-		return api, "set", nil
-	case "", APIAuto:
-	default:
-		return "", "", fmt.Errorf("unknown api %q: want one of %s", api, strings.Join(APIs, ", "))
-	}
-	host := ""
-	if u, err := url.Parse(baseURL); err == nil {
-		host = strings.ToLower(u.Hostname())
-	}
-	switch {
-	case host == "api.anthropic.com":
-		return APIAnthropic, "auto: base_url host is api.anthropic.com", nil
-	case host == "api.openai.com" && strings.Contains(strings.ToLower(model), "codex"):
-		return APIResponses, fmt.Sprintf("auto: OpenAI serves %s only on the Responses API", model), nil
-	}
-	return APIChat, "auto: the OpenAI-compatible default", nil
-}
 
 // dialect is a wire API other than Chat Completions. The Client keeps what
 // every dialect shares: sanitising, retries, timeouts, metering, tracing.

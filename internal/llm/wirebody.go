@@ -81,8 +81,12 @@ type outMessage struct {
 // user message for servers that refuse user after tool (Mistral).
 const bridgeText = "Noted."
 
+// wireProfile is a Profile with what writes a request body by it: the
+// profile itself is llmconf's, which knows no wire.
+type wireProfile Profile
+
 // outMessages writes msgs the way p's provider accepts them.
-func (p Profile) outMessages(msgs []Message) []outMessage {
+func (p wireProfile) outMessages(msgs []Message) []outMessage {
 	out := make([]outMessage, 0, len(msgs))
 	for i, m := range msgs {
 		role := m.Role
@@ -107,7 +111,7 @@ func (p Profile) outMessages(msgs []Message) []outMessage {
 }
 
 // assistant adds tool calls and reasoning to an assistant message.
-func (p Profile) assistant(o *outMessage, m Message) {
+func (p wireProfile) assistant(o *outMessage, m Message) {
 	for _, c := range m.ToolCalls {
 		w := wireCall{ID: p.callID(c.ID), Type: "function"}
 		w.Function.Name, w.Function.Arguments = c.Name, c.Arguments
@@ -173,7 +177,7 @@ func signed(details json.RawMessage) bool {
 }
 
 // echoes reports whether msgs, sent by p, carry reasoning echoed back.
-func (p Profile) echoes(msgs []Message) bool {
+func (p wireProfile) echoes(msgs []Message) bool {
 	if p.Reasoning != ReasoningEcho {
 		return false
 	}
@@ -191,7 +195,7 @@ var alnum9 = regexp.MustCompile(`^[a-zA-Z0-9]{9}$`)
 // id maps the same in the assistant message and in the tool message that
 // answers it, in every request and after a resume, and ids the provider
 // made itself pass unchanged.
-func (p Profile) callID(id string) string {
+func (p wireProfile) callID(id string) string {
 	if id == "" || p.ToolCallIDs != IDsAlnum9 || alnum9.MatchString(id) {
 		return id
 	}
@@ -205,7 +209,7 @@ func (p Profile) callID(id string) string {
 }
 
 // patch is the body rewrite of one request.
-func (p Profile) patch(sent []Message, req Request, maxTokens int) (*bodyPatch, error) {
+func (p wireProfile) patch(sent []Message, req Request, maxTokens int) (*bodyPatch, error) {
 	msgs, err := json.Marshal(p.outMessages(sent))
 	if err != nil {
 		return nil, fmt.Errorf("encode messages: %w", err)
