@@ -1,0 +1,86 @@
+package checkpoint
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// keepRef is the ref that keeps commit reachable while the run may still
+// copy or merge it, so a gc of the repository meanwhile cannot prune it
+// (DropKeeps removes them when the run ends).
+func keepRef(commit string) string { return "refs/codeagent/keep/" + commit }
+
+// keep makes the keep ref of commit, once per process: two update-refs of
+// one ref at once (the prewarm and an attempt's copy) collide on its lock.
+func (r *Repo) keep(ctx context.Context, commit string) error {
+	r.keepMu.Lock()
+	defer r.keepMu.Unlock()
+	if r.kept[commit] {
+		return nil
+	}
+	if r.isPending(commit) {
+		// Not in the repository yet, whose gc cannot prune it then: a
+		// ref to it there would be a broken one. Made once it is moved
+		// to (the next copy of it asks again).
+		return nil
+	}
+	if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", keepRef(commit), commit); err != nil {
+		// Not cut short: a git update-ref killed midway leaves its lock
+		// file, and every later copy of that commit then fails with
+		// "cannot lock ref … File exists". Prewarm's context is cancelled
+		// as soon as the run starts. It takes milliseconds.
+		return err
+	}
+	if r.kept == nil {
+		r.kept = map[string]bool{}
+	}
+	r.kept[commit] = true
+	return nil
+}
+
+// staleLockAge is how old a keep ref's lock must be to be taken for the
+// leftover of a killed planagent: git holds it for the milliseconds of one
+// update-ref, so a minute leaves a wide margin on a loaded machine.
+const staleLockAge = time.Minute
+
+// clearStaleKeepLocks removes the refs/codeagent/keep/<sha>.lock files a
+// planagent killed mid update-ref left in the repository: nothing else
+// takes them away, and each blocks that commit's keep ref for good. Only
+// our own namespace, only old ones; a failure costs nothing but the lock.
+func (r *Repo) clearStaleKeepLocks(ctx context.Context) {
+	common, err := r.g.line(ctx, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(r.workTree, common)
+		if r.mode == "shadow" {
+			common = r.gitDir
+		}
+	}
+	locks, _ := filepath.Glob(filepath.Join(common, "refs", "codeagent", "keep", "*.lock"))
+	for _, l := range locks {
+		if fi, err := os.Lstat(l); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleLockAge {
+			_ = os.Remove(l)
+		}
+	}
+}
+
+// DropKeeps deletes the refs that kept the run's commits reachable for its
+// copies (refs/codeagent/keep/): once a run ends, its checkpoints are on
+// the branch, and what was never merged may be garbage-collected.
+func (r *Repo) DropKeeps(ctx context.Context) error {
+	r.keepMu.Lock()
+	r.kept = nil
+	r.keepMu.Unlock()
+	r.clearStaleKeepLocks(ctx)
+	out, err := r.g.run(ctx, "for-each-ref", "--format=delete %(refname)", "refs/codeagent/keep/")
+	if err != nil || strings.TrimSpace(out) == "" {
+		return err
+	}
+	_, err = r.g.runIn(ctx, []byte(out), "update-ref", "--stdin")
+	return err
+}
