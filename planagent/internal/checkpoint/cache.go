@@ -7,7 +7,60 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
+
+// objectCache is where the copies' objects come from: a bare repository
+// beside the copies' state, fed from the repository by one `git
+// pack-objects` per commit it lacks (only what the commits it already has
+// do not reach), so a copy costs a file copy of its packs rather than
+// packing the whole history again (copyObjects). Squashes and merges add
+// their loose objects to it as small packs, which copies get as one.
+type objectCache struct {
+	dir          string // the bare repository
+	gitDir       string // the repository whose history is packed into it
+	objectFormat string
+	// alternates is where pack-objects reads the repository's objects:
+	// its own and the pending ones (objectsAlternates).
+	alternates string
+	// rw is held shared while git reads the cache or a copy copies its
+	// packs, exclusively to make it or merge its packs (a repack removes
+	// packs); mu guards what it holds (cached, tips, small, recent) and
+	// packing a commit into it.
+	rw     sync.RWMutex
+	mu     sync.Mutex
+	cached map[string]bool // commits whose history the cache holds
+	tips   []string        // the commits packed last into it
+	// small are the packs this process wrote into the cache from a
+	// squash's or a merge's loose objects, by name, with their objects: a
+	// copy gets them all as one pack (copyObjects).
+	small map[string][]packEntry
+	// recent is the one pack copies get for the small packs (recentOf),
+	// kept until they change.
+	recent recentPack
+}
+
+// newObjectCache is the cache in dir of the repository at gitDir, whose
+// objects are read from alternates.
+func newObjectCache(dir, gitDir, objectFormat, alternates string) *objectCache {
+	return &objectCache{dir: dir, gitDir: gitDir, objectFormat: objectFormat, alternates: alternates}
+}
+
+// read holds the cache for reading, whatever it holds, until release.
+func (c *objectCache) read() { c.rw.RLock() }
+
+// remove deletes the cache and forgets what it held, holding it
+// exclusively meanwhile, and while also runs: what must not meet a cache
+// being made (the removal of the leftovers beside it).
+func (c *objectCache) remove(also func() []error) []error {
+	c.rw.Lock()
+	defer c.rw.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	errs := []error{os.RemoveAll(c.dir)}
+	c.cached, c.tips, c.small, c.recent = nil, nil, nil, recentPack{}
+	return append(errs, also()...)
+}
 
 // recentPack is one pack of the objects of several small packs (of).
 type recentPack struct {
@@ -20,13 +73,13 @@ type recentPack struct {
 // recentOf is the pack of the small packs among packs (the cache's packs
 // by name), put together from their entries and kept until they change;
 // an empty one when there is none.
-func (r *Repo) recentOf(packs []string) (recentPack, error) {
-	r.cacheMu.Lock()
-	defer r.cacheMu.Unlock()
+func (c *objectCache) recentOf(packs []string) (recentPack, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var of []string
 	var entries []packEntry
 	for _, name := range packs {
-		if e, ok := r.small[name]; ok {
+		if e, ok := c.small[name]; ok {
 			of = append(of, name)
 			entries = append(entries, e...)
 		}
@@ -36,40 +89,40 @@ func (r *Repo) recentOf(packs []string) (recentPack, error) {
 	}
 	sort.Strings(of)
 	key := strings.Join(of, ",")
-	if r.recent.key == key {
-		return r.recent, nil
+	if c.recent.key == key {
+		return c.recent, nil
 	}
-	name, pack, idx, err := assemblePack(r.objectFormat, entries)
+	name, pack, idx, err := assemblePack(c.objectFormat, entries)
 	if err != nil {
 		return recentPack{}, err
 	}
-	r.recent = recentPack{key: key, of: of, name: name, pack: pack, idx: idx}
-	return r.recent, nil
+	c.recent = recentPack{key: key, of: of, name: name, pack: pack, idx: idx}
+	return c.recent, nil
 }
 
-// fillCache makes the object cache hold commit: made on first use, the
+// fill makes the object cache hold commit: made on first use, the
 // commit packed into it when it lacks it, its packs merged when they are
 // more than limit. Exclusive, and only when there is something to do.
-func (r *Repo) fillCache(ctx context.Context, commit string, limit int) error {
-	r.cacheRW.RLock()
-	r.cacheMu.Lock()
-	ready := r.cached[commit] && r.cachePacks() <= limit
-	r.cacheMu.Unlock()
-	r.cacheRW.RUnlock()
+func (c *objectCache) fill(ctx context.Context, commit string, limit int) error {
+	c.rw.RLock()
+	c.mu.Lock()
+	ready := c.cached[commit] && c.packs() <= limit
+	c.mu.Unlock()
+	c.rw.RUnlock()
 	if ready {
 		return nil
 	}
-	r.cacheRW.Lock()
-	defer r.cacheRW.Unlock()
-	r.cacheMu.Lock()
-	defer r.cacheMu.Unlock()
-	cache := r.cacheDir()
+	c.rw.Lock()
+	defer c.rw.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cache := c.dir
 	cg := git{dir: filepath.Dir(cache), gitDir: cache, hardened: true}
 	if fi, err := os.Lstat(filepath.Join(cache, "HEAD")); err != nil || !fi.Mode().IsRegular() {
 		// Made aside and renamed into place: an init cut short (the
 		// prewarm cancelled) must not leave a cache that looks made.
 		_ = os.RemoveAll(cache)
-		r.cached, r.cacheTips, r.small, r.recent = nil, nil, nil, recentPack{}
+		c.cached, c.tips, c.small, c.recent = nil, nil, nil, recentPack{}
 		if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
 			return err
 		}
@@ -77,7 +130,7 @@ func (r *Repo) fillCache(ctx context.Context, commit string, limit int) error {
 		if err != nil {
 			return err
 		}
-		if _, err := cg.run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, tmp); err != nil {
+		if _, err := cg.run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+c.objectFormat, tmp); err != nil {
 			_ = os.RemoveAll(tmp)
 			return err
 		}
@@ -86,15 +139,15 @@ func (r *Repo) fillCache(ctx context.Context, commit string, limit int) error {
 			return err
 		}
 	}
-	if !r.cached[commit] {
-		if err := r.packInto(ctx, commit, filepath.Join(cache, "objects", "pack")); err != nil {
+	if !c.cached[commit] {
+		if err := c.packInto(ctx, commit, filepath.Join(cache, "objects", "pack")); err != nil {
 			return err
 		}
-		if err := r.markCached(commit); err != nil {
+		if err := c.mark(commit); err != nil {
 			return err
 		}
 	}
-	if r.cachePacks() > limit {
+	if c.packs() > limit {
 		// One pack per commit: merged now and then, so a copy stays a few
 		// files (each file copied costs, and so does each pack for every
 		// git command in the copy). A geometric repack rewrites only the
@@ -103,74 +156,73 @@ func (r *Repo) fillCache(ctx context.Context, commit string, limit int) error {
 			return err
 		}
 		// The small packs merged away take their objects with them.
-		for name := range r.small {
+		for name := range c.small {
 			if _, err := os.Lstat(filepath.Join(cache, "objects", "pack", name+".pack")); err != nil {
-				delete(r.small, name)
+				delete(c.small, name)
 			}
 		}
 	}
 	return nil
 }
 
-// cachePacks is how many packs the object cache has.
-func (r *Repo) cachePacks() int {
-	entries, _ := os.ReadDir(filepath.Join(r.cacheDir(), "objects", "pack"))
+// packs is how many packs the object cache has.
+func (c *objectCache) packs() int {
+	entries, _ := os.ReadDir(filepath.Join(c.objects(), "pack"))
 	return packs(entries)
 }
 
-// readCache reports whether the object cache holds every one of commits,
-// and then holds it for reading (the caller releases cacheRW's read lock).
-func (r *Repo) readCache(commits ...string) bool {
-	r.cacheRW.RLock()
-	r.cacheMu.Lock()
-	defer r.cacheMu.Unlock()
-	for _, c := range commits {
-		if !r.cached[c] {
-			r.cacheRW.RUnlock()
+// hold reports whether the object cache holds every one of commits, and
+// then holds it for reading until release.
+func (c *objectCache) hold(commits ...string) bool {
+	c.rw.RLock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, commit := range commits {
+		if !c.cached[commit] {
+			c.rw.RUnlock()
 			return false
 		}
 	}
 	return true
 }
 
-// cacheDir is the object cache: a bare repository in the host's private
-// directory.
-func (r *Repo) cacheDir() string { return filepath.Join(filepath.Dir(r.private), "objects.git") }
+// objects is the object cache's objects directory.
+func (c *objectCache) objects() string { return filepath.Join(c.dir, "objects") }
 
-// cacheObjects is the object cache's objects directory.
-func (r *Repo) cacheObjects() string { return filepath.Join(r.cacheDir(), "objects") }
+// release ends a hold.
+func (c *objectCache) release() { c.rw.RUnlock() }
 
-// markCached records that the cache holds commit and its history (the
-// caller holds cacheMu).
-func (r *Repo) markCached(commit string) error {
+// mark records that the cache holds commit and its history (the caller
+// holds mu).
+func (c *objectCache) mark(commit string) error {
 	// A ref per commit, so a repack keeps what the copies need.
-	keep := filepath.Join(r.cacheDir(), "refs", "keep")
+	keep := filepath.Join(c.dir, "refs", "keep")
 	if err := os.MkdirAll(keep, 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(keep, commit), []byte(commit+"\n"), 0o644); err != nil {
 		return err
 	}
-	if r.cached == nil {
-		r.cached = map[string]bool{}
+	if c.cached == nil {
+		c.cached = map[string]bool{}
 	}
-	r.cached[commit] = true
-	r.cacheTips = append(r.cacheTips, commit)
-	if len(r.cacheTips) > maxCacheTips {
-		r.cacheTips = r.cacheTips[len(r.cacheTips)-maxCacheTips:]
+	c.cached[commit] = true
+	c.tips = append(c.tips, commit)
+	if len(c.tips) > maxCacheTips {
+		c.tips = c.tips[len(c.tips)-maxCacheTips:]
 	}
 	return nil
 }
 
-// cacheLoose packs the loose objects among files of quarantine, made with
+// addLoose packs the loose objects among files of quarantine, made with
 // the cache as their alternate on top of a commit it holds, into the
-// cache: with them it holds commit (the caller holds cacheRW for reading).
+// cache: with them it holds commit (the caller holds it: hold).
 // Objects this does not read whole (a pack git wrote for a file past
 // core.bigFileThreshold, an object past maxCachedObject) leave the cache
 // as it is, without commit: a copy of it has git pack it there.
-func (r *Repo) cacheLoose(quarantine string, files []string, commit string) error {
+func (c *objectCache) addLoose(quarantine string, files []string, commit string) error {
 	hexLen := 40
-	if r.objectFormat == "sha256" {
+	if c.objectFormat == "sha256" {
 		hexLen = 64
 	}
 	for _, rel := range files {
@@ -185,29 +237,29 @@ func (r *Repo) cacheLoose(quarantine string, files []string, commit string) erro
 	if err != nil {
 		return err
 	}
-	name, entries, err := writePack(filepath.Join(r.cacheObjects(), "pack"), r.objectFormat, objs)
+	name, entries, err := writePack(filepath.Join(c.objects(), "pack"), c.objectFormat, objs)
 	if err != nil {
 		return err
 	}
-	r.cacheMu.Lock()
-	defer r.cacheMu.Unlock()
-	if r.small == nil {
-		r.small = map[string][]packEntry{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.small == nil {
+		c.small = map[string][]packEntry{}
 	}
-	r.small[name] = entries
-	return r.markCached(commit)
+	c.small[name] = entries
+	return c.mark(commit)
 }
 
 // packInto writes a pack of commit's history into the cache's pack
 // directory, without what the commits packed last already reach: one
 // process of the repository's git (the objects are only read and
 // compressed) where a fetch took three.
-func (r *Repo) packInto(ctx context.Context, commit, dir string) error {
+func (c *objectCache) packInto(ctx context.Context, commit, dir string) error {
 	in := commit + "\n"
-	for _, t := range r.cacheTips {
+	for _, t := range c.tips {
 		in += "^" + t + "\n"
 	}
-	g := git{dir: filepath.Dir(r.private), gitDir: r.gitDir, hardened: true}
+	g := git{dir: filepath.Dir(c.dir), gitDir: c.gitDir, hardened: true}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -215,7 +267,7 @@ func (r *Repo) packInto(ctx context.Context, commit, dir string) error {
 	// pack-objects' temporary files go to the cache (a planagent killed
 	// meanwhile leaves nothing in the user's objects), and the rename
 	// into place stays on one file system.
-	env := []string{"GIT_OBJECT_DIRECTORY=" + filepath.Dir(dir), "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + r.objectsAlternates()}
+	env := []string{"GIT_OBJECT_DIRECTORY=" + filepath.Dir(dir), "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + c.alternates}
 	// No delta search: a commit's new objects are few, and the repack
 	// that merges the packs makes the deltas.
 	if _, err := g.runEnv(ctx, env, []byte(in), "pack-objects", "--revs", "-q", "--window=0", filepath.Join(dir, "pack")); err != nil {

@@ -67,21 +67,8 @@ type Repo struct {
 	// limits bound a copy's files (SetLimits, before the first squash;
 	// read-only after).
 	limits Limits
-	// The copies' object cache: cacheRW is held shared while git reads or
-	// a copy copies its packs, exclusively to make it or merge its packs
-	// (a repack removes packs); cacheMu guards what it holds (cached,
-	// cacheTips) and packing a commit into it.
-	cacheRW   sync.RWMutex
-	cacheMu   sync.Mutex
-	cached    map[string]bool // commits whose history the cache holds
-	cacheTips []string        // the commits packed last into it
-	// small are the packs this process wrote into the cache from a
-	// squash's or a merge's loose objects, by name, with their objects: a
-	// copy gets them all as one pack (copyObjects).
-	small map[string][]packEntry
-	// recent is the one pack copies get for the small packs (recentOf),
-	// kept until they change.
-	recent recentPack
+	// cache is where the copies' objects come from (cache.go).
+	cache *objectCache
 	// initMu guards the HEAD and config of the first copy's git
 	// directory, which git made; later copies get the same files.
 	initMu               sync.Mutex
@@ -92,12 +79,9 @@ type Repo struct {
 	parents              map[string]string // commits' first parents (firstParent)
 	plain                map[string]bool   // commits known to have no submodule
 	treeData             treeCache         // trees' contents, read or written lately
-	keepMu               sync.Mutex
-	kept                 map[string]bool // commits whose keep ref this process made
 
-	qMu   sync.Mutex
-	qFree []string // emptied quarantines of earlier squashes
-	qSeq  int
+	keeps       keepRefs    // the keep refs made (keep.go)
+	quarantines quarantines // squashes' and merges' new objects (quarantine.go)
 
 	poolMu  sync.Mutex
 	pool    string // thrown-away copies kept for reuse ("" = none)
@@ -348,16 +332,16 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 			return "", err
 		}
 	}
-	quarantine, err := r.takeQuarantine()
+	quarantine, err := r.quarantines.take()
 	if err != nil {
 		return "", err
 	}
 	var files []string
-	defer func() { r.putQuarantine(quarantine, files) }()
-	cached := r.readCache(onto, commit)
+	defer func() { r.quarantines.put(quarantine, files) }()
+	cached := r.cache.hold(onto, commit)
 	merged, files, err := r.applyInto(ctx, quarantine, cached, commit, onto, strings.TrimSpace(msg))
 	if cached {
-		r.cacheRW.RUnlock()
+		r.cache.release()
 	}
 	if err != nil {
 		return "", err
@@ -388,7 +372,7 @@ func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, co
 		return "", nil, err
 	}
 	if cached {
-		if err := r.cacheLoose(quarantine, files, merged); err != nil {
+		if err := r.cache.addLoose(quarantine, files, merged); err != nil {
 			return "", nil, fmt.Errorf("put the merge's objects into the object cache: %w", err)
 		}
 	}
@@ -399,7 +383,7 @@ func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, co
 func (r *Repo) mergeTree(ctx context.Context, quarantine string, cached bool, commit, onto string) (string, error) {
 	alt := r.objectsAlternates()
 	if cached {
-		alt = alternates(r.cacheObjects())
+		alt = alternates(r.cache.objects())
 	}
 	env := []string{"GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
 	g := r.g
@@ -502,4 +486,3 @@ func samePath(a, b string) bool {
 	rb, err2 := filepath.EvalSymlinks(b)
 	return err1 == nil && err2 == nil && ra == rb
 }
-

@@ -54,6 +54,8 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 		r.converts = true
 	}
 	r.preparePending()
+	r.quarantines.dir = filepath.Dir(r.private)
+	r.cache = newObjectCache(filepath.Join(filepath.Dir(r.private), "objects.git"), r.gitDir, r.objectFormat, r.objectsAlternates())
 	return nil
 }
 
@@ -154,7 +156,7 @@ func (r *Repo) RecycleCopy(ctx context.Context, dir, commit string) error {
 	}()
 	// The object cache's small packs are merged here, off the caller's
 	// path, rather than by the next copy made on a task's path.
-	if err := r.fillCache(ctx, commit, maxCachePacks); err != nil {
+	if err := r.cache.fill(ctx, commit, maxCachePacks); err != nil {
 		return errors.Join(err, r.DiscardCopy(dir))
 	}
 	if err := r.remake(ctx, dir, commit, false); err != nil {
@@ -347,12 +349,12 @@ func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
 // needs and rewritten in place rather than removed while another is made:
 // on a virtual disk a new file costs ten times a rewrite.
 func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps) error {
-	if err := r.fillCache(ctx, commit, maxCachePacksOnPath); err != nil {
+	if err := r.cache.fill(ctx, commit, maxCachePacksOnPath); err != nil {
 		return err
 	}
-	r.cacheRW.RLock()
-	defer r.cacheRW.RUnlock()
-	src := filepath.Join(r.cacheDir(), "objects", "pack")
+	r.cache.read()
+	defer r.cache.release()
+	src := filepath.Join(r.cache.objects(), "pack")
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
@@ -371,7 +373,7 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 			smalls = append(smalls, base)
 		}
 	}
-	recent, err := r.recentOf(smalls)
+	recent, err := r.cache.recentOf(smalls)
 	if err != nil {
 		return err
 	}
@@ -565,23 +567,18 @@ func (r *Repo) DrainPool() error {
 		}
 	}
 	// The object cache holds the whole history: not kept between runs.
-	r.cacheRW.Lock()
-	r.cacheMu.Lock()
-	errs = append(errs, os.RemoveAll(r.cacheDir()))
-	r.cached, r.cacheTips, r.small, r.recent = nil, nil, nil, recentPack{}
-	r.qMu.Lock()
-	r.qFree = nil
-	r.qMu.Unlock()
-	// The objects of the tasks the run never moved to (failed, refused,
-	// merged onto a state it left).
-	errs = append(errs, r.drainPending())
-	// The quarantines, and what a killed planagent left: a cache being made.
-	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects*-*"))
-	for _, l := range leftovers {
-		errs = append(errs, os.RemoveAll(l))
-	}
-	r.cacheMu.Unlock()
-	r.cacheRW.Unlock()
+	errs = append(errs, r.cache.remove(func() []error {
+		r.quarantines.forget()
+		// The objects of the tasks the run never moved to (failed, refused,
+		// merged onto a state it left).
+		errs := []error{r.drainPending()}
+		// The quarantines, and what a killed planagent left: a cache being made.
+		leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects*-*"))
+		for _, l := range leftovers {
+			errs = append(errs, os.RemoveAll(l))
+		}
+		return errs
+	})...)
 	states, _ := os.ReadDir(r.private)
 	for _, s := range states {
 		p, err := os.ReadFile(filepath.Join(r.private, s.Name(), "path"))
@@ -860,22 +857,22 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	// wait with the pending objects, and enter the repository only with
 	// the move to the commit: a refused or failed attempt leaves nothing
 	// in the user's objects.
-	quarantine, err := r.takeQuarantine()
+	quarantine, err := r.quarantines.take()
 	if err != nil {
 		return "", removed, err
 	}
 	var files []string // what git wrote there, once the commit is made
-	defer func() { r.putQuarantine(quarantine, files) }()
+	defer func() { r.quarantines.put(quarantine, files) }()
 	// With base in the object cache, the quarantine's alternate is the
 	// cache rather than the repository: what git writes into it is then
 	// exactly what the commit has and the cache lacks, and goes into the
 	// cache as one pack, so the acceptance copy and the next task's copy
 	// need no pack-objects. The cache is held meanwhile (a repack would
 	// remove the packs git reads).
-	cached := r.readCache(base)
+	cached := r.cache.hold(base)
 	commit, files, err = r.squashInto(ctx, quarantine, cached, dir, base, msg)
 	if cached {
-		r.cacheRW.RUnlock()
+		r.cache.release()
 	}
 	if err != nil {
 		return "", removed, err
@@ -906,7 +903,7 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, dir, base, msg string) (string, []string, error) {
 	alt := r.objectsAlternates()
 	if cached {
-		alt = alternates(r.cacheObjects())
+		alt = alternates(r.cache.objects())
 	}
 	idx := filepath.Join(quarantine, "index")
 	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
@@ -971,7 +968,7 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 		return "", nil, err
 	}
 	if cached {
-		if err := r.cacheLoose(quarantine, files, commit); err != nil {
+		if err := r.cache.addLoose(quarantine, files, commit); err != nil {
 			return "", nil, fmt.Errorf("put the task's objects into the object cache: %w", err)
 		}
 	}

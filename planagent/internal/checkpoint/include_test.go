@@ -138,7 +138,7 @@ func TestIncludedIgnoredFilesReachEveryCopy(t *testing.T) {
 
 	// A copy of the commit whose node_modules is a link: the included
 	// files under it are left out, nothing is written where it points.
-	r.kept = nil
+	r.keeps.forget()
 	if _, err := r.Apply(t.Context(), dir, head, commit, head); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -13,32 +14,71 @@ import (
 // (DropKeeps removes them when the run ends).
 func keepRef(commit string) string { return "refs/codeagent/keep/" + commit }
 
-// keep makes the keep ref of commit, once per process: two update-refs of
-// one ref at once (the prewarm and an attempt's copy) collide on its lock.
-func (r *Repo) keep(ctx context.Context, commit string) error {
-	r.keepMu.Lock()
-	defer r.keepMu.Unlock()
-	if r.kept[commit] {
+// keepRefs are the keep refs this process made, by commit: each is made
+// once, two update-refs of one ref at once (the prewarm and an attempt's
+// copy) colliding on its lock.
+type keepRefs struct {
+	mu   sync.Mutex
+	made map[string]bool
+}
+
+// once has make make commit's keep ref unless this process made it; make
+// says whether it did. Calls for any commit wait for one under way.
+func (k *keepRefs) once(commit string, make func() (bool, error)) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.made[commit] {
 		return nil
 	}
-	if r.isPending(commit) {
-		// Not in the repository yet, whose gc cannot prune it then: a
-		// ref to it there would be a broken one. Made once it is moved
-		// to (the next copy of it asks again).
-		return nil
-	}
-	if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", keepRef(commit), commit); err != nil {
-		// Not cut short: a git update-ref killed midway leaves its lock
-		// file, and every later copy of that commit then fails with
-		// "cannot lock ref … File exists". Prewarm's context is cancelled
-		// as soon as the run starts. It takes milliseconds.
+	made, err := make()
+	if err != nil || !made {
 		return err
 	}
-	if r.kept == nil {
-		r.kept = map[string]bool{}
-	}
-	r.kept[commit] = true
+	k.add(commit)
 	return nil
+}
+
+// madeBy records commit's keep ref as made by another command (the move's
+// update-ref).
+func (k *keepRefs) madeBy(commit string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.add(commit)
+}
+
+// add records commit (the caller holds mu).
+func (k *keepRefs) add(commit string) {
+	if k.made == nil {
+		k.made = map[string]bool{}
+	}
+	k.made[commit] = true
+}
+
+// forget forgets every keep ref made: they are deleted, or may be.
+func (k *keepRefs) forget() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.made = nil
+}
+
+// keep makes the keep ref of commit, once per process (keepRefs).
+func (r *Repo) keep(ctx context.Context, commit string) error {
+	return r.keeps.once(commit, func() (bool, error) {
+		if r.isPending(commit) {
+			// Not in the repository yet, whose gc cannot prune it then: a
+			// ref to it there would be a broken one. Made once it is moved
+			// to (the next copy of it asks again).
+			return false, nil
+		}
+		if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", keepRef(commit), commit); err != nil {
+			// Not cut short: a git update-ref killed midway leaves its lock
+			// file, and every later copy of that commit then fails with
+			// "cannot lock ref … File exists". Prewarm's context is cancelled
+			// as soon as the run starts. It takes milliseconds.
+			return false, err
+		}
+		return true, nil
+	})
 }
 
 // staleLockAge is how old a keep ref's lock must be to be taken for the
@@ -73,9 +113,7 @@ func (r *Repo) clearStaleKeepLocks(ctx context.Context) {
 // copies (refs/codeagent/keep/): once a run ends, its checkpoints are on
 // the branch, and what was never merged may be garbage-collected.
 func (r *Repo) DropKeeps(ctx context.Context) error {
-	r.keepMu.Lock()
-	r.kept = nil
-	r.keepMu.Unlock()
+	r.keeps.forget()
 	r.clearStaleKeepLocks(ctx)
 	out, err := r.g.run(ctx, "for-each-ref", "--format=delete %(refname)", "refs/codeagent/keep/")
 	if err != nil || strings.TrimSpace(out) == "" {

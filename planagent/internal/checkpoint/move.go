@@ -108,12 +108,7 @@ func (r *Repo) moveRef(ctx context.Context, old, new string, keep bool) error {
 		return fmt.Errorf("move %s to %s: %w", r.Branch(), short(new), err)
 	}
 	if keep {
-		r.keepMu.Lock()
-		if r.kept == nil {
-			r.kept = map[string]bool{}
-		}
-		r.kept[new] = true
-		r.keepMu.Unlock()
+		r.keeps.madeBy(new)
 	}
 	return nil
 }

@@ -208,12 +208,12 @@ func TestCopyRecyclesItsPackFiles(t *testing.T) {
 	if len(seen) > first+2 {
 		t.Errorf("the copy's pack files took %d inodes over the chain, %d after its second task: new files were made", len(seen), first)
 	}
-	if n := r.cachePacks(); n >= 20 {
+	if n := r.cache.packs(); n >= 20 {
 		t.Errorf("the cache holds %d packs: its packs were never merged, the test does not reach that case", n)
 	}
 	// What the merge took in is no longer kept in memory.
-	if len(r.small) >= r.cachePacks() {
-		t.Errorf("%d small packs kept in memory, the cache has %d packs", len(r.small), r.cachePacks())
+	if len(r.cache.small) >= r.cache.packs() {
+		t.Errorf("%d small packs kept in memory, the cache has %d packs", len(r.cache.small), r.cache.packs())
 	}
 }
 
@@ -531,13 +531,13 @@ func TestCachePacksAreMergedByTheRecycle(t *testing.T) {
 	if err := r.NewCopy(ctx, dir, head); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.cachePacks(); n <= maxCachePacks {
+	if n := r.cache.packs(); n <= maxCachePacks {
 		t.Fatalf("the cache holds %d packs after the copies alone: they merged them", n)
 	}
 	if err := r.RecycleCopy(ctx, dir, head); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.cachePacks(); n > maxCachePacks {
+	if n := r.cache.packs(); n > maxCachePacks {
 		t.Errorf("the cache holds %d packs after a recycle, want at most %d", n, maxCachePacks)
 	}
 	next := filepath.Join(t.TempDir(), "next")

@@ -6,34 +6,45 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
-// takeQuarantine gives a squash an empty directory for its objects. They
+// quarantines are the directories squashes and merges write their new
+// objects into before any reaches the repository, beside the copies'
+// state.
+type quarantines struct {
+	dir  string // where they are made
+	mu   sync.Mutex
+	free []string // emptied quarantines of earlier squashes
+	seq  int
+}
+
+// take gives a squash an empty directory for its objects. They
 // are kept between squashes with their fan-out directories (a directory
 // made and removed per squash costs more than the squash's files on a
 // virtual disk); one a killed planagent left is emptied first.
-func (r *Repo) takeQuarantine() (string, error) {
-	r.qMu.Lock()
-	if n := len(r.qFree); n > 0 {
-		q := r.qFree[n-1]
-		r.qFree = r.qFree[:n-1]
-		r.qMu.Unlock()
+func (qs *quarantines) take() (string, error) {
+	qs.mu.Lock()
+	if n := len(qs.free); n > 0 {
+		q := qs.free[n-1]
+		qs.free = qs.free[:n-1]
+		qs.mu.Unlock()
 		return q, nil
 	}
-	r.qSeq++
-	q := filepath.Join(filepath.Dir(r.private), fmt.Sprintf("objects-q%d", r.qSeq))
-	r.qMu.Unlock()
+	qs.seq++
+	q := filepath.Join(qs.dir, fmt.Sprintf("objects-q%d", qs.seq))
+	qs.mu.Unlock()
 	if err := os.RemoveAll(q); err != nil {
 		return "", err
 	}
 	return q, os.MkdirAll(q, 0o755)
 }
 
-// putQuarantine empties a quarantine of its files, those listed (what
+// put empties a quarantine of its files, those listed (what
 // migrate moved is gone) or, with none, all but the index (kept to be
 // rewritten), and keeps it for the next squash; one that cannot be
 // emptied is removed.
-func (r *Repo) putQuarantine(q string, files []string) {
+func (qs *quarantines) put(q string, files []string) {
 	var err error
 	if files == nil {
 		files, err = listFiles(q)
@@ -49,7 +60,14 @@ func (r *Repo) putQuarantine(q string, files []string) {
 		_ = os.RemoveAll(q)
 		return
 	}
-	r.qMu.Lock()
-	defer r.qMu.Unlock()
-	r.qFree = append(r.qFree, q)
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	qs.free = append(qs.free, q)
+}
+
+// forget forgets the emptied quarantines: they are being removed.
+func (qs *quarantines) forget() {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	qs.free = nil
 }
