@@ -160,7 +160,7 @@ func (r *Repo) checkoutCopy(_ context.Context, dir, was, commit string, trusted 
 	if r.objectFormat == "sha256" {
 		idLen = 32
 	}
-	entries, indexTime, err := readIndex(filepath.Join(r.stateDir(dir), "index"), idLen)
+	entries, indexTime, err := readIndex(filepath.Join(r.states.of(dir), "index"), idLen)
 	if err != nil {
 		return err
 	}

@@ -83,27 +83,10 @@ type Repo struct {
 	keeps       keepRefs    // the keep refs made (keep.go)
 	quarantines quarantines // squashes' and merges' new objects (quarantine.go)
 
-	poolMu  sync.Mutex
-	pool    string // thrown-away copies kept for reuse ("" = none)
-	poolMax int
-	poolSeq int
-	// madeAt is the commit each copy was last made at, by its path: a
-	// copy taken from the pool for the commit it holds writes nothing.
-	madeAt map[string]string
-	// ready are the pooled copies remade by RecycleCopy and untouched
-	// since, by their path: taken as they are at their commit, and brought
-	// to another one by writing only what differs. remaking counts the
-	// RecycleCopy calls under way by commit, which NewCopy of that commit
-	// waits for (recycled is closed as each ends) rather than remake
-	// another copy.
-	ready map[string]bool
-	// squashed are the copies whose squash made the commit madeAt names,
-	// by their path: git add looked at every file then, and its index
-	// is their saved one.
-	squashed  map[string]bool
-	remaking  map[string]int
-	recycled  chan struct{}
-	recycling sync.WaitGroup
+	// states are what the host keeps of each copy (state.go); pool the
+	// copies kept for reuse and what is known of each copy (pool.go).
+	states copyStates
+	pool   copyPool
 	// What the copies' checkout done here needs: whether the user has an
 	// attributes file (then git does it), and the umask new files get.
 	userAttributes bool

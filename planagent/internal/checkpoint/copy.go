@@ -50,6 +50,8 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(r.gitDir, "info", "attributes")); err == nil {
 		r.converts = true
 	}
+	r.states = copyStates{dir: r.private}
+	r.pool.states = r.states
 	r.preparePending()
 	r.quarantines.dir = filepath.Dir(r.private)
 	r.cache = newObjectCache(filepath.Join(filepath.Dir(r.private), "objects.git"), r.gitDir, r.objectFormat, r.objectsAlternates())
@@ -67,10 +69,10 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 	if err := r.keep(ctx, commit); err != nil {
 		return err
 	}
-	if err := r.awaitRecycle(ctx, commit); err != nil {
+	if err := r.pool.awaitRecycle(ctx, commit); err != nil {
 		return err
 	}
-	taken, ready, at := r.takeFromPool(dir, commit)
+	taken, ready, at := r.pool.take(dir, commit)
 	if ready && at == commit {
 		return nil
 	}
@@ -91,33 +93,14 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 // next task's copy in a chain. Nothing but this process may write the
 // copy any more (its commands have ended).
 func (r *Repo) RecycleCopy(ctx context.Context, dir, commit string) error {
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || !r.hasState(dir) {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || !r.states.has(dir) {
 		return r.RemoveCopy(dir) // gone, or never finished: nothing to remake
 	}
-	r.poolMu.Lock()
-	if entries, _ := os.ReadDir(r.pool); r.pool == "" || len(entries) >= r.poolMax {
+	if !r.pool.startRecycle(commit) {
 		// No room: not remade only to be deleted.
-		r.poolMu.Unlock()
 		return r.RemoveCopy(dir)
 	}
-	if r.remaking == nil {
-		r.remaking = map[string]int{}
-	}
-	r.remaking[commit]++
-	r.recycling.Add(1)
-	r.poolMu.Unlock()
-	defer func() {
-		r.poolMu.Lock()
-		if r.remaking[commit]--; r.remaking[commit] == 0 {
-			delete(r.remaking, commit)
-		}
-		if r.recycled != nil {
-			close(r.recycled)
-			r.recycled = nil
-		}
-		r.poolMu.Unlock()
-		r.recycling.Done()
-	}()
+	defer r.pool.endRecycle(commit)
 	// The object cache's small packs are merged here, off the caller's
 	// path, rather than by the next copy made on a task's path.
 	if err := r.cache.fill(ctx, commit, maxCachePacks); err != nil {
@@ -126,7 +109,7 @@ func (r *Repo) RecycleCopy(ctx context.Context, dir, commit string) error {
 	if err := r.remake(ctx, dir, commit, false); err != nil {
 		return errors.Join(err, r.DiscardCopy(dir))
 	}
-	if !r.putInPool(dir, true) {
+	if !r.pool.put(dir, true) {
 		return r.DiscardCopy(dir)
 	}
 	return nil
@@ -138,25 +121,18 @@ func (r *Repo) RecycleCopy(ctx context.Context, dir, commit string) error {
 // them). With no pool, or a copy that is not a finished one, it is thrown
 // away (RemoveCopy) and ok is false.
 func (r *Repo) SetAside(dir string) (aside string, ok bool, err error) {
-	r.poolMu.Lock()
-	pool := r.pool
-	r.poolSeq++
-	seq := r.poolSeq
-	r.poolMu.Unlock()
-	if fi, lerr := os.Lstat(dir); pool == "" || lerr != nil || !fi.IsDir() || !r.hasState(dir) {
+	aside = r.pool.aside()
+	if fi, lerr := os.Lstat(dir); aside == "" || lerr != nil || !fi.IsDir() || !r.states.has(dir) {
 		return "", false, r.RemoveCopy(dir)
 	}
-	aside = filepath.Join(pool+".aside", fmt.Sprintf("%d-%09d", os.Getpid(), seq))
 	if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
 		return "", false, errors.Join(err, r.RemoveCopy(dir))
 	}
 	if err := os.Rename(dir, aside); err != nil {
 		return "", false, errors.Join(err, r.RemoveCopy(dir))
 	}
-	r.poolMu.Lock()
-	r.movedCopy(filepath.Clean(dir), aside)
-	r.poolMu.Unlock()
-	if err := r.moveState(dir, aside); err != nil {
+	r.pool.movedTo(filepath.Clean(dir), aside)
+	if err := r.states.move(dir, aside); err != nil {
 		return "", false, errors.Join(err, r.DiscardCopy(aside))
 	}
 	return aside, true, nil
@@ -172,7 +148,7 @@ func (r *Repo) SetAside(dir string) (aside string, ok bool, err error) {
 // agent has reported), but what it holds beside the commit (ignored and
 // untracked files) is removed.
 func (r *Repo) remake(ctx context.Context, dir, commit string, trusted bool) error {
-	was, squashed := r.takeMadeAt(dir)
+	was, squashed := r.pool.takeMadeAt(dir)
 	if (trusted || squashed) && was != "" {
 		if err := r.remakeFrom(ctx, dir, was, commit, true, squashed); err == nil {
 			return nil
@@ -188,7 +164,7 @@ func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted,
 	if !trusted {
 		// A git directory the base tracks stays: checked out again below
 		// rather than removed and written anew.
-		if _, err := purge(dir, purgeOptions{tracked: trackedAt(filepath.Join(r.stateDir(dir), "index"), r.idSize())}); err != nil {
+		if _, err := purge(dir, purgeOptions{tracked: trackedAt(filepath.Join(r.states.of(dir), "index"), r.idSize())}); err != nil {
 			return fmt.Errorf("clear the copy %s: %w", dir, err)
 		}
 	}
@@ -199,7 +175,7 @@ func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted,
 	// The user's smudge filters and line endings, as the squash's add
 	// cleans with theirs.
 	c := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: r.copyArgs}
-	st := readStamps(filepath.Join(r.stateDir(dir), "packs"))
+	st := readStamps(filepath.Join(r.states.of(dir), "packs"))
 	if err := r.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack"), &st); err != nil {
 		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)
 	}
@@ -217,7 +193,7 @@ func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted,
 			return err
 		}
 		index := filepath.Join(gd, "index")
-		if err := copyIntoCopy(index, filepath.Join(r.stateDir(dir), "index")); errors.Is(err, fs.ErrNotExist) {
+		if err := copyIntoCopy(index, filepath.Join(r.states.of(dir), "index")); errors.Is(err, fs.ErrNotExist) {
 			if err := removeAll(index); err != nil {
 				return err
 			}
@@ -236,14 +212,14 @@ func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted,
 	if err := r.copyIncluded(dir); err != nil {
 		return err
 	}
-	if err := r.saveState(dir); err != nil {
+	if err := r.states.save(dir); err != nil {
 		return err
 	}
 	st.seal = time.Now().UnixNano()
-	if err := writeStamps(filepath.Join(r.stateDir(dir), "packs"), st); err != nil {
+	if err := writeStamps(filepath.Join(r.states.of(dir), "packs"), st); err != nil {
 		return err
 	}
-	r.madeCopy(dir, commit)
+	r.pool.made(dir, commit)
 	return nil
 }
 
@@ -429,9 +405,7 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 // without it each of a run's first attempts (one per parallel task, one
 // for acceptance) would pay for one.
 func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
-	r.poolMu.Lock()
-	pool, max := r.pool, r.poolMax
-	r.poolMu.Unlock()
+	pool, max := r.pool.settings()
 	if pool == "" {
 		return 0, nil
 	}
@@ -460,7 +434,7 @@ func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
 			}
 			return made, fmt.Errorf("prepare a copy of the workspace: %w", err)
 		}
-		if !r.putInPool(dir, false) {
+		if !r.pool.put(dir, false) {
 			_ = r.DiscardCopy(dir)
 			break
 		}
@@ -473,21 +447,22 @@ func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
 // copies that are gone: once a run ends, nothing a failed attempt made
 // stays on the disk.
 func (r *Repo) DrainPool() error {
-	r.recycling.Wait()
-	r.poolMu.Lock()
-	defer r.poolMu.Unlock()
-	r.ready = nil
+	return r.pool.drain(func(pool string) error { return r.drain(pool) })
+}
+
+// drain is DrainPool's work, with the pool held.
+func (r *Repo) drain(pool string) error {
 	var errs []error
-	if r.pool != "" {
+	if pool != "" {
 		// First a copy Prewarm was making when planagent was killed.
-		errs = append(errs, removeAll(r.pool+".staging"), removeAll(r.pool+".aside"))
-		entries, err := os.ReadDir(r.pool)
+		errs = append(errs, removeAll(pool+".staging"), removeAll(pool+".aside"))
+		entries, err := os.ReadDir(pool)
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
 		for _, e := range entries {
-			dir := filepath.Join(r.pool, e.Name())
-			errs = append(errs, removeAll(dir), os.RemoveAll(r.stateDir(dir)))
+			dir := filepath.Join(pool, e.Name())
+			errs = append(errs, removeAll(dir), os.RemoveAll(r.states.of(dir)))
 		}
 	}
 	// The object cache holds the whole history: not kept between runs.
@@ -520,9 +495,9 @@ func (r *Repo) DrainPool() error {
 // remakes it before it is used again), else off the disk.
 func (r *Repo) RemoveCopy(dir string) error {
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
-		return os.RemoveAll(r.stateDir(dir))
+		return os.RemoveAll(r.states.of(dir))
 	}
-	if r.putInPool(dir, false) {
+	if r.pool.put(dir, false) {
 		return nil
 	}
 	return r.DiscardCopy(dir)
@@ -534,11 +509,8 @@ func (r *Repo) RemoveCopy(dir string) error {
 // can no longer create files in the deleted tree, while a copy recycled for
 // another attempt would take whatever it writes next.
 func (r *Repo) DiscardCopy(dir string) error {
-	r.poolMu.Lock()
-	delete(r.madeAt, filepath.Clean(dir))
-	delete(r.squashed, filepath.Clean(dir))
-	r.poolMu.Unlock()
-	return errors.Join(removeAll(dir), os.RemoveAll(r.stateDir(dir)))
+	r.pool.forget(dir)
+	return errors.Join(removeAll(dir), os.RemoveAll(r.states.of(dir)))
 }
 
 func removeAll(dir string) error {
@@ -608,7 +580,7 @@ func newGitlinks(ctx context.Context, g git, env []string, baseTree, tree string
 // it made the copy: nothing of the copy's own .git is ever read.
 func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (commit string, removed []string, err error) {
 	found, err := purge(dir, purgeOptions{
-		tracked: trackedAt(filepath.Join(r.stateDir(dir), "index"), r.idSize()),
+		tracked: trackedAt(filepath.Join(r.states.of(dir), "index"), r.idSize()),
 		maxFile: r.limitsOrDefault().MaxFileSize,
 	})
 	removed = found.removed
@@ -652,7 +624,7 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 		return "", removed, err
 	}
 	if commit == base {
-		r.squashedCopy(dir, base, base, filepath.Join(quarantine, "index"))
+		r.pool.squashedTo(dir, base, base, filepath.Join(quarantine, "index"))
 		return commit, removed, nil
 	}
 	r.remember(commit, msg)
@@ -667,7 +639,7 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	if err := migrate(quarantine, files, r.pendingOrObjects()); err != nil {
 		return "", removed, fmt.Errorf("keep the task's objects: %w", err)
 	}
-	r.squashedCopy(dir, base, commit, filepath.Join(quarantine, "index"))
+	r.pool.squashedTo(dir, base, commit, filepath.Join(quarantine, "index"))
 	return commit, removed, nil
 }
 
@@ -685,7 +657,7 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 	var tree string
 	var news []string // with known, what the quarantine can hold (see below)
 	known := false
-	err := copyRegular(idx, filepath.Join(r.stateDir(dir), "index"))
+	err := copyRegular(idx, filepath.Join(r.states.of(dir), "index"))
 	if err == nil {
 		if _, err = g.runEnv(ctx, env, nil, "add", "-A"); err == nil {
 			tree, news, known, err = r.writeIndexTree(ctx, g, env, quarantine, idx, dir, base)
@@ -753,12 +725,10 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 // the saved index of the copy at dir, here (indexTree) when this process
 // made the copy at base (the saved index is then base's tree), else by git.
 func (r *Repo) writeIndexTree(ctx context.Context, g git, env []string, quarantine, idx, dir, base string) (tree string, news []string, known bool, err error) {
-	r.poolMu.Lock()
-	made := r.madeAt[filepath.Clean(dir)]
-	r.poolMu.Unlock()
+	made := r.pool.madeAtOf(dir)
 	if made == base {
 		if baseTree, err := r.commitTree(base); err == nil {
-			if tree, news, err := r.indexTree(quarantine, idx, filepath.Join(r.stateDir(dir), "index"), baseTree); err == nil {
+			if tree, news, err := r.indexTree(quarantine, idx, filepath.Join(r.states.of(dir), "index"), baseTree); err == nil {
 				return tree, news, true, nil
 			}
 		}

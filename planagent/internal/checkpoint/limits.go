@@ -110,7 +110,7 @@ func (r *Repo) checkLimits(ctx context.Context, dir string, found purged) error 
 	if len(found.large) == 0 && found.files <= l.MaxFiles {
 		return nil
 	}
-	saved := filepath.Join(r.stateDir(dir), "index")
+	saved := filepath.Join(r.states.of(dir), "index")
 	g := git{dir: dir, gitDir: r.gitDir, workTree: dir, hardened: true, extra: r.copyArgs}
 	// The saved index says what is tracked; without one, nothing is.
 	env := []string{"GIT_INDEX_FILE=" + saved}

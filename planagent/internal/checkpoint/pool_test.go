@@ -241,13 +241,13 @@ func TestRecycledCopyIsTakenAsItIs(t *testing.T) {
 		t.Fatal("the recycled copy is still at its place")
 	}
 	stamp := func(dir string) [2]int64 {
-		fi, err := os.Stat(filepath.Join(r.stateDir(dir), "index"))
+		fi, err := os.Stat(filepath.Join(r.states.of(dir), "index"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return [2]int64{int64(fi.Sys().(*syscall.Stat_t).Ino), fi.ModTime().UnixNano()}
 	}
-	pooled, _ := filepath.Glob(filepath.Join(r.pool, "*"))
+	pooled, _ := filepath.Glob(filepath.Join(r.pool.dir, "*"))
 	if len(pooled) != 1 {
 		t.Fatalf("pool: %v", pooled)
 	}
@@ -269,7 +269,7 @@ func TestRecycledCopyIsTakenAsItIs(t *testing.T) {
 	if err := r.RemoveCopy(next); err != nil {
 		t.Fatal(err)
 	}
-	pooled, _ = filepath.Glob(filepath.Join(r.pool, "*"))
+	pooled, _ = filepath.Glob(filepath.Join(r.pool.dir, "*"))
 	if len(pooled) != 1 {
 		t.Fatalf("pool: %v", pooled)
 	}
@@ -305,9 +305,9 @@ func TestNewCopyWaitsForTheRecycleOfItsCommit(t *testing.T) {
 		// RecycleCopy marks the commit before it returns to remake; wait
 		// for the mark, as the orchestrator's dispatch comes after it.
 		for {
-			r.poolMu.Lock()
-			marked := r.remaking[head] > 0
-			r.poolMu.Unlock()
+			r.pool.mu.Lock()
+			marked := r.pool.remaking[head] > 0
+			r.pool.mu.Unlock()
 			if marked {
 				break
 			}
@@ -321,7 +321,7 @@ func TestNewCopyWaitsForTheRecycleOfItsCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
-		if pooled, _ := filepath.Glob(filepath.Join(r.pool, "*")); len(pooled) != 0 {
+		if pooled, _ := filepath.Glob(filepath.Join(r.pool.dir, "*")); len(pooled) != 0 {
 			t.Errorf("round %d: the recycled copy stayed in the pool (%v): the next copy was made beside it", i, pooled)
 		}
 		if out := sh(t, next, "git status --porcelain --ignored && git rev-parse HEAD"); out != head {
@@ -360,7 +360,7 @@ func TestRecycledCopyOfAnotherCommitWritesOnlyTheDifference(t *testing.T) {
 	if err := r.RecycleCopy(ctx, accept, a); err != nil {
 		t.Fatal(err)
 	}
-	pooled, _ := filepath.Glob(filepath.Join(r.pool, "*"))
+	pooled, _ := filepath.Glob(filepath.Join(r.pool.dir, "*"))
 	if len(pooled) != 1 {
 		t.Fatalf("pool: %v", pooled)
 	}
@@ -393,7 +393,7 @@ func TestRecycleOfAMissingCopyMakesNothing(t *testing.T) {
 	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
 		t.Errorf("the missing copy was made: %v", err)
 	}
-	if pooled, _ := filepath.Glob(filepath.Join(r.pool, "*")); len(pooled) != 0 {
+	if pooled, _ := filepath.Glob(filepath.Join(r.pool.dir, "*")); len(pooled) != 0 {
 		t.Errorf("pool: %v", pooled)
 	}
 }
@@ -420,7 +420,7 @@ func TestSetAsideThenRecycle(t *testing.T) {
 	if err := r.RecycleCopy(ctx, aside, head); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := os.ReadDir(r.pool + ".aside"); len(left) != 0 {
+	if left, _ := os.ReadDir(r.pool.dir + ".aside"); len(left) != 0 {
 		t.Errorf("left aside: %v", left)
 	}
 	next := filepath.Join(t.TempDir(), "next")
@@ -430,7 +430,7 @@ func TestSetAsideThenRecycle(t *testing.T) {
 	if out := sh(t, next, "git status --porcelain --ignored && git rev-parse HEAD"); out != head {
 		t.Errorf("the next copy: %q", out)
 	}
-	if pooled, _ := filepath.Glob(filepath.Join(r.pool, "*")); len(pooled) != 0 {
+	if pooled, _ := filepath.Glob(filepath.Join(r.pool.dir, "*")); len(pooled) != 0 {
 		t.Errorf("the ready copy was not the one taken: pool %v", pooled)
 	}
 }
@@ -461,7 +461,7 @@ func TestSquashedCopyIsRecycledFromItsSquash(t *testing.T) {
 	}
 	pooled := func(t *testing.T) string {
 		t.Helper()
-		p, _ := filepath.Glob(filepath.Join(r.pool, "*"))
+		p, _ := filepath.Glob(filepath.Join(r.pool.dir, "*"))
 		if len(p) != 1 {
 			t.Fatalf("pool: %v", p)
 		}
