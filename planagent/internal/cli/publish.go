@@ -82,7 +82,8 @@ func runPublish(cmd *cobra.Command, f *cmdutil.Factory, opts *PublishOptions) er
 	if cp.Head == cp.Start {
 		return cmdutil.UsageError(fmt.Errorf("run %s has no commit yet: nothing to publish", st.RunID))
 	}
-	if err := repo.SetBranch(ctx, opts.Branch, cp.Head); err != nil {
+	pub := repo.Publisher()
+	if err := pub.SetBranch(ctx, opts.Branch, cp.Head); err != nil {
 		return cmdutil.UsageError(err)
 	}
 	n := 0
@@ -95,11 +96,11 @@ func runPublish(cmd *cobra.Command, f *cmdutil.Factory, opts *PublishOptions) er
 	if opts.NoPush {
 		return nil
 	}
-	remoteURL := repo.RemoteURL(ctx, opts.Remote)
+	remoteURL := pub.RemoteURL(ctx, opts.Remote)
 	if remoteURL == "" {
 		return cmdutil.UsageError(fmt.Errorf("the repository has no remote %q: add one (git remote add %s URL) or name another with --remote", opts.Remote, opts.Remote))
 	}
-	if err := repo.Push(ctx, opts.Remote, opts.Branch); err != nil {
+	if err := pub.Push(ctx, opts.Remote, opts.Branch); err != nil {
 		return cmdutil.Failed(err)
 	}
 	fmt.Fprintf(f.IO.Err, "pushed %s to %s\n", opts.Branch, opts.Remote)
