@@ -21,7 +21,7 @@ type objectCache struct {
 	gitDir       string // the repository whose history is packed into it
 	objectFormat string
 	// alternates is where pack-objects reads the repository's objects:
-	// its own and the pending ones (objectsAlternates).
+	// its own and the pending ones (pendingObjects.alternates).
 	alternates string
 	// rw is held shared while git reads the cache or a copy copies its
 	// packs, exclusively to make it or merge its packs (a repack removes

@@ -24,7 +24,7 @@ func TestObjectCache(t *testing.T) {
 	sh(t, ws, "git commit -q -am second")
 	second := sh(t, ws, "git rev-parse HEAD")
 
-	c := newObjectCache(filepath.Join(t.TempDir(), "objects.git"), r.GitDir(), r.objectFormat, r.objectsAlternates())
+	c := newObjectCache(filepath.Join(t.TempDir(), "objects.git"), r.GitDir(), r.objectFormat, r.pending.alternates())
 	has := func(commit string) bool {
 		t.Helper()
 		// Only the cache's own objects: no alternates reach the repository.

@@ -58,9 +58,8 @@ type Repo struct {
 	converts     bool
 	objectFormat string
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
-	// pending holds the objects of tasks not moved to yet (pending.go),
-	// "" when it could not be made.
-	pending string
+	// pending holds the objects of tasks not moved to yet (pending.go).
+	pending pendingObjects
 	// include are the workspace's ignored files every copy gets
 	// (SetInclude, before the first copy; read-only after).
 	include []string
@@ -329,7 +328,7 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 	if err != nil {
 		return "", err
 	}
-	if err := migrate(quarantine, files, r.pendingOrObjects()); err != nil {
+	if err := migrate(quarantine, files, r.pending.target()); err != nil {
 		return "", fmt.Errorf("keep the merge's objects: %w", err)
 	}
 	if r.isPlain(onto) && r.isPlain(commit) {
@@ -364,7 +363,7 @@ func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, co
 
 // mergeTree merges commit onto onto with git, its objects into quarantine.
 func (r *Repo) mergeTree(ctx context.Context, quarantine string, cached bool, commit, onto string) (string, error) {
-	alt := r.objectsAlternates()
+	alt := r.pending.alternates()
 	if cached {
 		alt = alternates(r.cache.objects())
 	}

@@ -69,7 +69,7 @@ func open(t *testing.T, ws string) *Repo {
 // the objects of the tasks not moved to yet, as planagent's own git does:
 // a task's commit enters the repository only when the branch moves to it.
 func withPending(r *Repo) string {
-	return "export GIT_ALTERNATE_OBJECT_DIRECTORIES='" + r.pending + "' && "
+	return "export GIT_ALTERNATE_OBJECT_DIRECTORIES='" + r.pending.dir + "' && "
 }
 
 // attempt makes a copy at base, lets edit change it, and squashes it.

@@ -53,7 +53,7 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 	r.pool.states = r.states
 	r.preparePending()
 	r.quarantines.dir = filepath.Dir(r.private)
-	r.cache = newObjectCache(filepath.Join(filepath.Dir(r.private), "objects.git"), r.gitDir, r.objectFormat, r.objectsAlternates())
+	r.cache = newObjectCache(filepath.Join(filepath.Dir(r.private), "objects.git"), r.gitDir, r.objectFormat, r.pending.alternates())
 	return nil
 }
 
@@ -469,7 +469,7 @@ func (r *Repo) drain(pool string) error {
 		r.quarantines.forget()
 		// The objects of the tasks the run never moved to (failed, refused,
 		// merged onto a state it left).
-		errs := []error{r.drainPending()}
+		errs := []error{r.pending.drain()}
 		// The quarantines, and what a killed planagent left: a cache being made.
 		leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(r.private), "objects*-*"))
 		for _, l := range leftovers {

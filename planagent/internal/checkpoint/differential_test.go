@@ -471,7 +471,7 @@ func differential(t *testing.T, seed int64, kind string) {
 	got := sh(t, ws, withPending(r)+"git rev-parse "+commit+"^{tree}")
 	if got != want {
 		t.Fatalf("the squash's tree is %s, git's %s; edits %+v\n%s", got, want, ops,
-			sh(t, plain, "export GIT_ALTERNATE_OBJECT_DIRECTORIES='"+filepath.Join(ws, ".git", "objects")+":"+r.pending+"' && git diff-tree -r "+got+" "+want+" || true"))
+			sh(t, plain, "export GIT_ALTERNATE_OBJECT_DIRECTORIES='"+filepath.Join(ws, ".git", "objects")+":"+r.pending.dir+"' && git diff-tree -r "+got+" "+want+" || true"))
 	}
 	if c, err := r.Apply(ctx, cp, base, commit, base); err != nil || c != commit {
 		t.Fatalf("apply onto its base: %s %v", c, err)

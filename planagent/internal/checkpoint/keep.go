@@ -64,7 +64,7 @@ func (k *keepRefs) forget() {
 // keep makes the keep ref of commit, once per process (keepRefs).
 func (r *Repo) keep(ctx context.Context, commit string) error {
 	return r.keeps.once(commit, func() (bool, error) {
-		if r.isPending(commit) {
+		if r.pending.has(commit) {
 			// Not in the repository yet, whose gc cannot prune it then: a
 			// ref to it there would be a broken one. Made once it is moved
 			// to (the next copy of it asks again).

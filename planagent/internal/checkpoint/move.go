@@ -43,7 +43,7 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 		// reset or rewritten: the caller can go on on top of them.
 		return &MovedError{Head: head, Old: old, Ahead: r.IsAncestor(ctx, old, head)}
 	}
-	pending := r.isPending(new)
+	pending := r.pending.has(new)
 	trees := map[string]bool{}
 	paths, from, to, err := r.diffTreesBatch(old, new, trees)
 	if err != nil {
@@ -84,7 +84,7 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 // is back at old, and returns the move's error cause (with the undo's
 // when that failed too: the objects then stay, unreachable).
 func (r *Repo) unadmitAfter(cause error, admitted []string) error {
-	if err := r.unadmit(admitted); err != nil {
+	if err := r.pending.unadmit(admitted); err != nil {
 		return fmt.Errorf("%w (and %v)", cause, err) //nolint:errorlint // callers match the move's error, not the undo's
 	}
 	return cause

@@ -31,23 +31,31 @@ const pendingName = "pending-objects"
 // write to (a read-only look, `planagent status`) goes without: no
 // squash can be made there anyway.
 func (r *Repo) preparePending() {
+	r.pending.objects = r.objectsDir
 	p := filepath.Join(filepath.Dir(r.private), pendingName)
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		return
 	}
-	r.pending = p
+	r.pending.dir = p
 	r.g.env = []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alternates(p)}
 }
 
-// objectsAlternates is the alternates of a command that reads the
+// pendingObjects is the pending objects directory (dir, "" when it could
+// not be made) and the repository's objects directory its objects move to.
+type pendingObjects struct {
+	dir     string
+	objects string
+}
+
+// alternates is the alternates of a command that reads the
 // repository's objects through GIT_ALTERNATE_OBJECT_DIRECTORIES (its
 // own objects directory being a quarantine or the cache): the repository's
 // and the pending ones.
-func (r *Repo) objectsAlternates() string {
-	if r.pending == "" {
-		return alternates(r.objectsDir)
+func (p pendingObjects) alternates() string {
+	if p.dir == "" {
+		return alternates(p.objects)
 	}
-	return alternates(r.objectsDir, r.pending)
+	return alternates(p.objects, p.dir)
 }
 
 // alternates is a value of GIT_ALTERNATE_OBJECT_DIRECTORIES: the
@@ -64,22 +72,22 @@ func alternates(dirs ...string) string {
 	return strings.Join(quoted, ":")
 }
 
-// pendingOrObjects is where a squash's or a merge's objects go: the
+// target is where a squash's or a merge's objects go: the
 // pending directory, or the repository's objects without one.
-func (r *Repo) pendingOrObjects() string {
-	if r.pending == "" {
-		return r.objectsDir
+func (p pendingObjects) target() string {
+	if p.dir == "" {
+		return p.objects
 	}
-	return r.pending
+	return p.dir
 }
 
-// isPending reports whether the object id is a loose object of the
+// has reports whether the object id is a loose object of the
 // pending directory (a commit of a task not moved to yet).
-func (r *Repo) isPending(id string) bool {
-	if r.pending == "" || len(id) < 4 {
+func (p pendingObjects) has(id string) bool {
+	if p.dir == "" || len(id) < 4 {
 		return false
 	}
-	_, err := os.Lstat(filepath.Join(r.pending, id[:2], id[2:]))
+	_, err := os.Lstat(filepath.Join(p.dir, id[:2], id[2:]))
 	return err == nil
 }
 
@@ -91,23 +99,30 @@ func (r *Repo) isPending(id string) bool {
 // every pending object, as do pending packs (git add writes one for a
 // file past core.bigFileThreshold): what they hold is not listed here.
 func (r *Repo) admit(new string, trees map[string]bool, to map[string]entry) ([]string, error) {
-	if r.pending == "" {
+	if r.pending.dir == "" {
 		return nil, nil
 	}
 	parent, err := r.firstParent(new)
 	if err != nil {
 		return nil, err
 	}
-	if r.isPending(parent) {
-		return r.admitAll()
+	if r.pending.has(parent) {
+		return r.pending.admitAll()
 	}
+	return r.pending.admit(new, trees, to)
+}
+
+// admit is Repo.admit's move of new, its trees and the blobs of to, and
+// the pending packs, once new's first parent is known to be in the
+// repository.
+func (p pendingObjects) admit(new string, trees map[string]bool, to map[string]entry) ([]string, error) {
 	var moved []string
 	admitOne := func(id string) error {
 		if len(id) < 4 {
 			return nil
 		}
 		rel := filepath.Join(id[:2], id[2:])
-		ok, err := moveIfAbsent(filepath.Join(r.pending, rel), filepath.Join(r.objectsDir, rel))
+		ok, err := moveIfAbsent(filepath.Join(p.dir, rel), filepath.Join(p.objects, rel))
 		if ok {
 			moved = append(moved, rel)
 		}
@@ -128,14 +143,14 @@ func (r *Repo) admit(new string, trees map[string]bool, to map[string]entry) ([]
 			}
 		}
 	}
-	packs, err := r.admitPacks()
+	packs, err := p.admitPacks()
 	return append(moved, packs...), err
 }
 
 // admitPacks moves the pending packs into the repository, each index
 // after its pack as git does (a pack is used once its index is there).
-func (r *Repo) admitPacks() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(r.pending, "pack"))
+func (p pendingObjects) admitPacks() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(p.dir, "pack"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -146,21 +161,21 @@ func (r *Repo) admitPacks() ([]string, error) {
 	for _, e := range entries {
 		files = append(files, filepath.Join("pack", e.Name()))
 	}
-	return r.admitFiles(files)
+	return p.admitFiles(files)
 }
 
 // admitAll moves every pending object into the repository.
-func (r *Repo) admitAll() ([]string, error) {
-	files, err := listFiles(r.pending)
+func (p pendingObjects) admitAll() ([]string, error) {
+	files, err := listFiles(p.dir)
 	if err != nil {
 		return nil, err
 	}
-	return r.admitFiles(files)
+	return p.admitFiles(files)
 }
 
 // admitFiles moves files of the pending directory (relative paths) into
 // the repository's objects, indexes last, and returns those it moved.
-func (r *Repo) admitFiles(files []string) ([]string, error) {
+func (p pendingObjects) admitFiles(files []string) ([]string, error) {
 	var moved, idxs []string
 	for _, rel := range files {
 		if strings.HasPrefix(filepath.Base(rel), "tmp_") {
@@ -170,7 +185,7 @@ func (r *Repo) admitFiles(files []string) ([]string, error) {
 			idxs = append(idxs, rel)
 			continue
 		}
-		ok, err := moveIfAbsent(filepath.Join(r.pending, rel), filepath.Join(r.objectsDir, rel))
+		ok, err := moveIfAbsent(filepath.Join(p.dir, rel), filepath.Join(p.objects, rel))
 		if ok {
 			moved = append(moved, rel)
 		}
@@ -179,7 +194,7 @@ func (r *Repo) admitFiles(files []string) ([]string, error) {
 		}
 	}
 	for _, rel := range idxs {
-		ok, err := moveIfAbsent(filepath.Join(r.pending, rel), filepath.Join(r.objectsDir, rel))
+		ok, err := moveIfAbsent(filepath.Join(p.dir, rel), filepath.Join(p.objects, rel))
 		if ok {
 			moved = append(moved, rel)
 		}
@@ -194,14 +209,14 @@ func (r *Repo) admitFiles(files []string) ([]string, error) {
 // the branch is back where it was: a move put back leaves nothing of the
 // task's in the user's objects, and a later move (the task merged again)
 // finds them pending. Indexes go first, so no pack is left without one.
-func (r *Repo) unadmit(moved []string) error {
+func (p pendingObjects) unadmit(moved []string) error {
 	var errs []error
 	for _, pass := range []bool{true, false} {
 		for _, rel := range moved {
 			if strings.HasSuffix(rel, ".idx") != pass {
 				continue
 			}
-			if _, err := moveIfAbsent(filepath.Join(r.objectsDir, rel), filepath.Join(r.pending, rel)); err != nil {
+			if _, err := moveIfAbsent(filepath.Join(p.objects, rel), filepath.Join(p.dir, rel)); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -231,18 +246,18 @@ func moveIfAbsent(from, to string) (bool, error) {
 	return true, nil
 }
 
-// drainPending empties the pending objects directory, which stays.
-func (r *Repo) drainPending() error {
-	if r.pending == "" {
+// drain empties the pending objects directory, which stays.
+func (p pendingObjects) drain() error {
+	if p.dir == "" {
 		return nil
 	}
-	entries, err := os.ReadDir(r.pending)
+	entries, err := os.ReadDir(p.dir)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, e := range entries {
-		errs = append(errs, os.RemoveAll(filepath.Join(r.pending, e.Name())))
+		errs = append(errs, os.RemoveAll(filepath.Join(p.dir, e.Name())))
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -158,5 +160,53 @@ func TestOnlyMovedTasksLeaveObjects(t *testing.T) {
 	sh(t, ws, "git fsck --strict --full --no-dangling")
 	if got := sh(t, ws, "git -c core.quotepath=false ls-tree --name-only HEAD | tr '\\n' ' '"); got != ".gitignore a.txt b.txt c.txt d.txt héllo wörld.txt notes.txt" {
 		t.Errorf("HEAD holds %s", got)
+	}
+}
+
+// The pending objects on their own, with object files that are plain
+// files (no git): admitted into the repository's objects (indexes after
+// their packs, what is there already left), taken back out, drained.
+func TestPendingObjects(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	p := pendingObjects{dir: filepath.Join(root, "pending"), objects: filepath.Join(root, "objects")}
+	if (pendingObjects{objects: p.objects}).target() != p.objects || p.target() != p.dir {
+		t.Error("target is not the pending directory, or the objects without one")
+	}
+	if got, want := p.alternates(), p.objects+":"+p.dir; got != want {
+		t.Errorf("alternates %q, want %q", got, want)
+	}
+	id := "ab" + strings.Repeat("1", 38)
+	write(t, p.dir, filepath.Join("ab", id[2:]), "commit")
+	write(t, p.dir, "pack/pack-1.pack", "pack")
+	write(t, p.dir, "pack/pack-1.idx", "idx")
+	write(t, p.dir, "pack/tmp_pack_x", "cut short")
+	write(t, p.dir, "cd/"+strings.Repeat("2", 38), "pending")
+	write(t, p.objects, "cd/"+strings.Repeat("2", 38), "there already")
+	if !p.has(id) || p.has("ef"+strings.Repeat("3", 38)) {
+		t.Error("has does not tell the pending object from another")
+	}
+	moved, err := p.admitAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join("ab", id[2:]), filepath.Join("pack", "pack-1.pack"), filepath.Join("pack", "pack-1.idx")}
+	if !slices.Equal(moved, want) {
+		t.Errorf("admitted %v, want %v (the index last, nothing cut short or there already)", moved, want)
+	}
+	if p.has(id) || read(t, p.objects, filepath.Join("ab", id[2:])) != "commit" {
+		t.Error("the commit did not move into the objects")
+	}
+	if err := p.unadmit(moved); err != nil {
+		t.Fatal(err)
+	}
+	if !p.has(id) || read(t, p.dir, "pack/pack-1.idx") != "idx" {
+		t.Error("unadmit did not take the objects back out")
+	}
+	if err := p.drain(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(p.dir); err != nil || len(entries) != 0 {
+		t.Errorf("drained, the pending directory holds %v (%v); want it empty and there", entries, err)
 	}
 }

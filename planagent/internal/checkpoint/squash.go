@@ -120,7 +120,7 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	// Kept with the pending objects, out of the repository until a move
 	// to the commit (or to its merge) brings them in (Advance): no keep
 	// ref either.
-	if err := migrate(quarantine, files, r.pendingOrObjects()); err != nil {
+	if err := migrate(quarantine, files, r.pending.target()); err != nil {
 		return "", removed, fmt.Errorf("keep the task's objects: %w", err)
 	}
 	r.pool.squashedTo(dir, base, commit, filepath.Join(quarantine, "index"))
@@ -131,7 +131,7 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 // with cached (the caller holds the cache) puts them into the object
 // cache too.
 func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, dir, base, msg string) (string, []string, error) {
-	alt := r.objectsAlternates()
+	alt := r.pending.alternates()
 	if cached {
 		alt = alternates(r.cache.objects())
 	}
