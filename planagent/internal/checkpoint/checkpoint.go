@@ -384,42 +384,6 @@ func (r *Repo) mergeTree(ctx context.Context, quarantine string, cached bool, co
 	return fields[0], nil
 }
 
-// remember keeps the message of a commit Squash made, for its Apply (one
-// git log fewer per merge onto a moved head). Bounded: a run's pending
-// merges are few, and one forgotten is read from git again.
-func (r *Repo) remember(commit, msg string) {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	if r.msgs == nil || len(r.msgs) >= 256 {
-		r.msgs = map[string]string{}
-	}
-	r.msgs[commit] = msg
-}
-
-func (r *Repo) message(commit string) (string, bool) {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	msg, ok := r.msgs[commit]
-	return msg, ok
-}
-
-// isPlain reports whether commit is known to have no submodule
-// (checkSubmodules found none, or it was made from such commits here).
-func (r *Repo) isPlain(commit string) bool {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	return r.plain[commit]
-}
-
-func (r *Repo) markPlain(commit string) {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	if r.plain == nil || len(r.plain) >= 4096 {
-		r.plain = map[string]bool{}
-	}
-	r.plain[commit] = true
-}
-
 func uniq(ss []string) []string {
 	seen := map[string]bool{}
 	var out []string
