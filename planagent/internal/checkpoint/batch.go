@@ -211,15 +211,30 @@ func (c *catFile) close() {
 	c.stop()
 }
 
+// objectStore reads the repository's objects through the long-lived
+// cat-file (trees, blobs, commits) and writes trees and commits in-process,
+// keeping what it learnt of commits (their trees, first parents, messages,
+// whether they hold a submodule) and the trees read or written lately.
+type objectStore struct {
+	cat          *catFile
+	objectFormat string
+	msgMu        sync.Mutex
+	msgs         map[string]string // Squash's messages, for Apply
+	trees        map[string]string // commits' trees (commitTree)
+	parents      map[string]string // commits' first parents (firstParent)
+	plain        map[string]bool   // commits known to have no submodule
+	treeData     treeCache         // trees' contents, read or written lately
+}
+
 // commitTree is the tree of commit, read once and then remembered.
-func (r *Repo) commitTree(commit string) (string, error) {
-	r.msgMu.Lock()
-	tree, ok := r.trees[commit]
-	r.msgMu.Unlock()
+func (ob *objectStore) commitTree(commit string) (string, error) {
+	ob.msgMu.Lock()
+	tree, ok := ob.trees[commit]
+	ob.msgMu.Unlock()
 	if ok {
 		return tree, nil
 	}
-	o, err := r.cat.get(commit)
+	o, err := ob.cat.get(commit)
 	if err != nil {
 		return "", err
 	}
@@ -231,17 +246,17 @@ func (r *Repo) commitTree(commit string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("commit %s has no tree", short(commit))
 	}
-	r.rememberTree(commit, tree)
+	ob.rememberTree(commit, tree)
 	return tree, nil
 }
 
-func (r *Repo) rememberTree(commit, tree string) {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	if r.trees == nil || len(r.trees) >= 4096 {
-		r.trees = map[string]string{}
+func (ob *objectStore) rememberTree(commit, tree string) {
+	ob.msgMu.Lock()
+	defer ob.msgMu.Unlock()
+	if ob.trees == nil || len(ob.trees) >= 4096 {
+		ob.trees = map[string]string{}
 	}
-	r.trees[commit] = tree
+	ob.trees[commit] = tree
 }
 
 // diffTreesBatch lists the paths that differ between the trees of old and
@@ -250,17 +265,17 @@ func (r *Repo) rememberTree(commit, tree string) {
 // the trees of new that differ from old's (new's root tree included):
 // with the blobs of to and new's commit, every object new has that old
 // lacks.
-func (r *Repo) diffTreesBatch(old, new string, trees map[string]bool) ([]string, map[string]entry, map[string]entry, error) {
+func (ob *objectStore) diffTreesBatch(old, new string, trees map[string]bool) ([]string, map[string]entry, map[string]entry, error) {
 	from, to := map[string]entry{}, map[string]entry{}
-	ot, err := r.commitTree(old)
+	ot, err := ob.commitTree(old)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	nt, err := r.commitTree(new)
+	nt, err := ob.commitTree(new)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := r.diffTree("", ot, nt, from, to, trees); err != nil {
+	if err := ob.diffTree("", ot, nt, from, to, trees); err != nil {
 		return nil, nil, nil, err
 	}
 	var paths []string
@@ -286,22 +301,22 @@ type treeEntry struct{ mode, id string }
 // only the entries that differ are taken apart: a task's move compares two
 // trees of a directory of a thousand files that differ in one. trees,
 // when not nil, gets b and the trees under it that differ.
-func (r *Repo) diffTree(prefix, a, b string, from, to map[string]entry, trees map[string]bool) error {
+func (ob *objectStore) diffTree(prefix, a, b string, from, to map[string]entry, trees map[string]bool) error {
 	if a == b {
 		return nil
 	}
 	if trees != nil && b != "" {
 		trees[b] = true
 	}
-	da, err := r.tree(a)
+	da, err := ob.tree(a)
 	if err != nil {
 		return err
 	}
-	db, err := r.tree(b)
+	db, err := ob.tree(b)
 	if err != nil {
 		return err
 	}
-	ia, ib := treeIter{id: a, data: da, size: r.idSize()}, treeIter{id: b, data: db, size: r.idSize()}
+	ia, ib := treeIter{id: a, data: da, size: ob.idSize()}, treeIter{id: b, data: db, size: ob.idSize()}
 	// The entries of one side only, by name: a file and a directory of
 	// the same name sort apart ("a" before "a-b" before "a/"), and are
 	// paired here.
@@ -327,7 +342,7 @@ func (r *Repo) diffTree(prefix, a, b string, from, to map[string]entry, trees ma
 		switch {
 		case c == 0:
 			if !bytes.Equal(x.mode, y.mode) || !bytes.Equal(x.id, y.id) {
-				if err := r.diffEntry(prefix+string(x.name), x.entry(), y.entry(), from, to, trees); err != nil {
+				if err := ob.diffEntry(prefix+string(x.name), x.entry(), y.entry(), from, to, trees); err != nil {
 					return err
 				}
 			}
@@ -356,19 +371,19 @@ func (r *Repo) diffTree(prefix, a, b string, from, to map[string]entry, trees ma
 	for name, ex := range onlyA {
 		ey := onlyB[name]
 		delete(onlyB, name)
-		if err := r.diffEntry(prefix+name, ex, ey, from, to, trees); err != nil {
+		if err := ob.diffEntry(prefix+name, ex, ey, from, to, trees); err != nil {
 			return err
 		}
 	}
 	for name, ey := range onlyB {
-		if err := r.diffEntry(prefix+name, treeEntry{}, ey, from, to, trees); err != nil {
+		if err := ob.diffEntry(prefix+name, treeEntry{}, ey, from, to, trees); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *Repo) diffEntry(path string, x, y treeEntry, from, to map[string]entry, trees map[string]bool) error {
+func (ob *objectStore) diffEntry(path string, x, y treeEntry, from, to map[string]entry, trees map[string]bool) error {
 	if x == y {
 		return nil // the same once modes are normalised (100664 is 100644)
 	}
@@ -385,7 +400,7 @@ func (r *Repo) diffEntry(path string, x, y treeEntry, from, to map[string]entry,
 		to[path] = entry{mode: y.mode, blob: y.id}
 	}
 	if xt || yt {
-		return r.diffTree(path+"/", sa, sb, from, to, trees)
+		return ob.diffTree(path+"/", sa, sb, from, to, trees)
 	}
 	return nil
 }
@@ -439,8 +454,8 @@ func (t *treeIter) next() (rawEntry, bool, error) {
 	return e, true, nil
 }
 
-func (r *Repo) idSize() int {
-	if r.objectFormat == "sha256" {
+func (ob *objectStore) idSize() int {
+	if ob.objectFormat == "sha256" {
 		return sha256.Size
 	}
 	return sha1.Size
@@ -448,13 +463,13 @@ func (r *Repo) idSize() int {
 
 // treeEntries reads a tree's entries by name ("" is the empty tree). Modes
 // are as git prints them (100644, 100755, 120000, 160000; 40000 a tree).
-func (r *Repo) treeEntries(id string) (map[string]treeEntry, error) {
-	data, err := r.tree(id)
+func (ob *objectStore) treeEntries(id string) (map[string]treeEntry, error) {
+	data, err := ob.tree(id)
 	if err != nil {
 		return nil, err
 	}
 	m := map[string]treeEntry{}
-	it := treeIter{id: id, data: data, size: r.idSize()}
+	it := treeIter{id: id, data: data, size: ob.idSize()}
 	for {
 		e, ok, err := it.next()
 		if err != nil {
@@ -470,21 +485,21 @@ func (r *Repo) treeEntries(id string) (map[string]treeEntry, error) {
 // tree is the content of tree id ("" is the empty tree): from the trees
 // read or written lately (a task's root tree is written by its squash,
 // then read by the move, the next copy and the next squash), else read.
-func (r *Repo) tree(id string) ([]byte, error) {
+func (ob *objectStore) tree(id string) ([]byte, error) {
 	if id == "" {
 		return nil, nil
 	}
-	if data, ok := r.treeData.get(id); ok {
+	if data, ok := ob.treeData.get(id); ok {
 		return data, nil
 	}
-	o, err := r.cat.get(id)
+	o, err := ob.cat.get(id)
 	if err != nil {
 		return nil, err
 	}
 	if o.missing || o.typ != "tree" {
 		return nil, fmt.Errorf("tree %s is not in the repository", short(id))
 	}
-	r.treeData.put(id, o.data)
+	ob.treeData.put(id, o.data)
 	return o.data, nil
 }
 
@@ -546,7 +561,7 @@ func normalMode(mode string) string {
 // writeCommit writes a commit of tree on parents with msg as a loose
 // object in the objects directory dir (a quarantine), as `git commit-tree`
 // with the run's identity would, and returns its id: no git process.
-func (r *Repo) writeCommit(dir, tree string, parents []string, msg string, now time.Time) (string, error) {
+func (ob *objectStore) writeCommit(dir, tree string, parents []string, msg string, now time.Time) (string, error) {
 	var b strings.Builder
 	b.WriteString("tree " + tree + "\n")
 	for _, p := range parents {
@@ -559,9 +574,9 @@ func (r *Repo) writeCommit(dir, tree string, parents []string, msg string, now t
 	if !strings.HasSuffix(msg, "\n") {
 		b.WriteString("\n")
 	}
-	id, err := writeLoose(dir, r.objectFormat, "commit", []byte(b.String()))
+	id, err := writeLoose(dir, ob.objectFormat, "commit", []byte(b.String()))
 	if err == nil && len(parents) > 0 {
-		r.rememberParent(id, parents[0])
+		ob.rememberParent(id, parents[0])
 	}
 	return id, err
 }

@@ -51,7 +51,7 @@ func TestDiffTreesMatchesGit(t *testing.T) {
 	for _, pair := range [][2]string{{old, new}, {new, old}} {
 		wantPaths, wantFrom, wantTo := gitDiffTree(t, ws, pair[0], pair[1])
 		trees := map[string]bool{}
-		paths, from, to, err := r.diffTreesBatch(pair[0], pair[1], trees)
+		paths, from, to, err := r.store.diffTreesBatch(pair[0], pair[1], trees)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestWriteCommitIsGitsCommit(t *testing.T) {
 			r := open(t, ws)
 			now := time.Unix(1_800_000_000, 0).In(time.FixedZone("", 2*3600))
 			for _, msg := range []string{"t1: write a file", "t2: with a body\n\nwhat it did\n"} {
-				got, err := r.writeCommit(r.objectsDir, tree, []string{parent}, msg, now)
+				got, err := r.store.writeCommit(r.objectsDir, tree, []string{parent}, msg, now)
 				if err != nil {
 					t.Fatal(err)
 				}

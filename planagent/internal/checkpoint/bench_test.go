@@ -215,7 +215,7 @@ func BenchmarkEditTree1000(b *testing.B) {
 		b.Fatal(err)
 	}
 	head, _ := r.Head(ctx)
-	base, err := r.commitTree(head)
+	base, err := r.store.commitTree(head)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func BenchmarkEditTree1000(b *testing.B) {
 	objects := b.TempDir()
 	for i := 0; b.Loop(); i++ {
 		set := map[string]entry{fmt.Sprintf("new%05d.txt", i): {mode: "100644", blob: blob}}
-		if _, err := r.editTree(objects, base, set, nil); err != nil {
+		if _, err := r.store.editTree(objects, base, set, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -167,7 +167,7 @@ func (r *Repo) checkoutCopy(_ context.Context, dir, was, commit string, trusted 
 	var paths []string
 	to := map[string]entry{}
 	if was != commit {
-		if paths, _, to, err = r.diffTreesBatch(was, commit, nil); err != nil {
+		if paths, _, to, err = r.store.diffTreesBatch(was, commit, nil); err != nil {
 			return errGitCheckout
 		}
 	}
@@ -508,6 +508,6 @@ func (r *Repo) indexTree(dir, idx, saved, baseTree string) (tree string, news []
 			news = append(news, e.blob)
 		}
 	}
-	tree, err = r.editTree(dir, baseTree, set, &news)
+	tree, err = r.store.editTree(dir, baseTree, set, &news)
 	return tree, news, err
 }

@@ -72,12 +72,9 @@ type Repo struct {
 	// directory, which git made; later copies get the same files.
 	initMu               sync.Mutex
 	copyHead, copyConfig []byte
-	msgMu                sync.Mutex
-	msgs                 map[string]string // Squash's messages, for Apply
-	trees                map[string]string // commits' trees (commitTree)
-	parents              map[string]string // commits' first parents (firstParent)
-	plain                map[string]bool   // commits known to have no submodule
-	treeData             treeCache         // trees' contents, read or written lately
+	// store reads the repository's objects and writes trees and commits,
+	// with what it learnt of them (batch.go, trees.go).
+	store *objectStore
 
 	keeps       keepRefs    // the keep refs made (keep.go)
 	quarantines quarantines // squashes' and merges' new objects (quarantine.go)
@@ -159,6 +156,7 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 	}
 	r.clearStaleKeepLocks(ctx)
 	r.cat = &catFile{g: r.g}
+	r.store = &objectStore{cat: r.cat, objectFormat: r.objectFormat}
 	return r, nil
 }
 
@@ -307,7 +305,7 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 	if onto == base {
 		return commit, nil // nothing merged since the copy: the commit itself
 	}
-	msg, ok := r.message(commit)
+	msg, ok := r.store.message(commit)
 	if !ok {
 		var err error
 		if msg, err = r.g.run(ctx, "log", "-1", "--format=%B", commit); err != nil {
@@ -331,8 +329,8 @@ func (r *Repo) Apply(ctx context.Context, dir, base, commit, onto string) (strin
 	if err := migrate(quarantine, files, r.pending.target()); err != nil {
 		return "", fmt.Errorf("keep the merge's objects: %w", err)
 	}
-	if r.isPlain(onto) && r.isPlain(commit) {
-		r.markPlain(merged) // a merge of two trees without gitlinks has none
+	if r.store.isPlain(onto) && r.store.isPlain(commit) {
+		r.store.markPlain(merged) // a merge of two trees without gitlinks has none
 	}
 	return merged, nil
 }
@@ -344,11 +342,11 @@ func (r *Repo) applyInto(ctx context.Context, quarantine string, cached bool, co
 	if err != nil {
 		return "", nil, err
 	}
-	merged, err := r.writeCommit(quarantine, tree, []string{onto}, msg, time.Now())
+	merged, err := r.store.writeCommit(quarantine, tree, []string{onto}, msg, time.Now())
 	if err != nil {
 		return "", nil, err
 	}
-	r.rememberTree(merged, tree)
+	r.store.rememberTree(merged, tree)
 	files, err := listFiles(quarantine)
 	if err != nil {
 		return "", nil, err

@@ -163,7 +163,7 @@ func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted,
 	if !trusted {
 		// A git directory the base tracks stays: checked out again below
 		// rather than removed and written anew.
-		if _, err := purge(dir, purgeOptions{tracked: trackedAt(filepath.Join(r.states.of(dir), "index"), r.idSize())}); err != nil {
+		if _, err := purge(dir, purgeOptions{tracked: trackedAt(filepath.Join(r.states.of(dir), "index"), r.store.idSize())}); err != nil {
 			return fmt.Errorf("clear the copy %s: %w", dir, err)
 		}
 	}

@@ -139,7 +139,7 @@ func (r *Repo) checkLimits(ctx context.Context, dir string, found purged) error 
 // readLarge is which of the large files git would read.
 func (r *Repo) readLarge(ctx context.Context, g git, env []string, saved string, large []largeFile) ([]largeFile, error) {
 	tracked := map[string]gitindex.Entry{}
-	entries, _, err := gitindex.Read(saved, r.idSize())
+	entries, _, err := gitindex.Read(saved, r.store.idSize())
 	if err == nil {
 		for _, e := range entries {
 			tracked[e.Path] = e

@@ -45,7 +45,7 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 	}
 	pending := r.pending.has(new)
 	trees := map[string]bool{}
-	paths, from, to, err := r.diffTreesBatch(old, new, trees)
+	paths, from, to, err := r.store.diffTreesBatch(old, new, trees)
 	if err != nil {
 		return err
 	}

@@ -102,7 +102,7 @@ func (r *Repo) admit(new string, trees map[string]bool, to map[string]entry) ([]
 	if r.pending.dir == "" {
 		return nil, nil
 	}
-	parent, err := r.firstParent(new)
+	parent, err := r.store.firstParent(new)
 	if err != nil {
 		return nil, err
 	}

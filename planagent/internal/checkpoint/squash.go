@@ -64,7 +64,7 @@ func newGitlinks(ctx context.Context, g git, env []string, baseTree, tree string
 // it made the copy: nothing of the copy's own .git is ever read.
 func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (commit string, removed []string, err error) {
 	found, err := purge(dir, purgeOptions{
-		tracked: trackedAt(filepath.Join(r.states.of(dir), "index"), r.idSize()),
+		tracked: trackedAt(filepath.Join(r.states.of(dir), "index"), r.store.idSize()),
 		maxFile: r.limitsOrDefault().MaxFileSize,
 	})
 	removed = found.removed
@@ -111,11 +111,11 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 		r.pool.squashedTo(dir, base, base, filepath.Join(quarantine, "index"))
 		return commit, removed, nil
 	}
-	r.remember(commit, msg)
-	if r.isPlain(base) {
+	r.store.remember(commit, msg)
+	if r.store.isPlain(base) {
 		// A copy's squash adds no gitlink (nested repositories are taken
 		// as plain files): base without submodules, its commit too.
-		r.markPlain(commit)
+		r.store.markPlain(commit)
 	}
 	// Kept with the pending objects, out of the repository until a move
 	// to the commit (or to its merge) brings them in (Advance): no keep
@@ -163,7 +163,7 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 		}
 	}
 	tree = strings.TrimSpace(tree)
-	baseTree, err := r.commitTree(base)
+	baseTree, err := r.store.commitTree(base)
 	if err != nil {
 		return "", nil, fmt.Errorf("the copy's base: %w", err)
 	}
@@ -188,11 +188,11 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 			return "", nil, err
 		}
 	}
-	commit, err := r.writeCommit(quarantine, tree, []string{base}, msg, time.Now())
+	commit, err := r.store.writeCommit(quarantine, tree, []string{base}, msg, time.Now())
 	if err != nil {
 		return "", nil, err
 	}
-	r.rememberTree(commit, tree)
+	r.store.rememberTree(commit, tree)
 	files, err := quarantined(quarantine, known, append(news, commit))
 	if err != nil {
 		return "", nil, err
@@ -211,7 +211,7 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 func (r *Repo) writeIndexTree(ctx context.Context, g git, env []string, quarantine, idx, dir, base string) (tree string, news []string, known bool, err error) {
 	made := r.pool.madeAtOf(dir)
 	if made == base {
-		if baseTree, err := r.commitTree(base); err == nil {
+		if baseTree, err := r.store.commitTree(base); err == nil {
 			if tree, news, err := r.indexTree(quarantine, idx, filepath.Join(r.states.of(dir), "index"), baseTree); err == nil {
 				return tree, news, true, nil
 			}
@@ -281,7 +281,7 @@ func moveObject(from, to string) error {
 
 // checkSubmodules refuses a copy with anything inside a submodule's path.
 func (r *Repo) checkSubmodules(ctx context.Context, dir, base string) error {
-	if r.isPlain(base) {
+	if r.store.isPlain(base) {
 		return nil
 	}
 	subs, err := r.Submodules(ctx, base)
@@ -289,7 +289,7 @@ func (r *Repo) checkSubmodules(ctx context.Context, dir, base string) error {
 		return err
 	}
 	if len(subs) == 0 {
-		r.markPlain(base)
+		r.store.markPlain(base)
 	}
 	var written []string
 	for _, s := range subs {

@@ -14,12 +14,12 @@ import (
 // taken out (a directory left empty goes: git keeps no empty tree but the
 // top one), and returns the new tree's id; with wrote, the id of every tree
 // it wrote is added to it.
-func (r *Repo) editTree(dir, id string, set map[string]entry, wrote *[]string) (string, error) {
-	tree, empty, err := r.editSubtree(dir, id, set, wrote)
+func (ob *objectStore) editTree(dir, id string, set map[string]entry, wrote *[]string) (string, error) {
+	tree, empty, err := ob.editSubtree(dir, id, set, wrote)
 	if err != nil || !empty {
 		return tree, err
 	}
-	tree, err = r.writeTree(dir, nil)
+	tree, err = ob.writeTree(dir, nil)
 	if err == nil && wrote != nil {
 		*wrote = append(*wrote, tree)
 	}
@@ -27,8 +27,8 @@ func (r *Repo) editTree(dir, id string, set map[string]entry, wrote *[]string) (
 }
 
 // editSubtree is editTree; an empty result is not written (empty true).
-func (r *Repo) editSubtree(dir, id string, set map[string]entry, wrote *[]string) (string, bool, error) {
-	entries, err := r.treeEntries(id)
+func (ob *objectStore) editSubtree(dir, id string, set map[string]entry, wrote *[]string) (string, bool, error) {
+	entries, err := ob.treeEntries(id)
 	if err != nil {
 		return "", false, err
 	}
@@ -56,7 +56,7 @@ func (r *Repo) editSubtree(dir, id string, set map[string]entry, wrote *[]string
 		} else if ok && !hasFile(s) {
 			continue // a file at the name, and only removals below it
 		}
-		nid, empty, err := r.editSubtree(dir, old, s, wrote)
+		nid, empty, err := ob.editSubtree(dir, old, s, wrote)
 		if err != nil {
 			return "", false, err
 		}
@@ -69,7 +69,7 @@ func (r *Repo) editSubtree(dir, id string, set map[string]entry, wrote *[]string
 	if len(entries) == 0 {
 		return "", true, nil
 	}
-	tree, err := r.writeTree(dir, entries)
+	tree, err := ob.writeTree(dir, entries)
 	if err == nil && wrote != nil {
 		*wrote = append(*wrote, tree)
 	}
@@ -88,7 +88,7 @@ func hasFile(set map[string]entry) bool {
 
 // writeTree writes a tree object of entries as git does: sorted by name,
 // a directory's name as if a slash followed it.
-func (r *Repo) writeTree(dir string, entries map[string]treeEntry) (string, error) {
+func (ob *objectStore) writeTree(dir string, entries map[string]treeEntry) (string, error) {
 	// Each name's sort key made once: a key made in the comparison cost
 	// more than the rest of the tree's writing at a thousand entries.
 	type named struct {
@@ -117,23 +117,23 @@ func (r *Repo) writeTree(dir string, entries map[string]treeEntry) (string, erro
 			return "", err
 		}
 	}
-	id, err := writeLoose(dir, r.objectFormat, "tree", b)
+	id, err := writeLoose(dir, ob.objectFormat, "tree", b)
 	if err == nil {
-		r.treeData.put(id, b)
+		ob.treeData.put(id, b)
 	}
 	return id, err
 }
 
 // firstParent is commit's first parent, "" for a root commit or what is
 // not a commit.
-func (r *Repo) firstParent(commit string) (string, error) {
-	r.msgMu.Lock()
-	parent, ok := r.parents[commit]
-	r.msgMu.Unlock()
+func (ob *objectStore) firstParent(commit string) (string, error) {
+	ob.msgMu.Lock()
+	parent, ok := ob.parents[commit]
+	ob.msgMu.Unlock()
 	if ok {
 		return parent, nil
 	}
-	o, err := r.cat.get(commit)
+	o, err := ob.cat.get(commit)
 	if err != nil {
 		return "", err
 	}
@@ -149,54 +149,54 @@ func (r *Repo) firstParent(commit string) (string, error) {
 			break
 		}
 	}
-	r.rememberParent(commit, parent)
+	ob.rememberParent(commit, parent)
 	return parent, nil
 }
 
 // parentsKept bounds the first parents remembered.
 const parentsKept = 4096
 
-func (r *Repo) rememberParent(commit, parent string) {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	if r.parents == nil || len(r.parents) >= parentsKept {
-		r.parents = map[string]string{}
+func (ob *objectStore) rememberParent(commit, parent string) {
+	ob.msgMu.Lock()
+	defer ob.msgMu.Unlock()
+	if ob.parents == nil || len(ob.parents) >= parentsKept {
+		ob.parents = map[string]string{}
 	}
-	r.parents[commit] = parent
+	ob.parents[commit] = parent
 }
 
 // remember keeps the message of a commit Squash made, for its Apply (one
 // git log fewer per merge onto a moved head). Bounded: a run's pending
 // merges are few, and one forgotten is read from git again.
-func (r *Repo) remember(commit, msg string) {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	if r.msgs == nil || len(r.msgs) >= 256 {
-		r.msgs = map[string]string{}
+func (ob *objectStore) remember(commit, msg string) {
+	ob.msgMu.Lock()
+	defer ob.msgMu.Unlock()
+	if ob.msgs == nil || len(ob.msgs) >= 256 {
+		ob.msgs = map[string]string{}
 	}
-	r.msgs[commit] = msg
+	ob.msgs[commit] = msg
 }
 
-func (r *Repo) message(commit string) (string, bool) {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	msg, ok := r.msgs[commit]
+func (ob *objectStore) message(commit string) (string, bool) {
+	ob.msgMu.Lock()
+	defer ob.msgMu.Unlock()
+	msg, ok := ob.msgs[commit]
 	return msg, ok
 }
 
 // isPlain reports whether commit is known to have no submodule
 // (checkSubmodules found none, or it was made from such commits here).
-func (r *Repo) isPlain(commit string) bool {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	return r.plain[commit]
+func (ob *objectStore) isPlain(commit string) bool {
+	ob.msgMu.Lock()
+	defer ob.msgMu.Unlock()
+	return ob.plain[commit]
 }
 
-func (r *Repo) markPlain(commit string) {
-	r.msgMu.Lock()
-	defer r.msgMu.Unlock()
-	if r.plain == nil || len(r.plain) >= 4096 {
-		r.plain = map[string]bool{}
+func (ob *objectStore) markPlain(commit string) {
+	ob.msgMu.Lock()
+	defer ob.msgMu.Unlock()
+	if ob.plain == nil || len(ob.plain) >= 4096 {
+		ob.plain = map[string]bool{}
 	}
-	r.plain[commit] = true
+	ob.plain[commit] = true
 }
