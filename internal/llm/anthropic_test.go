@@ -291,25 +291,6 @@ func TestAnthropicStreamTokens(t *testing.T) {
 	}
 }
 
-func TestResolveAPI(t *testing.T) {
-	for _, tc := range []struct{ api, url, model, want string }{
-		{"", "https://api.openai.com/v1", "gpt-4o-mini", llm.APIChat},
-		{"auto", "https://api.anthropic.com/v1", "claude-sonnet-4-5", llm.APIAnthropic},
-		{"", "https://api.openai.com/v1", "gpt-5.1-codex-mini", llm.APIResponses},
-		{"", "https://openrouter.ai/api/v1", "openai/gpt-5-codex", llm.APIChat},
-		{"chat", "https://api.anthropic.com/v1", "claude", llm.APIChat},
-		{"responses", "http://localhost:8080/v1", "x", llm.APIResponses},
-	} {
-		got, why, err := llm.ResolveAPI(tc.api, tc.url, tc.model)
-		if err != nil || got != tc.want || why == "" {
-			t.Errorf("ResolveAPI(%q, %q, %q) = %q, %q, %v; want %q", tc.api, tc.url, tc.model, got, why, err, tc.want)
-		}
-	}
-	if _, _, err := llm.ResolveAPI("gemini", "", ""); err == nil {
-		t.Error("an unknown api was accepted")
-	}
-}
-
 // newRaw posts bodies to a fake as the SDK would, returning status and body.
 func newRaw(t *testing.T, base string) func(string) string {
 	return func(body string) string {
