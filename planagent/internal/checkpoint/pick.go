@@ -39,7 +39,7 @@ func (r *Repo) KeepAttempt(ctx context.Context, run, task string, n int, commit 
 // parent. The result waits with the pending objects until a move to it
 // (Advance). A ConflictError names the files that cannot be merged.
 func (r *Repo) Replay(ctx context.Context, commit, onto string) (string, error) {
-	base, err := r.firstParent(commit)
+	base, err := r.store.firstParent(commit)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", short(commit), err)
 	}
@@ -50,7 +50,7 @@ func (r *Repo) Replay(ctx context.Context, commit, onto string) (string, error) 
 }
 
 // Parent is commit's first parent ("" for a root commit).
-func (r *Repo) Parent(commit string) (string, error) { return r.firstParent(commit) }
+func (r *Repo) Parent(commit string) (string, error) { return r.store.firstParent(commit) }
 
 // Changed lists the paths that differ between two commits.
 func (r *Repo) Changed(ctx context.Context, from, to string) ([]string, error) {
