@@ -405,6 +405,9 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		case next.EvMerged:
 			r.accepting--
 			r.merging = false
+			if ev.Kept != "" && r.lastMerge.id == ev.ID {
+				r.info(ev.ID).Result(r.lastMerge.attempt).Ref = ev.Kept
+			}
 		case next.EvCopied:
 			r.copying -= len(ev.IDs)
 		}
