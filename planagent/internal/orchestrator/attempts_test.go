@@ -195,6 +195,11 @@ func TestDriveKeepsTheUnmergedAttemptsAsRefs(t *testing.T) {
 		if res.Ref != want {
 			t.Errorf("attempt %d (%s): ref %q, want %q", res.Attempt, res.Status, res.Ref, want)
 		}
+		// Each attempt's own acceptance result is on its record.
+		wantAcc := map[int]string{1: "FAIL\n(exit 1)", 2: "", 3: "FAIL\n(exit 1)", 4: "ok\n(exit 0)"}[res.Attempt]
+		if (wantAcc == "") != (res.Acceptance == "") || !strings.Contains(res.Acceptance, wantAcc) {
+			t.Errorf("attempt %d: acceptance %q, want %q", res.Attempt, res.Acceptance, wantAcc)
+		}
 		if want == "" {
 			continue
 		}

@@ -170,7 +170,10 @@ type AttemptResult struct {
 	// Ref keeps the squashed result of an attempt not merged
 	// (refs/codeagent/<run>/<task>/attempt-N): git diff, pick and
 	// planagent diff --attempt read it.
-	Ref        string   `json:"ref,omitempty"`
+	Ref string `json:"ref,omitempty"`
+	// Acceptance: what its acceptance commands printed, each with its
+	// exit code.
+	Acceptance string   `json:"acceptance,omitempty"`
 	Tokens     Tokens   `json:"tokens"`
 	CostUSD    *float64 `json:"cost_usd,omitempty"`
 	DurationMS int64    `json:"duration_ms"`
@@ -268,7 +271,7 @@ func Build(st *runrecord.State, opts Options) *Run {
 			v.Subagents = append(v.Subagents, sv)
 		}
 		for _, a := range in.Results {
-			av := AttemptResult{Attempt: a.Attempt, Status: a.Status, Error: a.Error, Hinted: a.Hinted, Rank: a.Rank, Ref: a.Ref,
+			av := AttemptResult{Attempt: a.Attempt, Status: a.Status, Error: a.Error, Hinted: a.Hinted, Rank: a.Rank, Ref: a.Ref, Acceptance: a.Acceptance,
 				Tokens: TokensOf(a.Tokens), DurationMS: a.Duration.Milliseconds(), EgressRefused: a.EgressRefused}
 			if av.Status == "running" && stopped(st) {
 				av.Status = StatusInterrupted
