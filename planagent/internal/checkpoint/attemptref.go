@@ -16,30 +16,31 @@ func AttemptRef(run, task string, n int) string {
 }
 
 // KeepAttempt points AttemptRef(run, task, n) at commit, an attempt's
-// squash, and returns the ref's name. The squash's objects wait in the
+// squash the run does not merge (or no longer: `planagent pick` replaced
+// it). The squash's objects wait in the
 // pending directory, which DrainPool empties at the run's end: a ref to
 // them there would break then. So what commit reaches that no ref of the
 // repository does is first written into the repository as a pack of its
 // own (copied, not moved: a merge of the same squash may still need them
 // pending, and its move takes them from there). A ref already at commit
 // (a resume keeping it again) is left as it is.
-func (r *Repo) KeepAttempt(ctx context.Context, run, task string, n int, commit string) (string, error) {
+func (r *Repo) KeepAttempt(ctx context.Context, run, task string, n int, commit string) error {
 	ref := AttemptRef(run, task, n)
 	if _, err := r.g.run(ctx, "check-ref-format", ref); err != nil {
-		return "", fmt.Errorf("keep attempt %d of task %s: %q is not a valid ref name: %w", n, task, ref, err)
+		return fmt.Errorf("keep attempt %d of task %s: %q is not a valid ref name: %w", n, task, ref, err)
 	}
 	if at, err := r.g.line(ctx, "rev-parse", "-q", "--verify", ref+"^{commit}"); err == nil && at == commit {
-		return ref, nil
+		return nil
 	}
 	if err := r.admitReachable(ctx, commit); err != nil {
-		return "", fmt.Errorf("keep attempt %d of task %s: write its objects into the repository: %w", n, task, err)
+		return fmt.Errorf("keep attempt %d of task %s: write its objects into the repository: %w", n, task, err)
 	}
 	// Not cut short: a killed update-ref leaves its lock, and the next
 	// keep of this attempt (a resume) would fail on it.
-	if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", "-m", "codeagent: keep attempt", ref, commit); err != nil {
-		return "", fmt.Errorf("keep attempt %d of task %s under %s: %w", n, task, ref, err)
+	if _, err := r.g.run(context.WithoutCancel(ctx), "update-ref", "-m", "codeagent: attempt kept", ref, commit); err != nil {
+		return fmt.Errorf("keep attempt %d of task %s as %s: %w", n, task, ref, err)
 	}
-	return ref, nil
+	return nil
 }
 
 // admitReachable writes into the repository's objects a pack of what

@@ -58,8 +58,8 @@ type Repo interface {
 	DrainPool() error
 	// KeepAttempt keeps commit, the squash of attempt n of task in run
 	// that is not merged, under its ref (checkpoint.AttemptRef), whole in
-	// the repository once the run ends; it returns the ref's name.
-	KeepAttempt(ctx context.Context, run, task string, n int, commit string) (string, error)
+	// the repository once the run ends.
+	KeepAttempt(ctx context.Context, run, task string, n int, commit string) error
 }
 
 // mergeJob is a completed attempt waiting in the merge queue.
@@ -239,12 +239,11 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 		if s.err != nil || s.commit == "" || s.commit == job.base || out.Env != nil || (out.Failure == "" && len(out.Conflict) == 0) {
 			return
 		}
-		ref, err := repo.KeepAttempt(ctx, job.runID, job.id, job.attempt, s.commit)
-		if err != nil {
+		if err := repo.KeepAttempt(ctx, job.runID, job.id, job.attempt, s.commit); err != nil {
 			r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", job.id, "attempt", job.attempt, "err", err)
 			return
 		}
-		out.Kept = ref
+		out.Kept = checkpoint.AttemptRef(job.runID, job.id, job.attempt)
 	}()
 	if job.squashed != nil {
 		s = job.squashed.wait()
