@@ -253,6 +253,23 @@ func failedAttemptLeavesNothing(t *testing.T, rt e2eRuntime) {
 			if n := gitIn(t, ws, "rev-list", "--count", "HEAD"); n != "2" {
 				t.Errorf("%s commits, want the user's and one for the task", n)
 			}
+			// The attempt whose acceptance failed made a commit: it is kept
+			// under its ref, readable with the user's git; one that
+			// reported failure made none.
+			refs := gitIn(t, ws, "for-each-ref", "--format=%(refname)", "refs/codeagent/")
+			if tc.agentFails {
+				if refs != "" {
+					t.Errorf("refs of an attempt that made no commit: %s", refs)
+				}
+			} else {
+				if !strings.HasSuffix(refs, "/flaky/attempt-1") || strings.Contains(refs, "\n") {
+					t.Fatalf("refs %q, want the failed attempt 1's", refs)
+				}
+				if got := gitIn(t, ws, "show", refs+":junk.txt"); got != "junk" {
+					t.Errorf("junk.txt through %s: %q", refs, got)
+				}
+				gitIn(t, ws, "fsck", "--no-dangling")
+			}
 			e.assertAttemptContainers(2)
 		})
 	}

@@ -24,15 +24,6 @@ func (r *Repo) AttemptCommit(ctx context.Context, run, task string, n int) (stri
 	return commit, nil
 }
 
-// KeepAttempt keeps commit, an attempt's result the run does not merge
-// (or no longer: `planagent pick` replaced it), under the attempt's ref.
-func (r *Repo) KeepAttempt(ctx context.Context, run, task string, n int, commit string) error {
-	if _, err := r.g.run(ctx, "update-ref", "-m", "codeagent: attempt kept", AttemptRef(run, task, n), commit); err != nil {
-		return fmt.Errorf("keep attempt %d of %s as %s: %w", n, task, AttemptRef(run, task, n), err)
-	}
-	return nil
-}
-
 // Replay makes commit (an attempt's squashed result: one commit on top
 // of the state its copy was made from) into one commit on top of onto,
 // the way a task's merge does (Apply): commit itself when onto is its

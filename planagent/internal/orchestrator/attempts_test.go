@@ -2,11 +2,17 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
@@ -107,4 +113,108 @@ func (d *countingDecider) calls() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.n
+}
+
+// newCheckpointedState is a run on a real checkpoint repository of the
+// layout's workspace (one commit of the user's), its attempts in copies.
+func newCheckpointedState(t *testing.T, l volume.Layout, tasks ...plan.Task) (*checkpoint.Repo, *runrecord.State) {
+	t.Helper()
+	ctx := t.Context()
+	ws := l.Workspace()
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := checkpoint.Open(ctx, ws, checkpoint.ShadowDir(filepath.Join(l.Root, "checkpoints"), ws), []string{l.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repo.Close() })
+	if err := repo.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newTestState(t, tasks...)
+	st.Checkpoints = &runrecord.Checkpoints{Mode: repo.Mode(), GitDir: repo.GitDir(), Branch: repo.Branch(), Start: head, Head: head}
+	return repo, st
+}
+
+// Every attempt that made a commit and was not merged keeps it under
+// refs/codeagent/<run>/<task>/attempt-N, whole once the run has ended
+// (its copies gone, the pending objects drained): the two whose
+// acceptance failed are readable there with git; the merged one has no
+// ref (it is on the branch), and the attempt that reported failure
+// without a commit has none either.
+func TestDriveKeepsTheUnmergedAttemptsAsRefs(t *testing.T) {
+	l := newLayout(t)
+	var mu sync.Mutex
+	accepted := 0
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		dir := l.Attempt(c.RunID, c.ID, c.Attempt)
+		if c.Attempt == 2 {
+			rep := completed(c)
+			rep.Status, rep.Error = protocol.StatusFailed, "gave up"
+			return rep
+		}
+		name := fmt.Sprintf("attempt%d.txt", c.Attempt)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(fmt.Sprintf("by attempt %d\n", c.Attempt)), 0o644); err != nil {
+			t.Error(err)
+		}
+		return completed(c)
+	})
+	rt.exec = func(string) attempt.ExecResult {
+		mu.Lock()
+		defer mu.Unlock()
+		accepted++
+		if accepted < 3 { // attempts 1 and 3; 2 never got there
+			return attempt.ExecResult{ExitCode: 1, Output: "FAIL"}
+		}
+		return attempt.ExecResult{Output: "ok"}
+	}
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "risky", Description: "hard", Acceptance: []string{"go test ./..."}, Attempts: 4})
+	if err := New(Options{Layout: l, Runtime: rt, Repo: repo}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(st)["risky"]; got != taskgraph.Completed {
+		t.Fatalf("risky %s, want completed by attempt 4", got)
+	}
+	ws := l.Workspace()
+	// The workspace is no git repository: the run's is a shadow one, as a
+	// user's git would read it (without planagent's pending objects).
+	git := func(args ...string) (string, error) {
+		out, err := exec.Command("git", append([]string{"--git-dir", repo.GitDir()}, args...)...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	for _, res := range st.Info["risky"].Results {
+		want := ""
+		if res.Attempt == 1 || res.Attempt == 3 {
+			want = checkpoint.AttemptRef(st.RunID, "risky", res.Attempt)
+		}
+		if res.Ref != want {
+			t.Errorf("attempt %d (%s): ref %q, want %q", res.Attempt, res.Status, res.Ref, want)
+		}
+		// Each attempt's own acceptance result is on its record.
+		wantAcc := map[int]string{1: "FAIL\n(exit 1)", 2: "", 3: "FAIL\n(exit 1)", 4: "ok\n(exit 0)"}[res.Attempt]
+		if (wantAcc == "") != (res.Acceptance == "") || !strings.Contains(res.Acceptance, wantAcc) {
+			t.Errorf("attempt %d: acceptance %q, want %q", res.Attempt, res.Acceptance, wantAcc)
+		}
+		if want == "" {
+			continue
+		}
+		got, err := git("show", want+":"+fmt.Sprintf("attempt%d.txt", res.Attempt))
+		if err != nil || got != fmt.Sprintf("by attempt %d", res.Attempt) {
+			t.Errorf("git show %s: %q, %v", want, got, err)
+		}
+	}
+	if out, err := git("for-each-ref", "--format=%(refname)", "refs/codeagent/"+st.RunID+"/"); err != nil || strings.Count(out, "\n") != 1 {
+		t.Errorf("the run's attempt refs:\n%s (%v); want attempts 1 and 3", out, err)
+	}
+	if out, err := git("fsck", "--no-dangling"); err != nil {
+		t.Errorf("git fsck: %v\n%s", err, out)
+	}
+	if got, err := os.ReadFile(filepath.Join(ws, "attempt4.txt")); err != nil || string(got) != "by attempt 4\n" {
+		t.Errorf("the merged attempt's file: %q, %v", got, err)
+	}
 }

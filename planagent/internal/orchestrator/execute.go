@@ -157,9 +157,13 @@ func (r *run) dropStaleReport(a next.ActDropStaleReport) {
 // attempt). The time-out comes back to the loop as an event.
 func (r *run) abandon(ctx context.Context, a next.ActAbandon) {
 	r.bookUnreported(a.ID)
+	n := r.info(a.ID).Attempt
+	if f := r.inflight[a.ID]; f != nil {
+		n = f.Attempt
+	}
 	delete(r.inflight, a.ID)
 	r.abandoned[a.ID] = true
-	if err := r.o.opts.Runtime.Abandon(ctx, a.ID); err != nil {
+	if err := r.o.opts.Runtime.Abandon(ctx, a.ID, n); err != nil {
 		r.o.opts.Logger.Warn("stop the timed-out attempt", "task", a.ID, "err", err)
 	}
 	r.outcomes = append(r.outcomes, next.EvTimedOut(a))

@@ -226,11 +226,12 @@ func (s *stopCounting) Stop(ctx context.Context) error {
 
 func TestAbandonStopsTheAttemptAndComesBackAsATimeout(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(2)...)
-	r.inflight["t000"], r.inflight["t001"] = r.newFlight(1), r.newFlight(1)
+	r.inflight["t000"], r.inflight["t001"] = r.newFlight(2), r.newFlight(1)
 	r.abandon(t.Context(), next.ActAbandon{ID: "t000"})
 	rt := r.o.opts.Runtime.(*fakeRuntime)
-	if strings.Join(rt.abandoned, ",") != "t000" || !r.abandoned["t000"] {
-		t.Errorf("runtime abandoned %v, run's abandoned %v: want t000 stopped and its copy kept from reuse", rt.abandoned, r.abandoned)
+	// The runtime is told which attempt: the task's others run on.
+	if strings.Join(rt.abandoned, ",") != "t000.2" || !r.abandoned["t000"] {
+		t.Errorf("runtime abandoned %v, run's abandoned %v: want t000's attempt 2 stopped and its copy kept from reuse", rt.abandoned, r.abandoned)
 	}
 	if _, ok := r.inflight["t000"]; ok || len(r.inflight) != 1 {
 		t.Errorf("in flight %v, want only t001", r.inflight)

@@ -36,7 +36,7 @@ type fakeRuntime struct {
 	done      chan struct{}
 	exited    chan attempt.Exit
 	commands  []string
-	abandoned []string // tasks given up on
+	abandoned []string // attempts given up on ("task.n")
 }
 
 func newFakeRuntime(l volume.Layout, answer func(c *protocol.Command) *protocol.Report) *fakeRuntime {
@@ -125,10 +125,10 @@ func (f *fakeRuntime) Exited() <-chan attempt.Exit { return f.exited }
 
 func (f *fakeRuntime) Launch(context.Context, attempt.Attempt) error { return nil }
 
-func (f *fakeRuntime) Abandon(_ context.Context, id string) error {
+func (f *fakeRuntime) Abandon(_ context.Context, id string, n int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.abandoned = append(f.abandoned, id)
+	f.abandoned = append(f.abandoned, attempt.Name(id, n))
 	return nil
 }
 

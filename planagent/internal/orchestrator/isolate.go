@@ -56,12 +56,17 @@ type Repo interface {
 	DropKeeps(ctx context.Context) error
 	// DrainPool deletes the thrown-away copies kept for reuse.
 	DrainPool() error
+	// KeepAttempt keeps commit, the squash of attempt n of task in run
+	// that is not merged, under its ref (checkpoint.AttemptRef), whole in
+	// the repository once the run ends.
+	KeepAttempt(ctx context.Context, run, task string, n int, commit string) error
 }
 
 // mergeJob is a completed attempt waiting in the merge queue.
 type mergeJob struct {
 	id, subject, body string
 	dir, base         string
+	runID             string
 	acceptance        []string
 	attempt           int
 	// squashed is its commit, made while it waits (a squash depends on
@@ -170,7 +175,7 @@ func (r *run) enqueueMerge(ctx context.Context, id string) {
 	job := mergeJob{
 		id: id, subject: id + ": " + titleOf(t), body: info.Summary,
 		dir: r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt), base: info.Base,
-		acceptance: t.Acceptance, attempt: info.Attempt,
+		acceptance: t.Acceptance, attempt: info.Attempt, runID: r.st.RunID,
 	}
 	if r.isolated() {
 		sq := &squashing{done: make(chan struct{})}
@@ -227,6 +232,19 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 	out = next.EvMerged{ID: job.id, Summary: job.body, Onto: onto}
 	after = func() {}
 	var s squashResult
+	// An attempt that made a commit and is not merged keeps it under its
+	// ref, for the person who wants to see (or pick) what it did. A fault
+	// of the machine redoes the attempt under its number: nothing to keep.
+	defer func() {
+		if s.err != nil || s.commit == "" || s.commit == job.base || out.Env != nil || (out.Failure == "" && len(out.Conflict) == 0) {
+			return
+		}
+		if err := repo.KeepAttempt(ctx, job.runID, job.id, job.attempt, s.commit); err != nil {
+			r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", job.id, "attempt", job.attempt, "err", err)
+			return
+		}
+		out.Kept = checkpoint.AttemptRef(job.runID, job.id, job.attempt)
+	}()
 	if job.squashed != nil {
 		s = job.squashed.wait()
 	} else {

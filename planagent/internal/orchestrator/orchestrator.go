@@ -46,9 +46,10 @@ type Runtime interface {
 	// Launch starts what carries out an attempt whose command is written
 	// (its own container, in the docker runtime); a shared watcher needs nothing.
 	Launch(ctx context.Context, a attempt.Attempt) error
-	// Abandon stops what still works on an attempt given up on (timed
-	// out), before its copy is thrown away.
-	Abandon(ctx context.Context, taskID string) error
+	// Abandon stops what still works on attempt n of a task, given up on
+	// (timed out), before its copy is thrown away; the task's other
+	// attempts run on.
+	Abandon(ctx context.Context, taskID string, n int) error
 	// Exited reports an attempt's agent, or the shared watcher, dying.
 	Exited() <-chan attempt.Exit
 	// Exec runs an acceptance command with dir as its working directory.
@@ -402,9 +403,14 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 			r.st.Usage.Add(ev.Verdict.Usage)
 		case next.EvAccepted:
 			r.accepting--
+			r.info(ev.ID).Result(r.info(ev.ID).Attempt).Acceptance = ev.Output
 		case next.EvMerged:
 			r.accepting--
 			r.merging = false
+			if r.lastMerge.id == ev.ID {
+				res := r.info(ev.ID).Result(r.lastMerge.attempt)
+				res.Ref, res.Acceptance = ev.Kept, ev.Acceptance
+			}
 		case next.EvCopied:
 			r.copying -= len(ev.IDs)
 		}

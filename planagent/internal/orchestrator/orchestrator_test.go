@@ -356,8 +356,8 @@ func TestDriveTimeout(t *testing.T) {
 	if !strings.Contains(st.Tasks[0].Error, "no report within") {
 		t.Errorf("error %q", st.Tasks[0].Error)
 	}
-	if strings.Join(rt.abandoned, ",") != "t000" {
-		t.Errorf("abandoned %v, want the timed-out t000 stopped", rt.abandoned)
+	if strings.Join(rt.abandoned, ",") != "t000.1" {
+		t.Errorf("abandoned %v, want the timed-out attempt t000.1 stopped", rt.abandoned)
 	}
 }
 

@@ -103,6 +103,12 @@ type AttemptResult struct {
 	// Picked says a person chose it (`planagent pick`) over the ranking's
 	// winner: it is the one merged, rank 1.
 	Picked bool `json:"picked,omitempty"`
+	// Ref keeps the attempt's squashed result when it was not merged
+	// (checkpoint.AttemptRef): planagent diff --attempt and pick read it.
+	Ref string `json:"ref,omitempty"`
+	// Acceptance is what its acceptance commands printed, each with its
+	// exit code (absent: they did not run on it).
+	Acceptance string `json:"acceptance,omitempty"`
 	// EgressRefused is what the egress proxy turned away of this attempt
 	// ("host:port: reason", the first few; docs/egress.md).
 	EgressRefused []string `json:"egress_refused,omitempty"`

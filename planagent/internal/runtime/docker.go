@@ -144,7 +144,7 @@ type Docker struct {
 	mu       sync.Mutex
 	started  bool
 	compose  string                     // the reused compose watcher, or ""
-	attempts map[string]*agentContainer // by task id
+	attempts map[string]*agentContainer // by attempt (Name: "task.n"): a task may run several at once
 	// ending: containers of attempts that ended on their own, being
 	// removed off the map; Stop waits for them so a run leaves none.
 	ending sync.WaitGroup

@@ -38,22 +38,30 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 		d.mu.Unlock()
 		return nil
 	}
-	earlier := d.attempts[a.TaskID]
-	delete(d.attempts, a.TaskID)
+	// What is replaced: the container of this very attempt (launched
+	// again), and those of the task's attempts given up on whose removal
+	// failed then (Abandon keeps them here). The task's other attempts
+	// run on beside this one (best-of-N: several at once).
+	var earlier []*agentContainer
+	for key, c := range d.attempts {
+		if c.task == a.TaskID && (c.attempt == a.Attempt || c.stopping.Load()) {
+			earlier = append(earlier, c)
+			delete(d.attempts, key)
+		}
+	}
 	d.mu.Unlock()
-	if earlier != nil {
-		// An attempt the orchestrator gave up on (timed out): it must not
-		// write into the volumes beside the new one.
+	for _, c := range earlier {
+		// It must not write into the volumes beside the new one.
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
-		err := d.stopContainer(stopCtx, earlier, nil)
+		err := d.stopContainer(stopCtx, c, nil)
 		cancel()
 		if err != nil {
-			if earlier.unfollow != nil {
-				earlier.unfollow() // given up on: its gateway token ends now
+			if c.unfollow != nil {
+				c.unfollow() // given up on: its gateway token ends now
 			}
-			return fmt.Errorf("task %s: remove the container of attempt %d: %w", a.TaskID, earlier.attempt, err)
+			return fmt.Errorf("task %s: remove the container of attempt %d: %w", a.TaskID, c.attempt, err)
 		}
-		d.fenced(earlier, false)
+		d.fenced(c, false)
 	}
 	aio, err := d.stageIO(a)
 	if err != nil {
@@ -82,7 +90,10 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	}
 	s.mounts = append(s.mounts, out.mounts()...)
 	unfollow := d.follow(aio, s.name)
-	s.unfollow = func() { unfollow(); revoke(); out.close() }
+	// Once: an attempt given up on ends its token when its removal fails
+	// and again when a later Launch or Stop removes it.
+	var ended sync.Once
+	s.unfollow = func() { ended.Do(func() { unfollow(); revoke(); out.close() }) }
 	c, err := d.runContainer(ctx, s, d.attemptEnded)
 	if err != nil {
 		s.unfollow()
@@ -92,7 +103,7 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	d.log.Info("started the attempt's container", "task", a.TaskID, "attempt", a.Attempt, "container", shortID(c.id), "image", d.opts.Image)
 	d.mu.Lock()
 	if d.started {
-		d.attempts[a.TaskID] = c
+		d.attempts[a.Name()] = c
 		d.mu.Unlock()
 		return nil
 	}
@@ -141,13 +152,17 @@ func (d *Docker) fenced(c *agentContainer, report bool) (bool, error) {
 	return ok, err
 }
 
-// Abandon removes the container of an attempt the orchestrator gave up on
-// (timed out) at once, so it cannot write into the attempt's copy once that
-// is thrown away. With a compose watcher it does nothing.
-func (d *Docker) Abandon(ctx context.Context, taskID string) error {
+// Abandon removes the container of attempt n of task taskID, which the
+// orchestrator gave up on (timed out, or a sibling attempt won), at once,
+// so it cannot write into the attempt's copy once that is thrown away; the
+// task's other attempts run on. One that cannot be removed stays followed,
+// for the next Launch of the task and Stop to remove. With a compose
+// watcher it does nothing.
+func (d *Docker) Abandon(ctx context.Context, taskID string, n int) error {
+	key := Attempt{TaskID: taskID, Attempt: n}.Name()
 	d.mu.Lock()
-	c := d.attempts[taskID]
-	delete(d.attempts, taskID)
+	c := d.attempts[key]
+	delete(d.attempts, key)
 	d.mu.Unlock()
 	if c == nil {
 		return nil
@@ -159,10 +174,15 @@ func (d *Docker) Abandon(ctx context.Context, taskID string) error {
 		if c.unfollow != nil {
 			c.unfollow() // given up on: its gateway token ends now
 		}
-		return fmt.Errorf("task %s: remove the container of attempt %d: %w", taskID, c.attempt, err)
+		d.mu.Lock()
+		if d.started {
+			d.attempts[key] = c
+		}
+		d.mu.Unlock()
+		return fmt.Errorf("task %s: remove the container of attempt %d: %w", taskID, n, err)
 	}
 	d.fenced(c, false)
-	d.log.Info("removed the timed-out attempt's container", "task", taskID, "attempt", c.attempt, "container", shortID(c.id))
+	d.log.Info("removed the abandoned attempt's container", "task", taskID, "attempt", n, "container", shortID(c.id))
 	return nil
 }
 
@@ -233,8 +253,8 @@ func (d *Docker) endAttempt(c *agentContainer) (bool, error) {
 	case <-time.After(logsDrain):
 	}
 	d.mu.Lock()
-	if d.attempts[c.task] == c {
-		delete(d.attempts, c.task)
+	if key := (Attempt{TaskID: c.task, Attempt: c.attempt}).Name(); d.attempts[key] == c {
+		delete(d.attempts, key)
 	}
 	// Under mu, so a Stop that no longer sees c waits for its removal; once
 	// Stop has run (started false) nothing waits any more.

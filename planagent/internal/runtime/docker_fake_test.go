@@ -500,28 +500,49 @@ func TestDockerFakeStopRemovesAttempts(t *testing.T) {
 	}
 }
 
-// A new attempt of a task replaces the container of the earlier one, which
-// is not reported as died.
-func TestDockerFakeRelaunchReplaces(t *testing.T) {
+// Attempts of one task run side by side (best-of-N): a second attempt's
+// launch leaves the first one's container running; abandoning one removes
+// only its own; the same attempt launched again replaces its container,
+// which is not reported as died.
+func TestDockerFakeAttemptsOfATaskRunSideBySide(t *testing.T) {
 	fake := newFakeEngine()
 	d, a := fakeDocker(t, fake)
 	if err := d.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	a.Attempt = 2
-	a.Dir, a.Rel = d.opts.Volumes.Attempt("r1", "t1", 2), d.opts.Volumes.AttemptRel("r1", "t1", 2)
-	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
+	b := a
+	b.Attempt = 2
+	b.Dir, b.Rel = d.opts.Volumes.Attempt("r1", "t1", 2), d.opts.Volumes.AttemptRel("r1", "t1", 2)
+	if err := os.MkdirAll(b.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Launch(t.Context(), a); err != nil {
+	if err := d.Launch(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
-	if n := fake.live(); n != 1 || len(fake.removed) != 1 {
-		t.Errorf("live %d removed %v, want the first attempt's container replaced", n, fake.removed)
+	if n := fake.live(); n != 2 || len(fake.removed) != 0 {
+		t.Fatalf("live %d removed %v, want both attempts' containers running", n, fake.removed)
+	}
+	if err := d.Launch(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	if n := fake.live(); n != 2 || len(fake.removed) != 1 {
+		t.Errorf("live %d removed %v, want attempt 2's first container replaced, attempt 1's running", n, fake.removed)
+	}
+	if err := d.Abandon(t.Context(), a.TaskID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := fake.live(); n != 1 || len(fake.removed) != 2 {
+		t.Errorf("live %d removed %v, want attempt 1 removed, attempt 2 running", n, fake.removed)
+	}
+	d.mu.Lock()
+	_, two := d.attempts[b.Name()]
+	d.mu.Unlock()
+	if !two {
+		t.Error("attempt 2 is no longer followed after attempt 1 was abandoned")
 	}
 	select {
 	case ex := <-d.Exited():
-		t.Errorf("the replaced attempt was reported as died: %+v", ex)
+		t.Errorf("a replaced or abandoned attempt was reported as died: %+v", ex)
 	case <-time.After(100 * time.Millisecond):
 	}
 }
@@ -535,7 +556,7 @@ func TestDockerFakeAbandonRemovesTheAttempt(t *testing.T) {
 	if err := d.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Abandon(t.Context(), a.TaskID); err != nil {
+	if err := d.Abandon(t.Context(), a.TaskID, a.Attempt); err != nil {
 		t.Fatal(err)
 	}
 	if n := fake.live(); n != 0 || len(fake.removed) != 1 {
@@ -547,7 +568,7 @@ func TestDockerFakeAbandonRemovesTheAttempt(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	for _, id := range []string{a.TaskID, "never-launched"} {
-		if err := d.Abandon(t.Context(), id); err != nil {
+		if err := d.Abandon(t.Context(), id, a.Attempt); err != nil {
 			t.Errorf("abandon %s again: %v", id, err)
 		}
 	}

@@ -55,7 +55,8 @@ func admitted(t *testing.T, base, token string) bool {
 
 // An attempt's token opens the gateway while its container runs and no
 // longer once the attempt ended, by each way an attempt ends: on its own,
-// abandoned (timed out), replaced by a new attempt, stopped with the run.
+// abandoned (timed out), replaced by a launch of the same attempt, stopped
+// with the run.
 func TestDockerFakeGatewayTokenLivesWithTheAttempt(t *testing.T) {
 	ends := []struct {
 		name string
@@ -70,12 +71,13 @@ func TestDockerFakeGatewayTokenLivesWithTheAttempt(t *testing.T) {
 			}
 		}},
 		{"abandoned", func(t *testing.T, d *Docker, _ *fakeEngine, a Attempt, _ string) {
-			if err := d.Abandon(t.Context(), a.TaskID); err != nil {
+			if err := d.Abandon(t.Context(), a.TaskID, a.Attempt); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"replaced", func(t *testing.T, d *Docker, _ *fakeEngine, a Attempt, _ string) {
-			a.Attempt++
+			// The same attempt launched again (a task's other attempts
+			// run beside it and end nothing of it).
 			if err := d.Launch(t.Context(), a); err != nil {
 				t.Fatal(err)
 			}

@@ -117,7 +117,7 @@ type Kube struct {
 
 	mu       sync.Mutex
 	started  bool
-	attempts map[string]*kubeAttempt // by task id
+	attempts map[string]*kubeAttempt // by attempt (Name: "task.n"): a task may run several at once
 	// orphans are the attempt Jobs a killed planagent of this run left, by
 	// name, until Launch adopts one or DropUnadopted deletes the rest.
 	orphans map[string]*batchv1.Job
@@ -400,11 +400,13 @@ func (k *Kube) ensureSecret(ctx context.Context) error {
 
 func (k *Kube) Exited() <-chan Exit { return k.exited }
 
-// Abandon deletes the Job of an attempt the orchestrator gave up on.
-func (k *Kube) Abandon(ctx context.Context, taskID string) error {
+// Abandon deletes the Job of attempt n of a task, which the orchestrator
+// gave up on; the task's other attempts run on.
+func (k *Kube) Abandon(ctx context.Context, taskID string, n int) error {
 	k.mu.Lock()
-	a := k.attempts[taskID]
-	delete(k.attempts, taskID)
+	key := Attempt{TaskID: taskID, Attempt: n}.Name()
+	a := k.attempts[key]
+	delete(k.attempts, key)
 	k.mu.Unlock()
 	if a == nil {
 		return nil

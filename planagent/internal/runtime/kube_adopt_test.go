@@ -86,7 +86,7 @@ func killedAfterLaunch(t *testing.T) (*Kube, *fake.Clientset, Attempt) {
 		t.Fatal(err)
 	}
 	k1.mu.Lock()
-	at := k1.attempts["alpha"]
+	at := k1.attempts[a.Name()]
 	k1.mu.Unlock()
 	at.cancel()
 	<-at.done

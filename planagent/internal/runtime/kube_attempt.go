@@ -44,8 +44,10 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 		k.mu.Unlock()
 		return errors.New("kubernetes runtime: Launch before Start: start the runtime first")
 	}
-	earlier := k.attempts[a.TaskID]
-	delete(k.attempts, a.TaskID)
+	// Only this very attempt launched again is replaced: the task's other
+	// attempts run on beside it (best-of-N: several at once).
+	earlier := k.attempts[a.Name()]
+	delete(k.attempts, a.Name())
 	k.mu.Unlock()
 	if earlier != nil {
 		earlier.cancel()
@@ -126,7 +128,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 		_ = k.deleteJob(dctx, job.Name)
 		return errors.New("kubernetes runtime stopped while the attempt's job was created")
 	}
-	k.attempts[a.TaskID] = at
+	k.attempts[a.Name()] = at
 	k.mu.Unlock()
 	launched = true
 	go k.follow(bg, at, a, workdir, created)
@@ -231,15 +233,15 @@ func (k *Kube) follow(ctx context.Context, at *kubeAttempt, a Attempt, workdir s
 	}
 	cancel()
 	k.mu.Lock()
-	if k.attempts[a.TaskID] == at {
-		delete(k.attempts, a.TaskID)
+	if k.attempts[a.Name()] == at {
+		delete(k.attempts, a.Name())
 	}
 	k.mu.Unlock()
 	if err != nil {
 		err = fmt.Errorf("the agent of task %s (attempt %d) in job %s died: %w", a.TaskID, a.Attempt, at.job, err)
 		k.log.Error("an attempt's pod ended without its report", "task", a.TaskID, "attempt", a.Attempt, "err", err)
 		select {
-		case k.exited <- Exit{TaskID: a.TaskID, Err: err}:
+		case k.exited <- Exit{TaskID: a.TaskID, Attempt: a.Attempt, Err: err}:
 		case <-ctx.Done():
 		}
 	}

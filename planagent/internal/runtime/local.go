@@ -245,7 +245,7 @@ func (l *Local) Launch(context.Context, Attempt) error { return nil }
 // one alone. It needs not: the agent ends a task at the same task timeout
 // itself (its commands' process groups killed), and a late report of an
 // abandoned attempt is ignored as stale.
-func (l *Local) Abandon(context.Context, string) error { return nil }
+func (l *Local) Abandon(context.Context, string, int) error { return nil }
 
 // Exec runs command with sh -c in dir.
 func (l *Local) Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {

@@ -20,9 +20,10 @@ type Runtime interface {
 	// Launch starts what carries out an attempt whose command file is
 	// written; where a shared watcher serves every task it does nothing.
 	Launch(ctx context.Context, a Attempt) error
-	// Abandon stops what still works on a task's attempt the orchestrator
-	// gave up on (timed out); nothing where one watcher serves every task.
-	Abandon(ctx context.Context, taskID string) error
+	// Abandon stops what still works on attempt n of a task, which the
+	// orchestrator gave up on (timed out); the task's other attempts run
+	// on. Nothing where one watcher serves every task.
+	Abandon(ctx context.Context, taskID string, n int) error
 	// Exited delivers the unexpected death (exit code, OOM) of an attempt's
 	// agent or of the watcher this runtime started; nil channel when it
 	// serves through a watcher it did not start.

@@ -7,7 +7,8 @@ import (
 
 // Attempts is the table of the attempts of every task that had more than
 // one, each with how it ended, its rank among the passing ones (1: the one
-// merged), tokens, cost, the agent's time and why it failed; "" when
+// merged), tokens, cost, the agent's time, why it failed and the ref its
+// commit is kept under when it was not merged; "" when
 // every task had one attempt (docs/attempts.md).
 func Attempts(r *Run) string {
 	var b strings.Builder
@@ -27,8 +28,13 @@ func Attempts(r *Run) string {
 			if a.Hinted {
 				hinted = "yes"
 			}
+			why := strings.ReplaceAll(oneLine(a.Error, 160), "|", "\\|")
+			if a.Ref != "" {
+				// Where to look at what it did: git show, planagent diff.
+				why = strings.TrimSpace(why + " (kept as `" + a.Ref + "`)")
+			}
 			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %d/%d | %s | %s | %s |\n", t.ID, a.Attempt, a.Status, rank, hinted,
-				a.Tokens.Prompt, a.Tokens.Completion, usd(a.CostUSD), ms(a.DurationMS), strings.ReplaceAll(oneLine(a.Error, 160), "|", "\\|"))
+				a.Tokens.Prompt, a.Tokens.Completion, usd(a.CostUSD), ms(a.DurationMS), why)
 		}
 	}
 	return b.String()

@@ -13,7 +13,8 @@ import (
 )
 
 // Every attempt of a task reaches status --json and summary.md: outcome,
-// rank, the hint, tokens, cost, time and why it failed.
+// rank, the hint, tokens, cost, time, why it failed, what its acceptance
+// commands printed and the ref of an attempt not merged.
 func TestAttemptResults(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := &planspec.Plan{Title: "T", Tasks: []planspec.Task{{ID: "a", Description: "a", Attempts: 3}, {ID: "b", Description: "b"}}}
@@ -22,7 +23,8 @@ func TestAttemptResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Info["a"] = &runrecord.TaskInfo{Results: []runrecord.AttemptResult{
-		{Attempt: 1, Status: "failed", Error: "acceptance command \"go test\" exited 1: want 7 | got 6", Tokens: protocol.Tokens{Prompt: 1_000_000}, Duration: 2 * time.Second},
+		{Attempt: 1, Status: "failed", Error: "acceptance command \"go test\" exited 1: want 7 | got 6", Tokens: protocol.Tokens{Prompt: 1_000_000}, Duration: 2 * time.Second,
+			Ref: "refs/codeagent/r1/a/attempt-1", Acceptance: "$ go test\nwant 7 | got 6\n(exit 1)\n"},
 		{Attempt: 2, Status: "completed", Rank: 1, Hinted: true, Tokens: protocol.Tokens{Prompt: 500_000, Completion: 1000}, Duration: 3 * time.Second},
 	}}
 	st.Info["b"] = &runrecord.TaskInfo{Results: []runrecord.AttemptResult{{Attempt: 1, Status: "completed", Rank: 1}}}
@@ -38,12 +40,12 @@ func TestAttemptResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(raw), `"attempt_results":[{"attempt":1,"status":"failed","error":"acceptance command \"go test\" exited 1: want 7 | got 6","tokens":{"prompt":1000000,"completion":0,"total":1000000},"cost_usd":1,"duration_ms":2000},{"attempt":2,"status":"completed","hinted":true,"rank":1,`) {
+	if !strings.Contains(string(raw), `"attempt_results":[{"attempt":1,"status":"failed","error":"acceptance command \"go test\" exited 1: want 7 | got 6","ref":"refs/codeagent/r1/a/attempt-1","acceptance":"$ go test\nwant 7 | got 6\n(exit 1)\n","tokens":{"prompt":1000000,"completion":0,"total":1000000},"cost_usd":1,"duration_ms":2000},{"attempt":2,"status":"completed","hinted":true,"rank":1,`) {
 		t.Errorf("status --json lacks the attempts: %s", raw)
 	}
 	md := Markdown(r)
 	for _, want := range []string{"## Attempts",
-		"| a | 1 | failed | - | no | 1000000/0 | $1.0000 | 2s | acceptance command \"go test\" exited 1: want 7 \\| got 6 |",
+		"| a | 1 | failed | - | no | 1000000/0 | $1.0000 | 2s | acceptance command \"go test\" exited 1: want 7 \\| got 6 (kept as `refs/codeagent/r1/a/attempt-1`) |",
 		"| a | 2 | completed | 1 | yes | 500000/1000 | $0.5020 | 3s |  |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)

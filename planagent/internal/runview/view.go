@@ -162,11 +162,18 @@ type Task struct {
 
 // AttemptResult is one attempt of a task.
 type AttemptResult struct {
-	Attempt    int      `json:"attempt"`
-	Status     string   `json:"status"` // running | completed | failed | interrupted
-	Error      string   `json:"error,omitempty"`
-	Hinted     bool     `json:"hinted,omitempty"` // told why the previous one failed
-	Rank       int      `json:"rank,omitempty"`   // 1: merged; 0: did not pass
+	Attempt int    `json:"attempt"`
+	Status  string `json:"status"` // running | completed | failed | interrupted
+	Error   string `json:"error,omitempty"`
+	Hinted  bool   `json:"hinted,omitempty"` // told why the previous one failed
+	Rank    int    `json:"rank,omitempty"`   // 1: merged; 0: did not pass
+	// Ref keeps the squashed result of an attempt not merged
+	// (refs/codeagent/<run>/<task>/attempt-N): git diff, pick and
+	// planagent diff --attempt read it.
+	Ref string `json:"ref,omitempty"`
+	// Acceptance: what its acceptance commands printed, each with its
+	// exit code.
+	Acceptance string   `json:"acceptance,omitempty"`
 	Tokens     Tokens   `json:"tokens"`
 	CostUSD    *float64 `json:"cost_usd,omitempty"`
 	DurationMS int64    `json:"duration_ms"`
@@ -264,7 +271,7 @@ func Build(st *runrecord.State, opts Options) *Run {
 			v.Subagents = append(v.Subagents, sv)
 		}
 		for _, a := range in.Results {
-			av := AttemptResult{Attempt: a.Attempt, Status: a.Status, Error: a.Error, Hinted: a.Hinted, Rank: a.Rank,
+			av := AttemptResult{Attempt: a.Attempt, Status: a.Status, Error: a.Error, Hinted: a.Hinted, Rank: a.Rank, Ref: a.Ref, Acceptance: a.Acceptance,
 				Tokens: TokensOf(a.Tokens), DurationMS: a.Duration.Milliseconds(), EgressRefused: a.EgressRefused}
 			if av.Status == "running" && stopped(st) {
 				av.Status = StatusInterrupted

@@ -114,6 +114,10 @@ type EvMerged struct {
 	// Env: the merge could not be made for a fault of the machine (a full
 	// disk, the engine gone), not of the task; Failure says it too.
 	Env error
+	// Kept is the ref the attempt's squashed result is kept under, as it
+	// was not merged (its acceptance failed, it conflicted): recorded on
+	// its result by the orchestrator, not read by Decide.
+	Kept string
 }
 
 // EvTimedOut: a task Decide gave up on (ActAbandon) is abandoned: what
