@@ -21,7 +21,7 @@ func TestKeepAttemptOutlivesTheRun(t *testing.T) {
 		write(t, dir, "notes.txt", "one\nTWO\nthree\n")
 		write(t, dir, "deep/new.txt", "a file of the loser's\n")
 	})
-	if !r.isPending(c) {
+	if !r.pending.has(c) {
 		t.Fatalf("the squash %s is not pending: the test does not test the pending case", c)
 	}
 	if err := r.KeepAttempt(ctx, "run-1", "parser", 2, c); err != nil {
@@ -37,7 +37,7 @@ func TestKeepAttemptOutlivesTheRun(t *testing.T) {
 	if err := r.DrainPool(); err != nil {
 		t.Fatal(err)
 	}
-	if r.isPending(c) {
+	if r.pending.has(c) {
 		t.Fatal("the pending directory still holds the squash")
 	}
 	if got := sh(t, ws, "git rev-parse "+ref); got != c {
