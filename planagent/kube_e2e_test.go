@@ -238,6 +238,17 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 					specs[j.Name] = j.Labels[runtime.LabelRole] + " " + j.String()
 				}
 			}
+			// Every Secret and pod of the namespace, whoever made them.
+			if ss, err := k.cs.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); err == nil {
+				for _, x := range ss.Items {
+					specs["secret/"+x.Name] = "secret " + x.String() + string(x.Data["OPENAI_API_KEY"])
+				}
+			}
+			if ps, err := k.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
+				for _, x := range ps.Items {
+					specs["pod/"+x.Name] = "pod " + x.String()
+				}
+			}
 			if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(ctx, metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}); err == nil {
 				for _, p := range ps.Items {
 					policies[p.Name] = p.String()
@@ -246,8 +257,8 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-	// The model gateway where the pods reach this host: the key stays here.
-	e.env = append(e.env, "CODEAGENT_KUBE_GATEWAY="+kubeGateway())
+	// The model gateway is on by default, at this host's address toward
+	// the pods (the bridge's, kubeGateway()): no kube_gateway set.
 	start := time.Now()
 	out, stderr, code := e.run("run", "--yes", "--json", "-v", "write greeting files")
 	if code != 0 {
@@ -268,16 +279,26 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 	if r := e.srv.Rejections(); len(r) != 0 {
 		t.Errorf("the strict server rejected requests: %v", r)
 	}
-	if len(specs) < 3 {
-		t.Errorf("jobs seen: %d, want at least one per task", len(specs))
-	}
+	jobs := 0
 	for name, s := range specs {
+		if strings.HasPrefix(s, "attempt ") {
+			jobs++
+		}
 		if strings.Contains(s, e2eKey) {
-			t.Errorf("the spec of job %s holds the API key", name)
+			t.Errorf("%s holds the API key", name)
+		}
+		if strings.HasPrefix(s, "attempt ") && !strings.Contains(s, "http://"+kubeGateway()+":") {
+			t.Errorf("the spec of job %s does not send its agent to the gateway at %s", name, kubeGateway())
 		}
 		if strings.HasPrefix(s, "attempt ") && strings.Contains(s, "SecretKeyRef") {
 			t.Errorf("the spec of job %s takes the key from the Secret, not a gateway token", name)
 		}
+	}
+	if jobs < 3 {
+		t.Errorf("attempt jobs seen: %d, want at least one per task", jobs)
+	}
+	if !strings.Contains(stderr, "the model gateway serves the attempts' pods") {
+		t.Errorf("planagent did not say where its gateway serves the pods:\n%s", stderr)
 	}
 	assertNoKey(t, e.volumes, e2eKey)
 	// The run's NetworkPolicy was there while it ran (this cluster's bridge
@@ -365,8 +386,14 @@ func TestE2EKubePlanagentKilledThenResumed(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
 			}
-			if !strings.Contains(stderr, "adopted the attempt's job") {
+			if !strings.Contains(stderr, "adopted the attempt's job") || strings.Contains(stderr, "cannot be adopted") {
 				t.Errorf("the resumed run did not adopt the killed process's Job:\n%s", stderr)
+			}
+			// Through the gateway: the key never went to a pod, and the
+			// strict model server took every request (the adopted agent's
+			// with the key the resumed gateway put in).
+			if r := e.srv.Rejections(); len(r) != 0 {
+				t.Errorf("the strict server rejected requests: %v", r)
 			}
 			if got := e.read("workspace/slow.txt") + e.read("workspace/quick.txt"); got != "slow\nquick\n" {
 				t.Errorf("workspace files = %q", got)
