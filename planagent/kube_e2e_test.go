@@ -314,6 +314,19 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 	if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}); err != nil || len(ps.Items) != 0 {
 		t.Errorf("network policies left after the run: %v (%v)", ps, err)
 	}
+	// The boundary probe ran under the run's policy, and this cluster's
+	// bridge CNI let it reach a service of this host beside the gateway.
+	status, _, code := e.run("status", "--json")
+	if code != 0 || !strings.Contains(status, `"boundary": "egress not enforced by this cluster: `) {
+		t.Errorf("status --json (exit %d) does not record the probe's verdict:\n%s", code, status)
+	}
+	summary, err := os.ReadFile(e.volumes + "/reports/summary.md")
+	if err != nil || !strings.Contains(string(summary), "egress not enforced by this cluster") {
+		t.Errorf("summary.md does not record the boundary:\n%s", summary)
+	}
+	if !strings.Contains(stderr, "beside planagent") {
+		t.Errorf("the probe's verdict does not say what it reached:\n%s", stderr)
+	}
 }
 
 // The isolation scenarios of isolation_e2e_test.go with every attempt a Job.

@@ -117,6 +117,10 @@ type Kube struct {
 	// attempt Jobs, by Job name, until Launch adopts the Job or
 	// DropUnadopted (or Stop) revokes them.
 	granted map[string]func()
+	// key is the provider's key, which the boundary probe looks for in its
+	// pod's environment; boundary is the probe's verdict.
+	key      string
+	boundary Boundary
 	// execSeq numbers the acceptance commands' Jobs of this process.
 	execSeq atomic.Uint64
 
@@ -173,6 +177,9 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 		if err := k.serveGateway(ctx, podIP, cfg.Host); err != nil {
 			return nil, err
 		}
+		if err := k.probeBoundary(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return k, nil
 }
@@ -222,6 +229,7 @@ func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, err
 		k.secret, k.ownSecret = secretName(opts.RunID), true
 	}
 	if opts.Gateway != nil {
+		k.key = opts.Env[config.APIKeyEnv]
 		// The key stays in planagent: not in the Secret, not in a spec.
 		opts.Env = maps.Clone(opts.Env)
 		for name := range opts.Env {
