@@ -10,11 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -232,7 +234,7 @@ func (c *Client) retrying(ctx context.Context, model string, try func(context.Co
 			e.Message += fmt.Sprintf(" (the server asks to wait %s: not retrying)", e.RetryAfter)
 			return nil, e
 		}
-		down := c.cfg.DownGrace > 0 && e.Status == 0 && unreachable(e.Err)
+		down := c.cfg.DownGrace > 0 && e.Status == 0 && (unreachable(e.Err) || cutOff(e.Err))
 		switch {
 		case !down:
 			downSince = time.Time{}
@@ -264,6 +266,13 @@ func (c *Client) retrying(ctx context.Context, model string, try func(context.Co
 			return nil, fmt.Errorf("llm request to %s (model %s) stopped while waiting to retry after %w: %w", c.baseURL, model, e, err)
 		}
 	}
+}
+
+// cutOff reports whether err is a connection the server closed or reset
+// under a request: with DownGrace, a gateway that went away mid-request
+// (planagent killed), whose successor is waited for.
+func cutOff(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // request builds go-openai's request; every history goes through Sanitize.

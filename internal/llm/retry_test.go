@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -379,5 +381,46 @@ func TestDownGraceIsBounded(t *testing.T) {
 	}
 	if took < 300*time.Millisecond || took > 30*time.Second {
 		t.Errorf("gave up after %s, want the grace of 300ms (and not much more)", took)
+	}
+}
+
+// A server that closes the connection under each request (a gateway
+// killed mid-request) is waited for too, past MaxRetries 0, until its
+// successor answers at the same address.
+func TestDownGraceOutlastsCutConnections(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	var cut atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Read(make([]byte, 512))
+			cut.Add(1)
+			c.Close()
+		}
+	}()
+	c := llm.New(llm.Config{BaseURL: "http://" + addr + "/v1", APIKey: testKey, Model: "m", MaxRetries: 0,
+		BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond, DownGrace: time.Minute})
+	up := make(chan *llmtest.Server, 1)
+	go func() {
+		time.Sleep(time.Second)
+		l.Close()
+		s := llmtest.New(t, llmtest.WithAddr(addr))
+		s.Enqueue(llmtest.Text("back"))
+		up <- s
+	}()
+	resp, err := c.Chat(t.Context(), hello(), nil)
+	s := <-up
+	if err != nil {
+		t.Fatalf("err %v after %d cut connections, want the successor's answer", err, cut.Load())
+	}
+	if resp.Message.Content != "back" || len(s.Requests()) != 1 || cut.Load() < 2 {
+		t.Errorf("content %q, %d requests, %d cut: want the answer after several cut connections", resp.Message.Content, len(s.Requests()), cut.Load())
 	}
 }

@@ -139,9 +139,9 @@ type Config struct {
 	IdleTimeout    time.Duration // max silence between stream chunks and between reads of any answer's body (default 90s)
 	MaxRetries     int           // retries after the first attempt on 429/5xx/connection errors
 	// DownGrace keeps trying a server that refuses connections (nothing
-	// listens: a dial failure), past MaxRetries, until this long has passed
-	// since the first refusal in a row; 0: such failures count as any
-	// other. An attempt's agent sets it when its server is planagent's
+	// listens: a dial failure) or closes one under a request, past
+	// MaxRetries, until this long has passed since the first such failure
+	// in a row; 0: such failures count as any other. An attempt's agent sets it when its server is planagent's
 	// model gateway, which is down while planagent restarts.
 	DownGrace   time.Duration
 	MaxTokens   int           // reserved output tokens sent as max_(completion_)tokens; 0 = not sent

@@ -71,10 +71,11 @@ func (k *Kube) listenGateway(addr string) (string, error) {
 		}
 	}
 	hp := net.JoinHostPort(host, strconv.Itoa(got.Port))
-	if err := os.MkdirAll(filepath.Dir(k.gatewayStateFile()), 0o755); err == nil {
-		err = os.WriteFile(k.gatewayStateFile(), []byte(hp+"\n"), 0o644)
+	werr := os.MkdirAll(filepath.Dir(k.gatewayStateFile()), 0o755)
+	if werr == nil {
+		werr = os.WriteFile(k.gatewayStateFile(), []byte(hp+"\n"), 0o644)
 	}
-	if err != nil {
+	if err := werr; err != nil {
 		k.log.Warn("could not record the model gateway's address: a resumed run cannot adopt this one's Jobs", "err", err)
 	}
 	return "http://" + hp + k.opts.Gateway.Path(), nil
