@@ -31,13 +31,13 @@ func kubeWithGateway(t *testing.T, addr string) (*Kube, *fake.Clientset, error) 
 		t.Fatal(err)
 	}
 	cs := fake.NewClientset()
-	k, _, err := kubeProcess(t, cs, l, addr)
+	k, err := kubeProcess(t, cs, l, addr)
 	return k, cs, err
 }
 
 // kubeProcess is one planagent process's runtime with its own gateway over
 // the cluster cs and the volumes l: a second one plays the resumed process.
-func kubeProcess(t *testing.T, cs *fake.Clientset, l volume.Layout, addr string) (*Kube, *gateway.Gateway, error) {
+func kubeProcess(t *testing.T, cs *fake.Clientset, l volume.Layout, addr string) (*Kube, error) {
 	t.Helper()
 	gw, err := gateway.New(gateway.Options{Upstream: "http://127.0.0.1:9/v1", Key: kubeTestKey})
 	if err != nil {
@@ -59,7 +59,7 @@ func kubeProcess(t *testing.T, cs *fake.Clientset, l volume.Layout, addr string)
 			t.Error("the runtime changed its caller's settings")
 		}
 	}
-	return k, gw, err
+	return k, err
 }
 
 // With the gateway the key is in no Job spec and no Secret: the attempt's
@@ -208,7 +208,7 @@ func TestKubeGatewayResumedServesTheAdoptedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	k2, _, err := kubeProcess(t, cs, k1.opts.Volumes, "127.0.0.1")
+	k2, err := kubeProcess(t, cs, k1.opts.Volumes, "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestKubeGatewayElsewhereIsNotAdopted(t *testing.T) {
 	}
 	k1.mu.Unlock()
 	// The killed process's port stays taken (its gateway still listens).
-	k2, _, err := kubeProcess(t, cs, k1.opts.Volumes, "127.0.0.1")
+	k2, err := kubeProcess(t, cs, k1.opts.Volumes, "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
