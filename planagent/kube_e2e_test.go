@@ -238,6 +238,17 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 					specs[j.Name] = j.Labels[runtime.LabelRole] + " " + j.String()
 				}
 			}
+			// Every Secret and pod of the namespace, whoever made them.
+			if ss, err := k.cs.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); err == nil {
+				for _, x := range ss.Items {
+					specs["secret/"+x.Name] = "secret " + x.String() + string(x.Data["OPENAI_API_KEY"])
+				}
+			}
+			if ps, err := k.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
+				for _, x := range ps.Items {
+					specs["pod/"+x.Name] = "pod " + x.String()
+				}
+			}
 			if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(ctx, metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}); err == nil {
 				for _, p := range ps.Items {
 					policies[p.Name] = p.String()
@@ -246,8 +257,8 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-	// The model gateway where the pods reach this host: the key stays here.
-	e.env = append(e.env, "CODEAGENT_KUBE_GATEWAY="+kubeGateway())
+	// The model gateway is on by default, at this host's address toward
+	// the pods (the bridge's, kubeGateway()): no kube_gateway set.
 	start := time.Now()
 	out, stderr, code := e.run("run", "--yes", "--json", "-v", "write greeting files")
 	if code != 0 {
@@ -268,16 +279,26 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 	if r := e.srv.Rejections(); len(r) != 0 {
 		t.Errorf("the strict server rejected requests: %v", r)
 	}
-	if len(specs) < 3 {
-		t.Errorf("jobs seen: %d, want at least one per task", len(specs))
-	}
+	jobs := 0
 	for name, s := range specs {
+		if strings.HasPrefix(s, "attempt ") {
+			jobs++
+		}
 		if strings.Contains(s, e2eKey) {
-			t.Errorf("the spec of job %s holds the API key", name)
+			t.Errorf("%s holds the API key", name)
+		}
+		if strings.HasPrefix(s, "attempt ") && !strings.Contains(s, "http://"+kubeGateway()+":") {
+			t.Errorf("the spec of job %s does not send its agent to the gateway at %s", name, kubeGateway())
 		}
 		if strings.HasPrefix(s, "attempt ") && strings.Contains(s, "SecretKeyRef") {
 			t.Errorf("the spec of job %s takes the key from the Secret, not a gateway token", name)
 		}
+	}
+	if jobs < 3 {
+		t.Errorf("attempt jobs seen: %d, want at least one per task", jobs)
+	}
+	if !strings.Contains(stderr, "the model gateway serves the attempts' pods") {
+		t.Errorf("planagent did not say where its gateway serves the pods:\n%s", stderr)
 	}
 	assertNoKey(t, e.volumes, e2eKey)
 	// The run's NetworkPolicy was there while it ran (this cluster's bridge
@@ -292,6 +313,19 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 	}
 	if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}); err != nil || len(ps.Items) != 0 {
 		t.Errorf("network policies left after the run: %v (%v)", ps, err)
+	}
+	// The boundary probe ran under the run's policy, and this cluster's
+	// bridge CNI let it reach a service of this host beside the gateway.
+	status, _, code := e.run("status", "--json")
+	if code != 0 || !strings.Contains(status, `"boundary": "egress not enforced by this cluster: `) {
+		t.Errorf("status --json (exit %d) does not record the probe's verdict:\n%s", code, status)
+	}
+	summary, err := os.ReadFile(e.volumes + "/reports/summary.md")
+	if err != nil || !strings.Contains(string(summary), "egress not enforced by this cluster") {
+		t.Errorf("summary.md does not record the boundary:\n%s", summary)
+	}
+	if !strings.Contains(stderr, "beside planagent") {
+		t.Errorf("the probe's verdict does not say what it reached:\n%s", stderr)
 	}
 }
 
@@ -343,64 +377,41 @@ func startUntilSlow(t *testing.T, e *runEnv, f *fakeModel) (*exec.Cmd, *strings.
 }
 
 // planagent killed with SIGKILL while a task's pod works, then resume: the
-// killed process's Job is adopted, not started again (the slow task asks
-// the model once), whether its agent still runs or has finished by the
-// time of the resume; the run completes and nothing of it stays behind.
+// killed process's Job is adopted, not created again, and its agent goes on
+// through the resumed gateway (same address, its token taken again): the
+// request the kill cut is sent once more (the agent's DownGrace), so the
+// model sees the slow task's start at most twice, never a new Job. (With
+// the gateway the agent cannot finish while planagent is down: it needs the
+// model, so the earlier "agent finished meanwhile" case cannot happen.)
 func TestE2EKubePlanagentKilledThenResumed(t *testing.T) {
-	for _, finished := range []bool{false, true} {
-		name := "agent still running"
-		if finished {
-			name = "agent finished meanwhile"
-		}
-		t.Run(name, func(t *testing.T) {
-			f := slowThenQuick()
-			e := kubeRunEnv(t, f)
-			cmd, _ := startUntilSlow(t, e, f)
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			if finished {
-				waitAgentExited(t, kubeUp, "slow")
-			}
-			out, stderr, code := e.run("resume", "-v")
-			if code != 0 {
-				t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
-			}
-			if !strings.Contains(stderr, "adopted the attempt's job") {
-				t.Errorf("the resumed run did not adopt the killed process's Job:\n%s", stderr)
-			}
-			if got := e.read("workspace/slow.txt") + e.read("workspace/quick.txt"); got != "slow\nquick\n" {
-				t.Errorf("workspace files = %q", got)
-			}
-			if n := f.startCount("TOKEN-SLOW"); n != 1 {
-				t.Errorf("the slow task started %d times, want 1 (its Job adopted, not run again)", n)
-			}
-		})
+	f := slowThenQuick()
+	e := kubeRunEnv(t, f)
+	cmd, _ := startUntilSlow(t, e, f)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	out, stderr, code := e.run("resume", "-v")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
 	}
-}
-
-// waitAgentExited waits until the agent container of task's attempt pod
-// has terminated.
-func waitAgentExited(t *testing.T, k *kubeCluster, task string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: runtime.LabelTask + "=" + task}
-	for {
-		pods, err := k.cs.CoreV1().Pods("default").List(ctx, sel)
-		if err == nil {
-			for _, p := range pods.Items {
-				for _, s := range p.Status.ContainerStatuses {
-					if s.Name == "agent" && s.State.Terminated != nil {
-						return
-					}
-				}
-			}
+	if !strings.Contains(stderr, "adopted the attempt's job") || strings.Contains(stderr, "cannot be adopted") {
+		t.Errorf("the resumed run did not adopt the killed process's Job:\n%s", stderr)
+	}
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.Contains(l, "created the attempt's job") && strings.Contains(l, "task=slow") {
+			t.Errorf("the resumed run created the slow task's Job again: %s", l)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the agent of task %s did not exit within 2 min", task)
-		case <-time.After(200 * time.Millisecond):
-		}
+	}
+	// Through the gateway: the key never went to a pod, and the strict
+	// model server took every request (the adopted agent's with the key
+	// the resumed gateway put in).
+	if r := e.srv.Rejections(); len(r) != 0 {
+		t.Errorf("the strict server rejected requests: %v", r)
+	}
+	if got := e.read("workspace/slow.txt") + e.read("workspace/quick.txt"); got != "slow\nquick\n" {
+		t.Errorf("workspace files = %q", got)
+	}
+	if n := f.startCount("TOKEN-SLOW"); n < 1 || n > 2 {
+		t.Errorf("the slow task's first request reached the model %d times, want 1, or 2 when the kill cut it", n)
 	}
 }
 

@@ -513,8 +513,19 @@ cmd_up() {
     start_kubelet
     wait_node_ready;    log "node $NODE_NAME Ready"
   fi
+  allow_pod_traffic
   [[ $# -gt 0 ]] && import_images "$@"
   log "export KUBECONFIG=$DIR/kubeconfig"
+}
+
+# Pod to pod over the bridge: with br_netfilter on (Docker loads it), bridged frames pass
+# iptables' FORWARD chain, whose policy Docker sets to DROP, so one pod's connection to another
+# pod's IP times out (pod to the host's bridge address goes through INPUT and works). A real
+# cluster's CNI lets its pods talk; this accepts the bridge's own traffic (removed by `down`).
+pod_rule() { iptables "$1" FORWARD -i "$(bridge_name "$DIR")" -o "$(bridge_name "$DIR")" -j ACCEPT; }
+allow_pod_traffic() {
+  command -v iptables >/dev/null || return 0
+  pod_rule -C 2>/dev/null || pod_rule -I || die "could not let pods reach each other (iptables -I FORWARD)"
 }
 
 # ---------------------------------------------------------------- teardown -------------
@@ -568,6 +579,7 @@ cmd_down_quiet() {
     umount -l "$m" 2>/dev/null || true
   done
   ip link show "$br" >/dev/null 2>&1 && ip link delete "$br" 2>/dev/null || true
+  while command -v iptables >/dev/null && pod_rule -C 2>/dev/null; do pod_rule -D || break; done
   # cgroups made by the kubelet and by us under /$cg, leaves first.
   local h try
   for try in 1 2 3 4 5; do

@@ -90,7 +90,9 @@ func (f *Factory) LLM(cfg config.Config) *llm.Client {
 // wait, so a command can show why nothing happens for a while (a 429's
 // Retry-After may be minutes).
 func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wait time.Duration, err error)) *llm.Client {
+	grace, _ := time.ParseDuration(f.Getenv(config.ModelDownGraceEnv)) // set by planagent, not by people
 	return llm.New(llm.Config{
+		DownGrace:       max(grace, 0),
 		BaseURL:         cfg.BaseURL,
 		API:             cfg.API,
 		APIKey:          cfg.APIKey,

@@ -105,7 +105,7 @@ type Config struct {
 	// from ("" one is created per run and deleted after it).
 	KubeSecret string
 	// KubeGateway is where the pods reach planagent's model gateway
-	// (host or host:port of this host; "" in a pod of the cluster: its IP).
+	// (host or host:port of this host; "" or "pod": chosen by the runtime).
 	KubeGateway string
 	// Where and how big the attempts' pods are: node labels "k=v,...",
 	// tolerations "k[=v]:Effect,..." (ParseNodeSelector, ParseTolerations)

@@ -35,3 +35,9 @@ func RewriteLoopback(raw, host string) (string, bool) {
 	}
 	return u.String(), true
 }
+
+// ModelDownGraceEnv is how long an attempt's agent keeps trying a model
+// server that refuses connections (a Go duration): the kubernetes runtime
+// sets it on the pods it serves through planagent's model gateway, which
+// is down while a killed planagent is resumed. Unset or invalid: no grace.
+const ModelDownGraceEnv = "CODEAGENT_MODEL_DOWN_GRACE"

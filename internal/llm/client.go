@@ -10,11 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -210,7 +212,12 @@ type call struct {
 // retrying runs try (one attempt of a request to model) until it
 // succeeds, fails for good or ctx ends.
 func (c *Client) retrying(ctx context.Context, model string, try func(context.Context) (*Response, error)) (*Response, error) {
-	for attempt := 0; ; attempt++ {
+	// retries count against MaxRetries; step is the backoff's exponent,
+	// which refused connections raise too; downSince is the first of the
+	// refused connections in a row (DownGrace).
+	var retries, step int
+	var downSince time.Time
+	for tries := 1; ; tries++ {
 		resp, err := try(ctx)
 		if err == nil {
 			c.meter.Add(resp.Usage)
@@ -227,18 +234,45 @@ func (c *Client) retrying(ctx context.Context, model string, try func(context.Co
 			e.Message += fmt.Sprintf(" (the server asks to wait %s: not retrying)", e.RetryAfter)
 			return nil, e
 		}
-		if attempt >= c.cfg.MaxRetries {
-			e.Message += fmt.Sprintf(" (gave up after %d %s)", attempt+1, plural(attempt+1, "attempt"))
-			return nil, e
+		down := c.cfg.DownGrace > 0 && e.Status == 0 && (unreachable(e.Err) || cutOff(e.Err))
+		switch {
+		case !down:
+			downSince = time.Time{}
+		case downSince.IsZero():
+			downSince = time.Now()
 		}
-		wait := c.backoff(attempt, e.RetryAfter)
+		var wait time.Duration
+		switch {
+		case down && time.Since(downSince) < c.cfg.DownGrace:
+			// Nothing listens (planagent's gateway restarting): wait
+			// without using up the retries, which are for a server that
+			// answers badly, but not past the grace.
+			wait = min(c.backoff(step, 0), c.cfg.DownGrace-time.Since(downSince))
+		case down:
+			e.Message += fmt.Sprintf(" (nothing listened for %s)", c.cfg.DownGrace)
+			return nil, e
+		case retries >= c.cfg.MaxRetries:
+			e.Message += fmt.Sprintf(" (gave up after %d %s)", tries, plural(tries, "attempt"))
+			return nil, e
+		default:
+			wait = c.backoff(step, e.RetryAfter)
+			retries++
+		}
+		step++
 		if c.cfg.OnRetry != nil {
-			c.cfg.OnRetry(attempt+1, wait, e)
+			c.cfg.OnRetry(tries, wait, e)
 		}
 		if err := c.sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("llm request to %s (model %s) stopped while waiting to retry after %w: %w", c.baseURL, model, e, err)
 		}
 	}
+}
+
+// cutOff reports whether err is a connection the server closed or reset
+// under a request: with DownGrace, a gateway that went away mid-request
+// (planagent killed), whose successor is waited for.
+func cutOff(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // request builds go-openai's request; every history goes through Sanitize.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,5 +322,105 @@ func TestSetupErrors(t *testing.T) {
 				t.Errorf("error %q shows a key", err)
 			}
 		})
+	}
+}
+
+// With DownGrace a server that refuses connections is waited for past
+// MaxRetries (planagent's gateway restarting at the same address), and
+// the request goes through once it listens.
+func TestDownGraceWaitsForTheServer(t *testing.T) {
+	t.Parallel() // waits for a server to come up: overlapped with the other waiting tests
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			t.Parallel()
+			first := llmtest.New(t)
+			addr := fmt.Sprintf("127.0.0.1:%d", first.Port())
+			url := first.URL
+			first.Close()
+			var refused int
+			c := llm.New(llm.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 1,
+				BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond, DownGrace: time.Minute,
+				OnRetry: func(int, time.Duration, error) { refused++ }})
+			up := make(chan *llmtest.Server, 1)
+			go func() {
+				// Well past MaxRetries' backoffs (20-40ms): only the grace
+				// keeps the request alive this long.
+				time.Sleep(time.Second)
+				s := llmtest.New(t, llmtest.WithAddr(addr))
+				s.Enqueue(llmtest.Text("back"))
+				up <- s
+			}()
+			req := hello()
+			req.Stream = stream
+			resp, err := c.Chat(t.Context(), req, nil)
+			s := <-up
+			if err != nil {
+				t.Fatalf("err %v after %d refused connections, want the answer of the server that came up", err, refused)
+			}
+			if resp.Message.Content != "back" || len(s.Requests()) != 1 || refused < 3 {
+				t.Errorf("content %q, %d requests, %d refused: want the one answer after several refusals", resp.Message.Content, len(s.Requests()), refused)
+			}
+		})
+	}
+}
+
+// The grace is bounded: nothing listening for longer fails the request,
+// and says for how long it waited.
+func TestDownGraceIsBounded(t *testing.T) {
+	s := llmtest.New(t)
+	url := s.URL
+	s.Close()
+	c := llm.New(llm.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 0,
+		BackoffBase: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond, DownGrace: 300 * time.Millisecond})
+	start := time.Now()
+	_, err := c.Chat(t.Context(), hello(), nil)
+	took := time.Since(start)
+	e := asError(t, err)
+	if e.Status != 0 || !strings.Contains(err.Error(), "nothing listened for 300ms") {
+		t.Errorf("err = %v, want a connection failure naming the grace", err)
+	}
+	if took < 300*time.Millisecond || took > 30*time.Second {
+		t.Errorf("gave up after %s, want the grace of 300ms (and not much more)", took)
+	}
+}
+
+// A server that closes the connection under each request (a gateway
+// killed mid-request) is waited for too, past MaxRetries 0, until its
+// successor answers at the same address.
+func TestDownGraceOutlastsCutConnections(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	var cut atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Read(make([]byte, 512))
+			cut.Add(1)
+			c.Close()
+		}
+	}()
+	c := llm.New(llm.Config{BaseURL: "http://" + addr + "/v1", APIKey: testKey, Model: "m", MaxRetries: 0,
+		BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond, DownGrace: time.Minute})
+	up := make(chan *llmtest.Server, 1)
+	go func() {
+		time.Sleep(time.Second)
+		l.Close()
+		s := llmtest.New(t, llmtest.WithAddr(addr))
+		s.Enqueue(llmtest.Text("back"))
+		up <- s
+	}()
+	resp, err := c.Chat(t.Context(), hello(), nil)
+	s := <-up
+	if err != nil {
+		t.Fatalf("err %v after %d cut connections, want the successor's answer", err, cut.Load())
+	}
+	if resp.Message.Content != "back" || len(s.Requests()) != 1 || cut.Load() < 2 {
+		t.Errorf("content %q, %d requests, %d cut: want the answer after several cut connections", resp.Message.Content, len(s.Requests()), cut.Load())
 	}
 }

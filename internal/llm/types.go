@@ -138,10 +138,16 @@ type Config struct {
 	RequestTimeout time.Duration // per attempt, whole request incl. stream (default 10m)
 	IdleTimeout    time.Duration // max silence between stream chunks and between reads of any answer's body (default 90s)
 	MaxRetries     int           // retries after the first attempt on 429/5xx/connection errors
-	MaxTokens      int           // reserved output tokens sent as max_(completion_)tokens; 0 = not sent
-	BackoffBase    time.Duration // first backoff (default 1s), doubling per retry; tests set it small
-	BackoffMax     time.Duration // cap of one backoff (default 30s)
-	HTTPClient     *http.Client  // optional; its Timeout should be 0 (it would cut long streams)
+	// DownGrace keeps trying a server that refuses connections (nothing
+	// listens: a dial failure) or closes one under a request, past
+	// MaxRetries, until this long has passed since the first such failure
+	// in a row; 0: such failures count as any other. An attempt's agent sets it when its server is planagent's
+	// model gateway, which is down while planagent restarts.
+	DownGrace   time.Duration
+	MaxTokens   int           // reserved output tokens sent as max_(completion_)tokens; 0 = not sent
+	BackoffBase time.Duration // first backoff (default 1s), doubling per retry; tests set it small
+	BackoffMax  time.Duration // cap of one backoff (default 30s)
+	HTTPClient  *http.Client  // optional; its Timeout should be 0 (it would cut long streams)
 	// API is the wire dialect: "chat", "anthropic", "responses", or ""
 	// (or "auto") to choose from BaseURL and Model (ResolveAPI).
 	API string

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/codeagent/codeagent/internal/config"
-	"github.com/codeagent/codeagent/planagent/internal/gateway"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -33,22 +32,17 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 		}
 		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: op, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
-	// With kube_gateway set, the model gateway keeps the key in planagent:
-	// each attempt's pod gets a token of its own and the gateway's URL.
-	// Without it the key reaches the pods through the run's Secret, as
-	// before: an attempt adopted after planagent was killed keeps working
-	// through that, which it does not yet through a gateway planagent
-	// restarted on another port (docs/gateway.md).
-	var gw *gateway.Gateway
+	// The model gateway keeps the key in planagent: each attempt's pod
+	// gets a token of its own and the gateway's URL, and no Secret or Job
+	// spec holds the key. kube_gateway says where the pods reach this
+	// process; "pod" (or nothing, in a pod of the cluster) is its pod IP.
+	gw, err := s.modelGateway(env)
+	if err != nil {
+		return nil, err
+	}
 	gatewayAddr := s.cfg.KubeGateway
-	if gatewayAddr != "" {
-		var err error
-		if gw, err = s.modelGateway(env); err != nil {
-			return nil, err
-		}
-		if gatewayAddr == "pod" {
-			gatewayAddr = "" // in a pod of the cluster: the runtime listens on its own pod IP
-		}
+	if gatewayAddr == "pod" {
+		gatewayAddr = ""
 	}
 	policy, err := s.egressPolicy()
 	if err != nil {
@@ -65,7 +59,7 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 		GatewayAddr: gatewayAddr,
 	}
 	if gw != nil {
-		opts.Gateway = gw // only when there is one: a nil *Gateway is no nil interface
+		opts.Gateway = gw // none without a key: a nil *Gateway is no nil interface
 	}
 	return runtime.NewKube(ctx, opts)
 }

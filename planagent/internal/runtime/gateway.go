@@ -24,6 +24,9 @@ type Gateway interface {
 	Listen(addr string) (*net.TCPAddr, error)
 	// Issue makes a token for one attempt and the function that revokes it.
 	Issue(name string) (token string, revoke func(), err error)
+	// Grant takes again a token issued by an earlier process for name (an
+	// adopted attempt's, read back from its Job) until revoked.
+	Grant(name, token string) (revoke func(), err error)
 	// Path is the base path of the model API, which the attempts' base
 	// URL keeps so their clients build the provider's paths.
 	Path() string

@@ -61,8 +61,9 @@ type KubeOptions struct {
 	// token of its own and the gateway's URL (kube_gateway.go).
 	Gateway Gateway
 	// GatewayAddr is where planagent listens for the pods (host or
-	// host:port): an address the cluster's pods route to. "" in a pod of
-	// the cluster is that pod's IP; outside, it must be set.
+	// host:port): an address the cluster's pods route to. "": in a pod of
+	// the cluster, that pod's IP; outside, the address this host reaches
+	// the image check's pod from (serveGateway).
 	GatewayAddr string
 	// ClosedEgress, with the gateway: a NetworkPolicy of the run lets its
 	// pods reach the gateway and nothing else (docs/egress.md).
@@ -112,6 +113,14 @@ type Kube struct {
 	gatewayBase string
 	secretKeys  []string
 	redact      []string // secret values masked in what the pods print
+	// granted are the gateway grants of the tokens of a killed process's
+	// attempt Jobs, by Job name, until Launch adopts the Job or
+	// DropUnadopted (or Stop) revokes them.
+	granted map[string]func()
+	// key is the provider's key, which the boundary probe looks for in its
+	// pod's environment; boundary is the probe's verdict.
+	key      string
+	boundary Boundary
 	// execSeq numbers the acceptance commands' Jobs of this process.
 	execSeq atomic.Uint64
 
@@ -160,8 +169,17 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 	if err := k.checkSecret(ctx); err != nil {
 		return nil, err
 	}
-	if err := k.probe(ctx); err != nil {
+	podIP, err := k.probe(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if opts.Gateway != nil {
+		if err := k.serveGateway(ctx, podIP, cfg.Host); err != nil {
+			return nil, err
+		}
+		if err := k.probeBoundary(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return k, nil
 }
@@ -205,11 +223,13 @@ func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, err
 		opts.Log = &lockedWriter{w: opts.Log}
 	}
 	k := &Kube{api: api, exec: ex, opts: opts, ns: ns, poll: kubePoll, log: logger.With("runtime", "kubernetes"),
-		exited: make(chan Exit, 16), secret: opts.Secret, attempts: make(map[string]*kubeAttempt), orphans: make(map[string]*batchv1.Job)}
+		exited: make(chan Exit, 16), secret: opts.Secret, attempts: make(map[string]*kubeAttempt), orphans: make(map[string]*batchv1.Job),
+		granted: make(map[string]func())}
 	if k.secret == "" {
 		k.secret, k.ownSecret = secretName(opts.RunID), true
 	}
 	if opts.Gateway != nil {
+		k.key = opts.Env[config.APIKeyEnv]
 		// The key stays in planagent: not in the Secret, not in a spec.
 		opts.Env = maps.Clone(opts.Env)
 		for name := range opts.Env {
@@ -219,14 +239,9 @@ func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, err
 		}
 		opts.SecretEnv = slices.DeleteFunc(slices.Clone(opts.SecretEnv), isModelKey)
 		k.opts = opts
-		base, err := k.listenGateway(opts.GatewayAddr)
-		if err != nil {
-			return nil, err
-		}
-		k.gatewayBase = base
 	}
-	for _, name := range append([]string{config.APIKeyEnv}, opts.SecretEnv...) {
-		v := opts.Env[name]
+	for _, name := range append([]string{config.APIKeyEnv}, k.opts.SecretEnv...) {
+		v := k.opts.Env[name]
 		if v == "" || slices.Contains(k.secretKeys, name) {
 			continue
 		}
@@ -353,6 +368,7 @@ func (k *Kube) DropUnadopted(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("delete job %s: %w", name, err))
 		}
 	}
+	k.dropGrants()
 	return errors.Join(errs...)
 }
 
@@ -433,6 +449,7 @@ func (k *Kube) Stop(ctx context.Context) error {
 	clear(k.orphans)
 	k.started = false
 	k.mu.Unlock()
+	k.dropGrants()
 	for _, a := range running {
 		a.cancel()
 	}

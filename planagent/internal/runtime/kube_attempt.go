@@ -99,6 +99,12 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	}
 	if adopted {
 		k.log.Info("adopted the attempt's job a previous process created", "task", a.TaskID, "attempt", a.Attempt, "job", job.Name, "namespace", k.ns)
+		if grant := k.takeGrant(job.Name); grant != nil {
+			// Its pod holds the token the killed process issued, taken
+			// again by serveGateway: the fresh one is not needed.
+			revoke()
+			revoke = grant
+		}
 	} else {
 		made, err = k.api.Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -160,6 +166,22 @@ func (k *Kube) adopt(ctx context.Context, task, name string) (*batchv1.Job, bool
 	if orphan == nil {
 		return nil, false, nil
 	}
+	if !k.adoptable(orphan) {
+		// Its pod was told another model address (the gateway could not
+		// listen where it did, or the key came from the Secret): it
+		// cannot finish, so its attempt runs again.
+		k.log.Info("the job a previous process created cannot be adopted: its pod's model gateway is not this one's; its attempt runs again",
+			"job", name, "its_gateway", jobGateway(orphan), "gateway", k.gatewayBase)
+		if g := k.takeGrant(name); g != nil {
+			g()
+		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		defer cancel()
+		if err := k.deleteJob(dctx, name); err != nil {
+			return nil, false, fmt.Errorf("delete job %s: %w", name, err)
+		}
+		return nil, false, k.waitGone(dctx, name)
+	}
 	pods, err := k.api.Pods(k.ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
 	if err != nil {
 		return nil, false, fmt.Errorf("list the pod of job %s: %w", name, err)
@@ -173,6 +195,9 @@ func (k *Kube) adopt(ctx context.Context, task, name string) (*batchv1.Job, bool
 			// Its results are gone with it (or were collected, and lost
 			// with the killed process before the report landed).
 			k.log.Info("the job a previous process created cannot be adopted: its attempt runs again", "job", name, "pod", p.Name, "why", why)
+			if g := k.takeGrant(name); g != nil {
+				g()
+			}
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
 			defer cancel()
 			if err := k.deleteJob(dctx, name); err != nil {

@@ -45,7 +45,7 @@ func TestKubeProbeNamesAnImageThatCannotRun(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			k, cs := newTestKube(t)
 			done := make(chan error, 1)
-			go func() { done <- k.probe(t.Context()) }()
+			go func() { _, err := k.probe(t.Context()); done <- err }()
 			job := waitJob(t, cs, probeName(k.opts.RunID))
 			if job.Labels[LabelRole] != "probe" || job.Spec.Template.Spec.Containers[0].Image != "toolchain:1" {
 				t.Errorf("probe job %v image %s", job.Labels, job.Spec.Template.Spec.Containers[0].Image)

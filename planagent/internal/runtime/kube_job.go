@@ -268,8 +268,11 @@ func (k *Kube) podEnv(withAgent bool, token string) []corev1.EnvVar {
 	if k.gatewayBase != "" {
 		// The token is worth something only at the gateway and only while
 		// the attempt runs: a plain value, not a Secret.
+		// The agent waits for a gateway that does not listen (planagent
+		// killed, to be resumed) instead of failing its attempt.
 		env = append(env, corev1.EnvVar{Name: config.APIKeyEnv, Value: token},
-			corev1.EnvVar{Name: "OPENAI_BASE_URL", Value: k.gatewayBase})
+			corev1.EnvVar{Name: "OPENAI_BASE_URL", Value: k.gatewayBase},
+			corev1.EnvVar{Name: config.ModelDownGraceEnv, Value: gatewayDownGrace})
 	}
 	for _, key := range k.secretKeys {
 		env = append(env, corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{

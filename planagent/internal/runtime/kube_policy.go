@@ -74,15 +74,3 @@ func (k *Kube) policySpec() (*networkingv1.NetworkPolicy, error) {
 		},
 	}, nil
 }
-
-// BoundaryNote is the run's boundary record for the kubernetes runtime,
-// which has no probe yet: what it set up, and what it did not verify.
-func (k *Kube) BoundaryNote() string {
-	switch {
-	case k.opts.ClosedEgress && k.gatewayBase != "":
-		return "not verified: the run's NetworkPolicy lets its pods reach only the model gateway; whether this cluster's network plugin enforces NetworkPolicy is not probed (a plain bridge CNI does not)"
-	case k.gatewayBase != "":
-		return "not enforced: egress: open; the key stays in planagent (the model gateway)"
-	}
-	return "not enforced: without kube_gateway the pods hold the key (the run's Secret) and reach what the cluster allows"
-}

@@ -46,9 +46,6 @@ func TestKubeNetworkPolicyAllowsOnlyTheGateway(t *testing.T) {
 	if rule.To[0].IPBlock == nil || rule.To[0].IPBlock.CIDR != u.Hostname()+"/32" || rule.Ports[0].Port.String() != u.Port() {
 		t.Errorf("egress to %+v port %v, want %s/32 port %s", rule.To[0].IPBlock, rule.Ports[0].Port, u.Hostname(), u.Port())
 	}
-	if note := k.BoundaryNote(); !strings.Contains(note, "NetworkPolicy") || !strings.HasPrefix(note, "not verified") {
-		t.Errorf("boundary note %q", note)
-	}
 	if err := k.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +62,46 @@ func TestKubeNetworkPolicyAllowsOnlyTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = open.Stop(ctx) }()
+	if b := open.Boundary().String(); !strings.HasPrefix(b, "not enforced: egress: open") {
+		t.Errorf("egress open: boundary %q", b)
+	}
 	var none *networkingv1.NetworkPolicyList
 	if none, err = cs2.NetworkingV1().NetworkPolicies("agents").List(ctx, metav1.ListOptions{}); err != nil || len(none.Items) != 0 {
 		t.Errorf("egress open: %v, %v; want no policy", none, err)
+	}
+}
+
+// The probe's report judged: a way out the network let through (the
+// canary, a refused address reached) is the cluster not enforcing the
+// policy, which is recorded and warned about; the gateway taking a wrong
+// token or the key in the pod's environment fails the boundary.
+func TestKubeBoundaryJudge(t *testing.T) {
+	k := &Kube{key: kubeTestKey}
+	rep := func(checks map[string]bool, environ ...string) boundaryReport {
+		var r boundaryReport
+		for name, ok := range checks {
+			r.Checks = append(r.Checks, struct {
+				Name   string `json:"name"`
+				OK     bool   `json:"ok"`
+				Detail string `json:"detail"`
+			}{Name: name, OK: ok, Detail: "d"})
+		}
+		r.Environ = environ
+		return r
+	}
+	if b := k.judge(rep(map[string]bool{"gateway with the token": true, "a service of this host beside planagent refused": true}), nil); !b.Verified {
+		t.Errorf("all held: %+v", b)
+	}
+	reached := k.judge(rep(map[string]bool{"gateway with the token": true, "a service of this host beside planagent refused": false}), nil)
+	if reached.Verified || !reachOnly(reached) {
+		t.Errorf("a reach past the policy: %+v, reachOnly %v", reached, reachOnly(reached))
+	}
+	bad := k.judge(rep(map[string]bool{"gateway without a token": false}), nil)
+	if reachOnly(bad) {
+		t.Errorf("the gateway taking no token counted as the cluster's: %+v", bad)
+	}
+	leaked := k.judge(rep(map[string]bool{"x": true}, "OPENAI_API_KEY="+kubeTestKey), nil)
+	if leaked.Verified || reachOnly(leaked) || !strings.Contains(leaked.String(), "OPENAI_API_KEY") {
+		t.Errorf("the key in the pod: %+v", leaked)
 	}
 }

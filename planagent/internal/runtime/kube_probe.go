@@ -17,8 +17,9 @@ func probeName(run string) string { return kubeName("ca", run, "probe") }
 // the attempts' pods will be, that only checks what they need (/bin/sh;
 // codingagent in the codeagent image) and exits. A setup that cannot work
 // (an image the nodes do not have, no node that fits) is then named once,
-// at start, instead of failing every attempt.
-func (k *Kube) probe(ctx context.Context) error {
+// at start, instead of failing every attempt. It returns the pod's IP,
+// which tells where this host is on the pods' network ("" unknown).
+func (k *Kube) probe(ctx context.Context) (string, error) {
 	sc := restrictedContainer()
 	containers := []corev1.Container{{
 		Name: "image", Image: k.opts.Image, ImagePullPolicy: k.opts.PullPolicy,
@@ -42,11 +43,11 @@ func (k *Kube) probe(ctx context.Context) error {
 	err := k.waitGone(dctx, job.Name)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrClusterUnreachable, err)
+		return "", fmt.Errorf("%w: %w", ErrClusterUnreachable, err)
 	}
 	made, err := k.api.Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("%w: create the image check job %s in namespace %s: %w", ErrClusterUnreachable, job.Name, k.ns, err)
+		return "", fmt.Errorf("%w: create the image check job %s in namespace %s: %w", ErrClusterUnreachable, job.Name, k.ns, err)
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
@@ -60,7 +61,7 @@ func (k *Kube) probe(ctx context.Context) error {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
 	if err != nil {
-		return fmt.Errorf("%w: the attempts' pods cannot run: %w: fix the image (--image; import it into the nodes or push it where they pull from) or the placement (kube_node_selector, kube_tolerations, kube_cpu_request, kube_memory_request)", ErrClusterUnreachable, err)
+		return "", fmt.Errorf("%w: the attempts' pods cannot run: %w: fix the image (--image; import it into the nodes or push it where they pull from) or the placement (kube_node_selector, kube_tolerations, kube_cpu_request, kube_memory_request)", ErrClusterUnreachable, err)
 	}
 	if p.Status.Phase == corev1.PodFailed {
 		for _, s := range p.Status.ContainerStatuses {
@@ -73,11 +74,11 @@ func (k *Kube) probe(ctx context.Context) error {
 				if s.Name == "codeagent" {
 					img = k.opts.AgentImage
 				}
-				return fmt.Errorf("%w: image %s cannot run the attempts: its check exited with code %d (%s): it needs %s", ErrClusterUnreachable, img, t.ExitCode, t.Reason, want)
+				return "", fmt.Errorf("%w: image %s cannot run the attempts: its check exited with code %d (%s): it needs %s", ErrClusterUnreachable, img, t.ExitCode, t.Reason, want)
 			}
 		}
-		return fmt.Errorf("%w: the image check pod %s failed: %s %s", ErrClusterUnreachable, p.Name, p.Status.Reason, p.Status.Message)
+		return "", fmt.Errorf("%w: the image check pod %s failed: %s %s", ErrClusterUnreachable, p.Name, p.Status.Reason, p.Status.Message)
 	}
-	k.log.Info("the images run in the cluster", "after", time.Since(start).Round(time.Millisecond))
-	return nil
+	k.log.Info("the images run in the cluster", "after", time.Since(start).Round(time.Millisecond), "pod_ip", p.Status.PodIP)
+	return p.Status.PodIP, nil
 }

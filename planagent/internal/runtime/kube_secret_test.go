@@ -160,7 +160,7 @@ func TestKubePlacementAndRequests(t *testing.T) {
 	exec := k.jobSpec(podSpec{name: "x", role: "exec", deadline: 60, command: []string{"/bin/sh", "-c", "true"}, workdir: containerWorkspace})
 	probeDone := make(chan error, 1)
 	k.opts.PendingTimeout = time.Minute
-	go func() { probeDone <- k.probe(t.Context()) }()
+	go func() { _, err := k.probe(t.Context()); probeDone <- err }()
 	probe := waitJob(t, cs, probeName(k.opts.RunID))
 	for name, p := range map[string]corev1.PodSpec{"attempt": attempt.Spec.Template.Spec, "exec": exec.Spec.Template.Spec, "probe": probe.Spec.Template.Spec} {
 		if p.NodeSelector["disktype"] != "ssd" || len(p.Tolerations) != 1 || p.Tolerations[0].Key != "gpu" || p.Tolerations[0].Effect != corev1.TaintEffectNoSchedule {
