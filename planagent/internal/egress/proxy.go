@@ -152,16 +152,23 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// What the client sent after its CONNECT (a TLS hello) may already be
-	// in the server's buffer.
+	// in the server's buffer: it is checked with the rest.
+	var pending []byte
 	if n := buf.Reader.Buffered(); n > 0 {
-		head, _ := buf.Reader.Peek(n)
-		if _, err := upstream.Write(head); err != nil {
-			client.Close()
-			upstream.Close()
-			return
-		}
+		pending, _ = buf.Reader.Peek(n)
 	}
-	splice.Conns(client, upstream)
+	host, port := hostPort(target)
+	checked := newCheckedConn(client, pending, host, func(reason string) {
+		p.refusedTunnel(Refusal{Method: http.MethodConnect, Host: host, Port: port, Reason: reason})
+	})
+	splice.Conns(checked, upstream)
+}
+
+// hostPort splits a CONNECT target already known to split.
+func hostPort(target string) (string, int) {
+	host, ps, _ := net.SplitHostPort(target)
+	port, _ := strconv.Atoi(ps)
+	return host, port
 }
 
 func (p *Proxy) dialContext(ctx context.Context, _, addr string) (net.Conn, error) {
@@ -259,9 +266,15 @@ func (p *Proxy) extra(a netip.Addr) bool {
 }
 
 func (p *Proxy) refused(w http.ResponseWriter, r Refusal) {
+	p.refusedTunnel(r)
+	http.Error(w, "codeagent egress proxy: "+r.String(), http.StatusForbidden)
+}
+
+// refusedTunnel logs and reports a refusal that has no HTTP answer: a
+// tunnel already established is closed instead.
+func (p *Proxy) refusedTunnel(r Refusal) {
 	p.log.Warn("egress refused", "method", r.Method, "host", r.Host, "port", r.Port, "reason", r.Reason)
 	if p.opts.OnRefuse != nil {
 		p.opts.OnRefuse(r)
 	}
-	http.Error(w, "codeagent egress proxy: "+r.String(), http.StatusForbidden)
 }
