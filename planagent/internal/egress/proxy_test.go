@@ -259,6 +259,10 @@ func TestParse(t *testing.T) {
 		{in: []string{"pypi.org:99999"}, wantErr: "port"},
 		{in: []string{"a.*.com"}, wantErr: "not a host name"},
 		{in: []string{""}, wantErr: "empty"},
+		{in: []string{"get  Head options GET pypi.org", "POST 10.0.0.5:8080", "CONNECT GET *.example.com"},
+			want: "GET HEAD OPTIONS pypi.org POST 10.0.0.5:8080 CONNECT GET *.example.com"},
+		{in: []string{"GET, pypi.org"}, wantErr: "method"},
+		{in: []string{"GET https://pypi.org"}, wantErr: "not a URL"},
 	} {
 		p, err := Parse(tc.in, nil)
 		if tc.wantErr != "" {
@@ -294,7 +298,7 @@ func TestInternal(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"proxy.golang.org", "*.github.com", "10.0.0.0/8", "[::1]:80", "open", "a=b"} {
+	for _, s := range []string{"proxy.golang.org", "*.github.com", "10.0.0.0/8", "[::1]:80", "open", "a=b", "GET HEAD pypi.org:80", "post 10.0.0.0/8"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -425,5 +429,71 @@ func TestConnectPassesOtherProtocols(t *testing.T) {
 	}
 	if got := seen.list(); len(got) != 0 {
 		t.Errorf("refusals: %+v", got)
+	}
+}
+
+// A host named with methods takes those methods in plain http, on a fresh
+// connection and on one the proxy keeps from an earlier request alike; a
+// tunnel is CONNECT, admitted only when the entry lists it.
+func TestMethodRules(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello %s", r.Method)
+	}))
+	defer backend.Close()
+	p := port(t, backend.URL)
+	proxy, seen := start(t, []string{"GET HEAD OPTIONS ro.test", "rw.test", "CONNECT GET tunnel.test"},
+		[]string{"ro.test=127.0.0.1", "rw.test=127.0.0.1", "tunnel.test=127.0.0.1"}, nil)
+	c := viaProxy(proxy, nil)
+	do := func(method, host string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), method, "http://"+host+":"+p+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, host, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, tc := range []struct {
+		method, host string
+		want         int
+	}{
+		{"GET", "ro.test", 200},    // opens a connection the proxy keeps
+		{"POST", "ro.test", 403},   // would reuse it
+		{"DELETE", "ro.test", 403}, //
+		{"HEAD", "ro.test", 200},
+		{"POST", "rw.test", 200},
+		{"POST", "tunnel.test", 403},
+	} {
+		code, body := do(tc.method, tc.host)
+		if code != tc.want {
+			t.Errorf("%s %s: %d %q, want %d", tc.method, tc.host, code, body, tc.want)
+		}
+		if code == 403 && !strings.Contains(body, "do not allow "+tc.method) {
+			t.Errorf("%s %s: the refusal does not name the method: %q", tc.method, tc.host, body)
+		}
+	}
+	got := seen.list()
+	if len(got) != 3 || got[0].Method != "POST" || got[0].Host != "ro.test" || got[1].Method != "DELETE" {
+		t.Errorf("refusals: %+v", got)
+	}
+	// https: a CONNECT, only for the entry that lists it.
+	for target, want := range map[string]string{"ro.test:" + p: "403", "tunnel.test:" + p: "200", "rw.test:" + p: "200"} {
+		conn, err := net.Dial("tcp", proxy.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if err != nil || !strings.Contains(line, " "+want+" ") {
+			t.Errorf("CONNECT %s: %q (%v), want %s", target, line, err, want)
+		}
+	}
+	if got := seen.list(); len(got) != 4 || !strings.Contains(got[3].Reason, "methods inside it are encrypted") {
+		t.Errorf("the CONNECT refusal does not say why: %+v", got)
 	}
 }
