@@ -79,12 +79,13 @@ func newCheckedConn(client net.Conn, pending []byte, host string, refuse func(re
 		name, err := serverName(io.TeeReader(in, &seen), client)
 		switch {
 		case err != nil:
-			_ = client.Close()
+			// Reported before the client sees its tunnel close.
 			refuse("the client's first bytes are a TLS record but no ClientHello the proxy can read (" + err.Error() + ")")
+			_ = client.Close()
 			return fmt.Errorf("egress: %w", err)
 		case name != "" && canonical(name) != canonical(host):
-			_ = client.Close()
 			refuse(fmt.Sprintf("the TLS server name (SNI) %q is not the CONNECT host %q (domain fronting)", name, host))
+			_ = client.Close()
 			return errors.New("egress: TLS server name is not the CONNECT host")
 		}
 		return nil
