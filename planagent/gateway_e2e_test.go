@@ -71,12 +71,15 @@ func gatewayKeepsTheKeyOut(t *testing.T, egress string) {
 		// wget): through the egress proxy (the environment's http_proxy,
 		// if any), then straight.
 		`wget -q -O- --header "Authorization: Bearer sk-invented-by-the-agent" "http://host.docker.internal:` + port + `/v1/models" 2>&1; echo "HUNT-PROXIED-EXIT=$?"`,
-		`wget -q -O- -Y off -T 5 --header "Authorization: Bearer sk-invented-by-the-agent" "http://host.docker.internal:` + port + `/v1/models" 2>&1; echo "HUNT-DIRECT-EXIT=$?"`,
+		// (No -T and no -Y off: with them this image's busybox wget ended
+		// in a segmentation fault, exit 139, which fails for the wrong
+		// reason.)
+		`http_proxy= HTTP_PROXY= wget -q -O- --header "Authorization: Bearer sk-invented-by-the-agent" "http://host.docker.internal:` + port + `/v1/models" 2>&1; echo "HUNT-DIRECT-EXIT=$?"`,
 		// A model call behind codingagent's back, through the gateway with
 		// the token it can find: the shell's environment has none, and
 		// PID 1's environ is not readable (codingagent is not dumpable).
 		`T=$OPENAI_API_KEY; [ -n "$T" ] || T=$(tr '\0' '\n' < /proc/1/environ | sed -n 's/^OPENAI_API_KEY=//p'); ` +
-			`wget -q -O- -Y off --header "Authorization: Bearer $T" --header "Content-Type: application/json" ` +
+			`http_proxy= HTTP_PROXY= wget -q -O- --header "Authorization: Bearer $T" --header "Content-Type: application/json" ` +
 			`--post-data '{"model":"test-model","messages":[{"role":"user","content":"SIDE-CALL TOKEN-HUNT"}]}' "$OPENAI_BASE_URL/chat/completions" 2>&1; echo "HUNT-SIDE-EXIT=$?"`,
 		forgeReport("hunt", "hunt"),
 	}
@@ -192,8 +195,14 @@ func gatewayKeepsTheKeyOut(t *testing.T, egress string) {
 			t.Errorf("the hunt %s did not run as it should; the model saw:\n%s", marker, s)
 		}
 	}
-	if strings.Contains(s, e2eKey) || strings.Contains(s, "KEY-IN ") {
-		t.Fatal("the model got the API key from inside its container")
+	if strings.Contains(s, e2eKey) || strings.Contains(s, "KEY-IN /") {
+		var where []string
+		for _, line := range strings.Split(s, "\n") {
+			if strings.Contains(line, e2eKey) || strings.Contains(line, "KEY-IN /") {
+				where = append(where, strings.ReplaceAll(line, e2eKey, "<the key>"))
+			}
+		}
+		t.Fatalf("the model got the API key from inside its container:\n%s", strings.Join(where, "\n"))
 	}
 	if strings.Contains(s, "HUNT-PROXIED-EXIT=0") || strings.Contains(s, "HUNT-DIRECT-EXIT=0") {
 		t.Errorf("a call to the model server with an invented key went through; the model saw:\n%s", s)
@@ -247,10 +256,10 @@ func billEveryAnswer(e *runEnv, f *fakeModel) *bill {
 		cost := u.CostUSD
 		r.Usage = &llmtest.Usage{PromptTokens: u.Prompt, CompletionTokens: u.Completion, TotalTokens: u.Prompt + u.Completion, Cost: &cost}
 		b.all.Add(u)
-		// An agent's request: not the planner's, the decider's or the
-		// memory's, whose prompts may quote a task.
-		agent := !hasTool(req, "create_plan") && !hasTool(req, "decide") &&
-			(len(req.Messages) == 0 || !strings.HasPrefix(req.Messages[0].Content, "You maintain the long-term memory"))
+		// An attempt's request (its agent's, and its memory update at the
+		// end, which codingagent makes through the gateway too): not the
+		// planner's or the decider's, whose prompts may quote a task.
+		agent := !hasTool(req, "create_plan") && !hasTool(req, "decide")
 		if tok := taskToken.FindString(user); agent && tok != "" {
 			t := b.byTask[tok]
 			t.Add(u)
