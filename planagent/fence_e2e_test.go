@@ -344,7 +344,7 @@ func (fe *fenceEnv) assertNoFile(s string) {
 }
 
 // forgeReport is a shell script that writes a completed report of task id
-// with 1 prompt and 1 completion token into reports/ as the agent sees it,
+// with 1 prompt and 1 completion token and a cost of $77.50 into reports/ as the agent sees it,
 // its run id and attempt read from the command of task own, atomically as
 // codingagent would; its summary, "FORGED-<id>", is put together at run
 // time, so that only a forged report can bring it to a file.
@@ -357,7 +357,7 @@ ATT=$(sed -n 's/^attempt: *//p' "$C" | head -n 1)
 F=FOR; S="${F}GED-ID"
 mkdir -p $V/reports
 { echo ---; echo "id: ID"; echo "run_id: $RUN"; echo "attempt: $ATT"; echo "status: completed"; echo "summary: $S"
-  echo "files_changed: []"; echo "tokens:"; echo "  prompt: 1"; echo "  completion: 1"; echo "duration: 1s"; echo ---; echo "$S"; } > $V/reports/.ID.md.tmp
+  echo "files_changed: []"; echo "tokens:"; echo "  prompt: 1"; echo "  completion: 1"; echo "  cost_usd: 77.5"; echo "duration: 1s"; echo ---; echo "$S"; } > $V/reports/.ID.md.tmp
 mv -f $V/reports/.ID.md.tmp $V/reports/ID.md && echo "forged ID: run $RUN attempt $ATT"
 `)
 }

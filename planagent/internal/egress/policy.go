@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,16 @@ type rule struct {
 	wildcard bool   // name is a suffix: "*.github.com" → "github.com"
 	prefix   netip.Prefix
 	port     int // 0: any
+	// methods, when set, are the only request methods the rule admits
+	// ("GET HEAD pypi.org"): plain http requests are checked, a tunnel is
+	// CONNECT and only admitted when CONNECT is listed (the methods inside
+	// it are encrypted, out of the proxy's sight).
+	methods []string
+}
+
+// admitsMethod tells whether the rule lets method ("": any) through.
+func (r rule) admitsMethod(method string) bool {
+	return method == "" || len(r.methods) == 0 || slices.Contains(r.methods, method)
 }
 
 // Parse reads the allow-list entries (egress) and the name mappings
@@ -85,19 +96,22 @@ func (p *Policy) Entries() []string {
 
 func (r rule) String() string {
 	var s string
+	if len(r.methods) > 0 {
+		s = strings.Join(r.methods, " ") + " "
+	}
 	switch {
-	case r.name == "":
-		s = r.prefix.String()
-		if r.prefix.IsSingleIP() {
-			s = r.prefix.Addr().String()
-			if r.port != 0 && r.prefix.Addr().Is6() {
-				s = "[" + s + "]"
-			}
+	case r.name == "" && r.prefix.IsSingleIP():
+		a := r.prefix.Addr().String()
+		if r.port != 0 && r.prefix.Addr().Is6() {
+			a = "[" + a + "]"
 		}
+		s += a
+	case r.name == "":
+		s += r.prefix.String()
 	case r.wildcard:
-		s = "*." + r.name
+		s += "*." + r.name
 	default:
-		s = r.name
+		s += r.name
 	}
 	if r.port != 0 {
 		s += ":" + strconv.Itoa(r.port)
@@ -105,7 +119,38 @@ func (r rule) String() string {
 	return s
 }
 
+// methodsOf splits an entry's leading methods ("GET HEAD pypi.org": spaces,
+// not commas, which separate entries in CODEAGENT_EGRESS) from its host.
+func methodsOf(e string) ([]string, string, error) {
+	fields := strings.Fields(e)
+	if len(fields) < 2 {
+		return nil, e, nil
+	}
+	var methods []string
+	for _, m := range fields[:len(fields)-1] {
+		m = strings.ToUpper(m)
+		if strings.IndexFunc(m, func(c rune) bool { return c < 'A' || c > 'Z' }) >= 0 {
+			return nil, "", fmt.Errorf("method %q: want HTTP methods before the host, separated by spaces, e.g. \"GET HEAD OPTIONS pypi.org\"", m)
+		}
+		if !slices.Contains(methods, m) {
+			methods = append(methods, m)
+		}
+	}
+	slices.Sort(methods)
+	return methods, fields[len(fields)-1], nil
+}
+
 func parseRule(e string) (rule, error) {
+	methods, e, err := methodsOf(e)
+	if err != nil {
+		return rule{}, err
+	}
+	r, err := parseHost(e)
+	r.methods = methods
+	return r, err
+}
+
+func parseHost(e string) (rule, error) {
 	if e == "" {
 		return rule{}, errors.New("empty: name a host such as proxy.golang.org or *.github.com")
 	}
@@ -161,10 +206,11 @@ func validName(name string) bool {
 	return true
 }
 
-// admitsName tells whether a rule names host (canonical) on port.
-func (p *Policy) admitsName(host string, port int) bool {
+// admitsName tells whether a rule names host (canonical) on port for
+// method.
+func (p *Policy) admitsName(host string, port int, method string) bool {
 	for _, r := range p.rules {
-		if r.name == "" || (r.port != 0 && r.port != port) {
+		if r.name == "" || (r.port != 0 && r.port != port) || !r.admitsMethod(method) {
 			continue
 		}
 		if r.wildcard && strings.HasSuffix(host, "."+r.name) || !r.wildcard && host == r.name {
@@ -174,11 +220,12 @@ func (p *Policy) admitsName(host string, port int) bool {
 	return false
 }
 
-// namesAddr tells whether an address rule names ip on port explicitly:
-// the one way to a loopback, private or link-local address.
-func (p *Policy) namesAddr(ip netip.Addr, port int) bool {
+// namesAddr tells whether an address rule names ip on port explicitly for
+// method ("" for any): the one way to a loopback, private or link-local
+// address.
+func (p *Policy) namesAddr(ip netip.Addr, port int, method string) bool {
 	for _, r := range p.rules {
-		if r.name == "" && (r.port == 0 || r.port == port) && r.prefix.Contains(ip) {
+		if r.name == "" && (r.port == 0 || r.port == port) && r.prefix.Contains(ip) && (method == "" || r.admitsMethod(method)) {
 			return true
 		}
 	}

@@ -116,7 +116,34 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "codeagent egress proxy: only CONNECT host:port and absolute http:// URLs are proxied (set HTTPS_PROXY / HTTP_PROXY to this address)", http.StatusBadRequest)
 		return
 	}
+	// The method is checked here, not only at the dial: a request reuses
+	// the transport's idle connection to its host without dialing.
+	port := 80
+	if ps := r.URL.Port(); ps != "" {
+		port, _ = strconv.Atoi(ps)
+	}
+	if ref := p.methodRefused(r.Method, r.URL.Hostname(), port); ref != nil {
+		p.refused(w, ref.r)
+		return
+	}
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), methodKey{}, r.Method)))
+}
+
+// methodRefused is the refusal of a request whose host the allow-list
+// names, but only for other methods; nil otherwise (the dial checks the
+// rest).
+func (p *Proxy) methodRefused(method, host string, port int) *refusedError {
+	pol := p.opts.Policy
+	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		if ip = ip.Unmap(); pol.namesAddr(ip, port, "") && !pol.namesAddr(ip, port, method) {
+			return &refusedError{Refusal{Method: method, Host: host, Port: port, Reason: "the egress entries for this address do not allow " + method + methodNote(method)}}
+		}
+		return nil
+	}
+	if name := canonical(host); pol.admitsName(name, port, "") && !pol.admitsName(name, port, method) {
+		return &refusedError{Refusal{Method: method, Host: host, Port: port, Reason: "the egress entries for " + name + " do not allow " + method + methodNote(method)}}
+	}
+	return nil
 }
 
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
@@ -152,16 +179,23 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// What the client sent after its CONNECT (a TLS hello) may already be
-	// in the server's buffer.
+	// in the server's buffer: it is checked with the rest.
+	var pending []byte
 	if n := buf.Reader.Buffered(); n > 0 {
-		head, _ := buf.Reader.Peek(n)
-		if _, err := upstream.Write(head); err != nil {
-			client.Close()
-			upstream.Close()
-			return
-		}
+		pending, _ = buf.Reader.Peek(n)
 	}
-	splice.Conns(client, upstream)
+	host, port := hostPort(target)
+	checked := newCheckedConn(client, pending, host, func(reason string) {
+		p.refusedTunnel(Refusal{Method: http.MethodConnect, Host: host, Port: port, Reason: reason})
+	})
+	splice.Conns(checked, upstream)
+}
+
+// hostPort splits a CONNECT target already known to split.
+func hostPort(target string) (string, int) {
+	host, ps, _ := net.SplitHostPort(target)
+	port, _ := strconv.Atoi(ps)
+	return host, port
 }
 
 func (p *Proxy) dialContext(ctx context.Context, _, addr string) (net.Conn, error) {
@@ -185,12 +219,8 @@ func (p *Proxy) dial(ctx context.Context, method, hostport string) (net.Conn, er
 	if err != nil || port < 1 || port > 65535 {
 		return nil, &refusedError{Refusal{Method: method, Host: host, Port: port, Reason: "not a port number"}}
 	}
-	addrs, err := p.admit(ctx, host, port)
+	addrs, err := p.admit(ctx, method, host, port)
 	if err != nil {
-		var ref *refusedError
-		if errors.As(err, &ref) {
-			ref.r.Method = method
-		}
 		return nil, err
 	}
 	var errs []error
@@ -206,15 +236,18 @@ func (p *Proxy) dial(ctx context.Context, method, hostport string) (net.Conn, er
 
 // admit returns the addresses the proxy may dial for host:port, or a
 // refusedError saying why none.
-func (p *Proxy) admit(ctx context.Context, host string, port int) ([]netip.Addr, error) {
+func (p *Proxy) admit(ctx context.Context, method, host string, port int) ([]netip.Addr, error) {
 	pol := p.opts.Policy
 	refuse := func(reason string) error {
-		return &refusedError{Refusal{Host: host, Port: port, Reason: reason}}
+		return &refusedError{Refusal{Method: method, Host: host, Port: port, Reason: reason}}
 	}
 	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		ip = ip.Unmap()
-		if pol.namesAddr(ip, port) {
+		if pol.namesAddr(ip, port, method) {
 			return []netip.Addr{ip}, nil
+		}
+		if ref := p.methodRefused(method, host, port); ref != nil {
+			return nil, ref
 		}
 		return nil, refuse("the address is not in the egress allow-list (name the host, or add the address to egress)")
 	}
@@ -222,7 +255,10 @@ func (p *Proxy) admit(ctx context.Context, host string, port int) ([]netip.Addr,
 	if !validName(name) || strings.Contains(name, "*") {
 		return nil, refuse("not a host name")
 	}
-	if !pol.admitsName(name, port) {
+	if !pol.admitsName(name, port, method) {
+		if ref := p.methodRefused(method, host, port); ref != nil {
+			return nil, ref
+		}
 		return nil, refuse("not in the egress allow-list (add it with --egress " + name + " or to egress: in the config)")
 	}
 	if a, ok := pol.hosts[name]; ok {
@@ -237,7 +273,7 @@ func (p *Proxy) admit(ctx context.Context, host string, port int) ([]netip.Addr,
 	var inside []string
 	for _, a := range found {
 		a = a.Unmap()
-		if (Internal(a) || p.extra(a)) && !pol.namesAddr(a, port) {
+		if (Internal(a) || p.extra(a)) && !pol.namesAddr(a, port, "") {
 			inside = append(inside, a.String())
 			continue
 		}
@@ -247,6 +283,15 @@ func (p *Proxy) admit(ctx context.Context, host string, port int) ([]netip.Addr,
 		return nil, refuse(fmt.Sprintf("resolves to %s: loopback, private, link-local or the docker host's address, never reached unless egress names the address", strings.Join(inside, ", ")))
 	}
 	return ok, nil
+}
+
+// methodNote says how to let method through: https is one CONNECT whose
+// methods inside the proxy cannot see.
+func methodNote(method string) string {
+	if method == http.MethodConnect {
+		return " (https is a CONNECT tunnel: the methods inside it are encrypted, so a method rule admits it only when it lists CONNECT, and then admits every method inside)"
+	}
+	return " (add it to the entry's methods, e.g. \"GET HEAD " + method + " host\")"
 }
 
 func (p *Proxy) extra(a netip.Addr) bool {
@@ -259,9 +304,15 @@ func (p *Proxy) extra(a netip.Addr) bool {
 }
 
 func (p *Proxy) refused(w http.ResponseWriter, r Refusal) {
+	p.refusedTunnel(r)
+	http.Error(w, "codeagent egress proxy: "+r.String(), http.StatusForbidden)
+}
+
+// refusedTunnel logs and reports a refusal that has no HTTP answer: a
+// tunnel already established is closed instead.
+func (p *Proxy) refusedTunnel(r Refusal) {
 	p.log.Warn("egress refused", "method", r.Method, "host", r.Host, "port", r.Port, "reason", r.Reason)
 	if p.opts.OnRefuse != nil {
 		p.opts.OnRefuse(r)
 	}
-	http.Error(w, "codeagent egress proxy: "+r.String(), http.StatusForbidden)
 }

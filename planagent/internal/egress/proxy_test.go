@@ -259,6 +259,10 @@ func TestParse(t *testing.T) {
 		{in: []string{"pypi.org:99999"}, wantErr: "port"},
 		{in: []string{"a.*.com"}, wantErr: "not a host name"},
 		{in: []string{""}, wantErr: "empty"},
+		{in: []string{"get  Head options GET pypi.org", "POST 10.0.0.5:8080", "CONNECT GET *.example.com"},
+			want: "GET HEAD OPTIONS pypi.org POST 10.0.0.5:8080 CONNECT GET *.example.com"},
+		{in: []string{"GET, pypi.org"}, wantErr: "method"},
+		{in: []string{"GET https://pypi.org"}, wantErr: "not a URL"},
 	} {
 		p, err := Parse(tc.in, nil)
 		if tc.wantErr != "" {
@@ -294,7 +298,7 @@ func TestInternal(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"proxy.golang.org", "*.github.com", "10.0.0.0/8", "[::1]:80", "open", "a=b"} {
+	for _, s := range []string{"proxy.golang.org", "*.github.com", "10.0.0.0/8", "[::1]:80", "open", "a=b", "GET HEAD pypi.org:80", "post 10.0.0.0/8"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -308,4 +312,188 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q → %q → %v %v", s, p.Entries(), again, err)
 		}
 	})
+}
+
+// connectRaw opens a tunnel through the proxy to target and returns it
+// once the proxy answered 200.
+func connectRaw(t *testing.T, proxy *url.URL, target string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	// Byte by byte: nothing after the answer's head may be swallowed.
+	var head []byte
+	one := make([]byte, 1)
+	for !strings.HasSuffix(string(head), "\r\n\r\n") {
+		if _, err := conn.Read(one); err != nil {
+			t.Fatalf("CONNECT %s: %q: %v", target, head, err)
+		}
+		head = append(head, one[0])
+	}
+	if !strings.HasPrefix(string(head), "HTTP/1.1 200 ") {
+		t.Fatalf("CONNECT %s: %q", target, head)
+	}
+	return conn
+}
+
+// A TLS client that names another host in its ClientHello than in its
+// CONNECT (domain fronting through an allowed name) is cut off before its
+// hello reaches the server, and the refusal is reported; the same tunnel
+// with the CONNECT host as the server name completes its handshake.
+func TestConnectRefusesAnotherServerName(t *testing.T) {
+	var hellos sync.Map // server names the backend saw
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "secure")
+	}))
+	backend.TLS = &tls.Config{GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		hellos.Store(h.ServerName, true)
+		return nil, nil
+	}}
+	backend.StartTLS()
+	defer backend.Close()
+	p := port(t, backend.URL)
+	proxy, seen := start(t, []string{"example.com"}, []string{"example.com=127.0.0.1"}, nil)
+	roots := backend.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+
+	// The honest client: its server name is the CONNECT host.
+	conn := tls.Client(connectRaw(t, proxy, "example.com:"+p), &tls.Config{ServerName: "example.com", RootCAs: roots})
+	if err := conn.Handshake(); err != nil {
+		t.Fatalf("handshake with the CONNECT host as the server name: %v", err)
+	}
+	conn.Close()
+
+	// The fronting client: CONNECT example.com, SNI another name (it
+	// skips verification: the point is what the proxy lets through).
+	for _, name := range []string{"evil.test", "www.example.com"} {
+		front := tls.Client(connectRaw(t, proxy, "example.com:"+p), &tls.Config{ServerName: name, InsecureSkipVerify: true}) //nolint:gosec // the client of a fronting attempt, not a real one
+		if err := front.Handshake(); err == nil {
+			t.Errorf("a handshake naming %s through a CONNECT to example.com completed", name)
+		}
+		front.Close()
+		if _, ok := hellos.Load(name); ok {
+			t.Errorf("the server got a ClientHello naming %s", name)
+		}
+	}
+	got := seen.list()
+	if len(got) != 2 {
+		t.Fatalf("refusals: %+v, want the two fronting tunnels", got)
+	}
+	for _, r := range got {
+		if r.Method != http.MethodConnect || r.Host != "example.com" || !strings.Contains(r.Reason, "(SNI)") || !strings.Contains(r.Reason, "domain fronting") {
+			t.Errorf("refusal %+v does not say the server name was not the CONNECT host", r)
+		}
+	}
+
+	// Through an HTTP client too: the transport's server name is the
+	// URL's host unless set otherwise.
+	tlsConf := &tls.Config{ServerName: "evil.test", InsecureSkipVerify: true} //nolint:gosec // as above
+	if resp, err := viaProxy(proxy, tlsConf).Get("https://example.com:" + p + "/"); err == nil {
+		resp.Body.Close()
+		t.Error("an HTTPS request with another server name went through")
+	}
+	if n := len(seen.list()); n != 3 {
+		t.Errorf("%d refusals after the HTTP client's, want 3", n)
+	}
+}
+
+// A tunnel that does not start with TLS is passed on unchanged, and a
+// server that speaks first is heard before the client says anything.
+func TestConnectPassesOtherProtocols(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		fmt.Fprint(c, "BANNER\n")
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		fmt.Fprint(c, "echo "+line)
+	}()
+	proxy, seen := start(t, []string{"banner.test"}, []string{"banner.test=127.0.0.1"}, nil)
+	conn := connectRaw(t, proxy, fmt.Sprintf("banner.test:%d", l.Addr().(*net.TCPAddr).Port))
+	r := bufio.NewReader(conn)
+	if line, err := r.ReadString('\n'); line != "BANNER\n" {
+		t.Fatalf("the server's banner: %q (%v)", line, err)
+	}
+	fmt.Fprint(conn, "hello\n")
+	if line, err := r.ReadString('\n'); line != "echo hello\n" {
+		t.Fatalf("the echo: %q (%v)", line, err)
+	}
+	if got := seen.list(); len(got) != 0 {
+		t.Errorf("refusals: %+v", got)
+	}
+}
+
+// A host named with methods takes those methods in plain http, on a fresh
+// connection and on one the proxy keeps from an earlier request alike; a
+// tunnel is CONNECT, admitted only when the entry lists it.
+func TestMethodRules(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello %s", r.Method)
+	}))
+	defer backend.Close()
+	p := port(t, backend.URL)
+	proxy, seen := start(t, []string{"GET HEAD OPTIONS ro.test", "rw.test", "CONNECT GET tunnel.test"},
+		[]string{"ro.test=127.0.0.1", "rw.test=127.0.0.1", "tunnel.test=127.0.0.1"}, nil)
+	c := viaProxy(proxy, nil)
+	do := func(method, host string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), method, "http://"+host+":"+p+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, host, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, tc := range []struct {
+		method, host string
+		want         int
+	}{
+		{"GET", "ro.test", 200},    // opens a connection the proxy keeps
+		{"POST", "ro.test", 403},   // would reuse it
+		{"DELETE", "ro.test", 403}, //
+		{"HEAD", "ro.test", 200},
+		{"POST", "rw.test", 200},
+		{"POST", "tunnel.test", 403},
+	} {
+		code, body := do(tc.method, tc.host)
+		if code != tc.want {
+			t.Errorf("%s %s: %d %q, want %d", tc.method, tc.host, code, body, tc.want)
+		}
+		if code == 403 && !strings.Contains(body, "do not allow "+tc.method) {
+			t.Errorf("%s %s: the refusal does not name the method: %q", tc.method, tc.host, body)
+		}
+	}
+	got := seen.list()
+	if len(got) != 3 || got[0].Method != "POST" || got[0].Host != "ro.test" || got[1].Method != "DELETE" {
+		t.Errorf("refusals: %+v", got)
+	}
+	// https: a CONNECT, only for the entry that lists it.
+	for target, want := range map[string]string{"ro.test:" + p: "403", "tunnel.test:" + p: "200", "rw.test:" + p: "200"} {
+		conn, err := net.Dial("tcp", proxy.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if err != nil || !strings.Contains(line, " "+want+" ") {
+			t.Errorf("CONNECT %s: %q (%v), want %s", target, line, err, want)
+		}
+	}
+	if got := seen.list(); len(got) != 4 || !strings.Contains(got[3].Reason, "methods inside it are encrypted") {
+		t.Errorf("the CONNECT refusal does not say why: %+v", got)
+	}
 }

@@ -24,25 +24,37 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 			direct := llm.New(llm.Config{API: llm.APIChat, BaseURL: srv.URL, APIKey: realKey, Model: "m"})
 			through := llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m"})
 			req := llm.Request{Stream: stream, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
-			one := func(c *llm.Client) time.Duration {
+			// one is a request's time and, streamed, the mean time from
+			// one chunk to the next as the client got them.
+			one := func(c *llm.Client) (total, chunk time.Duration) {
+				var seen []time.Time
 				t0 := time.Now()
-				if _, err := c.Chat(b.Context(), req, nil); err != nil {
+				if _, err := c.Chat(b.Context(), req, func(string) { seen = append(seen, time.Now()) }); err != nil {
 					b.Fatal(err)
 				}
-				return time.Since(t0)
+				total = time.Since(t0)
+				if n := len(seen); n > 1 {
+					chunk = seen[n-1].Sub(seen[0]) / time.Duration(n-1)
+				}
+				return total, chunk
 			}
 			one(direct) // connections opened outside the timing
 			one(through)
-			var d, g []time.Duration
+			var d, g, dc, gc []time.Duration
 			b.ResetTimer()
 			for b.Loop() {
-				d = append(d, one(direct))
-				g = append(g, one(through))
+				t, c := one(direct)
+				d, dc = append(d, t), append(dc, c)
+				t, c = one(through)
+				g, gc = append(g, t), append(gc, c)
 			}
 			pd, pg := p50(d), p50(g)
 			b.ReportMetric(ms(pd), "ms-p50-direct")
 			b.ReportMetric(ms(pg), "ms-p50-gateway")
 			b.ReportMetric(ms(pg-pd), "ms-p50-added")
+			if stream {
+				b.ReportMetric(ms(p50(gc)-p50(dc)), "ms-p50-chunk-added")
+			}
 		})
 	}
 }

@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -160,5 +162,29 @@ func TestJudgeBoundary(t *testing.T) {
 	b := d.judge(ok, c)
 	if b.Verified || !strings.Contains(b.String(), "canary") {
 		t.Errorf("a canary touched: %q", b.String())
+	}
+}
+
+// A failed model check under closed egress, with a server this host
+// reaches: the fix is the container's socket way to the gateway (or
+// egress: open), not a firewall rule or a server listening elsewhere.
+func TestClosedEgressPreflightHintNamesTheSocket(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	d, err := closedDocker(t, "bridge", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.opts.Env["OPENAI_BASE_URL"] = srv.URL + "/v1"
+	d.gatewayBase = "http://" + relayGateway + d.opts.Gateway.Path()
+	err = d.probeFailed(1, "codingagent: GET http://127.0.0.1:47810/v1/models: connection refused\n", "")
+	msg := fmt.Sprint(err)
+	if !errors.Is(err, ErrModelUnreachable) || !strings.Contains(msg, "unix socket mounted at "+relayDir) || !strings.Contains(msg, "egress: open") {
+		t.Errorf("the hint does not name the socket and egress: open: %v", err)
+	}
+	for _, wrong := range []string{"firewall", "0.0.0.0", "--network host"} {
+		if strings.Contains(msg, wrong) {
+			t.Errorf("the hint suggests %q under closed egress: %v", wrong, err)
+		}
 	}
 }

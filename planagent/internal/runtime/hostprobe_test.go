@@ -49,7 +49,10 @@ func TestHostAdvice(t *testing.T) {
 			if tc.loopbackOnly && nonLoopbackIP() == "" {
 				t.Fatal("this host has no address but the loopback: the loopback-only case cannot be told apart")
 			}
-			advice, loopbackOnly := hostAdvice(t.Context(), tc.url)
+			advice, loopbackOnly, answers := hostAdvice(t.Context(), tc.url)
+			if answers != tc.loopbackOnly {
+				t.Errorf("answers = %v for %s", answers, tc.url)
+			}
 			if loopbackOnly != tc.loopbackOnly || !strings.Contains(advice, tc.want) {
 				t.Errorf("advice %q, loopback only %v; want %q, %v", advice, loopbackOnly, tc.want, tc.loopbackOnly)
 			}

@@ -151,8 +151,14 @@ func (d *Docker) probeFailed(code int, output, where string) error {
 	// URL from compose, not from planagent: no host check then.)
 	if raw := d.opts.Env["OPENAI_BASE_URL"]; raw != "" && where == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*hostProbeTimeout)
-		advice, loopbackOnly := hostAdvice(ctx, raw)
+		advice, loopbackOnly, answers := hostAdvice(ctx, raw)
 		cancel()
+		if answers && d.closed() && d.gatewayBase != "" {
+			// The gateway, on this host, asks the server itself: what
+			// fails is the container's way to the gateway, a unix socket.
+			return fmt.Errorf("%w: %s; under closed egress the container has no network and reaches planagent's model gateway through a unix socket mounted at %s: that needs the engine on this machine's kernel (native Linux Docker, not Docker Desktop's VM) and an image whose codingagent relays it (rebuild with `make image`); where that cannot be, set egress: open (docs/egress.md)",
+				ErrModelUnreachable, cause, relayDir)
+		}
 		if !loopbackOnly {
 			return fmt.Errorf("%w: %s; %s", ErrModelUnreachable, cause, advice)
 		}
