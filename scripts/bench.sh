@@ -37,6 +37,7 @@ run -bench 'RunPlanFileWrites100$' -benchtime 1x -timeout 20m ./planagent/
 # The same chain of 20 tasks on a git repository of the Go standard library.
 [ -n "$quick" ] || run -bench 'RunPlanFileWritesStdlib20$' -benchtime 1x -timeout 20m ./planagent/
 run -bench 'Stdio' -benchtime 200x ./internal/mcp/
+run -bench 'GatewayOverhead' -benchtime 200x ./planagent/internal/gateway/
 run -bench 'StreamUpdate' -benchtime 100x ./planagent/internal/webui/
 if docker info >/dev/null 2>&1; then
   scripts/image.sh >/dev/null && scripts/test-images.sh >/dev/null
