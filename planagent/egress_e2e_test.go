@@ -65,7 +65,7 @@ func TestE2EDockerEgressClosedByDefault(t *testing.T) {
 		"LOOP-DIRECT":     "wget -q -O- -Y off http://127.0.0.1:%d/",
 		"BRIDGE-PROXY":    "wget -q -O- http://172.17.0.1:%d/",
 		"BRIDGE-DIRECT":   "wget -q -O- -Y off http://172.17.0.1:%d/",
-		"METADATA-DIRECT": "wget -q -O- -Y off http://169.254.169.254/latest/meta-data/ #%d",
+		"METADATA-DIRECT": "wget -q -O- -Y off http://169.254.169.254/latest/meta-data/?port=%d",
 		"HOSTALIAS":       "wget -q -O- -Y off http://host.docker.internal:%d/",
 	}
 	ports := map[string]int{"ALLOWED": allowed.port, "DENIED": allowed.port, "LOOP-PROXY": loop.port, "LOOP-DIRECT": loop.port,
