@@ -229,7 +229,7 @@ func TestKubeGatewayResumedServesTheAdoptedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	k2.mu.Lock()
-	adopted := k2.attempts["alpha"] != nil && k2.attempts["alpha"].adopted
+	adopted := k2.attempts[a.Name()] != nil && k2.attempts[a.Name()].adopted
 	k2.mu.Unlock()
 	if !adopted {
 		t.Fatal("the resumed process did not adopt the Job")
