@@ -13,7 +13,6 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
-	"github.com/codeagent/codeagent/planagent/internal/runlock"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -77,31 +76,13 @@ type picking struct {
 
 func runPick(cmd *cobra.Command, f *cmdutil.Factory, opts *PickOptions) error {
 	ctx := cmd.Context()
-	s, err := newSession(f, cmd)
+	// Its copies and merges are made from the branch as it is now: a pick
+	// waits until no planagent drives the run.
+	s, st, repo, j, release, err := openBranchMove(cmd, f, opts.Run, "; a pick waits until no planagent drives the run", "pick there (nothing was picked)")
 	if err != nil {
 		return err
 	}
-	st, err := runrecord.LoadState(s.layout, opts.Run, false)
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	lock, err := runlock.Acquire(s.layout.Run(st.RunID))
-	if err != nil {
-		// Its copies and merges are made from the branch as it is now.
-		return cmdutil.UsageError(fmt.Errorf("run %s: %w; a pick waits until no planagent drives the run", st.RunID, err))
-	}
-	defer lock.Release()
-	st, repo, err := s.runCheckpoints(ctx, st.RunID)
-	if err != nil {
-		return err
-	}
-	if err := onRunBranch(st, repo, "pick there (nothing was picked)"); err != nil {
-		return err
-	}
-	j, err := finishJournal(ctx, f, s, st, repo)
-	if err != nil {
-		return err
-	}
+	defer release()
 	if j != nil && j.Pick == opts.Attempt && j.Task == opts.Task {
 		reportPick(f, st, opts.Task, j)
 		return nil

@@ -63,30 +63,11 @@ refs/codeagent/rollback/.`,
 
 func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) error {
 	ctx := cmd.Context()
-	s, err := newSession(f, cmd)
+	s, st, repo, j, release, err := openBranchMove(cmd, f, opts.Run, "", "roll it back (nothing was rolled back)")
 	if err != nil {
 		return err
 	}
-	st, err := runrecord.LoadState(s.layout, opts.Run, false)
-	if err != nil {
-		return cmdutil.UsageError(err)
-	}
-	lock, err := runlock.Acquire(s.layout.Run(st.RunID))
-	if err != nil {
-		return cmdutil.UsageError(fmt.Errorf("run %s: %w", st.RunID, err))
-	}
-	defer lock.Release()
-	st, repo, err := s.runCheckpoints(ctx, st.RunID)
-	if err != nil {
-		return err
-	}
-	if err := onRunBranch(st, repo, "roll it back (nothing was rolled back)"); err != nil {
-		return err
-	}
-	j, err := finishJournal(ctx, f, s, st, repo)
-	if err != nil {
-		return err
-	}
+	defer release()
 	if j != nil && j.Pick == 0 && j.Task == opts.To && (j.Task != "" || opts.Start) {
 		reportRollback(f, s, st.RunID, j)
 		return nil
@@ -140,6 +121,41 @@ func runRollback(cmd *cobra.Command, f *cmdutil.Factory, opts *RollbackOptions) 
 	}
 	reportRollback(f, s, st.RunID, j)
 	return nil
+}
+
+// openBranchMove opens run for a command that moves its branch (rollback,
+// pick): its state and checkpoints under the run's lock, the checkout on
+// the run's branch, and a move of either command that was interrupted
+// finished first (j: that move's journal, nil when there was none).
+// busy is added to the error when another planagent drives the run; to
+// says what the user would do on the run's branch. release frees the lock.
+func openBranchMove(cmd *cobra.Command, f *cmdutil.Factory, run, busy, to string) (s *session, st *runrecord.State, repo *checkpoint.Repo, j *runrecord.Rollback, release func(), err error) {
+	ctx := cmd.Context()
+	if s, err = newSession(f, cmd); err != nil {
+		return nil, nil, nil, nil, nil, err
+	}
+	if st, err = runrecord.LoadState(s.layout, run, false); err != nil {
+		return nil, nil, nil, nil, nil, cmdutil.UsageError(err)
+	}
+	lock, err := runlock.Acquire(s.layout.Run(st.RunID))
+	if err != nil {
+		return nil, nil, nil, nil, nil, cmdutil.UsageError(fmt.Errorf("run %s: %w%s", st.RunID, err, busy))
+	}
+	defer func() {
+		if err != nil {
+			lock.Release()
+		}
+	}()
+	if st, repo, err = s.runCheckpoints(ctx, st.RunID); err != nil {
+		return nil, nil, nil, nil, nil, err
+	}
+	if err = onRunBranch(st, repo, to); err != nil {
+		return nil, nil, nil, nil, nil, err
+	}
+	if j, err = finishJournal(ctx, f, s, st, repo); err != nil {
+		return nil, nil, nil, nil, nil, err
+	}
+	return s, st, repo, j, lock.Release, nil
 }
 
 // onRunBranch refuses a git workspace no longer on the branch the run
