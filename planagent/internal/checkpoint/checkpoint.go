@@ -76,8 +76,9 @@ type Repo struct {
 	// with what it learnt of them (batch.go, trees.go).
 	store *objectStore
 
-	keeps       keepRefs    // the keep refs made (keep.go)
-	quarantines quarantines // squashes' and merges' new objects (quarantine.go)
+	keeps       keepRefs       // the keep refs made (keep.go)
+	move        *workspaceMove // the workspace's and the branch's moves (move.go)
+	quarantines quarantines    // squashes' and merges' new objects (quarantine.go)
 
 	// states are what the host keeps of each copy (state.go); pool the
 	// copies kept for reuse and what is known of each copy (pool.go).
@@ -157,6 +158,10 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 	r.clearStaleKeepLocks(ctx)
 	r.cat = &catFile{g: r.g}
 	r.store = &objectStore{cat: r.cat, objectFormat: r.objectFormat}
+	r.move = &workspaceMove{
+		g: r.g, cat: r.cat, store: r.store, pending: r.pending, keeps: &r.keeps,
+		gitDir: r.gitDir, workTree: r.workTree, branch: r.branch, objectsDir: r.objectsDir,
+	}
 	return r, nil
 }
 
@@ -222,17 +227,22 @@ func (r *Repo) Snapshot(ctx context.Context) error {
 }
 
 // IsAncestor reports whether commit a is an ancestor of (or equal to) b.
-func (r *Repo) IsAncestor(ctx context.Context, a, b string) bool {
-	_, err := r.g.run(ctx, "merge-base", "--is-ancestor", a, b)
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) bool { return isAncestor(ctx, r.g, a, b) }
+
+func isAncestor(ctx context.Context, g git, a, b string) bool {
+	_, err := g.run(ctx, "merge-base", "--is-ancestor", a, b)
 	return err == nil
 }
 
 // Head is the commit HEAD is at.
-func (r *Repo) Head(ctx context.Context) (string, error) {
+func (r *Repo) Head(ctx context.Context) (string, error) { return headOf(ctx, r.cat) }
+
+// headOf is the commit HEAD is at, read through cat.
+func headOf(ctx context.Context, cat *catFile) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	o, err := r.cat.get("HEAD^{commit}")
+	o, err := cat.get("HEAD^{commit}")
 	if err != nil {
 		return "", err
 	}

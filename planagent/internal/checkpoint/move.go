@@ -15,6 +15,24 @@ type entry struct {
 	mode, blob string
 }
 
+// workspaceMove is the one part that writes the user's workspace and moves
+// their branch: the move from one checkpoint to another (Advance,
+// Rollback), and what a move cut short leaves (StaleLock). It reads the
+// repository's objects through store, brings a task's pending objects in
+// with the move (admit) and makes the keep ref of a task's commit in the
+// same transaction as the branch's move.
+type workspaceMove struct {
+	g          git
+	cat        *catFile
+	store      *objectStore
+	pending    pendingObjects
+	keeps      *keepRefs
+	gitDir     string
+	workTree   string
+	branch     string // refs/heads/…, or "" for a detached HEAD
+	objectsDir string
+}
+
 // Advance moves HEAD (the branch, or a detached HEAD) from old to new and
 // the workspace's files with it. git writes the workspace: a two-tree
 // `read-tree -m -u old new` in the user's repository, with the user's own
@@ -31,25 +49,30 @@ type entry struct {
 // repository before git reads them, and leave it again when the move is
 // put back.
 func (r *Repo) Advance(ctx context.Context, old, new string) error {
-	if err := r.onBranch(ctx); err != nil {
+	return r.move.advance(ctx, old, new)
+}
+
+// advance is Advance.
+func (m *workspaceMove) advance(ctx context.Context, old, new string) error {
+	if err := m.onBranch(ctx); err != nil {
 		return err
 	}
-	head, err := r.Head(ctx)
+	head, err := headOf(ctx, m.cat)
 	if err != nil {
 		return err
 	}
 	if head != old && head != new {
 		// Commits of the user's on top of old are told apart from a branch
 		// reset or rewritten: the caller can go on on top of them.
-		return &MovedError{Head: head, Old: old, Ahead: r.IsAncestor(ctx, old, head)}
+		return &MovedError{Head: head, Old: old, Ahead: isAncestor(ctx, m.g, old, head)}
 	}
-	pending := r.pending.has(new)
+	pending := m.pending.has(new)
 	trees := map[string]bool{}
-	paths, from, to, err := r.store.diffTreesBatch(old, new, trees)
+	paths, from, to, err := m.store.diffTreesBatch(old, new, trees)
 	if err != nil {
 		return err
 	}
-	if err := r.linkOnTheWay(paths, from, to); err != nil {
+	if err := m.linkOnTheWay(paths, from, to); err != nil {
 		return err
 	}
 	// Once under way the move is not cut short by ctx: a git killed in
@@ -57,25 +80,25 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 	ctx = context.WithoutCancel(ctx)
 	// Before the index or a ref names new's objects: neither ever names
 	// an object the repository lacks, whatever happens next.
-	admitted, err := r.admit(new, trees, to)
+	admitted, err := m.admit(new, trees, to)
 	if err != nil {
-		return r.unadmitAfter(fmt.Errorf("bring the objects of %s into the repository: %w", short(new), err), admitted)
+		return m.unadmitAfter(fmt.Errorf("bring the objects of %s into the repository: %w", short(new), err), admitted)
 	}
-	if err := r.checkout(ctx, old, new, paths, from, to); err != nil {
+	if err := m.checkout(ctx, old, new, paths, from, to); err != nil {
 		if head == new {
 			return err // the branch names new: its objects stay
 		}
-		return r.unadmitAfter(err, admitted)
+		return m.unadmitAfter(err, admitted)
 	}
 	if head == new {
 		return nil // a redo: the branch moved before the crash
 	}
-	if err := r.moveRef(ctx, old, new, pending); err != nil {
-		if uerr := r.checkout(ctx, new, old, paths, to, from); uerr != nil {
+	if err := m.moveRef(ctx, old, new, pending); err != nil {
+		if uerr := m.checkout(ctx, new, old, paths, to, from); uerr != nil {
 			// The index names new's blobs still: they stay.
 			return fmt.Errorf("%w (and putting the files back failed: %v; run `git read-tree -m -u %s %s` once nothing else uses the repository)", err, uerr, short(new), short(old)) //nolint:errorlint // callers match the move's error, not the undo's
 		}
-		return r.unadmitAfter(err, admitted)
+		return m.unadmitAfter(err, admitted)
 	}
 	return nil
 }
@@ -83,8 +106,8 @@ func (r *Repo) Advance(ctx context.Context, old, new string) error {
 // unadmitAfter takes the objects a move admitted back out once its branch
 // is back at old, and returns the move's error cause (with the undo's
 // when that failed too: the objects then stay, unreachable).
-func (r *Repo) unadmitAfter(cause error, admitted []string) error {
-	if err := r.pending.unadmit(admitted); err != nil {
+func (m *workspaceMove) unadmitAfter(cause error, admitted []string) error {
+	if err := m.pending.unadmit(admitted); err != nil {
 		return fmt.Errorf("%w (and %v)", cause, err) //nolint:errorlint // callers match the move's error, not the undo's
 	}
 	return cause
@@ -93,9 +116,9 @@ func (r *Repo) unadmitAfter(cause error, admitted []string) error {
 // moveRef moves the branch (or a detached HEAD) from old to new, only if it
 // is still at old, under git's lock. With keep, the same transaction makes
 // new's keep ref (a task's commit, moved to for the first time).
-func (r *Repo) moveRef(ctx context.Context, old, new string, keep bool) error {
+func (m *workspaceMove) moveRef(ctx context.Context, old, new string, keep bool) error {
 	var in strings.Builder
-	ref := r.branch
+	ref := m.branch
 	if ref == "" {
 		ref = "HEAD"
 		in.WriteString("option no-deref\n")
@@ -104,11 +127,11 @@ func (r *Repo) moveRef(ctx context.Context, old, new string, keep bool) error {
 	if keep {
 		in.WriteString("update " + keepRef(new) + " " + new + "\n")
 	}
-	if _, err := r.g.runIn(ctx, []byte(in.String()), "update-ref", "-m", "codeagent: checkpoint", "--stdin"); err != nil {
-		return fmt.Errorf("move %s to %s: %w", r.Branch(), short(new), err)
+	if _, err := m.g.runIn(ctx, []byte(in.String()), "update-ref", "-m", "codeagent: checkpoint", "--stdin"); err != nil {
+		return fmt.Errorf("move %s to %s: %w", strings.TrimPrefix(m.branch, "refs/heads/"), short(new), err)
 	}
 	if keep {
-		r.keeps.madeBy(new)
+		m.keeps.madeBy(new)
 	}
 	return nil
 }
@@ -120,16 +143,16 @@ func (r *Repo) moveRef(ctx context.Context, old, new string, keep bool) error {
 // taken into the index as new's, and it is tried once more; files that
 // are as neither commit has them are someone's work: a ChangedError
 // names them and nothing is written.
-func (r *Repo) checkout(ctx context.Context, old, new string, paths []string, from, to map[string]entry) error {
-	err := r.readTree(ctx, old, new)
+func (m *workspaceMove) checkout(ctx context.Context, old, new string, paths []string, from, to map[string]entry) error {
+	err := m.readTree(ctx, old, new)
 	if err == nil || len(paths) == 0 {
 		return err
 	}
-	_, _ = r.g.run(ctx, "update-index", "-q", "--refresh")
-	if err = r.readTree(ctx, old, new); err == nil {
+	_, _ = m.g.run(ctx, "update-index", "-q", "--refresh")
+	if err = m.readTree(ctx, old, new); err == nil {
 		return nil
 	}
-	cur, cerr := r.current(ctx, paths)
+	cur, cerr := m.current(ctx, paths)
 	if cerr != nil {
 		return errors.Join(err, cerr)
 	}
@@ -143,7 +166,7 @@ func (r *Repo) checkout(ctx context.Context, old, new string, paths []string, fr
 			if c != "" && to[p].mode != "160000" {
 				done = append(done, p)
 			}
-		case r.cutShort(ctx, p, to[p]):
+		case m.cutShort(ctx, p, to[p]):
 			cut = append(cut, p)
 		default:
 			changed = append(changed, p)
@@ -157,31 +180,31 @@ func (r *Repo) checkout(ctx context.Context, old, new string, paths []string, fr
 	}
 	// A file git was killed writing is written again.
 	for _, p := range cut {
-		if err := os.Remove(filepath.Join(r.workTree, filepath.FromSlash(p))); err != nil {
+		if err := os.Remove(filepath.Join(m.workTree, filepath.FromSlash(p))); err != nil {
 			return err
 		}
 	}
 	if len(done) == 0 {
-		return r.readTree(ctx, old, new)
+		return m.readTree(ctx, old, new)
 	}
 	var in strings.Builder
 	for _, p := range done {
 		in.WriteString(to[p].mode + " " + to[p].blob + "\t" + p + "\x00")
 	}
-	if _, err := r.g.runIn(ctx, []byte(in.String()), "update-index", "-z", "--add", "--replace", "--index-info"); err != nil {
+	if _, err := m.g.runIn(ctx, []byte(in.String()), "update-index", "-z", "--add", "--replace", "--index-info"); err != nil {
 		return fmt.Errorf("take the files a move cut short wrote into the index: %w", err)
 	}
-	if err := r.readTree(ctx, old, new); err != nil {
+	if err := m.readTree(ctx, old, new); err != nil {
 		return err
 	}
-	_, _ = r.g.run(ctx, "update-index", "-q", "--refresh")
+	_, _ = m.g.run(ctx, "update-index", "-q", "--refresh")
 	return nil
 }
 
 // linkOnTheWay refuses a move that would write a file of new under a
 // link of the workspace that old does not track (git would replace the
 // link, an ignored or untracked one of the user's, by a directory).
-func (r *Repo) linkOnTheWay(paths []string, from, to map[string]entry) error {
+func (m *workspaceMove) linkOnTheWay(paths []string, from, to map[string]entry) error {
 	seen := map[string]bool{}
 	for _, p := range paths {
 		if to[p].blob == "" {
@@ -192,7 +215,7 @@ func (r *Repo) linkOnTheWay(paths []string, from, to map[string]entry) error {
 			if from[d].mode == "120000" {
 				continue // a link of old's that the move removes
 			}
-			if fi, err := os.Lstat(filepath.Join(r.workTree, filepath.FromSlash(d))); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if fi, err := os.Lstat(filepath.Join(m.workTree, filepath.FromSlash(d))); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 				return fmt.Errorf("refuse to write %s: %s in the workspace is a link", p, d)
 			}
 		}
@@ -204,16 +227,16 @@ func (r *Repo) linkOnTheWay(paths []string, from, to map[string]entry) error {
 // of what git writes for e there (its smudge filter and line endings
 // applied): a write of git's that a kill cut short (git writes a file in
 // place). Writing it whole loses nothing that is there.
-func (r *Repo) cutShort(ctx context.Context, p string, e entry) bool {
+func (m *workspaceMove) cutShort(ctx context.Context, p string, e entry) bool {
 	if e.blob == "" || (e.mode != "100644" && e.mode != "100755") {
 		return false
 	}
-	full := filepath.Join(r.workTree, filepath.FromSlash(p))
+	full := filepath.Join(m.workTree, filepath.FromSlash(p))
 	fi, err := os.Lstat(full)
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
-	want, err := r.g.run(ctx, "cat-file", "--filters", "--path="+p, e.blob)
+	want, err := m.g.run(ctx, "cat-file", "--filters", "--path="+p, e.blob)
 	if err != nil || fi.Size() >= int64(len(want)) {
 		return false
 	}
@@ -223,8 +246,8 @@ func (r *Repo) cutShort(ctx context.Context, p string, e entry) bool {
 
 // readTree is git's two-tree merge of old to new into the index and the
 // workspace.
-func (r *Repo) readTree(ctx context.Context, old, new string) error {
-	if _, err := r.g.run(ctx, "read-tree", "-m", "-u", old, new); err != nil {
+func (m *workspaceMove) readTree(ctx context.Context, old, new string) error {
+	if _, err := m.g.run(ctx, "read-tree", "-m", "-u", old, new); err != nil {
 		return fmt.Errorf("update the workspace and its index to %s: %w", short(new), err)
 	}
 	return nil
@@ -244,37 +267,37 @@ const isDir = "a directory"
 
 // current hashes the workspace's files at paths as git would (the user's
 // clean filters and line endings applied); a missing file is "".
-func (r *Repo) current(ctx context.Context, paths []string) (map[string]string, error) {
-	m := map[string]string{}
+func (m *workspaceMove) current(ctx context.Context, paths []string) (map[string]string, error) {
+	cur := map[string]string{}
 	var regular []string
 	for _, p := range paths {
-		full := filepath.Join(r.workTree, filepath.FromSlash(p))
+		full := filepath.Join(m.workTree, filepath.FromSlash(p))
 		fi, err := os.Lstat(full)
 		switch {
 		case err != nil:
-			m[p] = ""
+			cur[p] = ""
 		case fi.Mode()&os.ModeSymlink != 0:
 			target, err := os.Readlink(full)
 			if err != nil {
 				return nil, err
 			}
-			h, err := r.g.runIn(ctx, []byte(target), "hash-object", "--stdin")
+			h, err := m.g.runIn(ctx, []byte(target), "hash-object", "--stdin")
 			if err != nil {
 				return nil, err
 			}
-			m[p] = strings.TrimSpace(h)
+			cur[p] = strings.TrimSpace(h)
 		case fi.Mode().IsRegular():
 			regular = append(regular, p)
 		case fi.IsDir():
-			m[p] = isDir
+			cur[p] = isDir
 		default:
-			m[p] = "not a file"
+			cur[p] = "not a file"
 		}
 	}
 	if len(regular) == 0 {
-		return m, nil
+		return cur, nil
 	}
-	out, err := r.g.runIn(ctx, []byte(strings.Join(regular, "\n")+"\n"), "hash-object", "--stdin-paths")
+	out, err := m.g.runIn(ctx, []byte(strings.Join(regular, "\n")+"\n"), "hash-object", "--stdin-paths")
 	if err != nil {
 		return nil, err
 	}
@@ -283,27 +306,35 @@ func (r *Repo) current(ctx context.Context, paths []string) (map[string]string, 
 		return nil, fmt.Errorf("git hash-object: %d hashes for %d files", len(hashes), len(regular))
 	}
 	for i, p := range regular {
-		m[p] = hashes[i]
+		cur[p] = hashes[i]
 	}
-	return m, nil
+	return cur, nil
 }
 
 // KeepForRollback keeps head, the commit a rollback takes off the branch,
 // reachable under refs/codeagent/rollback/ (with the commits below it).
 func (r *Repo) KeepForRollback(ctx context.Context, head string) error {
-	_, err := r.g.run(ctx, "update-ref", "refs/codeagent/rollback/"+head, head)
+	return r.move.keepForRollback(ctx, head)
+}
+
+// keepForRollback is KeepForRollback.
+func (m *workspaceMove) keepForRollback(ctx context.Context, head string) error {
+	_, err := m.g.run(ctx, "update-ref", "refs/codeagent/rollback/"+head, head)
 	return err
 }
 
 // StaleLock is the git lock a killed git command may have left in the
 // repository (the index's, or the branch's), "" when there is none.
-func (r *Repo) StaleLock() string {
-	locks := []string{filepath.Join(r.gitDir, "index.lock")}
-	if r.branch != "" {
+func (r *Repo) StaleLock() string { return r.move.staleLock() }
+
+// staleLock is StaleLock.
+func (m *workspaceMove) staleLock() string {
+	locks := []string{filepath.Join(m.gitDir, "index.lock")}
+	if m.branch != "" {
 		// Refs are the common directory's (a linked worktree's too).
-		locks = append(locks, filepath.Join(filepath.Dir(r.objectsDir), filepath.FromSlash(r.branch)+".lock"))
+		locks = append(locks, filepath.Join(filepath.Dir(m.objectsDir), filepath.FromSlash(m.branch)+".lock"))
 	} else {
-		locks = append(locks, filepath.Join(r.gitDir, "HEAD.lock"))
+		locks = append(locks, filepath.Join(m.gitDir, "HEAD.lock"))
 	}
 	for _, l := range locks {
 		if _, err := os.Lstat(l); err == nil {
@@ -328,10 +359,10 @@ func (r *Repo) Rollback(ctx context.Context, to string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.KeepForRollback(ctx, head); err != nil {
+	if err := r.move.keepForRollback(ctx, head); err != nil {
 		return err
 	}
-	return r.Advance(ctx, head, to)
+	return r.move.advance(ctx, head, to)
 }
 
 // MovedError is a branch that is not where the run left it (Old): it is
@@ -372,23 +403,23 @@ func (e *SwitchedError) Error() string {
 // onBranch refuses (SwitchedError) a move while HEAD is not what it was
 // when the repository was opened: another branch checked out, or a
 // detached HEAD where a branch was (or a branch where HEAD was detached).
-func (r *Repo) onBranch(ctx context.Context) error {
-	ref, err := r.headRef(ctx)
+func (m *workspaceMove) onBranch(ctx context.Context) error {
+	ref, err := m.headRef(ctx)
 	if err != nil {
 		return err
 	}
-	if ref == r.branch {
+	if ref == m.branch {
 		return nil
 	}
-	return &SwitchedError{Branch: r.Branch(), Now: strings.TrimPrefix(ref, "refs/heads/")}
+	return &SwitchedError{Branch: strings.TrimPrefix(m.branch, "refs/heads/"), Now: strings.TrimPrefix(ref, "refs/heads/")}
 }
 
 // headRef is the branch HEAD names (refs/heads/…), "" when detached. The
 // files backend's HEAD file says it in one line (read here: a move runs no
 // git process more than its read-tree and update-ref); git is asked when
 // that file is reftable's stub or not one line of either form.
-func (r *Repo) headRef(ctx context.Context) (string, error) {
-	if b, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD")); err == nil {
+func (m *workspaceMove) headRef(ctx context.Context) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(m.gitDir, "HEAD")); err == nil {
 		line := strings.TrimSuffix(string(b), "\n")
 		if ref, ok := strings.CutPrefix(line, "ref: "); ok && ref != "refs/heads/.invalid" && !strings.ContainsAny(ref, " \n") {
 			return ref, nil
@@ -399,7 +430,7 @@ func (r *Repo) headRef(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	ref, err := r.g.line(ctx, "symbolic-ref", "-q", "HEAD")
+	ref, err := m.g.line(ctx, "symbolic-ref", "-q", "HEAD")
 	if err != nil {
 		if exitCode(err) != 1 {
 			return "", fmt.Errorf("read HEAD: %w", err)

@@ -98,21 +98,21 @@ func (p pendingObjects) has(id string) bool {
 // new still pending (a merge onto a commit never moved to) brings in
 // every pending object, as do pending packs (git add writes one for a
 // file past core.bigFileThreshold): what they hold is not listed here.
-func (r *Repo) admit(new string, trees map[string]bool, to map[string]entry) ([]string, error) {
-	if r.pending.dir == "" {
+func (m *workspaceMove) admit(new string, trees map[string]bool, to map[string]entry) ([]string, error) {
+	if m.pending.dir == "" {
 		return nil, nil
 	}
-	parent, err := r.store.firstParent(new)
+	parent, err := m.store.firstParent(new)
 	if err != nil {
 		return nil, err
 	}
-	if r.pending.has(parent) {
-		return r.pending.admitAll()
+	if m.pending.has(parent) {
+		return m.pending.admitAll()
 	}
-	return r.pending.admit(new, trees, to)
+	return m.pending.admit(new, trees, to)
 }
 
-// admit is Repo.admit's move of new, its trees and the blobs of to, and
+// admit is workspaceMove.admit's move of new, its trees and the blobs of to, and
 // the pending packs, once new's first parent is known to be in the
 // repository.
 func (p pendingObjects) admit(new string, trees map[string]bool, to map[string]entry) ([]string, error) {
