@@ -72,39 +72,39 @@ func isAttributes(p string) bool {
 
 // neutralBlobs reports whether every attributes file among the blobs ids
 // is neutral (neutralAttributes); each blob's verdict is kept.
-func (r *Repo) neutralBlobs(ids []string) bool {
+func (c *copyMaker) neutralBlobs(ids []string) bool {
 	var unknown []string
-	r.attrMu.Lock()
+	c.attrMu.Lock()
 	for _, id := range ids {
-		neutral, seen := r.neutral[id]
+		neutral, seen := c.neutral[id]
 		if seen && !neutral {
-			r.attrMu.Unlock()
+			c.attrMu.Unlock()
 			return false
 		}
 		if !seen {
 			unknown = append(unknown, id)
 		}
 	}
-	r.attrMu.Unlock()
+	c.attrMu.Unlock()
 	if len(unknown) == 0 {
 		return true
 	}
 	verdicts := make(map[string]bool, len(unknown))
 	for _, id := range unknown {
-		data, err := r.cat.blobBytes(id, maxAttributesFile)
+		data, err := c.cat.blobBytes(id, maxAttributesFile)
 		if err != nil {
 			return false // unread (too large for a look here): left to git
 		}
 		verdicts[id] = neutralAttributes(data)
 	}
-	r.attrMu.Lock()
-	defer r.attrMu.Unlock()
-	if r.neutral == nil {
-		r.neutral = map[string]bool{}
+	c.attrMu.Lock()
+	defer c.attrMu.Unlock()
+	if c.neutral == nil {
+		c.neutral = map[string]bool{}
 	}
 	all := true
 	for id, neutral := range verdicts {
-		r.neutral[id] = neutral
+		c.neutral[id] = neutral
 		all = all && neutral
 	}
 	return all
@@ -152,22 +152,19 @@ func neutralAttributes(data []byte) bool {
 // A trusted copy's files are taken to be as its saved index says: only
 // the paths that differ between the two commits are looked at, and the
 // directories their removal empties are removed (no clean follows).
-func (r *Repo) checkoutCopy(_ context.Context, dir, was, commit string, trusted bool) error {
-	if was == "" || !r.plainCheckout() {
+func (c *copyMaker) checkoutCopy(_ context.Context, dir, was, commit string, trusted bool) error {
+	if was == "" || !c.plainCheckout() {
 		return errGitCheckout
 	}
-	idLen := 20
-	if r.objectFormat == "sha256" {
-		idLen = 32
-	}
-	entries, indexTime, err := readIndex(filepath.Join(r.states.of(dir), "index"), idLen)
+	idLen := c.idLen()
+	entries, indexTime, err := readIndex(filepath.Join(c.states.of(dir), "index"), idLen)
 	if err != nil {
 		return err
 	}
 	var paths []string
 	to := map[string]entry{}
 	if was != commit {
-		if paths, _, to, err = r.store.diffTreesBatch(was, commit, nil); err != nil {
+		if paths, _, to, err = c.store.diffTreesBatch(was, commit, nil); err != nil {
 			return errGitCheckout
 		}
 	}
@@ -207,7 +204,7 @@ func (r *Repo) checkoutCopy(_ context.Context, dir, was, commit string, trusted 
 			return errGitCheckout
 		}
 	}
-	if !r.neutralBlobs(attributes) {
+	if !c.neutralBlobs(attributes) {
 		return errGitCheckout
 	}
 	// What is written: the paths that change, and the tracked files that
@@ -266,7 +263,7 @@ func (r *Repo) checkoutCopy(_ context.Context, dir, was, commit string, trusted 
 	sort.Strings(order)
 	for _, p := range order {
 		e := write[p]
-		st, err := r.writeCopyEntry(dir, p, e)
+		st, err := c.writeCopyEntry(dir, p, e)
 		if err != nil {
 			return err
 		}
@@ -282,7 +279,7 @@ func (r *Repo) checkoutCopy(_ context.Context, dir, was, commit string, trusted 
 	}
 	sort.Slice(next, func(i, j int) bool { return next[i].Path < next[j].Path })
 	gd := filepath.Join(dir, ".git")
-	if err := writeCopyFile(filepath.Join(gd, "index"), gitindex.Encode(next, objectHash(r.objectFormat))); err != nil {
+	if err := writeCopyFile(filepath.Join(gd, "index"), gitindex.Encode(next, objectHash(c.objectFormat))); err != nil {
 		return err
 	}
 	return writeCopyFile(filepath.Join(gd, "HEAD"), []byte(commit+"\n"))
@@ -291,13 +288,13 @@ func (r *Repo) checkoutCopy(_ context.Context, dir, was, commit string, trusted 
 // plainCheckout reports whether the copies' checkout is done here: git's
 // own would write nothing different (no attributes file of the user's,
 // links and exec bits kept, case kept).
-func (r *Repo) plainCheckout() bool {
-	if r.userAttributes || r.converts {
+func (c *copyMaker) plainCheckout() bool {
+	if c.userAttributes || c.converts {
 		return false
 	}
-	r.initMu.Lock()
-	config := r.copyConfig
-	r.initMu.Unlock()
+	c.initMu.Lock()
+	config := c.copyConfig
+	c.initMu.Unlock()
 	if config == nil {
 		return false
 	}
@@ -369,8 +366,8 @@ func parentOf(p string) string {
 // data. The blob streams into the file, never held whole. No link is
 // followed: a directory on the way that is not one is replaced by one,
 // and a single regular file already there is rewritten in place.
-func (r *Repo) writeCopyEntry(dir, rel string, e entry) ([10]uint32, error) {
-	mode, umask := e.mode, r.umask
+func (c *copyMaker) writeCopyEntry(dir, rel string, e entry) ([10]uint32, error) {
+	mode, umask := e.mode, c.umask
 	parts := strings.Split(rel, "/")
 	p := dir
 	for _, part := range parts[:len(parts)-1] {
@@ -408,7 +405,7 @@ func (r *Repo) writeCopyEntry(dir, rel string, e entry) ([10]uint32, error) {
 			if err != nil {
 				return [10]uint32{}, err
 			}
-			werr := r.cat.blobTo(e.blob, -1, f)
+			werr := c.cat.blobTo(e.blob, -1, f)
 			cerr := f.Close()
 			if err := errors.Join(werr, cerr); err != nil {
 				return [10]uint32{}, err
@@ -427,7 +424,7 @@ func (r *Repo) writeCopyEntry(dir, rel string, e entry) ([10]uint32, error) {
 	}
 	if !written {
 		if mode == "120000" {
-			target, err := r.cat.blobBytes(e.blob, maxLinkTarget)
+			target, err := c.cat.blobBytes(e.blob, maxLinkTarget)
 			if err != nil {
 				return [10]uint32{}, err
 			}
@@ -439,7 +436,7 @@ func (r *Repo) writeCopyEntry(dir, rel string, e entry) ([10]uint32, error) {
 			if err != nil {
 				return [10]uint32{}, err
 			}
-			werr := r.cat.blobTo(e.blob, -1, f)
+			werr := c.cat.blobTo(e.blob, -1, f)
 			if err := errors.Join(werr, f.Close()); err != nil {
 				return [10]uint32{}, err
 			}

@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -60,38 +59,24 @@ type Repo struct {
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
 	// pending holds the objects of tasks not moved to yet (pending.go).
 	pending pendingObjects
-	// include are the workspace's ignored files every copy gets
-	// (SetInclude, before the first copy; read-only after).
-	include []string
 	// limits bound a copy's files (SetLimits, before the first squash;
 	// read-only after).
 	limits Limits
 	// cache is where the copies' objects come from (cache.go).
 	cache *objectCache
-	// initMu guards the HEAD and config of the first copy's git
-	// directory, which git made; later copies get the same files.
-	initMu               sync.Mutex
-	copyHead, copyConfig []byte
 	// store reads the repository's objects and writes trees and commits,
 	// with what it learnt of them (batch.go, trees.go).
 	store *objectStore
 
 	keeps       keepRefs       // the keep refs made (keep.go)
 	move        *workspaceMove // the workspace's and the branch's moves (move.go)
+	copies      *copyMaker     // what makes a copy hold a commit (copy.go, checkout.go)
 	quarantines quarantines    // squashes' and merges' new objects (quarantine.go)
 
 	// states are what the host keeps of each copy (state.go); pool the
 	// copies kept for reuse and what is known of each copy (pool.go).
 	states copyStates
 	pool   copyPool
-	// What the copies' checkout done here needs: whether the user has an
-	// attributes file (then git does it), and the umask new files get.
-	userAttributes bool
-	umask          os.FileMode
-	// neutral is what neutralAttributes said of each attributes file's
-	// blob seen so far.
-	attrMu  sync.Mutex
-	neutral map[string]bool
 }
 
 // Mode is "git" (the user's repository) or "shadow".
@@ -158,6 +143,11 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 	r.clearStaleKeepLocks(ctx)
 	r.cat = &catFile{g: r.g}
 	r.store = &objectStore{cat: r.cat, objectFormat: r.objectFormat}
+	r.copies = &copyMaker{
+		states: r.states, pool: &r.pool, cache: r.cache, store: r.store, cat: r.cat,
+		workTree: r.workTree, copyArgs: r.copyArgs, objectFormat: r.objectFormat,
+		userAttributes: userAttributesFile(), converts: r.converts, umask: processUmask(),
+	}
 	r.move = &workspaceMove{
 		g: r.g, cat: r.cat, store: r.store, pending: r.pending, keeps: &r.keeps,
 		gitDir: r.gitDir, workTree: r.workTree, branch: r.branch, objectsDir: r.objectsDir,

@@ -16,15 +16,12 @@ import (
 
 // cleanCopy removes from the copy at dir everything its index does not
 // track, as `git clean -ffdx` does; the copy's own .git stays.
-func (r *Repo) cleanCopy(ctx context.Context, dir string) error {
-	idLen := 20
-	if r.objectFormat == "sha256" {
-		idLen = 32
-	}
+func (c *copyMaker) cleanCopy(ctx context.Context, dir string) error {
+	idLen := c.idLen()
 	entries, _, err := gitindex.Read(filepath.Join(dir, ".git", "index"), idLen)
 	if err != nil {
-		c := git{dir: dir, gitDir: filepath.Join(dir, ".git"), workTree: dir, hardened: true}
-		_, err := c.run(ctx, "clean", "-q", "-ffdx")
+		cg := git{dir: dir, gitDir: filepath.Join(dir, ".git"), workTree: dir, hardened: true}
+		_, err := cg.run(ctx, "clean", "-q", "-ffdx")
 		return err
 	}
 	tracked := make(map[string]bool, len(entries))

@@ -37,7 +37,7 @@ func TestCleanCopyIsGitClean(t *testing.T) {
 		if v4 {
 			sh(t, dir, "git update-index --index-version 4")
 		}
-		if err := r.cleanCopy(t.Context(), dir); err != nil {
+		if err := r.copies.cleanCopy(t.Context(), dir); err != nil {
 			t.Fatal(err)
 		}
 		if st := gitStatus(t, dir); st != "" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -24,6 +25,48 @@ import (
 // directory with hardened settings. So a hook, a config include, a
 // commondir, a filter, a symlinked or FIFO .git the agent leaves behind is
 // deleted, never read.
+
+// copyMaker makes a copy hold a commit: its git directory (initCopyGitDir),
+// its objects (copyObjects, from the object cache), its files, index and
+// HEAD (checkoutCopy, or git's checkout), nothing else (cleanCopy) but the
+// workspace's included ignored files (copyIncluded). Which copy and when is
+// the pool's and Repo's: this part only makes.
+type copyMaker struct {
+	states   copyStates
+	pool     *copyPool
+	cache    *objectCache
+	store    *objectStore
+	cat      *catFile
+	workTree string
+	// copyArgs are the repository's (Repo.copyArgs): a copy's checkout
+	// smudges with the user's filters, as the squash's add cleans.
+	copyArgs     []string
+	objectFormat string
+	// include are the workspace's ignored files every copy gets
+	// (Repo.SetInclude, before the first copy; read-only after).
+	include []string
+	// initMu guards the HEAD and config of the first copy's git
+	// directory, which git made; later copies get the same files.
+	initMu               sync.Mutex
+	copyHead, copyConfig []byte
+	// What the copies' checkout done here needs: whether the user has an
+	// attributes file or a config that converts (then git does it), and
+	// the umask new files get.
+	userAttributes, converts bool
+	umask                    os.FileMode
+	// neutral is what neutralAttributes said of each attributes file's
+	// blob seen so far.
+	attrMu  sync.Mutex
+	neutral map[string]bool
+}
+
+// idLen is the length in bytes of the copies' object ids.
+func (c *copyMaker) idLen() int {
+	if c.objectFormat == "sha256" {
+		return 32
+	}
+	return 20
+}
 
 // prepareCopies finds what making and reading copies needs from the
 // repository: where the copies' state goes, its object format, the user's
@@ -44,7 +87,6 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 		od = filepath.Join(r.g.dir, od)
 	}
 	r.objectsDir = od
-	r.userAttributes, r.umask = userAttributesFile(), processUmask()
 	r.userConfig(ctx)
 	if _, err := os.Stat(filepath.Join(r.gitDir, "info", "attributes")); err == nil {
 		r.converts = true
@@ -80,7 +122,7 @@ func (r *Repo) NewCopy(ctx context.Context, dir, commit string) error {
 			return err
 		}
 	}
-	return r.remake(ctx, dir, commit, ready)
+	return r.copies.remake(ctx, dir, commit, ready)
 }
 
 // RecycleCopy throws the copy at dir away as RemoveCopy does, but first
@@ -105,7 +147,7 @@ func (r *Repo) RecycleCopy(ctx context.Context, dir, commit string) error {
 	if err := r.cache.fill(ctx, commit, maxCachePacks); err != nil {
 		return errors.Join(err, r.DiscardCopy(dir))
 	}
-	if err := r.remake(ctx, dir, commit, false); err != nil {
+	if err := r.copies.remake(ctx, dir, commit, false); err != nil {
 		return errors.Join(err, r.DiscardCopy(dir))
 	}
 	if !r.pool.put(dir, true) {
@@ -146,36 +188,36 @@ func (r *Repo) SetAside(dir string) (aside string, ok bool, err error) {
 // squash has just looked at every file (nothing runs in a copy once its
 // agent has reported), but what it holds beside the commit (ignored and
 // untracked files) is removed.
-func (r *Repo) remake(ctx context.Context, dir, commit string, trusted bool) error {
-	was, squashed := r.pool.takeMadeAt(dir)
+func (c *copyMaker) remake(ctx context.Context, dir, commit string, trusted bool) error {
+	was, squashed := c.pool.takeMadeAt(dir)
 	if (trusted || squashed) && was != "" {
-		if err := r.remakeFrom(ctx, dir, was, commit, true, squashed); err == nil {
+		if err := c.remakeFrom(ctx, dir, was, commit, true, squashed); err == nil {
 			return nil
 		}
 		// Whatever stopped it, the whole copy is checked now.
 	}
-	return r.remakeFrom(ctx, dir, was, commit, false, false)
+	return c.remakeFrom(ctx, dir, was, commit, false, false)
 }
 
 // remakeFrom is remake of the copy made at was (trusted: see remake;
 // clean: its untracked files removed all the same).
-func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted, clean bool) error {
+func (c *copyMaker) remakeFrom(ctx context.Context, dir, was, commit string, trusted, clean bool) error {
 	if !trusted {
 		// A git directory the base tracks stays: checked out again below
 		// rather than removed and written anew.
-		if _, err := purge(dir, purgeOptions{tracked: trackedAt(filepath.Join(r.states.of(dir), "index"), r.store.idSize())}); err != nil {
+		if _, err := purge(dir, purgeOptions{tracked: trackedAt(filepath.Join(c.states.of(dir), "index"), c.store.idSize())}); err != nil {
 			return fmt.Errorf("clear the copy %s: %w", dir, err)
 		}
 	}
 	gd := filepath.Join(dir, ".git")
-	if err := r.initCopyGitDir(ctx, dir, gd); err != nil {
+	if err := c.initCopyGitDir(ctx, dir, gd); err != nil {
 		return err
 	}
 	// The user's smudge filters and line endings, as the squash's add
 	// cleans with theirs.
-	c := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: r.copyArgs}
-	st := readStamps(filepath.Join(r.states.of(dir), "packs"))
-	if err := r.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack"), &st); err != nil {
+	cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: c.copyArgs}
+	st := readStamps(filepath.Join(c.states.of(dir), "packs"))
+	if err := c.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack"), &st); err != nil {
 		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)
 	}
 	// What `git update-ref` would leave after a `git pack-refs`: one file,
@@ -187,38 +229,38 @@ func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted,
 	// still as they were (their stat data): only the others are written,
 	// here (checkoutCopy) or by git. Without one, the copy's own index
 	// goes: the agent may have written it.
-	if err := r.checkoutCopy(ctx, dir, was, commit, trusted); err != nil {
+	if err := c.checkoutCopy(ctx, dir, was, commit, trusted); err != nil {
 		if trusted {
 			return err
 		}
 		index := filepath.Join(gd, "index")
-		if err := copyIntoCopy(index, filepath.Join(r.states.of(dir), "index")); errors.Is(err, fs.ErrNotExist) {
+		if err := copyIntoCopy(index, filepath.Join(c.states.of(dir), "index")); errors.Is(err, fs.ErrNotExist) {
 			if err := removeAll(index); err != nil {
 				return err
 			}
 		} else if err != nil {
 			return err
 		}
-		if _, err := c.run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
+		if _, err := cg.run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
 			return err
 		}
 	}
 	if !trusted || clean {
-		if err := r.cleanCopy(ctx, dir); err != nil {
+		if err := c.cleanCopy(ctx, dir); err != nil {
 			return err
 		}
 	}
-	if err := r.copyIncluded(dir); err != nil {
+	if err := c.copyIncluded(dir); err != nil {
 		return err
 	}
-	if err := r.states.save(dir); err != nil {
+	if err := c.states.save(dir); err != nil {
 		return err
 	}
 	st.seal = time.Now().UnixNano()
-	if err := writeStamps(filepath.Join(r.states.of(dir), "packs"), st); err != nil {
+	if err := writeStamps(filepath.Join(c.states.of(dir), "packs"), st); err != nil {
 		return err
 	}
-	r.pool.made(dir, commit)
+	c.pool.made(dir, commit)
 	return nil
 }
 
@@ -228,16 +270,16 @@ func (r *Repo) remakeFrom(ctx context.Context, dir, was, commit string, trusted,
 // system: file modes, links, case) where nothing was, its HEAD and config
 // kept; later ones get the same files, written here without a git
 // process.
-func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
-	r.initMu.Lock()
-	head, config := r.copyHead, r.copyConfig
-	r.initMu.Unlock()
+func (c *copyMaker) initCopyGitDir(ctx context.Context, dir, gd string) error {
+	c.initMu.Lock()
+	head, config := c.copyHead, c.copyConfig
+	c.initMu.Unlock()
 	if head == nil {
 		// git init keeps and reads what it finds: nothing of the agent's.
 		if err := removeAll(gd); err != nil {
 			return err
 		}
-		if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+r.objectFormat, gd); err != nil {
+		if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+c.objectFormat, gd); err != nil {
 			return err
 		}
 		cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true}
@@ -250,9 +292,9 @@ func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
 		head, herr := os.ReadFile(filepath.Join(gd, "HEAD"))
 		config, cerr := os.ReadFile(filepath.Join(gd, "config"))
 		if herr == nil && cerr == nil {
-			r.initMu.Lock()
-			r.copyHead, r.copyConfig = head, config
-			r.initMu.Unlock()
+			c.initMu.Lock()
+			c.copyHead, c.copyConfig = head, config
+			c.initMu.Unlock()
 		}
 		return nil
 	}
@@ -287,13 +329,13 @@ func (r *Repo) initCopyGitDir(ctx context.Context, dir, gd string) error {
 // not written again, and one it no longer needs is renamed to a name it
 // needs and rewritten in place rather than removed while another is made:
 // on a virtual disk a new file costs ten times a rewrite.
-func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps) error {
-	if err := r.cache.fill(ctx, commit, maxCachePacksOnPath); err != nil {
+func (c *copyMaker) copyObjects(ctx context.Context, commit, pack string, st *stamps) error {
+	if err := c.cache.fill(ctx, commit, maxCachePacksOnPath); err != nil {
 		return err
 	}
-	r.cache.read()
-	defer r.cache.release()
-	src := filepath.Join(r.cache.objects(), "pack")
+	c.cache.read()
+	defer c.cache.release()
+	src := filepath.Join(c.cache.objects(), "pack")
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
@@ -312,7 +354,7 @@ func (r *Repo) copyObjects(ctx context.Context, commit, pack string, st *stamps)
 			smalls = append(smalls, base)
 		}
 	}
-	recent, err := r.cache.recentOf(smalls)
+	recent, err := c.cache.recentOf(smalls)
 	if err != nil {
 		return err
 	}
@@ -424,7 +466,7 @@ func (r *Repo) Prewarm(ctx context.Context, commit string) (int, error) {
 		dir := filepath.Join(staging, fmt.Sprintf("%d-%d", os.Getpid(), i))
 		err := os.MkdirAll(dir, 0o755)
 		if err == nil {
-			err = r.remake(ctx, dir, commit, false)
+			err = r.copies.remake(ctx, dir, commit, false)
 		}
 		if err != nil {
 			_ = r.DiscardCopy(dir)

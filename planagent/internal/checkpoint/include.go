@@ -59,7 +59,7 @@ func (r *Repo) SetInclude(ctx context.Context, patterns []string) (Included, err
 			args = append(args, "--exclude="+p)
 		}
 	}
-	r.include = nil
+	r.copies.include = nil
 	if len(args) == 4 {
 		return Included{}, nil
 	}
@@ -108,10 +108,10 @@ func (r *Repo) SetInclude(ctx context.Context, patterns []string) (Included, err
 			found.Skipped = append(found.Skipped, p+" (not a file or link)")
 			continue
 		}
-		r.include = append(r.include, p)
+		r.copies.include = append(r.copies.include, p)
 		found.Files++
 		if found.Files > maxIncludeFiles || found.Bytes > maxIncludeBytes {
-			r.include = nil
+			r.copies.include = nil
 			return Included{}, fmt.Errorf("the ignored files to copy into every task's copy (%s, include_ignored) pass %d files or %d GiB: name fewer paths, or make them in each copy with setup_command",
 				IncludeFile, maxIncludeFiles, maxIncludeBytes>>30)
 		}
@@ -151,11 +151,11 @@ func (r *Repo) excluded(p string) bool {
 // over a file of the copy: a path whose directory is a link or a file in
 // the copy (a task made it one), or that the commit tracks, is left as the
 // commit has it. os.Root keeps every write inside the copy.
-func (r *Repo) copyIncluded(dir string) error {
-	if len(r.include) == 0 {
+func (c *copyMaker) copyIncluded(dir string) error {
+	if len(c.include) == 0 {
 		return nil
 	}
-	src, err := os.OpenRoot(r.workTree)
+	src, err := os.OpenRoot(c.workTree)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func (r *Repo) copyIncluded(dir string) error {
 	}
 	defer dst.Close()
 	made := map[string]bool{} // directories known to be real ones
-	for _, p := range r.include {
+	for _, p := range c.include {
 		if !parentsAreDirs(dst, path.Dir(p), made) {
 			continue
 		}
@@ -252,4 +252,4 @@ func copyOne(src, dst *os.Root, p string) error {
 }
 
 // IncludedFiles lists the workspace-relative paths SetInclude chose.
-func (r *Repo) IncludedFiles() []string { return append([]string(nil), r.include...) }
+func (r *Repo) IncludedFiles() []string { return append([]string(nil), r.copies.include...) }
