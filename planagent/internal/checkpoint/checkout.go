@@ -156,114 +156,175 @@ func (c *copyMaker) checkoutCopy(_ context.Context, dir, was, commit string, tru
 	if was == "" || !c.plainCheckout() {
 		return errGitCheckout
 	}
-	idLen := c.idLen()
-	entries, indexTime, err := readIndex(filepath.Join(c.states.of(dir), "index"), idLen)
+	co, err := c.startCheckout(dir, was, commit, trusted)
 	if err != nil {
 		return err
 	}
-	var paths []string
-	to := map[string]entry{}
+	if err := co.plain(); err != nil {
+		return err
+	}
+	co.plan()
+	if err := co.removeGone(); err != nil {
+		return err
+	}
+	if err := co.writeFiles(); err != nil {
+		return err
+	}
+	return co.finish()
+}
+
+// copyCheckout is one checkoutCopy, in steps: what the copy held and what
+// changes (startCheckout), whether this process may do it (plain), which
+// files are written (plan), then the removals, the writes, and the index
+// and HEAD git would leave (finish).
+type copyCheckout struct {
+	c       *copyMaker
+	dir     string
+	commit  string
+	trusted bool
+	// saved is the copy's saved index, written at savedAt.
+	saved   []gitindex.Entry
+	savedAt syscall.Timespec
+	// paths are what differs between the two commits, to commit's entries
+	// of those paths (a path missing from to is removed).
+	paths []string
+	to    map[string]entry
+	// write are the files to write; index the entries of the index
+	// written last (those kept, and those written once they are).
+	write map[string]entry
+	index map[string]gitindex.Entry
+}
+
+// startCheckout reads the copy's saved index and what differs between
+// was and commit; errGitCheckout when either cannot be read here.
+func (c *copyMaker) startCheckout(dir, was, commit string, trusted bool) (*copyCheckout, error) {
+	co := &copyCheckout{c: c, dir: dir, commit: commit, trusted: trusted}
+	var err error
+	if co.saved, co.savedAt, err = readIndex(filepath.Join(c.states.of(dir), "index"), c.idLen()); err != nil {
+		return nil, err
+	}
+	co.to = map[string]entry{}
 	if was != commit {
-		if paths, _, to, err = c.store.diffTreesBatch(was, commit, nil); err != nil {
-			return errGitCheckout
+		if co.paths, _, co.to, err = c.store.diffTreesBatch(was, commit, nil); err != nil {
+			return nil, errGitCheckout
 		}
 	}
-	changing := make(map[string]bool, len(paths))
+	return co, nil
+}
+
+// plain returns errGitCheckout unless git's checkout would write nothing
+// different: plain paths and modes only, no submodule, every attributes
+// file before and after neutral, and (in a copy not trusted) every
+// directory the index has files in still one: a link there would have the
+// stat data of plan read through it.
+func (co *copyCheckout) plain() error {
 	var attributes []string // the blobs of every attributes file, before and after
-	for _, p := range paths {
-		e, ok := to[p]
+	for _, p := range co.paths {
+		e, ok := co.to[p]
 		if !plainPath(p) || (ok && e.mode != "100644" && e.mode != "100755" && e.mode != "120000") {
 			return errGitCheckout
 		}
 		if ok && isAttributes(p) {
 			attributes = append(attributes, e.blob)
 		}
-		changing[p] = true
 	}
-	// Every directory the index has files in must still be one: a link
-	// there would have the stat data below read through it.
-	// (A trusted copy's are: planagent wrote them.)
 	dirs := map[string]bool{}
-	for _, e := range entries {
+	for _, e := range co.saved {
 		if !plainPath(e.Path) || e.Stat[6] == 0o160000 {
 			return errGitCheckout
 		}
 		if isAttributes(e.Path) {
 			attributes = append(attributes, hex.EncodeToString(e.OID))
 		}
-		if trusted {
-			continue
+		if co.trusted {
+			continue // planagent wrote its directories
 		}
 		for d := parentOf(e.Path); d != "" && !dirs[d]; d = parentOf(d) {
 			dirs[d] = true
 		}
 	}
 	for d := range dirs {
-		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(d)))
+		fi, err := os.Lstat(filepath.Join(co.dir, filepath.FromSlash(d)))
 		if err == nil && !fi.IsDir() {
 			return errGitCheckout
 		}
 	}
-	if !c.neutralBlobs(attributes) {
+	if !co.c.neutralBlobs(attributes) {
 		return errGitCheckout
 	}
-	// What is written: the paths that change, and the tracked files that
-	// are no longer as the index says.
-	write := map[string]entry{}
-	for _, p := range paths {
-		if e, ok := to[p]; ok {
-			write[p] = e
+	return nil
+}
+
+// plan chooses what is written: the paths that change, and (in a copy not
+// trusted) the tracked files that are no longer as the saved index says.
+func (co *copyCheckout) plan() {
+	co.write = map[string]entry{}
+	changing := make(map[string]bool, len(co.paths))
+	for _, p := range co.paths {
+		changing[p] = true
+		if e, ok := co.to[p]; ok {
+			co.write[p] = e
 		}
 	}
-	kept := make(map[string]gitindex.Entry, len(entries))
-	for _, e := range entries {
+	co.index = make(map[string]gitindex.Entry, len(co.saved))
+	for _, e := range co.saved {
 		if changing[e.Path] {
 			continue
 		}
-		kept[e.Path] = e
-		if trusted {
+		co.index[e.Path] = e
+		if co.trusted {
 			continue
 		}
-		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.Path)))
+		fi, err := os.Lstat(filepath.Join(co.dir, filepath.FromSlash(e.Path)))
 		if err == nil {
-			if st, ok := gitindex.StatData(fi); ok && st == e.Stat && !gitindex.Racy(e.Stat, indexTime) {
+			if st, ok := gitindex.StatData(fi); ok && st == e.Stat && !gitindex.Racy(e.Stat, co.savedAt) {
 				continue
 			}
 		}
-		write[e.Path] = entry{mode: treeMode(e.Stat[6]), blob: hex.EncodeToString(e.OID)}
+		co.write[e.Path] = entry{mode: treeMode(e.Stat[6]), blob: hex.EncodeToString(e.OID)}
 	}
-	// Removals first (a file can become a directory), then the writes.
-	for _, p := range paths {
-		if _, ok := to[p]; ok {
+}
+
+// removeGone removes the files commit no longer has, before any write (a
+// file can become a directory). A directory there is not tracked:
+// cleanCopy removes it, or, in a trusted copy, the removal of the files
+// below it, which removes the directories it empties here.
+func (co *copyCheckout) removeGone() error {
+	for _, p := range co.paths {
+		if _, ok := co.to[p]; ok {
 			continue
 		}
-		if !dirsOnTheWay(dir, p) {
+		if !dirsOnTheWay(co.dir, p) {
 			continue // gone with its directory, or under a link: never followed
 		}
-		full := filepath.Join(dir, filepath.FromSlash(p))
+		full := filepath.Join(co.dir, filepath.FromSlash(p))
 		if fi, err := os.Lstat(full); err == nil && !fi.IsDir() {
 			if err := os.Remove(full); err != nil {
 				return err
 			}
 		}
-		// A directory there is not tracked: cleanCopy removes it, or,
-		// in a trusted copy, the removal of the files below it.
-		if trusted {
+		if co.trusted {
 			for d := parentOf(p); d != ""; d = parentOf(d) {
-				if os.Remove(filepath.Join(dir, filepath.FromSlash(d))) != nil {
+				if os.Remove(filepath.Join(co.dir, filepath.FromSlash(d))) != nil {
 					break // not empty
 				}
 			}
 		}
 	}
-	order := make([]string, 0, len(write))
-	for p := range write {
+	return nil
+}
+
+// writeFiles writes the files plan chose, in path order, and takes their
+// stat data into the index.
+func (co *copyCheckout) writeFiles() error {
+	order := make([]string, 0, len(co.write))
+	for p := range co.write {
 		order = append(order, p)
 	}
 	sort.Strings(order)
 	for _, p := range order {
-		e := write[p]
-		st, err := c.writeCopyEntry(dir, p, e)
+		e := co.write[p]
+		st, err := co.c.writeCopyEntry(co.dir, p, e)
 		if err != nil {
 			return err
 		}
@@ -271,18 +332,24 @@ func (c *copyMaker) checkoutCopy(_ context.Context, dir, was, commit string, tru
 		if err != nil {
 			return err
 		}
-		kept[p] = gitindex.Entry{Stat: st, OID: oid, Path: p}
+		co.index[p] = gitindex.Entry{Stat: st, OID: oid, Path: p}
 	}
-	next := make([]gitindex.Entry, 0, len(kept))
-	for _, e := range kept {
+	return nil
+}
+
+// finish writes the copy's index and a detached HEAD at commit, as git's
+// checkout would leave them.
+func (co *copyCheckout) finish() error {
+	next := make([]gitindex.Entry, 0, len(co.index))
+	for _, e := range co.index {
 		next = append(next, e)
 	}
 	sort.Slice(next, func(i, j int) bool { return next[i].Path < next[j].Path })
-	gd := filepath.Join(dir, ".git")
-	if err := writeCopyFile(filepath.Join(gd, "index"), gitindex.Encode(next, objectHash(c.objectFormat))); err != nil {
+	gd := filepath.Join(co.dir, ".git")
+	if err := writeCopyFile(filepath.Join(gd, "index"), gitindex.Encode(next, objectHash(co.c.objectFormat))); err != nil {
 		return err
 	}
-	return writeCopyFile(filepath.Join(gd, "HEAD"), []byte(commit+"\n"))
+	return writeCopyFile(filepath.Join(gd, "HEAD"), []byte(co.commit+"\n"))
 }
 
 // plainCheckout reports whether the copies' checkout is done here: git's
