@@ -200,7 +200,7 @@ type copyCheckout struct {
 func (c *copyMaker) startCheckout(dir, was, commit string, trusted bool) (*copyCheckout, error) {
 	co := &copyCheckout{c: c, dir: dir, commit: commit, trusted: trusted}
 	var err error
-	if co.saved, co.savedAt, err = readIndex(filepath.Join(c.states.of(dir), "index"), c.idLen()); err != nil {
+	if co.saved, co.savedAt, err = readIndex(filepath.Join(c.states.of(dir), "index"), c.store.idSize()); err != nil {
 		return nil, err
 	}
 	co.to = map[string]entry{}
@@ -528,11 +528,8 @@ func (c *copyMaker) writeCopyEntry(dir, rel string, e entry) ([10]uint32, error)
 // the new tree has that base's has not: the blobs of the entries that
 // differ and the trees written. errGitCheckout when either index is one
 // this does not read.
-func (r *Repo) indexTree(dir, idx, saved, baseTree string) (tree string, news []string, err error) {
-	idLen := 20
-	if r.objectFormat == "sha256" {
-		idLen = 32
-	}
+func (sq *squasher) indexTree(dir, idx, saved, baseTree string) (tree string, news []string, err error) {
+	idLen := sq.store.idSize()
 	now, _, err := readIndex(idx, idLen)
 	if err != nil {
 		return "", nil, err
@@ -572,6 +569,6 @@ func (r *Repo) indexTree(dir, idx, saved, baseTree string) (tree string, news []
 			news = append(news, e.blob)
 		}
 	}
-	tree, err = r.store.editTree(dir, baseTree, set, &news)
+	tree, err = sq.store.editTree(dir, baseTree, set, &news)
 	return tree, news, err
 }

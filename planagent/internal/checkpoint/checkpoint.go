@@ -59,9 +59,6 @@ type Repo struct {
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
 	// pending holds the objects of tasks not moved to yet (pending.go).
 	pending pendingObjects
-	// limits bound a copy's files (SetLimits, before the first squash;
-	// read-only after).
-	limits Limits
 	// cache is where the copies' objects come from (cache.go).
 	cache *objectCache
 	// store reads the repository's objects and writes trees and commits,
@@ -71,6 +68,7 @@ type Repo struct {
 	keeps       keepRefs       // the keep refs made (keep.go)
 	move        *workspaceMove // the workspace's and the branch's moves (move.go)
 	copies      *copyMaker     // what makes a copy hold a commit (copy.go, checkout.go)
+	squashes    *squasher      // a task's commit of its copy (squash.go, limits.go)
 	quarantines quarantines    // squashes' and merges' new objects (quarantine.go)
 
 	// states are what the host keeps of each copy (state.go); pool the
@@ -147,6 +145,10 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 		states: r.states, pool: &r.pool, cache: r.cache, store: r.store, cat: r.cat,
 		workTree: r.workTree, copyArgs: r.copyArgs, objectFormat: r.objectFormat,
 		userAttributes: userAttributesFile(), converts: r.converts, umask: processUmask(),
+	}
+	r.squashes = &squasher{
+		g: r.g, gitDir: r.gitDir, workTree: r.workTree, copyArgs: r.copyArgs,
+		states: r.states, pool: &r.pool, store: r.store, cache: r.cache, pending: r.pending, quarantines: &r.quarantines,
 	}
 	r.move = &workspaceMove{
 		g: r.g, cat: r.cat, store: r.store, pending: r.pending, keeps: &r.keeps,
@@ -276,7 +278,11 @@ func (r *Repo) pathspecExcludes() []string {
 // Submodules lists the submodules (gitlinks) of commit's tree. An attempt's
 // copy holds them as empty directories: a task cannot change them.
 func (r *Repo) Submodules(ctx context.Context, commit string) ([]string, error) {
-	out, err := r.g.run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit)
+	return submodules(ctx, r.g, commit)
+}
+
+func submodules(ctx context.Context, g git, commit string) ([]string, error) {
+	out, err := g.run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit)
 	if err != nil {
 		return nil, err
 	}

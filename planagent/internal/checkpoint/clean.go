@@ -17,8 +17,7 @@ import (
 // cleanCopy removes from the copy at dir everything its index does not
 // track, as `git clean -ffdx` does; the copy's own .git stays.
 func (c *copyMaker) cleanCopy(ctx context.Context, dir string) error {
-	idLen := c.idLen()
-	entries, _, err := gitindex.Read(filepath.Join(dir, ".git", "index"), idLen)
+	entries, _, err := gitindex.Read(filepath.Join(dir, ".git", "index"), c.store.idSize())
 	if err != nil {
 		cg := git{dir: dir, gitDir: filepath.Join(dir, ".git"), workTree: dir, hardened: true}
 		_, err := cg.run(ctx, "clean", "-q", "-ffdx")

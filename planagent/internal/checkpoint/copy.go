@@ -60,14 +60,6 @@ type copyMaker struct {
 	neutral map[string]bool
 }
 
-// idLen is the length in bytes of the copies' object ids.
-func (c *copyMaker) idLen() int {
-	if c.objectFormat == "sha256" {
-		return 32
-	}
-	return 20
-}
-
 // prepareCopies finds what making and reading copies needs from the
 // repository: where the copies' state goes, its object format, the user's
 // filter drivers (on in the commands that read or check out a copy),

@@ -43,11 +43,11 @@ const (
 // SetLimits sets the limits the squashes of copies check, before the
 // first squash (like SetInclude: read without a lock after it); a zero
 // field keeps its default.
-func (r *Repo) SetLimits(l Limits) { r.limits = l }
+func (r *Repo) SetLimits(l Limits) { r.squashes.limits = l }
 
 // limitsOrDefault are the limits set, each defaulted.
-func (r *Repo) limitsOrDefault() Limits {
-	l := r.limits
+func (sq *squasher) limitsOrDefault() Limits {
+	l := sq.limits
 	if l.MaxFileSize <= 0 {
 		l.MaxFileSize = DefaultMaxFileSize
 	}
@@ -105,17 +105,17 @@ func sizeText(n int64) string {
 // the limits costs no git process here. A large file does not count when
 // git ignores it, or when it is tracked with the size the saved index has
 // for it (the user's file).
-func (r *Repo) checkLimits(ctx context.Context, dir string, found purged) error {
-	l := r.limitsOrDefault()
+func (sq *squasher) checkLimits(ctx context.Context, dir string, found purged) error {
+	l := sq.limitsOrDefault()
 	if len(found.large) == 0 && found.files <= l.MaxFiles {
 		return nil
 	}
-	saved := filepath.Join(r.states.of(dir), "index")
-	g := git{dir: dir, gitDir: r.gitDir, workTree: dir, hardened: true, extra: r.copyArgs}
+	saved := filepath.Join(sq.states.of(dir), "index")
+	g := git{dir: dir, gitDir: sq.gitDir, workTree: dir, hardened: true, extra: sq.copyArgs}
 	// The saved index says what is tracked; without one, nothing is.
 	env := []string{"GIT_INDEX_FILE=" + saved}
 	if len(found.large) > 0 {
-		large, err := r.readLarge(ctx, g, env, saved, found.large)
+		large, err := sq.readLarge(ctx, g, env, saved, found.large)
 		if err != nil {
 			return err
 		}
@@ -137,9 +137,9 @@ func (r *Repo) checkLimits(ctx context.Context, dir string, found purged) error 
 }
 
 // readLarge is which of the large files git would read.
-func (r *Repo) readLarge(ctx context.Context, g git, env []string, saved string, large []largeFile) ([]largeFile, error) {
+func (sq *squasher) readLarge(ctx context.Context, g git, env []string, saved string, large []largeFile) ([]largeFile, error) {
 	tracked := map[string]gitindex.Entry{}
-	entries, _, err := gitindex.Read(saved, r.store.idSize())
+	entries, _, err := gitindex.Read(saved, sq.store.idSize())
 	if err == nil {
 		for _, e := range entries {
 			tracked[e.Path] = e

@@ -12,6 +12,28 @@ import (
 	"time"
 )
 
+// squasher makes a task's commit of a copy (Squash): it reads the copy's
+// files through the repository's git directory with the hardened settings
+// and the copy's saved index, refuses what cannot be committed (a
+// submodule written into, a gitlink or .gitmodules git's fsck rejects, a
+// file or file count past the limits), and keeps the commit's objects in a
+// quarantine, then with the pending ones (and in the object cache).
+type squasher struct {
+	g           git // the repository's, for what its commits hold
+	gitDir      string
+	workTree    string
+	copyArgs    []string
+	states      copyStates
+	pool        *copyPool
+	store       *objectStore
+	cache       *objectCache
+	pending     pendingObjects
+	quarantines *quarantines
+	// limits bound a copy's files (Repo.SetLimits, before the first
+	// squash; read-only after).
+	limits Limits
+}
+
 // SubmoduleError is a task that wrote inside a submodule: a submodule is an
 // empty directory in the task's copy, and what was written there cannot be
 // kept.
@@ -63,20 +85,25 @@ func newGitlinks(ctx context.Context, g git, env []string, baseTree, tree string
 // hardened, and a scratch index made from the index the host saved when
 // it made the copy: nothing of the copy's own .git is ever read.
 func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (commit string, removed []string, err error) {
+	return r.squashes.squash(ctx, dir, base, subject, body)
+}
+
+// squash is Squash.
+func (sq *squasher) squash(ctx context.Context, dir, base, subject, body string) (commit string, removed []string, err error) {
 	found, err := purge(dir, purgeOptions{
-		tracked: trackedAt(filepath.Join(r.states.of(dir), "index"), r.store.idSize()),
-		maxFile: r.limitsOrDefault().MaxFileSize,
+		tracked: trackedAt(filepath.Join(sq.states.of(dir), "index"), sq.store.idSize()),
+		maxFile: sq.limitsOrDefault().MaxFileSize,
 	})
 	removed = found.removed
 	if err != nil {
 		return "", removed, fmt.Errorf("read the copy %s: %w", dir, err)
 	}
-	if err := r.checkSubmodules(ctx, dir, base); err != nil {
+	if err := sq.checkSubmodules(ctx, dir, base); err != nil {
 		return "", removed, err
 	}
 	// Before git reads a file: a file's size is judged by what it
 	// claims, not by reading it.
-	if err := r.checkLimits(ctx, dir, found); err != nil {
+	if err := sq.checkLimits(ctx, dir, found); err != nil {
 		return "", removed, err
 	}
 	msg := subject
@@ -87,64 +114,64 @@ func (r *Repo) Squash(ctx context.Context, dir, base, subject, body string) (com
 	// wait with the pending objects, and enter the repository only with
 	// the move to the commit: a refused or failed attempt leaves nothing
 	// in the user's objects.
-	quarantine, err := r.quarantines.take()
+	quarantine, err := sq.quarantines.take()
 	if err != nil {
 		return "", removed, err
 	}
 	var files []string // what git wrote there, once the commit is made
-	defer func() { r.quarantines.put(quarantine, files) }()
+	defer func() { sq.quarantines.put(quarantine, files) }()
 	// With base in the object cache, the quarantine's alternate is the
 	// cache rather than the repository: what git writes into it is then
 	// exactly what the commit has and the cache lacks, and goes into the
 	// cache as one pack, so the acceptance copy and the next task's copy
 	// need no pack-objects. The cache is held meanwhile (a repack would
 	// remove the packs git reads).
-	cached := r.cache.hold(base)
-	commit, files, err = r.squashInto(ctx, quarantine, cached, dir, base, msg)
+	cached := sq.cache.hold(base)
+	commit, files, err = sq.squashInto(ctx, quarantine, cached, dir, base, msg)
 	if cached {
-		r.cache.release()
+		sq.cache.release()
 	}
 	if err != nil {
 		return "", removed, err
 	}
 	if commit == base {
-		r.pool.squashedTo(dir, base, base, filepath.Join(quarantine, "index"))
+		sq.pool.squashedTo(dir, base, base, filepath.Join(quarantine, "index"))
 		return commit, removed, nil
 	}
-	r.store.remember(commit, msg)
-	if r.store.isPlain(base) {
+	sq.store.remember(commit, msg)
+	if sq.store.isPlain(base) {
 		// A copy's squash adds no gitlink (nested repositories are taken
 		// as plain files): base without submodules, its commit too.
-		r.store.markPlain(commit)
+		sq.store.markPlain(commit)
 	}
 	// Kept with the pending objects, out of the repository until a move
 	// to the commit (or to its merge) brings them in (Advance): no keep
 	// ref either.
-	if err := migrate(quarantine, files, r.pending.target()); err != nil {
+	if err := migrate(quarantine, files, sq.pending.target()); err != nil {
 		return "", removed, fmt.Errorf("keep the task's objects: %w", err)
 	}
-	r.pool.squashedTo(dir, base, commit, filepath.Join(quarantine, "index"))
+	sq.pool.squashedTo(dir, base, commit, filepath.Join(quarantine, "index"))
 	return commit, removed, nil
 }
 
 // squashInto makes Squash's commit with its objects in quarantine, and
 // with cached (the caller holds the cache) puts them into the object
 // cache too.
-func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, dir, base, msg string) (string, []string, error) {
-	alt := r.pending.alternates()
+func (sq *squasher) squashInto(ctx context.Context, quarantine string, cached bool, dir, base, msg string) (string, []string, error) {
+	alt := sq.pending.alternates()
 	if cached {
-		alt = alternates(r.cache.objects())
+		alt = alternates(sq.cache.objects())
 	}
 	idx := filepath.Join(quarantine, "index")
 	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
-	g := git{dir: dir, gitDir: r.gitDir, workTree: dir, hardened: true, extra: r.copyArgs}
+	g := git{dir: dir, gitDir: sq.gitDir, workTree: dir, hardened: true, extra: sq.copyArgs}
 	var tree string
 	var news []string // with known, what the quarantine can hold (see below)
 	known := false
-	err := copyRegular(idx, filepath.Join(r.states.of(dir), "index"))
+	err := copyRegular(idx, filepath.Join(sq.states.of(dir), "index"))
 	if err == nil {
 		if _, err = g.runEnv(ctx, env, nil, "add", "-A"); err == nil {
-			tree, news, known, err = r.writeIndexTree(ctx, g, env, quarantine, idx, dir, base)
+			tree, news, known, err = sq.writeIndexTree(ctx, g, env, quarantine, idx, dir, base)
 		}
 	}
 	if err != nil {
@@ -163,7 +190,7 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 		}
 	}
 	tree = strings.TrimSpace(tree)
-	baseTree, err := r.store.commitTree(base)
+	baseTree, err := sq.store.commitTree(base)
 	if err != nil {
 		return "", nil, fmt.Errorf("the copy's base: %w", err)
 	}
@@ -179,7 +206,7 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 	}
 	// A copy without a .gitmodules has none in its tree: no lookup.
 	if _, err := os.Lstat(filepath.Join(dir, ".gitmodules")); err == nil {
-		q := git{dir: r.workTree, gitDir: r.gitDir, hardened: true}
+		q := git{dir: sq.workTree, gitDir: sq.gitDir, hardened: true}
 		ids, err := lookup(ctx, q, env, tree+":.gitmodules", base+":.gitmodules")
 		if err != nil {
 			return "", nil, err
@@ -188,17 +215,17 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 			return "", nil, err
 		}
 	}
-	commit, err := r.store.writeCommit(quarantine, tree, []string{base}, msg, time.Now())
+	commit, err := sq.store.writeCommit(quarantine, tree, []string{base}, msg, time.Now())
 	if err != nil {
 		return "", nil, err
 	}
-	r.store.rememberTree(commit, tree)
+	sq.store.rememberTree(commit, tree)
 	files, err := quarantined(quarantine, known, append(news, commit))
 	if err != nil {
 		return "", nil, err
 	}
 	if cached {
-		if err := r.cache.addLoose(quarantine, files, commit); err != nil {
+		if err := sq.cache.addLoose(quarantine, files, commit); err != nil {
 			return "", nil, fmt.Errorf("put the task's objects into the object cache: %w", err)
 		}
 	}
@@ -208,11 +235,11 @@ func (r *Repo) squashInto(ctx context.Context, quarantine string, cached bool, d
 // writeIndexTree writes the tree of the index idx that git add made from
 // the saved index of the copy at dir, here (indexTree) when this process
 // made the copy at base (the saved index is then base's tree), else by git.
-func (r *Repo) writeIndexTree(ctx context.Context, g git, env []string, quarantine, idx, dir, base string) (tree string, news []string, known bool, err error) {
-	made := r.pool.madeAtOf(dir)
+func (sq *squasher) writeIndexTree(ctx context.Context, g git, env []string, quarantine, idx, dir, base string) (tree string, news []string, known bool, err error) {
+	made := sq.pool.madeAtOf(dir)
 	if made == base {
-		if baseTree, err := r.store.commitTree(base); err == nil {
-			if tree, news, err := r.indexTree(quarantine, idx, filepath.Join(r.states.of(dir), "index"), baseTree); err == nil {
+		if baseTree, err := sq.store.commitTree(base); err == nil {
+			if tree, news, err := sq.indexTree(quarantine, idx, filepath.Join(sq.states.of(dir), "index"), baseTree); err == nil {
 				return tree, news, true, nil
 			}
 		}
@@ -280,16 +307,16 @@ func moveObject(from, to string) error {
 }
 
 // checkSubmodules refuses a copy with anything inside a submodule's path.
-func (r *Repo) checkSubmodules(ctx context.Context, dir, base string) error {
-	if r.store.isPlain(base) {
+func (sq *squasher) checkSubmodules(ctx context.Context, dir, base string) error {
+	if sq.store.isPlain(base) {
 		return nil
 	}
-	subs, err := r.Submodules(ctx, base)
+	subs, err := submodules(ctx, sq.g, base)
 	if err != nil {
 		return err
 	}
 	if len(subs) == 0 {
-		r.store.markPlain(base)
+		sq.store.markPlain(base)
 	}
 	var written []string
 	for _, s := range subs {
