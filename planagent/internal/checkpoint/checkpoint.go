@@ -141,6 +141,9 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 	r.clearStaleKeepLocks(ctx)
 	r.cat = &catFile{g: r.g}
 	r.store = &objectStore{cat: r.cat, objectFormat: r.objectFormat}
+	// The parts last, once the store and the user's config are read: each
+	// gets the settings fixed from here on as values, and the state parts
+	// share (the pool, the keep refs, the quarantines) by pointer.
 	r.copies = &copyMaker{
 		states: r.states, pool: &r.pool, cache: r.cache, store: r.store, cat: r.cat,
 		workTree: r.workTree, copyArgs: r.copyArgs, objectFormat: r.objectFormat,
