@@ -1,7 +1,9 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -246,6 +248,59 @@ func (sq *squasher) writeIndexTree(ctx context.Context, g git, env []string, qua
 	}
 	tree, err = g.runEnv(ctx, env, nil, "write-tree")
 	return tree, nil, false, err
+}
+
+// indexTree writes the tree of the index idx, which git add made from the
+// copy's saved index (saved, the base's, whose tree is baseTree), into the
+// objects directory dir, and returns its id: what `git write-tree` would
+// write, without the process. Only the paths whose entries differ are
+// looked at, and only the trees above them written. news are the objects
+// the new tree has that base's has not: the blobs of the entries that
+// differ and the trees written. errGitCheckout when either index is one
+// this does not read.
+func (sq *squasher) indexTree(dir, idx, saved, baseTree string) (tree string, news []string, err error) {
+	idLen := sq.store.idSize()
+	now, _, err := readIndex(idx, idLen)
+	if err != nil {
+		return "", nil, err
+	}
+	was, _, err := readIndex(saved, idLen)
+	if err != nil {
+		return "", nil, err
+	}
+	set := map[string]entry{}
+	i, j := 0, 0
+	for i < len(was) || j < len(now) {
+		switch {
+		case j == len(now) || (i < len(was) && was[i].Path < now[j].Path):
+			set[was[i].Path] = entry{}
+			i++
+		case i == len(was) || now[j].Path < was[i].Path:
+			set[now[j].Path] = entry{mode: treeMode(now[j].Stat[6]), blob: hex.EncodeToString(now[j].OID)}
+			j++
+		default:
+			if now[j].Stat[6] != was[i].Stat[6] || !bytes.Equal(now[j].OID, was[i].OID) {
+				set[now[j].Path] = entry{mode: treeMode(now[j].Stat[6]), blob: hex.EncodeToString(now[j].OID)}
+			}
+			i++
+			j++
+		}
+	}
+	if len(set) == 0 {
+		return baseTree, nil, nil
+	}
+	for p, e := range set {
+		// A changed gitlink goes to git's write-tree, whose tree the squash
+		// checks for gitlinks the base lacks (newGitlinks).
+		if !plainPath(p) || (e.blob != "" && e.mode != "100644" && e.mode != "100755" && e.mode != "120000") {
+			return "", nil, errGitCheckout
+		}
+		if e.blob != "" && e.mode != "160000" {
+			news = append(news, e.blob)
+		}
+	}
+	tree, err = sq.store.editTree(dir, baseTree, set, &news)
+	return tree, news, err
 }
 
 // quarantined lists the object files in quarantine, as listFiles does.
