@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -150,6 +151,32 @@ func (l Layout) Attempts() string { return filepath.Join(l.Root, "attempts") }
 // Attempt is the copy of the workspace task id works in on its attempt n.
 func (l Layout) Attempt(runID, id string, n int) string {
 	return filepath.Join(l.Attempts(), runID, fmt.Sprintf("%s.%d", id, n))
+}
+
+// AcceptSuffix ends the name of the copy beside an attempt's
+// (<task>.<attempt>.accept) where the acceptance commands run on the tree
+// the attempt merged into.
+const AcceptSuffix = ".accept"
+
+// AttemptOf is the task and attempt whose copy dir is under run runID
+// (Attempt, or the acceptance copy beside it); ok is false for any other
+// directory, the workspace among them. A task id may hold dots: the
+// attempt is the last part.
+func (l Layout) AttemptOf(runID, dir string) (id string, n int, ok bool) {
+	dir = filepath.Clean(dir)
+	if filepath.Dir(dir) != filepath.Join(l.Attempts(), runID) {
+		return "", 0, false
+	}
+	base := strings.TrimSuffix(filepath.Base(dir), AcceptSuffix)
+	i := strings.LastIndexByte(base, '.')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(base[i+1:])
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return base[:i], n, true
 }
 
 // AttemptRel is Attempt relative to Root, with slashes: what a command file

@@ -73,3 +73,32 @@ func TestEnsureNamesTheProblem(t *testing.T) {
 		t.Fatalf("Ensure over a file: %v", err)
 	}
 }
+
+// AttemptOf reads back the task and attempt of an attempt's copy and of
+// its acceptance copy, and nothing else.
+func TestAttemptOf(t *testing.T) {
+	l := Layout{Root: "/v"}
+	tests := []struct {
+		dir string
+		id  string
+		n   int
+		ok  bool
+	}{
+		{dir: l.Attempt("r1", "build", 2), id: "build", n: 2, ok: true},
+		{dir: l.Attempt("r1", "v1.2-api", 13) + AcceptSuffix, id: "v1.2-api", n: 13, ok: true},
+		{dir: l.Attempt("r1", "build", 2) + "/", id: "build", n: 2, ok: true},
+		{dir: l.Attempt("r2", "build", 2)},          // another run's
+		{dir: l.Workspace()},                        // the shared workspace
+		{dir: l.Attempt("r1", "build", 2) + "/sub"}, // inside a copy, not one
+		{dir: "/v/attempts/r1/build"},               // no attempt number
+		{dir: "/v/attempts/r1/build.0"},
+		{dir: "/v/attempts/r1/.3"},
+		{dir: "/v/attempts/r1/build.x.accept"},
+	}
+	for _, tt := range tests {
+		id, n, ok := l.AttemptOf("r1", tt.dir)
+		if id != tt.id || n != tt.n || ok != tt.ok {
+			t.Errorf("AttemptOf(%q) = %q, %d, %v; want %q, %d, %v", tt.dir, id, n, ok, tt.id, tt.n, tt.ok)
+		}
+	}
+}

@@ -61,6 +61,7 @@ Exit codes: 0 completed; 1 failed; 2 bad usage or configuration; 130 interrupted
 		NewCmdHealth(f),
 		NewCmdProbe(f),
 		NewCmdBoundary(f),
+		NewCmdRelay(f),
 		NewCmdRepomap(f),
 		NewCmdMCP(f),
 		cmdutil.NewCmdConfig(f),

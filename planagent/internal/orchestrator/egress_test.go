@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/protocol"
@@ -30,5 +32,40 @@ func TestEgressRefusalsAreOnTheAttemptsResult(t *testing.T) {
 	}
 	if q := st.Info["quiet"].Results; len(q) != 1 || q[0].EgressRefused != nil {
 		t.Errorf("quiet's results %+v, want no refusal", q)
+	}
+}
+
+// lateEgressLog is an egress log that learns of refusals as they happen.
+type lateEgressLog struct {
+	mu  sync.Mutex
+	got map[string][]string
+}
+
+func (e *lateEgressLog) Refused(name string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.got[name])
+}
+
+// A refusal of the task's acceptance command, which runs after the
+// attempt's report, is on that attempt's result too.
+func TestEgressRefusalsOfTheAcceptanceCommandAreOnTheResult(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report { return completed(c) })
+	log := &lateEgressLog{got: map[string][]string{}}
+	rt.exec = func(command string) attempt.ExecResult {
+		log.mu.Lock()
+		log.got[attempt.Name("fetch", 1)] = []string{"CONNECT proxy.golang.org:443 refused: not in the egress allow-list"}
+		log.mu.Unlock()
+		return attempt.ExecResult{Output: "go: downloading failed: 403", ExitCode: 0}
+	}
+	st := newTestState(t, plan.Task{ID: "fetch", Description: "get a module", Acceptance: []string{"go test ./..."}})
+	o := New(Options{Layout: l, Runtime: rt, Egress: log})
+	if err := o.Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	res := st.Info["fetch"].Results
+	if len(res) != 1 || len(res[0].EgressRefused) != 1 || !strings.Contains(res[0].EgressRefused[0], "proxy.golang.org") {
+		t.Errorf("fetch's results %+v, want attempt 1 with the acceptance command's refusal", res)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
@@ -282,7 +283,7 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 	}
 	// The acceptance commands see the merged tree, not the attempt's copy:
 	// what passes is what the user gets.
-	dir := job.dir + ".accept"
+	dir := job.dir + volume.AcceptSuffix
 	after = func() {
 		remove := repo.RemoveCopy
 		if out.Failure == "" {

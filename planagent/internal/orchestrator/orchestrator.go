@@ -404,12 +404,15 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		case next.EvAccepted:
 			r.accepting--
 			r.info(ev.ID).Result(r.info(ev.ID).Attempt).Acceptance = ev.Output
+			// The acceptance commands go out through the egress proxy too.
+			r.noteEgress(ev.ID, r.info(ev.ID).Attempt)
 		case next.EvMerged:
 			r.accepting--
 			r.merging = false
 			if r.lastMerge.id == ev.ID {
 				res := r.info(ev.ID).Result(r.lastMerge.attempt)
 				res.Ref, res.Acceptance = ev.Kept, ev.Acceptance
+				r.noteEgress(ev.ID, r.lastMerge.attempt)
 			}
 		case next.EvCopied:
 			r.copying -= len(ev.IDs)

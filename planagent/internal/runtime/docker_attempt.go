@@ -82,7 +82,7 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 		return err
 	}
 	// Its way out under closed egress ends with the token.
-	out, err := d.openNet(a.TaskID, a.Attempt)
+	out, err := d.openNet(netAttempt, a.TaskID, a.Attempt)
 	if err != nil {
 		revoke()
 		_ = removeTree(aio.l.Root)

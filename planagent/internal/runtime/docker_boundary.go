@@ -114,7 +114,7 @@ func (d *Docker) verifyBoundary(ctx context.Context) (Boundary, error) {
 		return Boundary{}, err
 	}
 	defer revoke()
-	way, err := d.openNet("", 0)
+	way, err := d.openNet(netProbe, "", 0)
 	if err != nil {
 		return Boundary{}, err
 	}

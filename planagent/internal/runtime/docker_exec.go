@@ -39,6 +39,14 @@ const (
 // of the model settings: acceptance commands don't need them and their
 // output is shown to people and to the LLM. It is removed afterwards.
 //
+// Under closed egress the container has no network, like an attempt's,
+// and reaches what the run's allow-list names through the egress proxy:
+// `codingagent relay` is its first process and runs the command as its
+// child, so exit code and output are the command's. There is no model
+// gateway. Refusals are reported under the task and attempt whose copy dir
+// is (volume.Layout.AttemptOf); in the shared workspace (a run without
+// checkpoints) they are the run's, with no task.
+//
 // With a compose watcher serving the volumes the command runs in it
 // instead (docker exec), as the compose user set it up.
 func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
@@ -61,6 +69,18 @@ func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Dur
 		cmd:        []string{},
 		workdir:    workdir,
 		mounts:     []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: workdir}},
+	}
+	task, attempt, _ := d.opts.Volumes.AttemptOf(d.opts.RunID, dir)
+	way, err := d.openNet(netExec, task, attempt)
+	if err != nil {
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
+	}
+	// Deferred first, so it runs last: the sockets outlive the container.
+	defer way.close()
+	if way != nil {
+		s.entrypoint = append([]string{agentBinary, "relay", "--"}, s.entrypoint...)
+		s.env = envList(relayEnv(false))
+		s.mounts = append(s.mounts, way.mounts()...)
 	}
 	c, err := d.runContainer(ctx, s, nil)
 	if err != nil {

@@ -3,11 +3,13 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/moby/moby/api/types/mount"
@@ -53,6 +55,15 @@ func relayEnv(withGateway bool) map[string]string {
 	}
 }
 
+// envList is vars as KEY=VALUE in the order of the keys.
+func envList(vars map[string]string) []string {
+	out := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		out = append(out, k+"="+vars[k])
+	}
+	return out
+}
+
 // attemptNet is one container's way out under closed egress: its sockets
 // and their servers, ended with the container.
 type attemptNet struct {
@@ -61,13 +72,25 @@ type attemptNet struct {
 	mount   mount.Mount
 }
 
+// netUse is what a container's way out serves: an attempt (the model
+// gateway and the egress proxy), an acceptance command (the proxy alone:
+// the command has no model settings) or a probe, whose refusals are
+// expected and are not reported as the run's.
+type netUse int
+
+const (
+	netAttempt netUse = iota
+	netExec
+	netProbe
+)
+
 // openNet serves the model gateway and the egress proxy on unix sockets in
 // a new directory for one container (task and attempt name it in the log
-// and the refusals; task "" is a probe, whose refusals are expected and
-// are not reported as the run's); nil under open egress. The directory is under the system's
-// temporary directory, not the volumes: a unix socket's path is limited to
-// about 100 bytes.
-func (d *Docker) openNet(task string, attempt int) (*attemptNet, error) {
+// and the refusals; an acceptance command in the shared workspace has no
+// task: its refusals are the run's); nil under open egress. The directory
+// is under the system's temporary directory, not the volumes: a unix
+// socket's path is limited to about 100 bytes.
+func (d *Docker) openNet(use netUse, task string, attempt int) (*attemptNet, error) {
 	if !d.closed() {
 		return nil, nil
 	}
@@ -78,12 +101,12 @@ func (d *Docker) openNet(task string, attempt int) (*attemptNet, error) {
 	n := &attemptNet{dir: dir, mount: mount.Mount{Type: mount.TypeBind, Source: dir, Target: relayDir, ReadOnly: true}}
 	proxy := egress.New(egress.Options{Policy: d.egress, Logger: d.log.With("task", task, "attempt", attempt),
 		OnRefuse: func(r egress.Refusal) {
-			if d.opts.EgressRefused != nil && task != "" {
+			if d.opts.EgressRefused != nil && use != netProbe {
 				d.opts.EgressRefused(task, attempt, r)
 			}
 		}})
 	handlers := map[string]http.Handler{proxySock: proxy}
-	if d.opts.Gateway != nil {
+	if d.opts.Gateway != nil && use != netExec {
 		handlers[gatewaySock] = d.opts.Gateway
 	}
 	for name, h := range handlers {

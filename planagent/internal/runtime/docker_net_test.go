@@ -72,7 +72,7 @@ func TestOpenNetServesTheProxyAndGatewayOnSockets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := d.openNet("t1", 2)
+	n, err := d.openNet(netAttempt, "t1", 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func (d *Docker) preflight(ctx context.Context, compose string) error {
 		return err
 	}
 	defer revoke()
-	way, err := d.openNet("", 0)
+	way, err := d.openNet(netProbe, "", 0)
 	if err != nil {
 		return err
 	}
