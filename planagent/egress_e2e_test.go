@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -200,5 +201,91 @@ func TestE2EDockerEgressOpenRecordsTheOpenBoundary(t *testing.T) {
 	status, _, _ := e.run("status", "--json")
 	if !strings.Contains(status, "the host's bridge gateway, directly") {
 		t.Errorf("status --json does not say the open network reaches the host's bridge:\n%s", status)
+	}
+}
+
+// Closed egress holds for the acceptance commands too, and opens to what
+// the run allows: in the acceptance container (no network of its own,
+// `codingagent relay` as its first process) an allowed name is reached
+// through the egress proxy, a name not allowed is refused with the
+// refusal an event of the task and attempt and on the attempt's result,
+// and the host's loopback, the bridge's gateway and the metadata address
+// are out of reach directly and through the proxy.
+func TestE2EDockerEgressAcceptanceCommandsGoThroughTheProxy(t *testing.T) {
+	dockerE2E(t)
+	allowed := serveCounting(t, "127.0.0.1:0", "ALLOWED-BODY")
+	loop := serveCounting(t, "127.0.0.1:0", "LOOPBACK-SECRET")
+	bridge := serveCounting(t, "172.17.0.1:0", "BRIDGE-SECRET")
+	// Each try must end as the script says: busybox wget exits 1 when the
+	// proxy or the network turns it away; any other code (a crash) shows
+	// nothing about the boundary and fails the check.
+	tries := []string{
+		fmt.Sprintf("wget -q -O /tmp/got http://allowed.test:%d/ && grep -q ALLOWED-BODY /tmp/got || exit 10", allowed.port),
+		fmt.Sprintf("wget -q -O- http://denied.test:%d/; test $? = 1 || exit 11", allowed.port),
+		fmt.Sprintf("wget -q -O- http://127.0.0.1:%d/; test $? = 1 || exit 12", loop.port),
+		fmt.Sprintf("wget -q -O- -Y off http://127.0.0.1:%d/; test $? = 1 || exit 13", loop.port),
+		fmt.Sprintf("wget -q -O- http://172.17.0.1:%d/; test $? = 1 || exit 14", bridge.port),
+		fmt.Sprintf("wget -q -O- -Y off http://172.17.0.1:%d/; test $? = 1 || exit 15", bridge.port),
+		"wget -q -O- -Y off http://169.254.169.254/latest/meta-data/; test $? = 1 || exit 16",
+		"echo ACCEPTANCE-DONE",
+	}
+	ws := filepath.Join(t.TempDir(), "ws")
+	writeFile(t, ws, "notes.txt", "one\n")
+	gitIn(t, ws, "init", "-q", "-b", "main")
+	gitIn(t, ws, "add", "-A")
+	gitIn(t, ws, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "-m", "the user's commit")
+	acceptance, err := json.Marshal([]string{strings.Join(tries, "\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeModel{tasks: []scriptTask{{token: "TOKEN-FETCH",
+		steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "a.txt", "content": "a\n"})}}}}
+	e := newDockerRunEnv(t, f)
+	writeFile(t, e.dir, "plan.json", `{"title":"fetch","overview":"x","tasks":[{"id":"fetch","title":"Fetch","description":"TOKEN-FETCH: write a file",`+
+		`"dependencies":[],"acceptance":`+string(acceptance)+`}]}`)
+	e.env = append(e.env, "CODEAGENT_EGRESS_HOSTS=allowed.test=127.0.0.1")
+
+	cmd := e.command("run", "--runtime", "docker", "--yes", "--json", "--egress", "allowed.test",
+		"--workspace", ws, "--plan", filepath.Join(e.dir, "plan.json"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		status, _, _ := e.run("status", "--json")
+		t.Fatalf("planagent: %v\nstderr:\n%s\nstatus:\n%s", err, errb.String(), status)
+	}
+	if allowed.hits.Load() == 0 {
+		t.Error("the allowed name was not reached through the proxy")
+	}
+	if loop.hits.Load() != 0 || bridge.hits.Load() != 0 {
+		t.Errorf("a host service was reached: loopback hits %d, bridge hits %d", loop.hits.Load(), bridge.hits.Load())
+	}
+	refused := map[string]bool{}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev struct {
+			Type   string         `json:"type"`
+			TaskID string         `json:"task_id"`
+			Data   map[string]any `json:"data"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Type != "egress_refused" {
+			continue
+		}
+		if ev.TaskID != "fetch" || fmt.Sprint(ev.Data["attempt"]) != "1" {
+			t.Errorf("a refusal not named task fetch, attempt 1: %s", sc.Text())
+		}
+		refused[fmt.Sprint(ev.Data["host"])+":"+fmt.Sprint(ev.Data["port"])] = true
+	}
+	for _, want := range []string{"denied.test:" + strconv.Itoa(allowed.port), "127.0.0.1:" + strconv.Itoa(loop.port), "172.17.0.1:" + strconv.Itoa(bridge.port)} {
+		if !refused[want] {
+			t.Errorf("no egress_refused event for %s; got %v\nstderr:\n%s", want, refused, errb.String())
+		}
+	}
+	status, _, code := e.run("status", "--json")
+	if code != 0 || !strings.Contains(status, "ACCEPTANCE-DONE") {
+		t.Errorf("status --json (exit %d) lacks the acceptance command's output:\n%s", code, status)
+	}
+	if !strings.Contains(status, `"egress_refused"`) || !strings.Contains(status, "denied.test:"+strconv.Itoa(allowed.port)) {
+		t.Errorf("status --json does not carry the acceptance command's refusals on the attempt's result:\n%s", status)
 	}
 }
