@@ -15,6 +15,7 @@ import (
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/codingagent/internal/watch"
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/toolset"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -107,6 +108,7 @@ func runWatch(cmd *cobra.Command, f *cmdutil.Factory, opts *watchOptions) error 
 		Agent:         agent.Configured(&cfg),
 		RepoMapTokens: cfg.RepoMapTokens,
 		Tools:         shellOptions(cfg, servers),
+		EgressProxy:   f.Getenv(config.EgressProxyEnv),
 		MCP:           servers,
 		Warn:          func(line string) { logger.Warn(line) },
 		Exclude:       workspaceExclude(f, layout),

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
+	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/mcp"
@@ -29,6 +31,10 @@ type AgentConfig struct {
 	// runner adds the client, tools, workspace and session of each task.
 	Agent         agent.Options
 	Tools         tools.Options
+	// EgressProxy is the egress proxy of planagent's local runtime
+	// (config.EgressProxyEnv); each task's commands get it under the
+	// attempt's name. "" leaves the proxy settings as they are.
+	EgressProxy string
 	Stream        bool // token events in the events file
 	RepoMapTokens int  // repo map budget in the system prompt; 0 = no map and no repo_map tool
 	// MCP are the MCP servers, started at the first task and shared by all
@@ -89,12 +95,16 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 		return nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
 	ws.Exclude(r.cfg.Exclude...)
+	shell, err := r.shellOptions(cmd)
+	if err != nil {
+		return nil, err
+	}
 	if cmd.Setup != "" {
-		if rep, err := r.setup(ctx, cmd, ws, ev); rep != nil || err != nil {
+		if rep, err := r.setup(ctx, cmd, ws, shell, ev); rep != nil || err != nil {
 			return rep, err
 		}
 	}
-	o := toolset.Options{Workspace: ws, Shell: r.cfg.Tools, RepoMapTokens: r.cfg.RepoMapTokens, RepoMapCache: r.cfg.Layout.RepoMapCache()}
+	o := toolset.Options{Workspace: ws, Shell: shell, RepoMapTokens: r.cfg.RepoMapTokens, RepoMapCache: r.cfg.Layout.RepoMapCache()}
 	if cmd.Workspace != "" {
 		o.RepoMapKey = toolset.AttemptsRepoMapKey
 	}
@@ -159,6 +169,23 @@ func (r *AgentRunner) Run(ctx context.Context, cmd *protocol.Command, systemCont
 	return rep, nil
 }
 
+// shellOptions are the tools' options for cmd's commands: with the local
+// runtime's egress proxy under the attempt's name, so that the proxy,
+// which every attempt of this watcher shares, knows whose request it
+// refused.
+func (r *AgentRunner) shellOptions(cmd *protocol.Command) (tools.Options, error) {
+	o := r.cfg.Tools
+	if r.cfg.EgressProxy == "" {
+		return o, nil
+	}
+	env, err := config.AttemptProxyEnv(r.cfg.EgressProxy, cmd.ID, cmd.Attempt)
+	if err != nil {
+		return o, err
+	}
+	o.Env = append(slices.Clone(o.Env), env...)
+	return o, nil
+}
+
 // modelFailure goes with a failed report whose cause was a model call:
 // the report says it all; the watcher only looks at the cause.
 type modelFailure struct{ err error }
@@ -217,14 +244,14 @@ const setupTimeout = 30 * time.Minute
 // setup runs the command's setup in the workspace before the agent
 // starts, its output in the task's events (the task's log). A report comes
 // back only when it failed: the attempt failed, with the setup's tail.
-func (r *AgentRunner) setup(ctx context.Context, cmd *protocol.Command, ws *tools.Workspace, ev events.Sink) (*protocol.Report, error) {
+func (r *AgentRunner) setup(ctx context.Context, cmd *protocol.Command, ws *tools.Workspace, shell tools.Options, ev events.Sink) (*protocol.Report, error) {
 	timeout := time.Duration(cmd.Timeout)
 	if timeout <= 0 {
 		timeout = setupTimeout
 	}
 	ev.Emit(events.Event{Type: events.Log, Text: "setup: $ " + cmd.Setup})
 	start := time.Now()
-	res, err := tools.Shell(ctx, ws, r.cfg.Tools, cmd.Setup, timeout)
+	res, err := tools.Shell(ctx, ws, shell, cmd.Setup, timeout)
 	if res.Output != "" {
 		ev.Emit(events.Event{Type: events.Log, Text: "setup: " + res.Output})
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
@@ -81,6 +82,12 @@ func (s *session) egressRefused(runID string) func(task string, attempt int, r e
 // tools at it. It is advice, not a wall: the agent is a process of this
 // host and can open any socket it likes (docs/egress.md). nil under
 // egress: open.
+//
+// One watcher runs every attempt, so one proxy serves them all: the
+// watcher gives each attempt's commands the proxy's URL with the
+// attempt's name as its user (config.EgressProxyEnv), which comes back in
+// Proxy-Authorization and names the refusal's task and attempt. A request
+// without it (the watcher's own, an MCP server's) is the run's.
 func (s *session) localEgressProxy(p *egress.Policy, runID string) ([]string, error) {
 	if p.IsOpen() {
 		return nil, nil
@@ -91,7 +98,10 @@ func (s *session) localEgressProxy(p *egress.Policy, runID string) ([]string, er
 	}
 	refused := s.egressRefused(runID)
 	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second,
-		Handler: egress.New(egress.Options{Policy: p, Logger: s.logger, OnRefuse: func(r egress.Refusal) { refused("", 0, r) }})}
+		Handler: egress.New(egress.Options{Policy: p, Logger: s.logger, OnRefuse: func(r egress.Refusal) {
+			task, n, _ := attempt.ParseName(r.Client)
+			refused(task, n, r)
+		}})}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger.Error("the egress proxy stopped serving", "err", err)
@@ -100,7 +110,7 @@ func (s *session) localEgressProxy(p *egress.Policy, runID string) ([]string, er
 	url := "http://" + l.Addr().String()
 	noProxy := "localhost,127.0.0.1,::1"
 	return []string{"HTTPS_PROXY=" + url, "https_proxy=" + url, "HTTP_PROXY=" + url, "http_proxy=" + url,
-		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy}, nil
+		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy, config.EgressProxyEnv + "=" + url}, nil
 }
 
 // boundaryOf is the runtime's record of its attempts' boundary: the

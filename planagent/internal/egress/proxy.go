@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +31,11 @@ type Refusal struct {
 	Host   string // as asked: a name or an address
 	Port   int
 	Reason string
+	// Client is the user name the client sent in Proxy-Authorization (Basic),
+	// "" when none: the local runtime's watcher names each attempt so
+	// (config.AttemptProxyEnv). A label, not a credential: nothing is
+	// admitted or refused for it.
+	Client string
 }
 
 func (r Refusal) String() string {
@@ -95,7 +102,9 @@ func New(opts Options) *Proxy {
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			var ref *refusedError
 			if errors.As(err, &ref) {
-				p.refused(w, ref.r)
+				// r is the request as sent on, without Proxy-Authorization.
+				client, _ := r.Context().Value(clientKey{}).(string)
+				p.refused(w, client, ref.r)
 				return
 			}
 			http.Error(w, "codeagent egress proxy: "+r.URL.Host+": "+err.Error(), http.StatusBadGateway)
@@ -123,10 +132,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		port, _ = strconv.Atoi(ps)
 	}
 	if ref := p.methodRefused(r.Method, r.URL.Hostname(), port); ref != nil {
-		p.refused(w, ref.r)
+		p.refused(w, clientOf(r), ref.r)
 		return
 	}
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), methodKey{}, r.Method)))
+	ctx := context.WithValue(r.Context(), methodKey{}, r.Method)
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, clientKey{}, clientOf(r))))
 }
 
 // methodRefused is the refusal of a request whose host the allow-list
@@ -156,7 +166,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var ref *refusedError
 		if errors.As(err, &ref) {
-			p.refused(w, ref.r)
+			p.refused(w, clientOf(r), ref.r)
 			return
 		}
 		http.Error(w, "codeagent egress proxy: "+err.Error(), http.StatusBadGateway)
@@ -186,7 +196,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	host, port := hostPort(target)
 	checked := newCheckedConn(client, pending, host, func(reason string) {
-		p.refusedTunnel(Refusal{Method: http.MethodConnect, Host: host, Port: port, Reason: reason})
+		p.refusedTunnel(Refusal{Method: http.MethodConnect, Host: host, Port: port, Reason: reason, Client: clientOf(r)})
 	})
 	splice.Conns(checked, upstream)
 }
@@ -207,6 +217,10 @@ func (p *Proxy) dialContext(ctx context.Context, _, addr string) (net.Conn, erro
 }
 
 type methodKey struct{}
+
+// clientKey carries clientOf the request to the reverse proxy's error
+// handler, which sees the request without its hop-by-hop headers.
+type clientKey struct{}
 
 // dial checks hostport against the policy, resolves it and connects to the
 // first admitted address.
@@ -303,15 +317,35 @@ func (p *Proxy) extra(a netip.Addr) bool {
 	return false
 }
 
-func (p *Proxy) refused(w http.ResponseWriter, r Refusal) {
+func (p *Proxy) refused(w http.ResponseWriter, client string, r Refusal) {
+	r.Client = client
 	p.refusedTunnel(r)
 	http.Error(w, "codeagent egress proxy: "+r.String(), http.StatusForbidden)
+}
+
+// clientOf is the user name of req's Proxy-Authorization: Basic, "" when
+// there is none. Read leniently (busybox wget sends a user alone without
+// its colon): it only labels the refusal.
+func clientOf(req *http.Request) string {
+	scheme, cred, ok := strings.Cut(req.Header.Get("Proxy-Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return ""
+	}
+	user, _, _ := strings.Cut(string(raw), ":")
+	if u, err := url.PathUnescape(user); err == nil {
+		user = u
+	}
+	return user
 }
 
 // refusedTunnel logs and reports a refusal that has no HTTP answer: a
 // tunnel already established is closed instead.
 func (p *Proxy) refusedTunnel(r Refusal) {
-	p.log.Warn("egress refused", "method", r.Method, "host", r.Host, "port", r.Port, "reason", r.Reason)
+	p.log.Warn("egress refused", "method", r.Method, "host", r.Host, "port", r.Port, "reason", r.Reason, "client", r.Client)
 	if p.opts.OnRefuse != nil {
 		p.opts.OnRefuse(r)
 	}

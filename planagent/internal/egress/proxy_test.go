@@ -497,3 +497,68 @@ func TestMethodRules(t *testing.T) {
 		t.Errorf("the CONNECT refusal does not say why: %+v", got)
 	}
 }
+
+// A client that names itself in Proxy-Authorization (the local runtime's
+// attempts do, config.AttemptProxyEnv) is named on its refusals, for plain
+// http, CONNECT and a method rule alike; the name never reaches the
+// upstream; a client without it, or with another scheme, is "".
+func TestRefusalsNameTheClient(t *testing.T) {
+	var upstreamAuth []string
+	var mu sync.Mutex
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		upstreamAuth = append(upstreamAuth, r.Header.Get("Proxy-Authorization"))
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	defer backend.Close()
+	p := port(t, backend.URL)
+	proxy, seen := start(t, []string{"allowed.test", "GET only-get.test"}, []string{"allowed.test=127.0.0.1", "only-get.test=127.0.0.1"}, fakeDNS{})
+	named := *proxy
+	named.User = url.UserPassword("build.api.3", "attempt")
+	c := viaProxy(&named, nil)
+	get := func(c *http.Client, method, target string) int {
+		req, err := http.NewRequest(method, target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0 // a refused CONNECT is an error of the client's
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(c, http.MethodGet, "http://allowed.test:"+p+"/"); code != http.StatusOK {
+		t.Fatalf("allowed: %d", code)
+	}
+	get(c, http.MethodGet, "http://denied.test:"+p+"/")
+	get(c, http.MethodGet, "https://denied.test:"+p+"/")
+	get(c, http.MethodPost, "http://only-get.test:"+p+"/")
+	get(viaProxy(proxy, nil), http.MethodGet, "http://denied.test:"+p+"/")
+	// busybox wget sends the userinfo as it is, without decoding it.
+	raw, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(raw, "GET http://denied.test:%s/ HTTP/1.1\r\nHost: denied.test\r\nProxy-Authorization: Basic %s\r\nConnection: close\r\n\r\n",
+		p, "Zml4LjI=") // "fix.2", no colon
+	_, _ = io.Copy(io.Discard, raw)
+	raw.Close()
+
+	var got []string
+	for _, r := range seen.list() {
+		got = append(got, r.Method+" "+r.Host+" "+r.Client)
+	}
+	want := []string{"GET denied.test build.api.3", "CONNECT denied.test build.api.3", "POST only-get.test build.api.3", "GET denied.test ", "GET denied.test fix.2"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("refusals %q, want %q", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range upstreamAuth {
+		if a != "" {
+			t.Errorf("the upstream got Proxy-Authorization %q", a)
+		}
+	}
+}

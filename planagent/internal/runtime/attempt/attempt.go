@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,20 @@ func (a Attempt) Name() string { return Name(a.TaskID, a.Attempt) }
 
 // Name is the gateway name of attempt n of task id.
 func Name(id string, n int) string { return fmt.Sprintf("%s.%d", id, n) }
+
+// ParseName is the task and attempt of a Name; ok is false for anything
+// else. A task id may hold dots: the attempt is the last part.
+func ParseName(name string) (id string, n int, ok bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(name[i+1:])
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return name[:i], n, true
+}
 
 // Exit is an agent dying before it reported: the attempt of TaskID, or the
 // shared watcher serving every task when TaskID is "".
