@@ -29,12 +29,12 @@ type AgentConfig struct {
 	Layout volume.Layout    // workspace, sessions dir and memory file
 	// Agent are the configured agent settings (agent.Configured); the
 	// runner adds the client, tools, workspace and session of each task.
-	Agent         agent.Options
-	Tools         tools.Options
+	Agent agent.Options
+	Tools tools.Options
 	// EgressProxy is the egress proxy of planagent's local runtime
 	// (config.EgressProxyEnv); each task's commands get it under the
 	// attempt's name. "" leaves the proxy settings as they are.
-	EgressProxy string
+	EgressProxy   string
 	Stream        bool // token events in the events file
 	RepoMapTokens int  // repo map budget in the system prompt; 0 = no map and no repo_map tool
 	// MCP are the MCP servers, started at the first task and shared by all
