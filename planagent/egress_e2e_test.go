@@ -289,3 +289,50 @@ func TestE2EDockerEgressAcceptanceCommandsGoThroughTheProxy(t *testing.T) {
 		t.Errorf("status --json does not carry the acceptance command's refusals on the attempt's result:\n%s", status)
 	}
 }
+
+// The local runtime's one watcher runs every attempt through one egress
+// proxy: each attempt's commands name it there, so a refusal is an event
+// of its task and attempt, and on that attempt's result, as in docker.
+func TestE2ELocalEgressRefusalNamesTheTaskAndAttempt(t *testing.T) {
+	allowed := serveCounting(t, "127.0.0.1:0", "ALLOWED-BODY")
+	line := fmt.Sprintf("curl -sS http://allowed.test:%d/; echo; curl -sS http://denied.test:%d/; echo CURL-EXIT=$?", allowed.port, allowed.port)
+	plan := `{"title":"Egress","overview":"x","tasks":[{"id":"reach","description":"TOKEN-REACH: try the network, then write done.txt","dependencies":[]}]}`
+	f := &fakeModel{started: make(chan string, 4)}
+	e := newRunEnv(t, f)
+	f.setScript(plan, []scriptTask{{token: "TOKEN-REACH", steps: []llmtest.ToolCall{
+		llmtest.Call("shell_exec", map[string]any{"command": line}),
+		llmtest.Call("write_file", map[string]any{"path": "done.txt", "content": "done\n"}),
+	}}})
+	e.env = append(e.env, "CODEAGENT_EGRESS_HOSTS=allowed.test=127.0.0.1")
+	cmd := e.command("run", "--yes", "--json", "--egress", "allowed.test", "reach out")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("planagent: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	if allowed.hits.Load() == 0 {
+		t.Error("the allowed name was not reached through the proxy")
+	}
+	var refusals []string
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev struct {
+			Type   string         `json:"type"`
+			TaskID string         `json:"task_id"`
+			Data   map[string]any `json:"data"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Type != "egress_refused" {
+			continue
+		}
+		refusals = append(refusals, fmt.Sprintf("%s.%v %v:%v", ev.TaskID, ev.Data["attempt"], ev.Data["host"], ev.Data["port"]))
+	}
+	want := fmt.Sprintf("reach.1 denied.test:%d", allowed.port)
+	if len(refusals) != 1 || refusals[0] != want {
+		t.Errorf("egress_refused events %q, want one: %q\nstderr:\n%s", refusals, want, errb.String())
+	}
+	status, _, code := e.run("status", "--json")
+	if code != 0 || !strings.Contains(status, `"egress_refused"`) || !strings.Contains(status, "denied.test:"+strconv.Itoa(allowed.port)) {
+		t.Errorf("status --json (exit %d) does not carry the attempt's refusal:\n%s", code, status)
+	}
+}
