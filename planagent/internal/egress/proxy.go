@@ -345,7 +345,11 @@ func clientOf(req *http.Request) string {
 // refusedTunnel logs and reports a refusal that has no HTTP answer: a
 // tunnel already established is closed instead.
 func (p *Proxy) refusedTunnel(r Refusal) {
-	p.log.Warn("egress refused", "method", r.Method, "host", r.Host, "port", r.Port, "reason", r.Reason, "client", r.Client)
+	args := []any{"method", r.Method, "host", r.Host, "port", r.Port, "reason", r.Reason}
+	if r.Client != "" {
+		args = append(args, "client", r.Client)
+	}
+	p.log.Warn("egress refused", args...)
 	if p.opts.OnRefuse != nil {
 		p.opts.OnRefuse(r)
 	}

@@ -3,7 +3,11 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +26,7 @@ import (
 	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/egress"
 )
 
 const (
@@ -547,4 +552,52 @@ func TestDockerImageMissing(t *testing.T) {
 			t.Errorf("image %s: err = %v, want ErrImageMissing naming it and %q", image, err, want)
 		}
 	}
+}
+
+// TestDockerExecClosedEgress: on the real engine, an acceptance command
+// under closed egress (no network; codingagent relay as the container's
+// first process, mounted into an image without it) reaches an allowed
+// name through the egress proxy, is refused another with the refusal
+// heard under the copy's task and attempt, keeps its exit code, and is
+// still killed at its timeout.
+func TestDockerExecClosedEgress(t *testing.T) {
+	cli := e2eEngine(t)
+	testImages(t, cli)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ALLOWED-BODY") }))
+	defer backend.Close()
+	port := backend.Listener.Addr().(*net.TCPAddr).Port
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	runID := testRunID(t, cli)
+	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid())
+	pol, err := egress.Parse([]string{"allowed.test"}, []string{"allowed.test=127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var heard []string
+	opts.Egress = pol
+	opts.EgressRefused = func(task string, n int, r egress.Refusal) {
+		mu.Lock()
+		heard = append(heard, fmt.Sprintf("%s.%d %s:%d", task, n, r.Host, r.Port))
+		mu.Unlock()
+	}
+	d := startDocker(t, opts)
+	dir := l.Attempt(runID, "t1", 2) + volume.AcceptSuffix
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Exec(t.Context(), dir, fmt.Sprintf("wget -q -O- http://allowed.test:%d/ && echo && wget -q -O- http://denied.test:%d/; echo denied-exit=$?; exit 3", port, port), time.Minute)
+	if err != nil || res.ExitCode != 3 || !strings.Contains(res.Output, "ALLOWED-BODY") || !strings.Contains(res.Output, "denied-exit=1") {
+		t.Fatalf("Exec = %+v, %v; want exit 3, the allowed body and wget's refusal (1)", res, err)
+	}
+	mu.Lock()
+	if want := fmt.Sprintf("t1.2 denied.test:%d", port); len(heard) != 1 || heard[0] != want {
+		t.Errorf("refusals heard %q, want %q", heard, want)
+	}
+	mu.Unlock()
+	res, err = d.Exec(t.Context(), dir, "sleep 30", time.Second)
+	if err != nil || res.ExitCode != timeoutExitCode || !strings.Contains(res.Output, "timed out after 1s") {
+		t.Fatalf("timed-out command = %+v, %v", res, err)
+	}
+	waitGone(t, cli, runID)
 }
