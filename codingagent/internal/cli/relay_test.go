@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -41,9 +40,7 @@ func TestRelayRunsTheCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if err := relay.Start(ctx, pairs, slog.New(slog.DiscardHandler)); err != nil {
+	if err := relay.Start(t.Context(), pairs, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{relay.Env: spec}
