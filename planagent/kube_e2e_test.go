@@ -297,6 +297,12 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 	if jobs < 3 {
 		t.Errorf("attempt jobs seen: %d, want at least one per task", jobs)
 	}
+	// Nothing secret goes to the pods (no MCP variable): no Secret at all.
+	for name := range specs {
+		if strings.HasPrefix(name, "secret/ca-") {
+			t.Errorf("the run made %s though its pods take nothing from a Secret", name)
+		}
+	}
 	if !strings.Contains(stderr, "the model gateway serves the attempts' pods") {
 		t.Errorf("planagent did not say where its gateway serves the pods:\n%s", stderr)
 	}
@@ -433,4 +439,55 @@ func TestE2EKubeInterruptCleansUp(t *testing.T) {
 		t.Errorf("an interrupted run exited 0\n%s", errb.String())
 	}
 	// assertNothingLeft (the env's cleanup) checks the cluster.
+}
+
+// run --check on kubernetes: the image check and the boundary probe under
+// the run's NetworkPolicy, then the verdict on stdout and exit 0, with no
+// plan asked of the model and nothing left in the cluster. This cluster's
+// bridge CNI does not enforce NetworkPolicy: its verdict is the warning,
+// on a cluster whose plugin does, "verified".
+func TestE2EKubeRunCheckReportsTheBoundary(t *testing.T) {
+	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	e := kubeRunEnv(t, f)
+	k := kubeUp
+	start := time.Now()
+	out, stderr, code := e.run("run", "--check")
+	if code != 0 {
+		t.Fatalf("run --check: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	t.Logf("run --check on kubernetes: %s", time.Since(start).Round(time.Millisecond))
+	line := strings.TrimSpace(out)
+	switch {
+	case line == "boundary: verified":
+	case strings.HasPrefix(line, "boundary: egress not enforced by this cluster: "):
+		// What the pod reached is named, and the fix.
+		if !strings.Contains(line, "beside planagent") || !strings.Contains(line, "NetworkPolicy") {
+			t.Errorf("the verdict does not say what the probe reached and what to do: %q", line)
+		}
+		if !strings.Contains(stderr, "does not enforce the run's NetworkPolicy") {
+			t.Errorf("no warning that the cluster does not enforce the policy:\nstderr:\n%s", stderr)
+		}
+	default:
+		t.Errorf("run --check printed %q, want the boundary's verdict\nstderr:\n%s", line, stderr)
+	}
+	if strings.Contains(out+stderr, e2eKey) {
+		t.Error("planagent's output holds the API key")
+	}
+	// The probe's token went through the gateway; no plan was asked for.
+	for _, r := range e.srv.Requests() {
+		if hasTool(r, "create_plan") {
+			t.Error("run --check asked the model for a plan (a request offering create_plan)")
+		}
+	}
+	if r := e.srv.Rejections(); len(r) != 0 {
+		t.Errorf("the strict server rejected requests: %v", r)
+	}
+	ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"})
+	if err != nil || len(ps.Items) != 0 {
+		t.Errorf("network policies left after run --check: %v (%v)", ps, err)
+	}
+	if _, err := os.Stat(e.volumes + "/reports/summary.md"); err == nil {
+		t.Error("run --check wrote a summary: it should plan and run nothing")
+	}
+	// assertNothingLeft (the env's cleanup): no Job, pod or Secret.
 }

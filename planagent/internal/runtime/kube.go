@@ -156,7 +156,7 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 	if _, err := c.Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 		switch {
 		case apierrors.IsForbidden(err):
-			return nil, fmt.Errorf("%w: list jobs in namespace %s at %s is forbidden: bind the Role of docs/kubernetes.md (jobs, pods, pods/exec, pods/log, secrets): %w", ErrClusterUnreachable, ns, where, err)
+			return nil, fmt.Errorf("%w: list jobs in namespace %s at %s is forbidden: bind the Role of docs/kubernetes.md (jobs, pods, pods/exec, pods/log, networkpolicies): %w", ErrClusterUnreachable, ns, where, err)
 		case apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("%w: namespace %s not found at %s: create it or pass --namespace: %w", ErrClusterUnreachable, ns, where, err)
 		default:
@@ -226,6 +226,8 @@ func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, err
 		exited: make(chan Exit, 16), secret: opts.Secret, attempts: make(map[string]*kubeAttempt), orphans: make(map[string]*batchv1.Job),
 		granted: make(map[string]func())}
 	if k.secret == "" {
+		// Named even when it will hold nothing: Start removes a Secret of
+		// this run that an older planagent made (it held the key then).
 		k.secret, k.ownSecret = secretName(opts.RunID), true
 	}
 	if opts.Gateway != nil {
@@ -314,7 +316,7 @@ func (k *Kube) Name() string { return "kubernetes" }
 // Namespace is where the run's Jobs and Secret go.
 func (k *Kube) Namespace() string { return k.ns }
 
-// Start creates the run's Secret and looks for what a killed earlier
+// Start creates the run's Secret (when it has one) and looks for what a killed earlier
 // process of this run left: its unfinished attempt Jobs wait for Launch to
 // adopt them (DropUnadopted deletes the rest); its other Jobs go.
 func (k *Kube) Start(ctx context.Context) error {
@@ -396,10 +398,33 @@ func (k *Kube) checkSecret(ctx context.Context) error {
 	return nil
 }
 
+// makesSecret reports whether the run has a Secret of its own: only when
+// there is a secret setting for it to hold (an MCP server's variable, the
+// key without a gateway). With the gateway and no such setting nothing
+// secret goes into the cluster, and the run needs no RBAC on secrets.
+func (k *Kube) makesSecret() bool {
+	return k.ownSecret && len(k.secretKeys) > 0
+}
+
 // ensureSecret creates (or replaces) the run's own Secret; a user-named
-// one is only read.
+// one is only read. A run with nothing secret for its pods makes none and
+// removes the one an older planagent of this run left (it held the key
+// before the gateway), quietly when the Role has no secrets verbs.
 func (k *Kube) ensureSecret(ctx context.Context) error {
 	if !k.ownSecret {
+		return nil
+	}
+	if !k.makesSecret() {
+		err := k.api.Secrets(k.ns).Delete(ctx, k.secret, metav1.DeleteOptions{})
+		switch {
+		case err == nil:
+			k.log.Info("deleted the Secret an earlier process of this run left: the run needs none", "secret", k.secret)
+		case apierrors.IsNotFound(err):
+		case apierrors.IsForbidden(err):
+			k.log.Debug("no delete on secrets: a Secret an older planagent of this run made, if any, stays", "secret", k.secret)
+		default:
+			k.log.Info("could not delete the Secret an earlier process of this run may have left", "secret", k.secret, "error", err)
+		}
 		return nil
 	}
 	s := k.secretSpec()
@@ -409,7 +434,11 @@ func (k *Kube) ensureSecret(ctx context.Context) error {
 		_, err = api.Update(ctx, s, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("create the run's secret %s in namespace %s (RBAC needs create/update/delete on secrets): %w", s.Name, k.ns, err)
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("create the run's secret %s in namespace %s is forbidden: the pods take %s from it: add the secrets rule of docs/kubernetes.md to the Role (create, update, delete), or name a Secret of yours with kube_secret: %w",
+				s.Name, k.ns, strings.Join(k.secretKeys, ", "), err)
+		}
+		return fmt.Errorf("create the run's secret %s in namespace %s (it holds %s): %w", s.Name, k.ns, strings.Join(k.secretKeys, ", "), err)
 	}
 	return nil
 }
@@ -465,7 +494,7 @@ func (k *Kube) Stop(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
-	if k.ownSecret {
+	if k.makesSecret() {
 		err := k.api.Secrets(k.ns).Delete(ctx, k.secret, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete the run's secret %s: %w", k.secret, err))
@@ -513,8 +542,13 @@ func (k *Kube) deleteJobs(ctx context.Context, selector string) error {
 // logged: a Role without list on secrets keeps the old behaviour.
 func (k *Kube) dropDeadRunsSecrets(ctx context.Context) {
 	list, err := k.api.Secrets(k.ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{LabelManaged: "true"})})
+	if apierrors.IsForbidden(err) {
+		// The default Role has no secrets verbs: runs with the gateway make none.
+		k.log.Debug("not looking for the Secrets of killed runs: the Role has no list on secrets", "error", err)
+		return
+	}
 	if err != nil {
-		k.log.Info("could not look for the Secrets of killed runs (the Role needs list on secrets)", "error", err)
+		k.log.Info("could not look for the Secrets of killed runs", "error", err)
 		return
 	}
 	for i := range list.Items {

@@ -89,9 +89,12 @@ func (k *Kube) verifyBoundary(ctx context.Context) (Boundary, error) {
 		return Boundary{}, fmt.Errorf("the boundary probe's output: %w", err)
 	}
 	var rep boundaryReport
-	if err := json.Unmarshal([]byte(lastLine(string(out))), &rep); err != nil || p.Status.Phase != corev1.PodSucceeded {
-		// Never the output itself: it holds the probe's environment.
+	// Never the output itself in an error: it holds the probe's environment.
+	if err := json.Unmarshal([]byte(lastLine(string(out))), &rep); err != nil {
 		return Boundary{}, fmt.Errorf("the boundary probe's pod ended %s without its report: %w", p.Status.Phase, err)
+	}
+	if p.Status.Phase != corev1.PodSucceeded {
+		return Boundary{}, fmt.Errorf("the boundary probe's pod ended %s after its report (%s %s): check the codeagent image (make image)", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
 	k.log.Info("the boundary probe ran", "after", time.Since(start).Round(time.Millisecond))
 	return k.judge(rep, beside), nil
