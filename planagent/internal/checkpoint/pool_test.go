@@ -495,12 +495,31 @@ func TestSquashedCopyIsRecycledFromItsSquash(t *testing.T) {
 	t.Run("not looked at again", func(t *testing.T) {
 		dir, commit := squashed(t)
 		// Same size, so only the stat data would tell: the squash's look
-		// is trusted, as a recycled copy's is.
+		// is trusted, as a recycled copy's is, and the full check would
+		// write the file back.
+		edited := filepath.Join(dir, "héllo wörld.txt")
+		checkedOut, err := os.Stat(edited)
+		if err != nil {
+			t.Fatal(err)
+		}
 		write(t, dir, "héllo wörld.txt", "UNICODE\n")
+		// The git status below is a witness, and git as usually built
+		// (no USE_NSEC) compares whole seconds of mtime and ctime: an
+		// edit in the second of the checkout, with the recycled copy's
+		// index written in a later one (so not racily clean), looks
+		// unchanged to it (seen under load). An mtime a minute away has
+		// git hash the file whatever the clock.
+		old := checkedOut.ModTime().Add(-time.Minute)
+		if err := os.Chtimes(edited, old, old); err != nil {
+			t.Fatal(err)
+		}
 		if err := r.RecycleCopy(ctx, dir, commit); err != nil {
 			t.Fatal(err)
 		}
 		p := pooled(t)
+		if got := read(t, p, "héllo wörld.txt"); got != "UNICODE\n" {
+			t.Errorf("héllo wörld.txt = %q: the recycle looked at the squashed copy's files again", got)
+		}
 		if out := sh(t, p, "git rev-parse HEAD && git status --porcelain --ignored"); out != commit+"\n M \"h\\303\\251llo w\\303\\266rld.txt\"" {
 			t.Errorf("HEAD and status of the recycled copy: %q", out)
 		}
