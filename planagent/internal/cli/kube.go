@@ -57,6 +57,9 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 		NodeSelector: selector, Tolerations: tolerations,
 		Env: env, SecretEnv: secretEnv, Secret: s.cfg.KubeSecret, Logger: s.logger, Log: log, Verbose: s.verbose,
 		GatewayAddr: gatewayAddr,
+		// Under closed egress the pods reach the allow-list through
+		// planagent's egress proxy; refusals are events of their task.
+		Egress: policy, EgressRefused: s.egressRefused(runID),
 	}
 	if gw != nil {
 		opts.Gateway = gw // none without a key: a nil *Gateway is no nil interface

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/egress"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
 )
 
@@ -66,8 +68,13 @@ type KubeOptions struct {
 	// the image check's pod from (serveGateway).
 	GatewayAddr string
 	// ClosedEgress, with the gateway: a NetworkPolicy of the run lets its
-	// pods reach the gateway and nothing else (docs/egress.md).
-	ClosedEgress bool
+	// pods reach the gateway and the egress proxy beside it, and nothing
+	// else (docs/egress.md). The proxy admits the hosts of Egress (nil:
+	// none) and tells EgressRefused (nil: nobody) of each refusal, under
+	// the task and attempt the pod named (kube_egress.go).
+	ClosedEgress  bool
+	Egress        *egress.Policy
+	EgressRefused func(task string, attempt int, r egress.Refusal)
 	// Where the attempts' pods may run, and the agent container's requests
 	// (0 and "": 100m and 128Mi).
 	NodeSelector  map[string]string
@@ -121,6 +128,11 @@ type Kube struct {
 	// pod's environment; boundary is the probe's verdict.
 	key      string
 	boundary Boundary
+	// proxy serves the egress proxy at proxyURL (as the pods reach it)
+	// under closed egress; probing is set while the boundary probe runs.
+	proxy    *http.Server
+	proxyURL string
+	probing  atomic.Bool
 	// execSeq numbers the acceptance commands' Jobs of this process.
 	execSeq atomic.Uint64
 
@@ -482,6 +494,7 @@ func (k *Kube) Stop(ctx context.Context) error {
 	for _, a := range running {
 		a.cancel()
 	}
+	defer k.closeEgress()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
 	defer cancel()
 	var errs []error

@@ -77,6 +77,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 		command:   []string{agentBinary, "watch", "--task", a.TaskID, "--volumes", containerVolumes, "--workspace", workdir},
 		workdir:   workdir,
 		withAgent: true,
+		proxyUser: a.Name(),
 	}
 	revoke := func() {}
 	if k.gatewayBase != "" {
@@ -170,8 +171,8 @@ func (k *Kube) adopt(ctx context.Context, task, name string) (*batchv1.Job, bool
 		// Its pod was told another model address (the gateway could not
 		// listen where it did, or the key came from the Secret): it
 		// cannot finish, so its attempt runs again.
-		k.log.Info("the job a previous process created cannot be adopted: its pod's model gateway is not this one's; its attempt runs again",
-			"job", name, "its_gateway", jobGateway(orphan), "gateway", k.gatewayBase)
+		k.log.Info("the job a previous process created cannot be adopted: its pod's model gateway or egress proxy is not this one's; its attempt runs again",
+			"job", name, "its_gateway", jobGateway(orphan), "gateway", k.gatewayBase, "its_proxy", jobProxy(orphan), "proxy", k.proxyURL)
 		if g := k.takeGrant(name); g != nil {
 			g()
 		}

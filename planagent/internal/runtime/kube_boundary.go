@@ -26,7 +26,9 @@ const notEnforced = "egress not enforced by this cluster"
 // labels put it under the run's NetworkPolicy, as an attempt's pod) with
 // a token of its own, and a canary on this host beside the gateway: the
 // policy allows the gateway's port only, so a connection to the canary
-// shows the cluster does not enforce it. The probe runs from the codeagent
+// shows the cluster does not enforce it. Through the egress proxy (its
+// pod gets the proxy like the others') a name not allowed, the metadata
+// address and the canary must be refused. The probe runs from the codeagent
 // image, which holds codingagent; the pod's network is the attempts'.
 func (k *Kube) verifyBoundary(ctx context.Context) (Boundary, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.opts.PendingTimeout+boundaryTimeout)
@@ -50,7 +52,11 @@ func (k *Kube) verifyBoundary(ctx context.Context) (Boundary, error) {
 	sc := restrictedContainer()
 	c := corev1.Container{Name: "boundary", Image: k.opts.AgentImage, ImagePullPolicy: k.opts.PullPolicy, Command: args,
 		SecurityContext: sc, Resources: k.agentResources(),
-		Env: []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}, {Name: "OPENAI_API_KEY", Value: token}, {Name: "OPENAI_BASE_URL", Value: k.gatewayBase}}}
+		Env: append([]corev1.EnvVar{{Name: "HOME", Value: "/tmp"}, {Name: "OPENAI_API_KEY", Value: token}, {Name: "OPENAI_BASE_URL", Value: k.gatewayBase}},
+			k.proxyEnv(probeClient, u.Hostname())...)}
+	// Its tries through the egress proxy are refused on purpose.
+	k.probing.Store(true)
+	defer k.probing.Store(false)
 	labels := map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID), LabelRole: "boundary"}
 	job := k.job(boundaryJobName(k.opts.RunID), labels, map[string]string{LabelRun: k.opts.RunID},
 		int64((k.opts.PendingTimeout + boundaryTimeout).Seconds()), k.restrictedPod(c))
@@ -131,10 +137,13 @@ func (k *Kube) judge(rep boundaryReport, beside *canary) Boundary {
 }
 
 // reachOnly reports whether every failure of b is a way out the network
-// let through (not the gateway's token check, not the key).
+// let through (not the gateway's token check, not the egress proxy, not
+// the key).
 func reachOnly(b Boundary) bool {
 	for _, f := range b.Failed {
-		if strings.HasPrefix(f, "gateway ") || strings.Contains(f, "provider key") || strings.Contains(f, "tried nothing") {
+		// The egress proxy is planagent's: what it let through is no
+		// network plugin's doing.
+		if strings.HasPrefix(f, "gateway ") || strings.Contains(f, "provider key") || strings.Contains(f, "tried nothing") || strings.Contains(f, "through the proxy") {
 			return false
 		}
 	}

@@ -11,12 +11,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
 
 // Exec runs an acceptance command (sh -c) in a fresh Job of the user's
 // image on a copy of dir streamed into its pod, with none of the model
 // settings; its output is the agent container's log, its exit code the
-// container's. What the command changes in the pod stays there.
+// container's. What the command changes in the pod stays there. Under
+// closed egress its pod is under the run's NetworkPolicy like an
+// attempt's and reaches the allow-list through the egress proxy.
 func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
 	workdir, err := k.podPath(dir)
 	if err != nil {
@@ -26,9 +30,16 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 		timeout = execDefaultTimeout
 	}
 	name := execJobName(k.opts.RunID, k.execSeq.Add(1))
+	// At the egress proxy the command goes by the attempt whose copy it
+	// runs in (attempts/<run>/<task>.<n>, or its .accept copy), so its
+	// refusals are that task's; in the shared workspace, the run's.
+	var user string
+	if task, n, ok := k.opts.Volumes.AttemptOf(k.opts.RunID, dir); ok {
+		user = attempt.Name(task, n)
+	}
 	job := k.jobSpec(podSpec{name: name, role: "exec",
 		deadline: int64(math.Ceil(timeout.Seconds())) + int64(math.Ceil(k.opts.PendingTimeout.Seconds())),
-		command:  []string{"/bin/sh", "-c", command}, workdir: workdir})
+		command:  []string{"/bin/sh", "-c", command}, workdir: workdir, proxyUser: user})
 	made, err := k.api.Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: create job %s in namespace %s: %w", command, name, k.ns, err)

@@ -165,8 +165,11 @@ func (k *Kube) dropGrants() {
 }
 
 // adoptable reports whether an orphan's pod reaches this process's
-// gateway (its URL is the one this gateway serves on).
+// gateway and egress proxy (its URLs are the ones they serve on).
 func (k *Kube) adoptable(j *batchv1.Job) bool {
+	if jobProxy(j) != strings.TrimPrefix(k.proxyURL, "http://") {
+		return false // told another egress proxy, or none: its downloads would fail
+	}
 	if k.gatewayBase == "" {
 		return jobGateway(j) == ""
 	}
@@ -264,5 +267,9 @@ func (k *Kube) serveGateway(ctx context.Context, podIP, apiURL string) error {
 	}
 	k.gatewayBase = base
 	k.log.Info("the model gateway serves the attempts' pods", "url", base)
+	if err := k.serveEgress(k.gatewayHost()); err != nil {
+		k.dropGrants()
+		return err
+	}
 	return nil
 }

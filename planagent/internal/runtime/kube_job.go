@@ -113,6 +113,9 @@ type podSpec struct {
 	workdir    string
 	withAgent  bool   // the inputs' stream brings codingagent, the env the model settings
 	token      string // the attempt's model gateway token (withAgent, with a gateway)
+	// proxyUser names the pod at the egress proxy (the attempt whose copy
+	// it works in, attempt.Name; "": the run's), under closed egress.
+	proxyUser string
 }
 
 // secretSpec is the run's Secret: the secret settings (the API key, the
@@ -172,7 +175,7 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 	agent := corev1.Container{
 		Name: "agent", Image: k.opts.Image, ImagePullPolicy: k.opts.PullPolicy,
 		Command:         append([]string{"/bin/sh", "-c", wait + `exec "$@"`, "codeagent-wait", s.workdir}, s.command...),
-		Env:             k.podEnv(s.withAgent, s.token),
+		Env:             k.podEnv(s),
 		VolumeMounts:    mounts,
 		SecurityContext: agentSC,
 		Resources:       k.agentResources(),
@@ -248,20 +251,28 @@ func (k *Kube) restrictedPod(containers ...corev1.Container) corev1.PodSpec {
 	}
 }
 
-// podEnv: HOME on the writable /tmp, the model settings (sorted) for an
-// agent, the secret ones (the API key, the MCP servers' variables) by
-// reference to the Secret.
-func (k *Kube) podEnv(withAgent bool, token string) []corev1.EnvVar {
+// podEnv: HOME on the writable /tmp, the egress proxy under closed
+// egress, the model settings (sorted) for an agent, the secret ones (the
+// API key, the MCP servers' variables) by reference to the Secret.
+func (k *Kube) podEnv(s podSpec) []corev1.EnvVar {
 	// git in the pod trusts the copy whoever owns it, as in docker (by
 	// environment: no config file is written).
 	env := []corev1.EnvVar{{Name: "HOME", Value: "/tmp"},
 		{Name: "GIT_CONFIG_COUNT", Value: "1"}, {Name: "GIT_CONFIG_KEY_0", Value: "safe.directory"}, {Name: "GIT_CONFIG_VALUE_0", Value: "*"}}
-	if !withAgent {
-		// Acceptance commands get none of the model settings (as with docker).
-		return env
+	if !s.withAgent {
+		// Acceptance commands get none of the model settings (as with
+		// docker), only the way to the allow-list.
+		return append(env, k.proxyEnv(s.proxyUser)...)
 	}
+	// The agent calls the gateway directly (the policy lets it), not
+	// through the proxy, which would refuse this host's address.
+	proxy := k.proxyEnv(s.proxyUser, k.gatewayHost())
+	env = append(env, proxy...)
+	token := s.token
 	for _, key := range slices.Sorted(maps.Keys(k.opts.Env)) {
-		if !k.isSecret(key) && (k.gatewayBase == "" || key != "OPENAI_BASE_URL") {
+		// The proxy settings are the run's own under closed egress.
+		mine := slices.ContainsFunc(proxy, func(e corev1.EnvVar) bool { return e.Name == key })
+		if !mine && !k.isSecret(key) && (k.gatewayBase == "" || key != "OPENAI_BASE_URL") {
 			env = append(env, corev1.EnvVar{Name: key, Value: k.opts.Env[key]})
 		}
 	}

@@ -19,7 +19,8 @@ func policyName(run string) string { return kubeName("ca", run, "egress") }
 
 // ensurePolicy creates the run's NetworkPolicy under closed egress with
 // the model gateway: the run's pods may open connections to the gateway's
-// address and port and nowhere else, and accept none. Only a CNI that
+// address, on its port and the egress proxy's, and nowhere else, and
+// accept none. Only a CNI that
 // enforces NetworkPolicy makes this a wall (a plain bridge CNI ignores it);
 // the run's boundary record says so.
 func (k *Kube) ensurePolicy(ctx context.Context) error {
@@ -31,8 +32,17 @@ func (k *Kube) ensurePolicy(ctx context.Context) error {
 		return err
 	}
 	_, err = k.api.NetworkPolicies(k.ns).Create(ctx, p, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// A killed process's: its ports may not be this one's (the gateway
+		// or the proxy could not listen where they did, or it predates the
+		// proxy). Made again, with the verbs the Role has (no update):
+		// for the moment between, the run's pods are under no policy.
+		if err = k.api.NetworkPolicies(k.ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err == nil || apierrors.IsNotFound(err) {
+			_, err = k.api.NetworkPolicies(k.ns).Create(ctx, p, metav1.CreateOptions{})
+		}
+	}
 	switch {
-	case err == nil, apierrors.IsAlreadyExists(err): // a resumed run's, the same
+	case err == nil:
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("create the run's network policy in namespace %s is forbidden: bind the Role of docs/kubernetes.md (networkpolicies create/delete), or set egress: open: %w", k.ns, err)
 	default:
@@ -42,8 +52,10 @@ func (k *Kube) ensurePolicy(ctx context.Context) error {
 	return nil
 }
 
-// policySpec is the run's NetworkPolicy: the pods of the run, egress to
-// the gateway's IP and port only, no ingress.
+// policySpec is the run's NetworkPolicy: the pods of the run (attempts,
+// acceptance commands, the boundary probe: all carry the run's label),
+// egress to the gateway's IP and its port and the egress proxy's only, no
+// ingress.
 func (k *Kube) policySpec() (*networkingv1.NetworkPolicy, error) {
 	u, err := url.Parse(k.gatewayBase)
 	if err != nil {
@@ -60,6 +72,12 @@ func (k *Kube) policySpec() (*networkingv1.NetworkPolicy, error) {
 	}
 	tcp := corev1.ProtocolTCP
 	gwPort := intstr.FromInt32(int32(port))
+	ports := []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &gwPort}}
+	if pp := k.proxyPort(); pp > 0 {
+		// The egress proxy listens beside the gateway, on the same address.
+		proxyPort := intstr.FromInt32(int32(pp))
+		ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &proxyPort})
+	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: policyName(k.opts.RunID), Namespace: k.ns,
 			Labels:      map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID)},
@@ -69,7 +87,7 @@ func (k *Kube) policySpec() (*networkingv1.NetworkPolicy, error) {
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{{
 				To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: cidr}}},
-				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &gwPort}},
+				Ports: ports,
 			}},
 		},
 	}, nil
