@@ -81,7 +81,7 @@ func kubeClosedEgress(t *testing.T, backend string) (*Kube, *fake.Clientset, *re
 		t.Fatal(err)
 	}
 	k.poll = 20 * time.Millisecond
-	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	t.Cleanup(func() { _ = k.Stop(context.WithoutCancel(t.Context())) })
 	return k, cs, refused
 }
 
