@@ -57,6 +57,16 @@ func kubeClosedEgress(t *testing.T, backend string) (*Kube, *fake.Clientset, *re
 	if err := l.Ensure(); err != nil {
 		t.Fatal(err)
 	}
+	cs := fake.NewClientset()
+	k, refused := kubeClosedEgressProcess(t, cs, l, backend)
+	return k, cs, refused
+}
+
+// kubeClosedEgressProcess is one planagent process's runtime of
+// kubeClosedEgress over the cluster cs and the volumes l: a second one
+// plays the resumed process.
+func kubeClosedEgressProcess(t *testing.T, cs *fake.Clientset, l volume.Layout, backend string) (*Kube, *refusalLog) {
+	t.Helper()
 	gw, err := gateway.New(gateway.Options{Upstream: "http://127.0.0.1:9/v1", Key: kubeTestKey})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +78,6 @@ func kubeClosedEgress(t *testing.T, backend string) (*Kube, *fake.Clientset, *re
 		t.Fatal(err)
 	}
 	refused := &refusalLog{}
-	cs := fake.NewClientset()
 	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", KubeOptions{
 		Volumes: l, RunID: "run-20261128-7", Image: "toolchain:1", TaskTimeout: 20 * time.Minute,
 		Env:     map[string]string{"OPENAI_API_KEY": kubeTestKey, "OPENAI_MODEL": "m", "OPENAI_BASE_URL": "https://api.openai.com/v1"},
@@ -82,7 +91,7 @@ func kubeClosedEgress(t *testing.T, backend string) (*Kube, *fake.Clientset, *re
 	}
 	k.poll = 20 * time.Millisecond
 	t.Cleanup(func() { _ = k.Stop(context.WithoutCancel(t.Context())) })
-	return k, cs, refused
+	return k, refused
 }
 
 // jobAgentEnv is the agent container's environment of a Job, by name; a value
@@ -307,5 +316,46 @@ func TestKubeBoundaryProbeUsesTheProxy(t *testing.T) {
 	}{{Name: "a host not allowed, through the proxy", OK: false, Detail: "HTTP 200"}}}, nil)
 	if reachOnly(b) {
 		t.Errorf("the egress proxy letting a host through counted as the cluster's network: %+v", b)
+	}
+}
+
+// A planagent killed and resumed serves its egress proxy where the killed
+// one did (runs/<id>/kube-egress), so the Jobs it adopts keep their way
+// out, and makes the run's NetworkPolicy again in place of the one the
+// killed process left (whose ports may not be its own).
+func TestKubeEgressResumedListensWhereItDid(t *testing.T) {
+	k1, cs, _ := kubeClosedEgress(t, "http://127.0.0.1:9")
+	ctx := t.Context()
+	if err := k1.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// kill -9: its servers are gone, its policy stays, with a port of a
+	// proxy that no longer matters.
+	k1.closeEgress()
+	if err := k1.opts.Gateway.(*gateway.Gateway).Close(); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := cs.NetworkingV1().NetworkPolicies("agents").Get(ctx, policyName(k1.opts.RunID), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.Spec.Egress[0].Ports = stale.Spec.Egress[0].Ports[:1]
+	if _, err := cs.NetworkingV1().NetworkPolicies("agents").Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	k2, _ := kubeClosedEgressProcess(t, cs, k1.opts.Volumes, "http://127.0.0.1:9")
+	if k2.proxyURL != k1.proxyURL {
+		t.Errorf("the resumed proxy is at %s, the killed one's pods go to %s", k2.proxyURL, k1.proxyURL)
+	}
+	if err := k2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cs.NetworkingV1().NetworkPolicies("agents").Get(ctx, policyName(k2.opts.RunID), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.Spec.Egress[0].Ports); n != 2 || p.Spec.Egress[0].Ports[1].Port.IntValue() != k2.proxyPort() {
+		t.Errorf("the resumed run's policy opens %v, want the gateway's port and the proxy's %d", p.Spec.Egress[0].Ports, k2.proxyPort())
 	}
 }
