@@ -52,5 +52,64 @@ func idFromFileName(name string) (id string, ok bool) {
 	if name == "" {
 		return "", false
 	}
-	return strings.CutSuffix(filepath.Base(name), ".md")
+	stem, ok := strings.CutSuffix(filepath.Base(name), ".md")
+	if !ok {
+		return "", false
+	}
+	// An attempt's file ("t1@2.md") holds task t1's command or report.
+	if id, _, valid := SplitStem(stem); valid {
+		return id, true
+	}
+	return stem, true
+}
+
+// StemSep separates a task id from its attempt number in the name of an
+// attempt's command and report files (Stem). Ids never hold it (ValidateID),
+// so "t@2" can be neither a task's id nor another task's attempt.
+const StemSep = "@"
+
+// Stem is the name (without ".md") of the command, claim, report and events
+// files of attempt n of task id, for a task with several attempts that may
+// be in flight at once: "<id>@<n>". A task of one attempt keeps its id as
+// the stem (n < 1 gives id), so the common case's files are unchanged.
+func Stem(id string, n int) string {
+	if n < 1 {
+		return id
+	}
+	return fmt.Sprintf("%s%s%d", id, StemSep, n)
+}
+
+// SplitStem is the task id and attempt number a stem names (0 for a plain
+// id); ok is false when stem is neither a valid id nor "<valid id>@<n>".
+func SplitStem(stem string) (id string, n int, ok bool) {
+	id, num, several := strings.Cut(stem, StemSep)
+	if ValidateID(id) != nil {
+		return "", 0, false
+	}
+	if !several {
+		return id, 0, true
+	}
+	if num == "" || len(num) > 4 || num[0] == '0' {
+		return "", 0, false
+	}
+	for _, r := range num {
+		if r < '0' || r > '9' {
+			return "", 0, false
+		}
+		n = n*10 + int(r-'0')
+	}
+	return id, n, true
+}
+
+// ValidateStem checks the name of a command or report file without ".md":
+// a task id, or an attempt's stem (Stem).
+func ValidateStem(stem string) error {
+	if _, _, ok := SplitStem(stem); ok {
+		return nil
+	}
+	id, _, several := strings.Cut(stem, StemSep)
+	if err := ValidateID(id); err != nil || !several {
+		return err
+	}
+	return fmt.Errorf("file name %q: after %q comes the attempt number (1 to 9999, no leading zero)", stem, StemSep)
 }

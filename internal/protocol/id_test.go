@@ -79,3 +79,60 @@ func TestIsTempName(t *testing.T) {
 		})
 	}
 }
+
+func TestStem(t *testing.T) {
+	if got := Stem("parser", 0); got != "parser" {
+		t.Errorf("Stem(parser, 0) = %q, want the id", got)
+	}
+	if got := Stem("parser", 3); got != "parser@3" {
+		t.Errorf("Stem(parser, 3) = %q", got)
+	}
+	tests := []struct {
+		stem string
+		id   string
+		n    int
+		ok   bool
+	}{
+		{"parser", "parser", 0, true},
+		{"parser@3", "parser", 3, true},
+		{"a.b-c_d@12", "a.b-c_d", 12, true},
+		{"parser@", "", 0, false},
+		{"parser@0", "", 0, false},
+		{"parser@03", "", 0, false},
+		{"parser@x", "", 0, false},
+		{"parser@1@2", "", 0, false},
+		{"parser@12345", "", 0, false},
+		{"@2", "", 0, false},
+		{"../x@2", "", 0, false},
+	}
+	for _, tt := range tests {
+		id, n, ok := SplitStem(tt.stem)
+		if id != tt.id || n != tt.n || ok != tt.ok {
+			t.Errorf("SplitStem(%q) = %q, %d, %v; want %q, %d, %v", tt.stem, id, n, ok, tt.id, tt.n, tt.ok)
+		}
+		if err := ValidateStem(tt.stem); (err == nil) != tt.ok {
+			t.Errorf("ValidateStem(%q) = %v, want ok %v", tt.stem, err, tt.ok)
+		} else if err != nil && err.Error() == "" {
+			t.Errorf("ValidateStem(%q): an empty error", tt.stem)
+		}
+	}
+	// An attempt's stem is never a task id, so it cannot name another task's files.
+	if ValidateID(Stem("parser", 2)) == nil {
+		t.Error("an attempt's stem passed ValidateID: it could collide with a task id")
+	}
+}
+
+// A command in an attempt's file names the task, not the stem.
+func TestCommandInAnAttemptsFile(t *testing.T) {
+	c := &Command{ID: "parser", RunID: "r1", Attempt: 2, Title: "Parser", Body: "x"}
+	data, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseCommand("commands/parser@2.md", data); err != nil {
+		t.Errorf("parse parser@2.md holding task parser: %v", err)
+	}
+	if _, err := ParseCommand("commands/other@2.md", data); err == nil {
+		t.Error("other@2.md holding task parser was accepted")
+	}
+}

@@ -99,5 +99,5 @@ func (w *watcher) setAside(name string) {
 		return
 	}
 	w.log.Error("command file name is not a valid task id: moved aside, no report written",
-		"file", src, "moved_to", dst, "problem", protocol.ValidateID(name[:len(name)-len(".md")]))
+		"file", src, "moved_to", dst, "problem", protocol.ValidateStem(name[:len(name)-len(".md")]))
 }

@@ -30,8 +30,9 @@ func readCommand(path, name string) (*protocol.Command, []byte, error) {
 // failedReport answers a command that could not be parsed. The run id and
 // attempt are taken from the front matter when they are readable there, so
 // planagent can match the report to the command it waits for.
-func failedReport(id string, data []byte, err error) *protocol.Report {
+func failedReport(stem string, data []byte, err error) *protocol.Report {
 	runID, attempt := salvageIDs(data)
+	id, _, _ := protocol.SplitStem(stem) // the claim's name was checked
 	return &protocol.Report{ID: id, RunID: runID, Attempt: attempt, Status: protocol.StatusFailed,
 		Summary: "invalid command file: " + summarize(err.Error()), Error: err.Error()}
 }

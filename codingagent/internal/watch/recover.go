@@ -38,13 +38,13 @@ func (w *watcher) recoverClaims() {
 	for _, e := range entries {
 		name := e.Name()
 		if id, owner, ok := strings.Cut(name, retakeMark); ok {
-			if protocol.ValidateID(id) == nil && owner != w.opts.WatcherID && !isAlive(owner) {
+			if protocol.ValidateStem(id) == nil && owner != w.opts.WatcherID && !isAlive(owner) {
 				w.retake(id, name)
 			}
 			continue
 		}
 		id, ok := strings.CutSuffix(name, ".md")
-		if !ok || protocol.ValidateID(id) != nil {
+		if !ok || protocol.ValidateStem(id) != nil {
 			continue
 		}
 		if _, ours := w.inflight[id]; ours {
@@ -108,7 +108,7 @@ func (w *watcher) retake(id, name string) {
 func (w *watcher) requeue(id, path string) error {
 	cmd, data, err := readCommand(path, w.opts.Layout.CommandFile(id))
 	if err != nil {
-		return w.writeReport(failedReport(id, data, err))
+		return w.writeReport(id, failedReport(id, data, err))
 	}
 	if rep, err := protocol.ReadReport(w.opts.Layout.ReportFile(id)); err == nil && rep.RunID == cmd.RunID && rep.Attempt >= cmd.Attempt {
 		w.log.Info("claim already has its report: removing it", "task", id, "attempt", cmd.Attempt)
@@ -117,7 +117,7 @@ func (w *watcher) requeue(id, path string) error {
 	if cmd.Attempt >= w.opts.MaxAttempts {
 		msg := fmt.Sprintf("abandoned after %d attempts: the watchers running it died", cmd.Attempt)
 		w.log.Error("command abandoned", "task", id, "attempts", cmd.Attempt)
-		return w.writeReport(&protocol.Report{ID: id, RunID: cmd.RunID, Attempt: cmd.Attempt,
+		return w.writeReport(id, &protocol.Report{ID: cmd.ID, RunID: cmd.RunID, Attempt: cmd.Attempt,
 			Status: protocol.StatusFailed, Summary: msg, Error: msg})
 	}
 	if _, err := os.Lstat(w.opts.Layout.CommandFile(id)); err == nil {

@@ -19,7 +19,7 @@ type nameKind int
 
 const (
 	nameIgnored nameKind = iota
-	nameCommand          // "<id>.md" with a valid id
+	nameCommand          // "<id>.md" with a valid id, or an attempt's "<id>@<n>.md" (protocol.Stem)
 	nameInvalid          // "<something>.md" whose stem is not a valid id
 )
 
@@ -33,7 +33,7 @@ func classify(name string) (string, nameKind) {
 	if !ok {
 		return "", nameIgnored
 	}
-	if protocol.ValidateID(id) != nil {
+	if protocol.ValidateStem(id) != nil {
 		return "", nameInvalid
 	}
 	return id, nameCommand

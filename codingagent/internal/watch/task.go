@@ -34,7 +34,7 @@ func (w *watcher) process(ctx context.Context, id string) error {
 	}
 	log = log.With("run", cmd.RunID, "attempt", cmd.Attempt)
 	log.Info("task claimed", "title", cmd.Title, "workspace", cmd.Workspace)
-	rep := w.run(ctx, cmd, log)
+	rep := w.run(ctx, id, cmd, log)
 	log.Info("task done", "status", rep.Status, "duration", rep.Duration.String(), "error", rep.Error)
 	return w.finish(id, rep)
 }
@@ -45,7 +45,7 @@ func (w *watcher) finish(id string, rep *protocol.Report) error {
 	if w.fence && !fenceContainer(w.log) {
 		return fmt.Errorf("task %s: the container's other processes did not end: no report", id)
 	}
-	if err := w.writeReport(rep); err != nil {
+	if err := w.writeReport(id, rep); err != nil {
 		w.log.Error("report not written: the claim stays and will be retried", "task", id, "err", err)
 		return err
 	}
@@ -53,8 +53,11 @@ func (w *watcher) finish(id string, rep *protocol.Report) error {
 	return nil
 }
 
-func (w *watcher) writeReport(rep *protocol.Report) error {
-	path := w.opts.Layout.ReportFile(rep.ID)
+// writeReport writes the report of the command claimed under stem: a task
+// with several attempts in flight has one report file per attempt
+// (protocol.Stem), which the report's id alone does not name.
+func (w *watcher) writeReport(stem string, rep *protocol.Report) error {
+	path := w.opts.Layout.ReportFile(stem)
 	if err := protocol.WriteReport(path, rep); err != nil {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
@@ -63,9 +66,9 @@ func (w *watcher) writeReport(rep *protocol.Report) error {
 
 // run combines the context layers, runs the command with events going to
 // the events file and the log, and returns its report (never nil).
-func (w *watcher) run(ctx context.Context, cmd *protocol.Command, log *slog.Logger) *protocol.Report {
+func (w *watcher) run(ctx context.Context, stem string, cmd *protocol.Command, log *slog.Logger) *protocol.Report {
 	start := time.Now()
-	rep := w.runTask(ctx, cmd, log)
+	rep := w.runTask(ctx, stem, cmd, log)
 	rep.ID, rep.RunID, rep.Attempt = cmd.ID, cmd.RunID, cmd.Attempt
 	rep.Duration = protocol.Duration(protocol.RoundDuration(time.Since(start)))
 	if !rep.Status.Valid() {
@@ -83,7 +86,7 @@ func (w *watcher) run(ctx context.Context, cmd *protocol.Command, log *slog.Logg
 	return rep
 }
 
-func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.Logger) *protocol.Report {
+func (w *watcher) runTask(ctx context.Context, stem string, cmd *protocol.Command, log *slog.Logger) *protocol.Report {
 	// The project's AGENTS.md comes from the copy the task works in; a
 	// workspace that does not resolve fails the task in the runner, which
 	// says why.
@@ -92,7 +95,7 @@ func (w *watcher) runTask(ctx context.Context, cmd *protocol.Command, log *slog.
 	if err != nil {
 		return &protocol.Report{Status: protocol.StatusFailed, Error: fmt.Sprintf("combine context layers: %v", err)}
 	}
-	evPath := w.opts.Layout.EventsFile(cmd.ID)
+	evPath := w.opts.Layout.EventsFile(stem)
 	f, err := protocol.OpenRegular(evPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return &protocol.Report{Status: protocol.StatusFailed, Error: fmt.Sprintf("open events file %s: %v", evPath, err)}

@@ -38,6 +38,7 @@ const (
 type attemptIO struct {
 	l       volume.Layout // Root is the attempt's own volumes
 	task    string
+	stem    string // its files' name in the run's volumes (Attempt.Files); its own volumes name them by task
 	attempt int
 	session string // the session file's name in sessions/
 	memory  []byte // the memory the agent was given, to tell what it added
@@ -52,7 +53,7 @@ func (d *Docker) stageIO(a Attempt) (*attemptIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	aio := &attemptIO{l: l, task: a.TaskID, attempt: a.Attempt,
+	aio := &attemptIO{l: l, task: a.TaskID, stem: a.Files(), attempt: a.Attempt,
 		session: filepath.Base(v.SessionFile(d.opts.RunID, a.TaskID, a.Rel))}
 	if _, err := os.Lstat(l.Root); err == nil {
 		d.importSession(aio)
@@ -72,7 +73,7 @@ func (d *Docker) stageIO(a Attempt) (*attemptIO, error) {
 			return nil, fmt.Errorf("task %s: the attempt's own volumes: %w", a.TaskID, err)
 		}
 	}
-	cmd, err := protocol.ReadRegular(v.CommandFile(a.TaskID), protocol.MaxFileSize)
+	cmd, err := protocol.ReadRegular(v.CommandFile(a.Files()), protocol.MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: the command to give the attempt: %w", a.TaskID, err)
 	}
@@ -134,7 +135,7 @@ func (d *Docker) collectIO(aio *attemptIO, code int) (bool, error) {
 		return false, fmt.Errorf("the report in %s is of task %s, run %s, attempt %d, not of this attempt (task %s, run %s, attempt %d)",
 			rel, rep.ID, rep.RunID, rep.Attempt, aio.task, d.opts.RunID, aio.attempt)
 	}
-	if err := protocol.WriteReport(d.opts.Volumes.ReportFile(aio.task), rep); err != nil {
+	if err := protocol.WriteReport(d.opts.Volumes.ReportFile(aio.stem), rep); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -213,7 +214,7 @@ func (d *Docker) importCache(aio *attemptIO) {
 // pass then takes what the agent wrote before it exited.
 func (d *Docker) mirrorEvents(ctx context.Context, aio *attemptIO) {
 	rel := relTo(aio.l.Root, aio.l.EventsFile(aio.task))
-	w := &cappedFile{path: d.opts.Volumes.EventsFile(aio.task), limit: eventsMirrorCap}
+	w := &cappedFile{path: d.opts.Volumes.EventsFile(aio.stem), limit: eventsMirrorCap}
 	defer w.Close()
 	var off int64
 	pass := func() {

@@ -250,7 +250,7 @@ func (k *Kube) follow(ctx context.Context, at *kubeAttempt, a Attempt, workdir s
 	if ctx.Err() != nil {
 		return // someone else ended it and deletes the Job
 	}
-	if err == nil && !k.reported(a.TaskID, a.Attempt) {
+	if err == nil && !k.reported(a.Files(), a.Attempt) {
 		err = errors.New("the pod ended without the attempt's report")
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
@@ -300,7 +300,7 @@ func (k *Kube) carry(ctx context.Context, at *kubeAttempt, a Attempt, workdir st
 	go func() { defer close(logsDone); k.streamLogs(ctx, pod) }()
 	ectx, stopEvents := context.WithCancel(ctx)
 	eventsDone := make(chan struct{})
-	go func() { defer close(eventsDone); k.mirrorEvents(ectx, pod, a.TaskID) }()
+	go func() { defer close(eventsDone); k.mirrorEvents(ectx, pod, a.TaskID, a.Files()) }()
 	p, err := k.waitPodObj(ctx, jobRef{at.job, at.uid}, func(p *corev1.Pod) bool { return containerTerminated(p, "agent") != nil })
 	stopEvents()
 	<-eventsDone
@@ -336,7 +336,7 @@ func (k *Kube) sendInputs(ctx context.Context, pod string, a Attempt, workdir st
 		{host: v.ProjectContext(), name: "context/project", optional: true},
 		{host: v.TaskContext(a.TaskID), name: "context/task/" + a.TaskID, optional: true},
 		{host: v.Memory(), name: "context/memory.md", optional: true},
-		{host: v.CommandFile(a.TaskID), name: "commands/" + filepath.Base(v.CommandFile(a.TaskID))},
+		{host: v.CommandFile(a.Files()), name: "commands/" + filepath.Base(v.CommandFile(a.TaskID))},
 		{host: a.Dir, name: rel},
 	}
 	return k.pushTar(ctx, pod, entries, true)
@@ -412,7 +412,12 @@ func (k *Kube) collect(ctx context.Context, pod string, a Attempt, workdir strin
 			continue
 		}
 		if fi, err := os.Lstat(filepath.Join(stage, f)); err == nil && fi.Mode().IsRegular() {
-			if err := os.Rename(filepath.Join(stage, f), filepath.Join(v.Reports(), f)); err != nil {
+			// The pod names them by task; the run's volumes by the attempt's stem.
+			dst := v.ReportFile(a.Files())
+			if f == events {
+				dst = v.EventsFile(a.Files())
+			}
+			if err := os.Rename(filepath.Join(stage, f), dst); err != nil {
 				return err
 			}
 		}
@@ -481,9 +486,10 @@ func (k *Kube) streamLogs(ctx context.Context, pod string) {
 	k.log.Debug("the agent's log ended", "pod", pod, "lines", n, "err", sc.Err())
 }
 
-// reported reports whether the report of task's attempt of this run is in.
-func (k *Kube) reported(task string, attempt int) bool {
-	rep, err := protocol.ReadReport(k.opts.Volumes.ReportFile(task))
+// reported reports whether the report of the attempt of this run whose
+// files are named stem is in.
+func (k *Kube) reported(stem string, attempt int) bool {
+	rep, err := protocol.ReadReport(k.opts.Volumes.ReportFile(stem))
 	return err == nil && rep.RunID == k.opts.RunID && rep.Attempt == attempt
 }
 

@@ -20,9 +20,9 @@ const eventsMirrorCap = 16 << 20
 // It follows the file over pods/exec (tail -f in the io container) until
 // ctx ends; the host file is started afresh, so an adopted attempt's
 // mirror does not repeat what a killed process copied.
-func (k *Kube) mirrorEvents(ctx context.Context, pod, task string) {
-	host := k.opts.Volumes.EventsFile(task)
-	in := containerVolumes + "/reports/" + filepath.Base(host)
+func (k *Kube) mirrorEvents(ctx context.Context, pod, task, stem string) {
+	host := k.opts.Volumes.EventsFile(stem)
+	in := containerVolumes + "/reports/" + filepath.Base(k.opts.Volumes.EventsFile(task))
 	script := fmt.Sprintf(`until [ -e %[1]s ]; do sleep 0.2; done; exec tail -c +1 -f %[1]s`, shellQuote(in))
 	w := &cappedFile{path: host, limit: eventsMirrorCap}
 	defer w.Close()

@@ -28,6 +28,19 @@ type Attempt struct {
 	Attempt       int
 	Dir           string // host path of the workspace the attempt works in (its own copy)
 	Rel           string // the same, relative to the volumes root, as the command names it
+	// Stem names its command, report and events files in the volumes
+	// (protocol.Stem): "" for a task of one attempt, whose files are
+	// named by its id.
+	Stem string
+}
+
+// Files is the name of the attempt's command, report and events files in
+// the volumes, without their extension.
+func (a Attempt) Files() string {
+	if a.Stem != "" {
+		return a.Stem
+	}
+	return a.TaskID
 }
 
 // Name is the attempt's name at the model gateway: its token is issued to
