@@ -29,15 +29,21 @@ func (r *run) dispatch(ctx context.Context, ids ...string) error {
 		attempt   int
 	}
 	jobs := make([]copyJob, len(ids))
+	keys := make([]string, len(ids))
 	for i, id := range ids {
-		info, err := r.prepare(ctx, id)
+		info, n, err := r.prepare(ctx, id)
 		if err != nil {
 			return err
 		}
-		jobs[i] = copyJob{dir: r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt), base: info.Base, attempt: info.Attempt}
+		base := info.Base
+		if info.Series != nil && r.several(id) {
+			base = info.Series.Base // escalated attempts start from the first one's base
+		}
+		jobs[i] = copyJob{dir: r.o.opts.Layout.Attempt(r.st.RunID, id, n), base: base, attempt: n}
+		keys[i] = r.key(id, n)
 	}
 	if !r.isolated() {
-		return r.launchAll(ctx, ids...)
+		return r.launchAll(ctx, keys...)
 	}
 	r.copying += len(ids)
 	r.copies.Go(func() {
@@ -47,7 +53,7 @@ func (r *run) dispatch(ctx context.Context, ids ...string) error {
 			wg.Go(func() { errs[i] = r.makeCopy(ctx, id, jobs[i].attempt, jobs[i].dir, jobs[i].base) })
 		}
 		wg.Wait()
-		r.send(next.EvCopied{IDs: ids, Err: errors.Join(errs...)})
+		r.send(next.EvCopied{IDs: keys, Err: errors.Join(errs...)})
 	})
 	return nil
 }
@@ -57,70 +63,88 @@ func (r *run) dispatch(ctx context.Context, ids ...string) error {
 // them all at once. A container takes most of a second to create and start
 // (more on a busy machine): launched one after the other, the last of
 // --parallel N tasks would wait N-1 launch times before it began.
-func (r *run) launchAll(ctx context.Context, ids ...string) error {
-	infos := make([]*runrecord.TaskInfo, len(ids))
-	for i, id := range ids {
-		info, err := r.sendCommand(id)
-		if err != nil {
+func (r *run) launchAll(ctx context.Context, keys ...string) error {
+	type launching struct {
+		id, key string
+		n       int
+	}
+	var ls []launching
+	for _, key := range keys {
+		id, n := r.attemptOf(key)
+		if s := r.series[id]; s != nil && s.stopped[n] {
+			r.dropAttemptCopy(id, n) // another attempt won while its copy was made
+			continue
+		}
+		if err := r.sendCommand(id, n, key); err != nil {
 			return err
 		}
-		infos[i] = info
+		ls = append(ls, launching{id, key, n})
 	}
-	if len(ids) == 1 {
-		if err := r.launch(ctx, ids[0], infos[0]); err != nil {
+	if len(ls) == 1 {
+		if err := r.launch(ctx, ls[0].id, ls[0].n, ls[0].key); err != nil {
 			return err
 		}
 	} else {
 		// Every launch is waited for, failed or not: the runtime follows
 		// each container it started, and Stop removes them at the run's end.
-		errs := make([]error, len(ids))
+		errs := make([]error, len(ls))
 		var wg sync.WaitGroup
-		for i, id := range ids {
-			wg.Go(func() { errs[i] = r.launch(ctx, id, infos[i]) })
+		for i, l := range ls {
+			wg.Go(func() { errs[i] = r.launch(ctx, l.id, l.n, l.key) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
 	}
-	for i, id := range ids {
-		t, _ := r.g.Get(id)
-		r.o.opts.Events.Emit(events.Event{Type: events.TaskStart, RunID: r.st.RunID, TaskID: id,
-			Text: fmt.Sprintf("%s %s (attempt %d)", r.position(id), titleOf(t), infos[i].Attempt),
-			Data: map[string]any{"attempt": infos[i].Attempt, "title": titleOf(t)}})
+	for _, l := range ls {
+		t, _ := r.g.Get(l.id)
+		r.o.opts.Events.Emit(events.Event{Type: events.TaskStart, RunID: r.st.RunID, TaskID: l.id,
+			Text: fmt.Sprintf("%s %s (attempt %d)", r.position(l.id), titleOf(t), l.n),
+			Data: map[string]any{"attempt": l.n, "title": titleOf(t)}})
 	}
 	return nil
 }
 
-// prepare records the next attempt of task id as started.
-func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, error) {
-	if err := r.g.Start(id); err != nil {
-		return nil, err
+// prepare records the next attempt of task id as started, and returns
+// its number. A task of several attempts already in progress starts
+// another beside those under way.
+func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int, error) {
+	start, fresh := r.g.Start, true
+	if t, _ := r.g.Get(id); t.Status == taskgraph.InProgress && r.several(id) {
+		start, fresh = r.g.StartAnother, false
+	}
+	if err := start(id); err != nil {
+		return nil, 0, err
 	}
 	t, _ := r.g.Get(id)
 	info := r.info(id)
-	info.Attempt = t.Attempts
+	n := t.Attempts
+	info.Attempt = n
 	info.DispatchedAt = r.o.opts.Now()
-	info.OpenSpan(info.Attempt, info.DispatchedAt)
-	info.Result(info.Attempt)
-	r.traceAttempt(ctx, id, info.Attempt)
+	info.OpenSpan(n, info.DispatchedAt)
+	info.Result(n).Status = "running"
+	r.traceAttempt(ctx, id, n)
 	if r.isolated() {
 		info.Base = r.st.Checkpoints.Head
+	}
+	if r.several(id) {
+		r.startSeriesAttempt(id, n, info, fresh)
 	}
 	// Persist before acting: a crash after this line re-sends the command
 	// (its copy made again) on resume.
 	if err := r.record(id); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := r.st.Sync(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return info, nil
+	return info, n, nil
 }
 
-// sendCommand writes the task context and the command of task id's
-// attempt, which is in flight from then on.
-func (r *run) sendCommand(id string) (*runrecord.TaskInfo, error) {
+// sendCommand writes the task context and the command of attempt n of
+// task id, which is in flight from then on under key.
+func (r *run) sendCommand(id string, n int, key string) error {
 	t, _ := r.g.Get(id)
 	info := r.info(id)
 	var deps []taskgraph.Task
@@ -129,29 +153,29 @@ func (r *run) sendCommand(id string) (*runrecord.TaskInfo, error) {
 		deps = append(deps, dt)
 	}
 	if err := r.ctxm.WriteTaskContext(t, deps, info.History); err != nil {
-		return nil, err
+		return err
 	}
 	// The clock is read before the command goes out: what answers it at
 	// once answers after its launch time.
-	f := r.newFlight(info.Attempt)
-	if err := r.writeCommand(t, info); err != nil {
-		return nil, err
+	f := r.newFlight(id, n)
+	if err := r.writeCommand(t, info, n, key); err != nil {
+		return err
 	}
-	r.inflight[id] = f
-	return info, nil
+	r.inflight[key] = f
+	return nil
 }
 
 // writeCommand archives what an earlier attempt left in reports/ and writes
 // the command file (atomically, so the watcher sees it complete).
-func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo) error {
+func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, key string) error {
 	l := r.o.opts.Layout
-	archive, attempt := r.archiveOf(t.ID, info.Attempt-1)
+	archive, attempt := r.archiveOf(key, n-1)
 	if err := r.root.MkdirAll(archive); err != nil {
 		return fmt.Errorf("archive reports: %w", err)
 	}
-	for _, p := range []string{l.ReportFile(t.ID), l.EventsFile(t.ID)} {
+	for _, p := range []string{l.ReportFile(key), l.EventsFile(key)} {
 		if exists(p) {
-			dst := filepath.Join(archive, fmt.Sprintf("%s.attempt-%d%s", t.ID, attempt, strings.TrimPrefix(filepath.Base(p), t.ID)))
+			dst := filepath.Join(archive, fmt.Sprintf("%s.attempt-%d%s", t.ID, attempt, strings.TrimPrefix(filepath.Base(p), key)))
 			if err := r.root.Rename(p, dst); err != nil {
 				return fmt.Errorf("archive %s: %w", p, err)
 			}
@@ -165,23 +189,30 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo) error {
 	hints := append([]string(nil), info.Hints...)
 	// A task of several attempts tells only every other one why the last
 	// failed (next.EscalationHint): the others start unanchored.
-	if t.Error != "" && info.Attempt > 1 && (bestOf(t, r.o.opts.Attempts) <= 1 || next.EscalationHint(info.Attempt)) {
+	switch s := info.Series; {
+	case s != nil && r.several(t.ID):
+		// Side by side, the series' attempts are told why its first failed.
+		if s.FirstError != "" && n > s.From && next.EscalationHint(n-s.From+1) {
+			hints = append(hints, "The previous attempt failed: "+oneLine(s.FirstError, 1000))
+			info.Result(n).Hinted = true
+		}
+	case t.Error != "" && n > 1 && (bestOf(t, r.o.opts.Attempts) <= 1 || next.EscalationHint(n)):
 		hints = append(hints, "The previous attempt failed: "+oneLine(t.Error, 1000))
-		info.Result(info.Attempt).Hinted = true
+		info.Result(n).Hinted = true
 	}
 	cmd := &protocol.Command{
-		ID: t.ID, RunID: r.st.RunID, Attempt: info.Attempt, Title: titleOf(t),
+		ID: t.ID, RunID: r.st.RunID, Attempt: n, Title: titleOf(t),
 		Dependencies: deps, Hints: hints, Acceptance: t.Acceptance,
 		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description, TraceParent: r.traceparents[t.ID],
 		Setup: r.o.opts.SetupCommand,
 	}
 	if r.isolated() {
-		cmd.Workspace = l.AttemptRel(r.st.RunID, t.ID, info.Attempt)
+		cmd.Workspace = l.AttemptRel(r.st.RunID, t.ID, n)
 	}
 	cmd.BudgetTokens = r.taskBudget(t.ID)
 	// Counted at the gateway from before any agent can read the command.
-	r.metering(t.ID, info.Attempt, cmd.BudgetTokens)
-	if err := protocol.WriteCommand(l.CommandFile(t.ID), cmd); err != nil {
+	r.metering(t.ID, n, cmd.BudgetTokens)
+	if err := protocol.WriteCommand(l.CommandFile(key), cmd); err != nil {
 		return fmt.Errorf("send task %s: %w", t.ID, err)
 	}
 	return nil
@@ -197,11 +228,14 @@ func (r *run) taskBudget(id string) int {
 }
 
 // launch asks the runtime to carry out the attempt whose command is written.
-func (r *run) launch(ctx context.Context, id string, info *runrecord.TaskInfo) error {
+func (r *run) launch(ctx context.Context, id string, n int, key string) error {
 	l := r.o.opts.Layout
-	a := attempt.Attempt{RunID: r.st.RunID, TaskID: id, Attempt: info.Attempt, Dir: l.Workspace()}
+	a := attempt.Attempt{RunID: r.st.RunID, TaskID: id, Attempt: n, Dir: l.Workspace()}
+	if key != id {
+		a.Stem = key
+	}
 	if r.isolated() {
-		a.Dir, a.Rel = l.Attempt(r.st.RunID, id, info.Attempt), l.AttemptRel(r.st.RunID, id, info.Attempt)
+		a.Dir, a.Rel = l.Attempt(r.st.RunID, id, n), l.AttemptRel(r.st.RunID, id, n)
 	}
 	if err := r.o.opts.Runtime.Launch(ctx, a); err != nil {
 		return fmt.Errorf("start task %s: %w", id, err)

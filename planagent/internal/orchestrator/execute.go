@@ -78,7 +78,15 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		if !ok || rep.ID != a.ID {
 			return fmt.Errorf("orchestrator: record %s's report after %T", a.ID, src)
 		}
-		r.recordReport(a.ID, rep.Report)
+		r.recordReport(a.ID, keyOr(a.Key, a.ID), rep.Report)
+	case next.ActCheck:
+		r.startCheck(ctx, a.ID, a.Attempt)
+	case next.ActEndAttempt:
+		return r.endAttempt(a)
+	case next.ActChoose:
+		return r.choose(ctx, a.ID)
+	case next.ActStopAttempts:
+		return r.stopAttempts(ctx, a)
 	case next.ActAccept:
 		r.startAcceptance(ctx, a.ID)
 	case next.ActMerge:
@@ -104,9 +112,9 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 	case next.ActResend:
 		return r.resend(ctx, a)
 	case next.ActRelaunch:
-		info := r.info(a.ID)
-		r.metering(a.ID, info.Attempt, r.taskBudget(a.ID))
-		return r.launch(ctx, a.ID, info)
+		id, n := r.attemptOf(a.ID)
+		r.metering(id, n, r.taskBudget(id))
+		return r.launch(ctx, id, n, a.ID)
 	case next.ActFinishMerge:
 		return r.finishMerge(ctx, a)
 	case next.ActForgetMerge:
@@ -156,17 +164,30 @@ func (r *run) dropStaleReport(a next.ActDropStaleReport) {
 // a copy that is about to be thrown away (and recycled for another
 // attempt). The time-out comes back to the loop as an event.
 func (r *run) abandon(ctx context.Context, a next.ActAbandon) {
+	key := keyOr(a.Key, a.ID)
 	r.bookUnreported(a.ID)
 	n := r.info(a.ID).Attempt
-	if f := r.inflight[a.ID]; f != nil {
+	if f := r.inflight[key]; f != nil {
 		n = f.Attempt
 	}
-	delete(r.inflight, a.ID)
-	r.abandoned[a.ID] = true
+	delete(r.inflight, key)
+	r.abandoned[key] = true
 	if err := r.o.opts.Runtime.Abandon(ctx, a.ID, n); err != nil {
 		r.o.opts.Logger.Warn("stop the timed-out attempt", "task", a.ID, "err", err)
 	}
-	r.outcomes = append(r.outcomes, next.EvTimedOut(a))
+	ev := next.EvTimedOut{ID: a.ID, Key: a.Key}
+	if a.Key != "" {
+		ev.Attempt = n
+	}
+	r.outcomes = append(r.outcomes, ev)
+}
+
+// keyOr is a flight's key, "" meaning the task's id.
+func keyOr(key, id string) string {
+	if key != "" {
+		return key
+	}
+	return id
 }
 
 // stopSilentWatcher stops what the runtime started, so a frozen watcher
@@ -193,24 +214,32 @@ func (r *run) freeClaim(id string) {
 
 // recordReport books a report's summary, files, tokens and time on its
 // task, whose attempt is no longer in flight.
-func (r *run) recordReport(id string, rep *protocol.Report) {
-	delete(r.inflight, id)
+func (r *run) recordReport(id, key string, rep *protocol.Report) {
+	n := rep.Attempt
+	if f := r.inflight[key]; f != nil && key != id {
+		// An attempt's own file: its number is the flight's, whatever a
+		// watcher that retook its command counted.
+		n = f.Attempt
+	}
+	delete(r.inflight, key)
 	info := r.info(id)
-	info.Attempt = rep.Attempt
+	if key == id {
+		info.Attempt = n
+	}
 	info.Summary = rep.Summary
 	info.FilesChanged = rep.FilesChanged
 	info.Tokens.Add(rep.Tokens)
 	for _, s := range rep.Subagents {
-		info.Subagents = append(info.Subagents, runrecord.Subagent{Attempt: rep.Attempt, ID: s.ID, Goal: s.Goal, Tokens: s.Tokens})
+		info.Subagents = append(info.Subagents, runrecord.Subagent{Attempt: n, ID: s.ID, Goal: s.Goal, Tokens: s.Tokens})
 	}
 	r.agentTokens.Add(rep.Tokens)
 	r.syncGate()
 	info.Duration += time.Duration(rep.Duration)
-	res := info.Result(rep.Attempt)
+	res := info.Result(n)
 	res.Tokens.Add(rep.Tokens)
 	res.Duration += time.Duration(rep.Duration)
 	info.Reason = rep.Reason
-	r.noteEgress(id, rep.Attempt)
+	r.noteEgress(id, n)
 }
 
 // complete moves the workspace to the task's merged result (with
@@ -232,14 +261,21 @@ func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 			return nil
 		}
 	}
-	r.recycleCopy(ctx, a.ID)
+	several := r.several(a.ID)
+	if several {
+		r.completeSeries(ctx, a.ID) // its copy went with its check; the others kept as refs
+	} else {
+		r.recycleCopy(ctx, a.ID)
+	}
 	info := r.info(a.ID)
 	info.Acceptance = a.Acceptance
 	r.checkpointed(info)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(a.Summary, 300)))
-	// One at a time, the first passing attempt is the one merged: rank 1.
 	res := info.Result(info.Attempt)
-	res.Status, res.Error, res.Rank = "completed", "", 1
+	res.Status, res.Error = "completed", ""
+	if !several || res.Rank == 0 {
+		res.Rank = 1 // one at a time, the first passing attempt is the one merged
+	}
 	if err := r.g.Complete(a.ID, oneLine(a.Summary, 500)); err != nil {
 		return err
 	}
@@ -253,11 +289,16 @@ func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 // fail marks the task failed (its dependants are skipped) and notes why.
 func (r *run) fail(a next.ActFail) error {
 	r.bookUnreported(a.ID) // an attempt that died or timed out used what the gateway counted
-	r.dropCopy(a.ID)
 	info := r.info(a.ID)
-	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
-	res := info.Result(info.Attempt)
-	res.Status, res.Error = "failed", oneLine(a.Reason, 500)
+	if r.several(a.ID) {
+		// Its attempts ended one by one (endAttempt); the series ends here.
+		delete(r.series, a.ID)
+	} else {
+		r.dropCopy(a.ID)
+		info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
+		res := info.Result(info.Attempt)
+		res.Status, res.Error = "failed", oneLine(a.Reason, 500)
+	}
 	if err := r.g.Fail(a.ID, a.Reason); err != nil {
 		return err
 	}

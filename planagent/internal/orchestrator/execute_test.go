@@ -99,7 +99,7 @@ func TestCompleteThatCannotReachTheWorkspaceComesBackAsAnEvent(t *testing.T) {
 func TestRecordReportAddsUpTheAttempts(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(1)...)
 	for n := 1; n <= 2; n++ {
-		r.recordReport("t000", &protocol.Report{ID: "t000", Attempt: n, Summary: "try", Reason: protocol.ReasonModel,
+		r.recordReport("t000", "t000", &protocol.Report{ID: "t000", Attempt: n, Summary: "try", Reason: protocol.ReasonModel,
 			Tokens: protocol.Tokens{Prompt: 10, Completion: 1}, FilesChanged: []string{"a.go"}})
 	}
 	info := r.info("t000")
@@ -226,7 +226,7 @@ func (s *stopCounting) Stop(ctx context.Context) error {
 
 func TestAbandonStopsTheAttemptAndComesBackAsATimeout(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(2)...)
-	r.inflight["t000"], r.inflight["t001"] = r.newFlight(2), r.newFlight(1)
+	r.inflight["t000"], r.inflight["t001"] = r.newFlight("t000", 2), r.newFlight("t001", 1)
 	r.abandon(t.Context(), next.ActAbandon{ID: "t000"})
 	rt := r.o.opts.Runtime.(*fakeRuntime)
 	// The runtime is told which attempt: the task's others run on.
@@ -245,7 +245,7 @@ func TestStopSilentWatcherStopsItAndReturnsItsTasks(t *testing.T) {
 	l := newLayout(t)
 	rt := &stopCounting{fakeRuntime: newFakeRuntime(l, completed)}
 	r := newTestRun(t, Options{Runtime: rt}, chain(2)...)
-	r.inflight["t000"], r.inflight["t001"] = r.newFlight(1), r.newFlight(1)
+	r.inflight["t000"], r.inflight["t001"] = r.newFlight("t000", 1), r.newFlight("t001", 1)
 	// t001 reported before the watcher fell silent: it is collected as usual.
 	rep := &protocol.Report{ID: "t001", RunID: r.st.RunID, Attempt: 1, Status: protocol.StatusCompleted}
 	if err := protocol.WriteReport(r.o.opts.Layout.ReportFile("t001"), rep); err != nil {
@@ -309,7 +309,7 @@ func TestFreeClaimDoesNotFollowALink(t *testing.T) {
 func TestDropStaleReportSaysSoOnce(t *testing.T) {
 	var logs strings.Builder
 	r := newTestRun(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, chain(1)...)
-	r.inflight["t000"] = r.newFlight(2)
+	r.inflight["t000"] = r.newFlight("t000", 2)
 	for range 3 {
 		r.dropStaleReport(next.ActDropStaleReport{ID: "t000", RunID: r.st.RunID, Attempt: 1, Want: 2})
 	}
@@ -323,8 +323,8 @@ func TestDropStaleReportSaysSoOnce(t *testing.T) {
 
 func TestRecordReportStopsTheWait(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(1)...)
-	r.inflight["t000"] = r.newFlight(1)
-	r.recordReport("t000", &protocol.Report{ID: "t000", Attempt: 1})
+	r.inflight["t000"] = r.newFlight("t000", 1)
+	r.recordReport("t000", "t000", &protocol.Report{ID: "t000", Attempt: 1})
 	if len(r.inflight) != 0 {
 		t.Errorf("in flight %v after the report", r.inflight)
 	}

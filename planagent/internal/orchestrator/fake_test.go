@@ -115,7 +115,8 @@ func (f *fakeRuntime) scan() {
 		f.commands = append(f.commands, c.ID)
 		f.mu.Unlock()
 		if r := f.answer(c); r != nil {
-			_ = protocol.WriteReport(f.layout.ReportFile(c.ID), r)
+			// Under the stem of the command claimed, as a watcher does.
+			_ = protocol.WriteReport(f.layout.ReportFile(strings.TrimSuffix(name, ".md")), r)
 			_ = os.Remove(dst)
 		}
 	}

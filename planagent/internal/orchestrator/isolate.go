@@ -57,6 +57,8 @@ type Repo interface {
 	DropKeeps(ctx context.Context) error
 	// DrainPool deletes the thrown-away copies kept for reuse.
 	DrainPool() error
+	// Diff is the patch from commit from to commit to: a candidate's size.
+	Diff(ctx context.Context, from, to string) (string, error)
 	// KeepAttempt keeps commit, the squash of attempt n of task in run
 	// that is not merged, under its ref (checkpoint.AttemptRef), whole in
 	// the repository once the run ends.
@@ -230,7 +232,7 @@ func (r *run) remerge(id string) error {
 // be (RecycleCopy), while the loop moves the workspace.
 func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.EvMerged, after func()) {
 	repo := r.o.opts.Repo
-	out = next.EvMerged{ID: job.id, Summary: job.body, Onto: onto}
+	out = next.EvMerged{ID: job.id, Summary: job.body, Onto: onto, Attempt: job.attempt}
 	after = func() {}
 	var s squashResult
 	// An attempt that made a commit and is not merged keeps it under its

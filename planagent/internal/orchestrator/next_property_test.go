@@ -59,7 +59,7 @@ func (s *simRun) view() next.View {
 	if merging {
 		accepting++
 	}
-	v := next.View{Graph: graphView{s.g, 1}, Copying: len(s.copying), Running: len(s.running), Accepting: accepting, Deciding: len(s.deciding),
+	v := next.View{Graph: graphView{s.g, 1, nil}, Copying: len(s.copying), Running: len(s.running), Accepting: accepting, Deciding: len(s.deciding),
 		Isolated: s.isolated, Aborted: s.aborted, Parallel: s.parallel, MaxRetries: s.maxRetries,
 		Decider: s.decider, Budget: s.budget, RunID: "r", Flights: maps.Clone(s.flights),
 		HeartbeatTimeout: simHeartbeatTimeout, Merging: merging, Head: s.head}

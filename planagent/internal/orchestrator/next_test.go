@@ -668,7 +668,7 @@ func TestNext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := tt.v
 			g := tt.g(t)
-			v.Graph = graphView{g, 1}
+			v.Graph = graphView{g, 1, nil}
 			if v.Parallel == 0 {
 				v.Parallel = 1
 			}

@@ -1,6 +1,9 @@
 package orchestrator
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/envfault"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
@@ -17,8 +20,8 @@ type event any
 
 // reported: the report of the attempt in flight arrived.
 type reported struct {
-	ID     string
-	Report *protocol.Report
+	ID, Key string // Key: the flight it answers (run.key)
+	Report  *protocol.Report
 }
 
 // decided: the decider answered about a failed task. tasks are its
@@ -35,7 +38,11 @@ type decided struct {
 func nextEvent(g *taskgraph.Graph, ev event) (event, next.Event) {
 	switch e := ev.(type) {
 	case reported:
-		return e, next.EvReport{ID: e.ID, Report: next.Report{RunID: e.Report.RunID, Attempt: e.Report.Attempt,
+		key := e.Key
+		if key == e.ID {
+			key = ""
+		}
+		return e, next.EvReport{ID: e.ID, Key: key, Report: next.Report{RunID: e.Report.RunID, Attempt: e.Report.Attempt,
 			Status: next.ReportStatus(e.Report.Status), Reason: e.Report.Reason, Summary: e.Report.Summary, Error: e.Report.Error,
 			Env: envfault.InText(e.Report.Error)}}
 	case decided:
@@ -69,12 +76,18 @@ func validReplan(g *taskgraph.Graph, vd Verdict) ([]taskgraph.Task, error) {
 type graphView struct {
 	g        *taskgraph.Graph
 	attempts int
+	r        *run // the series of the tasks of several attempts
 }
 
 func (v graphView) Task(id string) next.Task {
 	t, _ := v.g.Get(id)
-	return next.Task{Failed: t.Status == taskgraph.Failed, Attempts: t.Attempts, Granted: t.Granted, HasAcceptance: len(t.Acceptance) > 0,
+	nt := next.Task{Failed: t.Status == taskgraph.Failed, Attempts: t.Attempts, Granted: t.Granted, HasAcceptance: len(t.Acceptance) > 0,
 		BestOf: bestOf(t, v.attempts)}
+	if v.r != nil && v.r.several(id) {
+		nt.Several = true
+		v.r.seriesView(id, &nt)
+	}
+	return nt
 }
 
 // bestOf is task t's attempts: the plan's, else the run's default.
@@ -103,10 +116,16 @@ func (r *run) view() next.View {
 		announce = stop != "" && !r.budgetNoted
 	}
 	flights := make(map[string]next.Flight, len(r.inflight))
-	for id, f := range r.inflight {
-		flights[id] = f.Flight
+	for key, f := range r.inflight {
+		flights[key] = f.Flight
 	}
-	v := next.View{Graph: graphView{r.g, r.o.opts.Attempts}, Copying: r.copying, Running: len(r.inflight), Accepting: r.accepting, Deciding: r.deciding, Aborted: r.aborted,
+	var series []string
+	for _, id := range slices.Sorted(maps.Keys(r.series)) {
+		if t, _ := r.g.Get(id); t.Status == taskgraph.InProgress {
+			series = append(series, id)
+		}
+	}
+	v := next.View{Graph: graphView{r.g, r.o.opts.Attempts, r}, Policy: r.o.opts.Policy, FirstPassWins: r.o.opts.FirstPassWins, Series: series, Copying: r.copying, Running: len(r.inflight), Accepting: r.accepting, Deciding: r.deciding, Aborted: r.aborted,
 		Parallel: r.o.opts.Parallel, MaxRetries: r.o.opts.MaxRetries, Decider: r.o.opts.Decider != nil,
 		Isolated: r.isolated(), Budget: stop, BudgetNew: announce,
 		RunID: r.st.RunID, Flights: flights, HeartbeatTimeout: r.o.opts.HeartbeatTimeout, Merging: r.merging}

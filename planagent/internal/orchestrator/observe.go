@@ -35,24 +35,66 @@ func (r *run) adoptInProgress(ctx context.Context) error {
 		if t.Status != taskgraph.InProgress {
 			continue
 		}
-		r.inflight[t.ID] = r.newFlight(r.info(t.ID).Attempt)
+		if r.several(t.ID) && r.info(t.ID).Series != nil {
+			evs = append(evs, r.adoptSeries(ctx, t.ID)...)
+			continue
+		}
+		r.inflight[t.ID] = r.newFlight(t.ID, r.info(t.ID).Attempt)
 		evs = append(evs, next.EvResumedInFlight{ID: t.ID, Report: exists(l.ReportFile(t.ID)),
 			Claim: exists(l.ClaimFile(t.ID)), Command: exists(l.CommandFile(t.ID))})
 	}
 	return r.handle(ctx, evs)
 }
 
+// adoptSeries takes up the series of a task of several attempts as the
+// record left it: its held candidates stay held (not run again), one
+// tried for the merge and not merged is held again, a check cut short is
+// made again, and each running attempt is waited for under its own key.
+func (r *run) adoptSeries(ctx context.Context, id string) []event {
+	l := r.o.opts.Layout
+	info := r.info(id)
+	s := r.seriesOf(id)
+	var evs []event
+	for i := range info.Results {
+		res := &info.Results[i]
+		if res.Attempt < info.Series.From {
+			continue
+		}
+		switch res.Status {
+		case "passed":
+			if res.Candidate != nil && info.Merging == "" {
+				res.Status = "held"
+			}
+		case "checking":
+			s.live[res.Attempt] = true
+			r.startCheck(ctx, id, res.Attempt)
+		case "running":
+			key := protocol.Stem(id, res.Attempt)
+			s.live[res.Attempt] = true
+			r.inflight[key] = r.newFlight(id, res.Attempt)
+			evs = append(evs, next.EvResumedInFlight{ID: key, Report: exists(l.ReportFile(key)),
+				Claim: exists(l.ClaimFile(key)), Command: exists(l.CommandFile(key))})
+		}
+	}
+	return evs
+}
+
 // resend writes a resumed attempt's command again, its copy made again
 // first.
 func (r *run) resend(ctx context.Context, a next.ActResend) error {
-	t, _ := r.g.Get(a.ID)
-	info := r.info(a.ID)
+	id, n := r.attemptOf(a.ID)
+	t, _ := r.g.Get(id)
+	info := r.info(id)
 	if r.isolated() {
-		if err := r.prepareCopy(ctx, a.ID, info); err != nil {
+		base := info.Base
+		if info.Series != nil && a.ID != id {
+			base = info.Series.Base
+		}
+		if err := r.makeCopy(ctx, id, n, r.o.opts.Layout.Attempt(r.st.RunID, id, n), base); err != nil {
 			return err
 		}
 	}
-	return r.writeCommand(t, info)
+	return r.writeCommand(t, info, n, a.ID)
 }
 
 // collect returns an event for every report that has arrived for an
@@ -62,17 +104,22 @@ func (r *run) resend(ctx context.Context, a next.ActResend) error {
 func (r *run) collect() []event {
 	l := r.o.opts.Layout
 	var out []event
-	for _, id := range slices.Sorted(maps.Keys(r.inflight)) {
-		p := l.ReportFile(id)
+	for _, key := range slices.Sorted(maps.Keys(r.inflight)) {
+		p := l.ReportFile(key)
 		if !exists(p) {
 			continue
 		}
+		id := r.inflight[key].ID
 		rep, err := protocol.ReadReport(p)
 		if err != nil {
-			out = append(out, next.EvBadReport{ID: id, Err: err})
+			ev := next.EvBadReport{ID: id, Err: err}
+			if key != id {
+				ev.Key = key
+			}
+			out = append(out, ev)
 			continue
 		}
-		out = append(out, reported{ID: id, Report: rep})
+		out = append(out, reported{ID: id, Key: key, Report: rep})
 	}
 	return out
 }
@@ -103,14 +150,15 @@ func (r *run) agentDied(ex attempt.Exit) next.EvAgentDied {
 // progress shows what a running task is doing, from its events file.
 func (r *run) progress(name string) {
 	base := filepath.Base(name)
-	id, ok := strings.CutSuffix(base, ".events.jsonl")
+	key, ok := strings.CutSuffix(base, ".events.jsonl")
 	if !ok {
 		return
 	}
-	f, ok := r.inflight[id]
+	f, ok := r.inflight[key]
 	if !ok {
 		return
 	}
+	id := f.ID
 	file, err := protocol.OpenRegular(name, os.O_RDONLY, 0)
 	if err != nil {
 		return

@@ -192,10 +192,10 @@ type flight struct {
 	warned bool  // a stale report was logged once
 }
 
-// newFlight is an attempt whose command went out now.
-func (r *run) newFlight(attempt int) *flight {
+// newFlight is attempt n of task id, whose command went out now.
+func (r *run) newFlight(id string, attempt int) *flight {
 	now := r.o.opts.Now()
-	return &flight{Flight: next.Flight{Attempt: attempt, Launched: now, Deadline: now.Add(r.o.opts.TaskTimeout)}}
+	return &flight{Flight: next.Flight{ID: id, Attempt: attempt, Launched: now, Deadline: now.Add(r.o.opts.TaskTimeout)}}
 }
 
 // run is the state of one Drive call. Only Drive's goroutine touches it;
@@ -206,8 +206,9 @@ type run struct {
 	g         *taskgraph.Graph
 	root      *safefs.Root // the volumes, written without following links the agents planted
 	ctxm      *projectctx.Manager
-	inflight  map[string]*flight
-	abandoned map[string]bool // timed-out attempts whose copy must not be recycled
+	inflight  map[string]*flight // by key: the task's id, or an attempt's stem (run.key)
+	abandoned map[string]bool    // timed-out attempts (by key) whose copy must not be recycled
+	series    map[string]*series // tasks of several attempts under way (several.go)
 	accepting int             // acceptance runs and merges queued or under way
 	deciding  int             // decider calls under way
 	queue     []mergeJob
@@ -242,7 +243,7 @@ type run struct {
 
 func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, root *safefs.Root, ctxm *projectctx.Manager) *run {
 	return &run{o: o, st: st, g: g, root: root, ctxm: ctxm,
-		inflight: map[string]*flight{}, abandoned: map[string]bool{}, results: make(chan event), stopped: make(chan struct{}),
+		inflight: map[string]*flight{}, abandoned: map[string]bool{}, series: map[string]*series{}, results: make(chan event), stopped: make(chan struct{}),
 		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
 }
 
@@ -416,6 +417,11 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 			}
 		case next.EvCopied:
 			r.copying -= len(ev.IDs)
+		case checked:
+			if err := r.onChecked(ev); err != nil {
+				return nil, err
+			}
+			return []event{ev.EvChecked}, nil
 		}
 		return []event{ev}, nil
 	case fe, ok := <-fswatch.Events(w):
@@ -433,7 +439,7 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		return r.collect(), nil
 	case ex := <-r.o.opts.Runtime.Exited():
 		if ex.Unfenced && ex.TaskID != "" {
-			r.abandoned[ex.TaskID] = true // its copy is deleted, not recycled
+			r.abandoned[r.key(ex.TaskID, ex.Attempt)] = true // its copy is deleted, not recycled
 		}
 		return []event{r.agentDied(ex)}, nil
 	case <-tick:
@@ -441,22 +447,22 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 	}
 }
 
-// noteSequentialAttempts tells the operator that a task's attempts run one
-// after another, the first passing one merged, whatever the policy says:
-// running them side by side in copies of their own, ranked, is not built
-// yet (docs/attempts.md).
+// noteSequentialAttempts tells the operator that a run without
+// checkpoints runs a task's attempts one after another, the first passing
+// one merged, whatever the policy says: they share the one workspace, so
+// they cannot run side by side nor be ranked (docs/attempts.md).
 func (r *run) noteSequentialAttempts() {
-	if r.o.opts.Judge != "" {
-		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
-			Text: "judge: this version merges a task's first passing attempt, so the judge command is not run; see docs/attempts.md"})
-	}
-	if r.o.opts.Policy != next.PolicyParallel {
+	if r.isolated() {
+		if r.o.opts.Judge == "llm" {
+			r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
+				Text: "judge llm: not wired into the run yet; passing attempts are ranked by the deterministic rules; see docs/attempts.md"})
+		}
 		return
 	}
 	for _, t := range r.g.Tasks() {
 		if bestOf(t, r.o.opts.Attempts) > 1 {
 			r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
-				Text: "attempt_policy parallel: this version runs a task's attempts one after another, the first that passes merged (as escalate does); see docs/attempts.md"})
+				Text: "attempts: without checkpoints a task's attempts share the workspace, so they run one after another, the first that passes merged, and no judge runs; see docs/attempts.md"})
 			return
 		}
 	}

@@ -48,6 +48,10 @@ type Subagent struct {
 // TaskInfo is the per-task run record beyond the graph's status.
 type TaskInfo struct {
 	Attempt      int             `json:"attempt"` // attempt of the command last dispatched
+	// Series is the current series of a task of several attempts run side
+	// by side: its first attempt, how many it may have, the base they
+	// start from (nil for a task of one attempt).
+	Series *Series `json:"series,omitempty"`
 	DispatchedAt time.Time       `json:"dispatched_at,omitzero"`
 	Hints        []string        `json:"hints,omitempty"`
 	Summary      string          `json:"summary,omitempty"`
@@ -112,6 +116,35 @@ type AttemptResult struct {
 	// EgressRefused is what the egress proxy turned away of this attempt
 	// ("host:port: reason", the first few; docs/egress.md).
 	EgressRefused []string `json:"egress_refused,omitempty"`
+	// Candidate is what a task of several attempts ranks this attempt
+	// by, once it passed its own check: held until the task's attempts
+	// have ended, so a resume neither runs it again nor loses it.
+	Candidate *Candidate `json:"candidate,omitempty"`
+}
+
+// Series is a task's attempts started side by side (docs/attempts.md).
+type Series struct {
+	From int    `json:"from"`
+	Size int    `json:"size"`
+	Base string `json:"base"`
+	// FirstError is why its first attempt failed: the hint of the ones
+	// told (next.EscalationHint).
+	FirstError string `json:"first_error,omitempty"`
+}
+
+// Candidate is a passing attempt of a task of several attempts, as its
+// check on its own squashed result found it.
+type Candidate struct {
+	Commit   string    `json:"commit"` // its squashed result, on Base
+	Base     string    `json:"base"`
+	Summary  string    `json:"summary,omitempty"`
+	Passed   int       `json:"passed"` // acceptance commands passed, of Commands
+	Commands int       `json:"commands"`
+	Judged   bool      `json:"judged,omitempty"`
+	JudgeOK  bool      `json:"judge_ok,omitempty"`
+	Score    *float64  `json:"judge_score,omitempty"`
+	Diff     int       `json:"diff_lines"`
+	Finished time.Time `json:"finished"`
 }
 
 // Result is attempt n's result, added (running) when there is none yet.

@@ -185,3 +185,19 @@ func (g *Graph) Refund(id string) error {
 	}
 	return nil
 }
+
+// StartAnother counts one more attempt of an in-progress task whose
+// attempts run side by side (a task of several attempts): it stays
+// in_progress while any of them is under way.
+func (g *Graph) StartAnother(id string) error {
+	i, err := g.lookup(id)
+	if err != nil {
+		return err
+	}
+	t := &g.tasks[i]
+	if t.Status != InProgress {
+		return illegal(*t, InProgress, "it must be in_progress")
+	}
+	t.Attempts++
+	return nil
+}

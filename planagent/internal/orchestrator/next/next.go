@@ -22,10 +22,22 @@ type Event interface{ isEvent() }
 // EvSettle follows every other Event: start what can start, or end the run.
 type EvSettle struct{}
 
-// EvReport: the report of the attempt in flight arrived.
+// EvReport: the report of the attempt in flight arrived. Key is the
+// flight it answers (View.Flights; "" is ID: a task of one attempt).
 type EvReport struct {
-	ID     string
-	Report Report
+	ID, Key string
+	Report  Report
+}
+
+// EvChecked: attempt Attempt of a task with several attempts (Task.Several)
+// was checked on its own result: its acceptance commands (and the judge)
+// ran on its squashed commit. Failure is "" when all passed: it is held as
+// a candidate until the task's attempts have ended.
+type EvChecked struct {
+	ID      string
+	Attempt int
+	Failure string
+	Env     error // a fault of the machine, not of the attempt
 }
 
 // Report is what Decide reads of an attempt's report.
@@ -57,8 +69,8 @@ const (
 
 // EvBadReport: the report of the attempt in flight cannot be read.
 type EvBadReport struct {
-	ID  string
-	Err error
+	ID, Key string
+	Err     error
 }
 
 // EvAccepted: the acceptance commands finished; Failure is "" when all
@@ -111,6 +123,7 @@ type EvMerged struct {
 	Acceptance string // what the acceptance commands printed
 	Changed    bool
 	Conflict   []string
+	Attempt    int // the attempt merged
 	// Env: the merge could not be made for a fault of the machine (a full
 	// disk, the engine gone), not of the task; Failure says it too.
 	Env error
@@ -122,7 +135,10 @@ type EvMerged struct {
 
 // EvTimedOut: a task Decide gave up on (ActAbandon) is abandoned: what
 // worked on it is stopped.
-type EvTimedOut struct{ ID string }
+type EvTimedOut struct {
+	ID, Key string // Key: the flight given up on ("" is ID)
+	Attempt int
+}
 
 // EvTick: the clock ticked. Now is the clock's time; Heartbeat is when the
 // newest watcher heartbeat was written (zero: there is none).
@@ -173,9 +189,10 @@ func (EvTimedOut) isEvent()        {}
 func (EvMerged) isEvent()          {}
 func (EvAgentDied) isEvent()       {}
 func (EvTick) isEvent()            {}
+func (EvChecked) isEvent()         {}
 
-// EvCopied: the copies of the attempts dispatched together (IDs) are made,
-// off the loop; Err says one could not be.
+// EvCopied: the copies of the attempts dispatched together (IDs, their
+// flights' keys) are made, off the loop; Err says one could not be.
 type EvCopied struct {
 	IDs []string
 	Err error
@@ -205,7 +222,32 @@ type ActPutBack struct{ ID, Note string }
 
 // ActRecord books the report of the event on the task (its summary,
 // files, tokens and time), whose attempt is no longer in flight.
-type ActRecord struct{ ID string }
+type ActRecord struct{ ID, Key string }
+
+// ActCheck runs the acceptance commands (and the judge) of attempt
+// Attempt of a task with several attempts on its own squashed result (off
+// the loop) → EvChecked.
+type ActCheck struct {
+	ID      string
+	Attempt int
+}
+
+// ActEndAttempt ends attempt Attempt of a task with several attempts that
+// did not pass (Reason): its copy is thrown away, its commit (if any) kept
+// under its ref; the task goes on with its other attempts.
+type ActEndAttempt struct {
+	ID      string
+	Attempt int
+	Reason  string
+}
+
+// ActChoose ranks the task's held candidates (next.Rank) and queues the
+// best one not yet tried for the merge (→ EvMerged).
+type ActChoose struct{ ID string }
+
+// ActStopAttempts stops the task's attempts still under way (a passing
+// one won: first_pass_wins), saying Reason.
+type ActStopAttempts struct{ ID, Reason string }
 
 // ActAccept runs the task's acceptance commands (off the loop) → EvAccepted.
 type ActAccept struct{ ID string }
@@ -246,7 +288,10 @@ type ActNoteLateDeath struct {
 
 // ActAbandon gives up on an attempt in flight past its deadline: what
 // still works on it is stopped before its copy is thrown away → EvTimedOut.
-type ActAbandon struct{ ID string }
+type ActAbandon struct {
+	ID, Key string // Key: the flight ("" is ID)
+	Attempt int
+}
 
 // ActStopSilentWatcher stops the watcher whose heartbeat went stale while
 // tasks waited on it for longer than the heartbeat timeout (Silent): a
@@ -330,6 +375,10 @@ func (ActDispatch) isAction()          {}
 func (ActLaunch) isAction()            {}
 func (ActHalt) isAction()              {}
 func (ActRecord) isAction()            {}
+func (ActCheck) isAction()             {}
+func (ActEndAttempt) isAction()        {}
+func (ActChoose) isAction()            {}
+func (ActStopAttempts) isAction()      {}
 func (ActPutBack) isAction()           {}
 func (ActAccept) isAction()            {}
 func (ActMerge) isAction()             {}
@@ -393,6 +442,20 @@ type Task struct {
 	// one). A task that fails gets at least that many for failures of its
 	// own, however low --max-retries is.
 	BestOf int
+	// Several: the task's attempts run side by side in copies of their
+	// own, each checked on its own result, the best passing one merged
+	// (a run with checkpoints and BestOf > 1). The fields below are its
+	// current series of attempts.
+	Several bool
+	Series  int // attempts the series may have (BestOf, then 1 after a retry)
+	Started int // attempts of the series started
+	Live    int // started and not ended: being copied, running, being checked
+	Held    int // passed their check, not yet tried for the merge
+	// FirstFailed: the series' first attempt failed (escalate starts the rest).
+	FirstFailed bool
+	// Chosen: a candidate is queued or being merged.
+	Chosen    bool
+	LastError string // why the series' last attempt failed
 }
 
 // View is what Decide reads: the graph and what is under way. Decide never
@@ -414,8 +477,16 @@ type View struct {
 	// BudgetNew: the budget was found reached and not yet announced.
 	BudgetNew bool
 	RunID     string
-	// Flights are the attempts waiting for their report, by task.
+	// Flights are the attempts waiting for their report, by key: the
+	// task's id for a task of one attempt, the attempt's file stem
+	// (protocol.Stem) for one of several.
 	Flights map[string]Flight
+	// Policy is how a task's several attempts start (PolicyEscalate,
+	// PolicyParallel); FirstPassWins: the first passing one wins at once.
+	Policy        string
+	FirstPassWins bool
+	// Series are the tasks with several attempts in progress, sorted.
+	Series []string
 	// HeartbeatTimeout: with a task waiting this long and no watcher
 	// heartbeat this fresh, the watcher is taken for dead.
 	HeartbeatTimeout time.Duration
@@ -429,6 +500,7 @@ type View struct {
 
 // Flight is what Decide knows of an attempt in flight.
 type Flight struct {
+	ID       string // its task ("": its key in View.Flights)
 	Attempt  int
 	Launched time.Time // when its command went out: the heartbeat check waits from here
 	Deadline time.Time // no report by then: it is abandoned
@@ -458,7 +530,13 @@ func Decide(v View, ev Event) []Action {
 	case EvReport:
 		return onReport(v, ev)
 	case EvBadReport:
-		return append([]Action{ActStopWaiting{ID: ev.ID}}, failure(v, ev.ID, "unreadable report: "+errText(ev.Err))...)
+		stop := ActStopWaiting{ID: keyOr(ev.Key, ev.ID)}
+		if t := v.Graph.Task(ev.ID); t.Several {
+			return []Action{stop, ActEndAttempt{ID: ev.ID, Attempt: v.Flights[stop.ID].Attempt, Reason: "unreadable report: " + errText(ev.Err)}}
+		}
+		return append([]Action{stop}, failure(v, ev.ID, "unreadable report: "+errText(ev.Err))...)
+	case EvChecked:
+		return onChecked(v, ev)
 	case EvAccepted:
 		if ev.Env != nil {
 			return envStop(ev.ID, ev.Env)
@@ -490,6 +568,9 @@ func Decide(v View, ev Event) []Action {
 		}
 		return []Action{ActForgetMerge{ID: ev.ID, Head: ev.Head}}
 	case EvTimedOut:
+		if v.Graph.Task(ev.ID).Several {
+			return []Action{ActEndAttempt{ID: ev.ID, Attempt: ev.Attempt, Reason: "no report within the task timeout"}}
+		}
 		return failure(v, ev.ID, "no report within the task timeout")
 	case EvAgentDied:
 		return onDeath(v, ev)
@@ -521,10 +602,34 @@ func settle(v View) []Action {
 	if v.MergeNext != "" && !v.Merging {
 		out = append(out, ActStartMerge{ID: v.MergeNext})
 	}
+	// A task of several attempts whose series has ended chooses its
+	// winner, or fails; the loop settles again once that is carried out.
+	if acts := settleSeries(v); len(acts) > 0 {
+		return append(out, acts...)
+	}
 	started := false
 	if !v.Aborted && v.Deciding == 0 && v.Budget == "" {
-		for _, id := range v.Graph.Ready(v.Parallel - v.Copying - v.Running - v.Accepting) {
-			out, started = append(out, ActDispatch{ID: id}), true
+		// Each attempt counts against --parallel: the series under way
+		// first (escalate's K−1), then new tasks.
+		room := v.Parallel - v.Copying - v.Running - v.Accepting
+		for _, id := range v.Series {
+			t := v.Graph.Task(id)
+			for range min(AttemptsToStart(v.Policy, t.Series, t.Started, t.FirstFailed), max(room, 0)) {
+				out, started, room = append(out, ActDispatch{ID: id}), true, room-1
+			}
+		}
+		for _, id := range v.Graph.Ready(room) {
+			if room <= 0 {
+				break
+			}
+			n := 1
+			if t := v.Graph.Task(id); t.Several {
+				n = max(1, min(AttemptsToStart(v.Policy, t.Series, 0, false), room))
+			}
+			for range n {
+				out = append(out, ActDispatch{ID: id})
+			}
+			started, room = true, room-n
 		}
 	}
 	if started || v.Copying > 0 || v.Running > 0 || v.Accepting > 0 || v.Deciding > 0 {
@@ -542,6 +647,56 @@ func settle(v View) []Action {
 	return append(out, ActFinish{Status: status})
 }
 
+// settleSeries ends the series of the tasks with several attempts that
+// have nothing under way and nothing left to start: the held candidates
+// are ranked and the best merged (ActChoose), or, none having passed, the
+// task fails as a task of one attempt does.
+func settleSeries(v View) []Action {
+	var out []Action
+	for _, id := range v.Series {
+		t := v.Graph.Task(id)
+		if t.Chosen || t.Live > 0 {
+			continue
+		}
+		if !v.Aborted && v.Budget == "" && AttemptsToStart(v.Policy, t.Series, t.Started, t.FirstFailed) > 0 {
+			continue // settle starts them
+		}
+		if t.Held > 0 {
+			out = append(out, ActChoose{ID: id})
+			continue
+		}
+		reason := t.LastError
+		if reason == "" {
+			reason = "no attempt passed"
+		}
+		out = append(out, failure(v, id, reason)...)
+	}
+	return out
+}
+
+// onChecked: a failed check ends the attempt; a passing one is held
+// (recorded by the orchestrator) and, with first_pass_wins, wins at once.
+func onChecked(v View, ev EvChecked) []Action {
+	t := v.Graph.Task(ev.ID)
+	switch {
+	case ev.Env != nil:
+		return []Action{ActEndAttempt{ID: ev.ID, Attempt: ev.Attempt, Reason: ev.Failure}, ActHalt{Err: ev.Env}}
+	case ev.Failure != "":
+		return []Action{ActEndAttempt{ID: ev.ID, Attempt: ev.Attempt, Reason: ev.Failure}}
+	case v.FirstPassWins && !t.Chosen:
+		return []Action{ActStopAttempts{ID: ev.ID, Reason: "attempt " + strconv.Itoa(ev.Attempt) + " passed first (first_pass_wins)"}, ActChoose{ID: ev.ID}}
+	}
+	return nil
+}
+
+// keyOr is a flight's key, "" meaning the task's id.
+func keyOr(key, id string) string {
+	if key != "" {
+		return key
+	}
+	return id
+}
+
 // onTick abandons the attempts past their deadline, then takes the watcher
 // for dead when its heartbeat went stale while tasks waited on it. Exited
 // does not cover that: a compose watcher planagent did not start, or a
@@ -553,10 +708,14 @@ func onTick(v View, ev EvTick) []Action {
 	var out []Action
 	since := ev.Now.Add(-v.HeartbeatTimeout)
 	waited := false
-	for _, id := range slices.Sorted(maps.Keys(v.Flights)) {
-		f := v.Flights[id]
+	for _, key := range slices.Sorted(maps.Keys(v.Flights)) {
+		f := v.Flights[key]
 		if ev.Now.After(f.Deadline) {
-			out = append(out, ActAbandon{ID: id})
+			a := ActAbandon{ID: key}
+			if f.ID != "" && f.ID != key {
+				a = ActAbandon{ID: f.ID, Key: key, Attempt: f.Attempt}
+			}
+			out = append(out, a)
 			continue
 		}
 		if !f.Launched.After(since) {
@@ -572,11 +731,15 @@ func onTick(v View, ev EvTick) []Action {
 func onReport(v View, ev EvReport) []Action {
 	// A watcher that retakes the command of a dead one bumps the attempt,
 	// so a later attempt of this run is the answer; an earlier one is stale.
-	if want := v.Flights[ev.ID].Attempt; ev.Report.RunID != v.RunID || ev.Report.Attempt < want {
-		return []Action{ActDropStaleReport{ID: ev.ID, RunID: ev.Report.RunID, Attempt: ev.Report.Attempt, Want: want}}
+	key := keyOr(ev.Key, ev.ID)
+	if want := v.Flights[key].Attempt; ev.Report.RunID != v.RunID || ev.Report.Attempt < want {
+		return []Action{ActDropStaleReport{ID: key, RunID: ev.Report.RunID, Attempt: ev.Report.Attempt, Want: want}}
 	}
 	rec := ActRecord{ID: ev.ID}
 	t := v.Graph.Task(ev.ID)
+	if t.Several {
+		return onAttemptReport(v, ev, key)
+	}
 	if ev.Report.Env && ev.Report.Status != ReportCompleted && ev.Report.Status != ReportInterrupted {
 		return append([]Action{rec}, envStop(ev.ID, envError(ev.Report.Error))...)
 	}
@@ -615,6 +778,31 @@ func onReport(v View, ev EvReport) []Action {
 	}
 }
 
+// onAttemptReport: the report of one attempt of a task with several. A
+// completed one is checked on its own result; any other ends the attempt,
+// not the task: its other attempts go on.
+func onAttemptReport(v View, ev EvReport, key string) []Action {
+	rec := ActRecord{ID: ev.ID, Key: key}
+	n := v.Flights[key].Attempt
+	msg := ev.Report.Error
+	if msg == "" {
+		msg = ev.Report.Summary
+	}
+	switch {
+	case ev.Report.Status == ReportCompleted:
+		return []Action{rec, ActCheck{ID: ev.ID, Attempt: n}}
+	case ev.Report.Status == ReportInterrupted:
+		return []Action{rec, ActEndAttempt{ID: ev.ID, Attempt: n, Reason: "interrupted"}}
+	case ev.Report.Env:
+		return []Action{rec, ActEndAttempt{ID: ev.ID, Attempt: n, Reason: "stopped by a fault of the machine: " + msg}, ActHalt{Err: envError(msg)}}
+	case ev.Report.Reason == ReasonConfig:
+		return []Action{rec, ActEndAttempt{ID: ev.ID, Attempt: n, Reason: "stopped by a configuration error: " + msg}, ActStopConfig{Reason: msg}}
+	case ev.Report.Reason == ReasonBudget:
+		return []Action{rec, ActEndAttempt{ID: ev.ID, Attempt: n, Reason: "budget: the agent passed the task's token budget: " + msg}}
+	}
+	return []Action{rec, ActEndAttempt{ID: ev.ID, Attempt: n, Reason: "the agent reported failure: " + msg}}
+}
+
 // onCopied launches the attempts whose copies are made. A copy that could
 // not be made stops the run: the next would fail alike (a full disk, the
 // repository gone). An attempt the run was aborted under goes back to
@@ -647,6 +835,18 @@ func onMerged(v View, ev EvMerged) []Action {
 	}
 	if ev.Env != nil {
 		return envStop(ev.ID, ev.Env)
+	}
+	if t := v.Graph.Task(ev.ID); t.Several && (len(ev.Conflict) > 0 || ev.Failure != "") {
+		// The gate rejected the best candidate: the next-ranked is tried.
+		reason := ev.Failure
+		if len(ev.Conflict) > 0 {
+			reason = "merge conflict in " + strings.Join(ev.Conflict, ", ") + " with work merged since the attempt started"
+		}
+		out := []Action{ActEndAttempt{ID: ev.ID, Attempt: ev.Attempt, Reason: reason}}
+		if t.Held > 0 {
+			return append(out, ActChoose{ID: ev.ID})
+		}
+		return append(out, failure(v, ev.ID, reason)...)
 	}
 	switch {
 	case len(ev.Conflict) > 0:
@@ -681,11 +881,25 @@ func onMerged(v View, ev EvMerged) []Action {
 // their agents died too often.
 func onDeath(v View, ev EvAgentDied) []Action {
 	var out []Action
-	for _, id := range slices.Sorted(maps.Keys(v.Flights)) {
+	for _, key := range slices.Sorted(maps.Keys(v.Flights)) {
+		f := v.Flights[key]
+		id := keyOr(f.ID, key)
 		if ev.TaskID != "" && id != ev.TaskID {
 			continue
 		}
-		if f := v.Flights[id]; ev.Attempt != 0 && f.Attempt != ev.Attempt {
+		if t := v.Graph.Task(id); t.Several {
+			// Another attempt of the task lives on: only the one named died.
+			if ev.Attempt != 0 && f.Attempt != ev.Attempt {
+				continue
+			}
+			out = append(out, ActFreeClaim{ID: key})
+			if !slices.Contains(ev.Reported, key) {
+				out = append(out, ActStopWaiting{ID: key},
+					ActEndAttempt{ID: id, Attempt: f.Attempt, Reason: "the coding agent died (" + errText(ev.Cause) + ")"})
+			}
+			continue
+		}
+		if ev.Attempt != 0 && f.Attempt != ev.Attempt {
 			out = append(out, ActNoteLateDeath{ID: id, Attempt: ev.Attempt, Cause: ev.Cause})
 			continue
 		}

@@ -1,0 +1,386 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+// A task of several attempts (attempts: K > 1, in a run with checkpoints)
+// runs them side by side, each in its own copy, its files named by its
+// stem (protocol.Stem). Each finished attempt is squashed and checked on
+// its own result (its acceptance commands, then the judge); the passing
+// ones are held, on the record, until the series has ended; then the best
+// (next.Rank) goes through the merge queue and its test gate, the next-
+// ranked when the gate rejects it. next decides all of this; here it is
+// carried out. docs/attempts.md.
+
+// series is what the loop keeps of a task's current series besides its
+// record (TaskInfo.Series, the attempts' results), rebuilt from the record
+// on resume.
+type series struct {
+	live    map[int]bool // started, not ended: being copied, running, being checked
+	stopped map[int]bool // given up on once another won (first_pass_wins)
+	chosen  int          // the candidate queued or being merged (0: none)
+	lastErr string
+}
+
+// several reports whether task id's attempts run side by side.
+func (r *run) several(id string) bool {
+	t, _ := r.g.Get(id)
+	return r.isolated() && bestOf(t, r.o.opts.Attempts) > 1
+}
+
+// key is the flight key (and file stem) of attempt n of task id.
+func (r *run) key(id string, n int) string {
+	if r.several(id) {
+		return protocol.Stem(id, n)
+	}
+	return id
+}
+
+// attemptOf is the task and attempt a flight key names.
+func (r *run) attemptOf(key string) (string, int) {
+	id, n, _ := protocol.SplitStem(key)
+	if n == 0 {
+		n = r.info(id).Attempt
+	}
+	return id, n
+}
+
+// seriesOf is task id's series in the loop, made on first use.
+func (r *run) seriesOf(id string) *series {
+	s := r.series[id]
+	if s == nil {
+		s = &series{live: map[int]bool{}, stopped: map[int]bool{}}
+		r.series[id] = s
+	}
+	return s
+}
+
+// startSeriesAttempt records attempt n of task id in its series, the
+// series begun with it when there is none: its first series has the
+// task's attempts, a series after a retry one.
+func (r *run) startSeriesAttempt(id string, n int, info *runrecord.TaskInfo, fresh bool) {
+	t, _ := r.g.Get(id)
+	if info.Series == nil || fresh {
+		size := bestOf(t, r.o.opts.Attempts)
+		if info.Series != nil {
+			size = 1
+		}
+		info.Series = &runrecord.Series{From: n, Size: size, Base: r.st.Checkpoints.Head}
+		delete(r.series, id)
+	}
+	r.seriesOf(id).live[n] = true
+}
+
+// seriesView is task id's series as next reads it.
+func (r *run) seriesView(id string, t *next.Task) {
+	info := r.st.Info[id]
+	if info == nil || info.Series == nil {
+		t.Series = t.BestOf
+		return
+	}
+	tk, _ := r.g.Get(id)
+	if tk.Status != taskgraph.InProgress {
+		t.Series = 1 // a retry's series
+		return
+	}
+	s := r.seriesOf(id)
+	t.Series, t.Chosen, t.LastError = info.Series.Size, s.chosen != 0, s.lastErr
+	for _, res := range info.Results {
+		switch {
+		case res.Attempt < info.Series.From:
+			continue
+		case res.Attempt == info.Series.From && res.Status == "failed":
+			t.FirstFailed = true
+		case res.Status == "held" && res.Attempt != s.chosen:
+			t.Held++
+		}
+		t.Started++
+	}
+	for n := range s.live {
+		if !s.stopped[n] {
+			t.Live++
+		}
+	}
+}
+
+// checked is the check of an attempt of a task of several, with what the
+// ranking reads of it.
+type checked struct {
+	next.EvChecked
+	cand   *runrecord.Candidate
+	output string
+	ref    string
+}
+
+// startCheck squashes attempt n of task id and runs its acceptance
+// commands and the judge on its own result, off the loop; its copy is
+// thrown away after. A commit that fails is kept under its ref.
+func (r *run) startCheck(ctx context.Context, id string, n int) {
+	t, _ := r.g.Get(id)
+	info := r.info(id)
+	res := info.Result(n)
+	res.Status = "checking"
+	base, summary := info.Series.Base, info.Summary
+	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, n)
+	subject, runID := id+": "+titleOf(t), r.st.RunID
+	r.accepting++
+	r.merges.Go(func() {
+		ev := r.check(ctx, t, n, dir, base, subject, summary, runID)
+		r.send(ev)
+	})
+}
+
+func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, subject, summary, runID string) (out checked) {
+	repo := r.o.opts.Repo
+	out.EvChecked = next.EvChecked{ID: t.ID, Attempt: n}
+	defer func() {
+		if err := repo.RemoveCopy(dir); err != nil {
+			r.o.opts.Logger.Warn("remove the attempt's copy", "task", t.ID, "dir", dir, "err", err)
+		}
+	}()
+	commit, removed, err := repo.Squash(ctx, dir, base, subject, summary)
+	if err != nil {
+		out.Failure = fmt.Sprintf("commit the attempt's changes: %v", err)
+		out.Env = envErr("commit the attempt's changes", err)
+		return out
+	}
+	if len(removed) > 0 {
+		summary = strings.TrimSpace(summary + "\n\n(planagent removed from the task's copy: " + strings.Join(removed, "; ") + ")")
+	}
+	patch, err := repo.Diff(ctx, base, commit)
+	if err != nil {
+		out.Failure = fmt.Sprintf("read the attempt's diff: %v", err)
+		return out
+	}
+	cand := &runrecord.Candidate{Commit: commit, Base: base, Summary: summary, Commands: len(t.Acceptance),
+		Diff: diffLines(patch), Finished: r.o.opts.Now()}
+	accept := dir + ".check"
+	defer func() {
+		if err := repo.RemoveCopy(accept); err != nil {
+			r.o.opts.Logger.Warn("remove the check's copy", "dir", accept, "err", err)
+		}
+	}()
+	if err := repo.RemoveCopy(accept); err != nil {
+		out.Failure, out.Env = fmt.Sprintf("clear the check's copy: %v", err), envErr("clear the check's copy", err)
+		return out
+	}
+	if err := repo.NewCopy(ctx, accept, commit); err != nil {
+		out.Failure, out.Env = fmt.Sprintf("copy the attempt's result for its acceptance commands: %v", err), envErr("copy the attempt's result", err)
+		return out
+	}
+	out.Failure, out.output, out.Env = r.runAcceptance(ctx, accept, t.Acceptance, true)
+	if out.Failure != "" {
+		if commit != base && out.Env == nil {
+			if err := repo.KeepAttempt(ctx, runID, t.ID, n, commit); err != nil {
+				r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", t.ID, "attempt", n, "err", err)
+			} else {
+				out.ref = checkpoint.AttemptRef(runID, t.ID, n)
+			}
+		}
+		return out
+	}
+	cand.Passed = cand.Commands
+	if j := r.o.opts.Judge; j != "" && j != "llm" {
+		res, err := r.o.opts.Runtime.Exec(ctx, accept, j, r.o.opts.AcceptTime)
+		if err != nil {
+			out.Failure, out.Env = fmt.Sprintf("judge command %q could not run: %v", j, err), envErr("run the judge command", err)
+			return out
+		}
+		cand.Judged, cand.JudgeOK = true, res.ExitCode == 0
+		if score, ok := next.JudgeScore(res.Output); ok {
+			cand.Score = &score
+		}
+		out.output += fmt.Sprintf("$ %s (judge)\n%s\n(exit %d)\n", j, tail(res.Output, acceptanceKept), res.ExitCode)
+	}
+	out.cand = cand
+	return out
+}
+
+// diffLines is the lines a patch adds and removes.
+func diffLines(patch string) int {
+	n := 0
+	for l := range strings.SplitSeq(patch, "\n") {
+		if strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "--- ") {
+			continue
+		}
+		if strings.HasPrefix(l, "+") || strings.HasPrefix(l, "-") {
+			n++
+		}
+	}
+	return n
+}
+
+// onChecked records a check as it comes back to the loop: a passing
+// attempt is held, on the record, before next hears of it.
+func (r *run) onChecked(ev checked) error {
+	r.accepting--
+	info := r.info(ev.ID)
+	res := info.Result(ev.Attempt)
+	res.Acceptance, res.Ref = ev.output, ev.ref
+	delete(r.seriesOf(ev.ID).live, ev.Attempt)
+	if ev.cand != nil {
+		res.Status, res.Candidate = "held", ev.cand
+		r.note(fmt.Sprintf("task %s: attempt %d passed its acceptance commands (%d lines changed): held until the task's attempts have ended", ev.ID, ev.Attempt, ev.cand.Diff))
+	}
+	return r.record(ev.ID)
+}
+
+// endAttempt ends an attempt that did not pass; the task goes on.
+func (r *run) endAttempt(a next.ActEndAttempt) error {
+	key := r.key(a.ID, a.Attempt)
+	r.bookUnreported(a.ID)
+	delete(r.inflight, key)
+	s := r.seriesOf(a.ID)
+	delete(s.live, a.Attempt)
+	if s.chosen == a.Attempt {
+		s.chosen = 0
+	}
+	s.lastErr = a.Reason
+	info := r.info(a.ID)
+	if info.Series != nil && a.Attempt == info.Series.From {
+		info.Series.FirstError = a.Reason
+	}
+	r.dropAttemptCopy(a.ID, a.Attempt)
+	res := info.Result(a.Attempt)
+	res.Status, res.Error, res.Rank = "failed", oneLine(a.Reason, 500), 0
+	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", a.Attempt, oneLine(a.Reason, 300)))
+	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, TaskID: a.ID,
+		Text: fmt.Sprintf("task %s: attempt %d failed: %s", a.ID, a.Attempt, oneLine(a.Reason, 200)),
+		Data: map[string]any{"attempt": a.Attempt}})
+	return r.record(a.ID)
+}
+
+// dropAttemptCopy throws attempt n's copy away (deleted when it was given
+// up on: something may still write there).
+func (r *run) dropAttemptCopy(id string, n int) {
+	key := r.key(id, n)
+	abandoned := r.abandoned[key]
+	delete(r.abandoned, key)
+	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, n)
+	remove := r.o.opts.Repo.RemoveCopy
+	if abandoned {
+		remove = r.o.opts.Repo.DiscardCopy
+	}
+	if err := remove(dir); err != nil {
+		r.o.opts.Logger.Warn("remove the attempt's copy", "task", id, "dir", dir, "err", err)
+	}
+}
+
+// stopAttempts stops task id's attempts still under way: a passing one
+// won (first_pass_wins). The running ones are abandoned in the runtime;
+// one whose copy is being made is not launched.
+func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
+	s := r.seriesOf(a.ID)
+	info := r.info(a.ID)
+	var stopped []int
+	for _, n := range slices.Sorted(maps.Keys(s.live)) {
+		key := r.key(a.ID, n)
+		f, running := r.inflight[key]
+		if !running && info.Result(n).Status == "checking" {
+			continue // its check ends it; it may yet be the next-ranked
+		}
+		s.stopped[n] = true
+		delete(s.live, n)
+		stopped = append(stopped, n)
+		res := info.Result(n)
+		res.Status, res.Error = "stopped", a.Reason
+		if running {
+			delete(r.inflight, key)
+			r.abandoned[key] = true
+			if err := r.o.opts.Runtime.Abandon(ctx, a.ID, f.Attempt); err != nil {
+				r.o.opts.Logger.Warn("stop the attempt", "task", a.ID, "attempt", n, "err", err)
+			}
+			r.dropAttemptCopy(a.ID, n)
+		}
+	}
+	if len(stopped) > 0 {
+		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, TaskID: a.ID,
+			Text: fmt.Sprintf("task %s: %s: attempts %v stopped", a.ID, a.Reason, stopped), Data: map[string]any{"stopped": stopped}})
+	}
+	return r.record(a.ID)
+}
+
+// choose ranks task id's held candidates and queues the best one not yet
+// tried for the merge queue and its test gate.
+func (r *run) choose(ctx context.Context, id string) error {
+	info := r.info(id)
+	var cs []next.Candidate
+	for _, res := range info.Results {
+		c := res.Candidate
+		if c == nil || res.Attempt < info.Series.From || res.Status != "held" && res.Status != "passed" {
+			continue
+		}
+		nc := next.Candidate{Attempt: res.Attempt, Passed: c.Passed, Commands: c.Commands, Judged: c.Judged, JudgeOK: c.JudgeOK,
+			DiffLines: c.Diff, CostUSD: res.Tokens.CostUSD, Tokens: res.Tokens.Prompt + res.Tokens.Completion, Finished: c.Finished}
+		if c.Score != nil {
+			nc.HasScore, nc.Score = true, *c.Score
+		}
+		cs = append(cs, nc)
+	}
+	ranked := next.Rank(cs)
+	winner := 0
+	for i, c := range ranked {
+		res := info.Result(c.Attempt)
+		res.Rank = i + 1
+		if winner == 0 && res.Status == "held" {
+			winner = c.Attempt
+		}
+	}
+	if winner == 0 {
+		return fmt.Errorf("orchestrator: task %s has no candidate left to merge", id)
+	}
+	s := r.seriesOf(id)
+	s.chosen = winner
+	res := info.Result(winner)
+	res.Status = "passed" // tried: the merge says whether it is the one
+	info.Attempt, info.Summary, info.Base = winner, res.Candidate.Summary, res.Candidate.Base
+	order := make([]int, len(ranked))
+	for i, c := range ranked {
+		order[i] = c.Attempt
+	}
+	r.note(fmt.Sprintf("task %s: attempts ranked %v: attempt %d goes to the merge", id, order, winner))
+	t, _ := r.g.Get(id)
+	sq := &squashing{done: make(chan struct{}), res: squashResult{commit: res.Candidate.Commit}}
+	close(sq.done)
+	r.queue = append(r.queue, mergeJob{id: id, subject: id + ": " + titleOf(t), body: res.Candidate.Summary,
+		dir: r.o.opts.Layout.Attempt(r.st.RunID, id, winner), base: res.Candidate.Base,
+		acceptance: t.Acceptance, attempt: winner, runID: r.st.RunID, squashed: sq})
+	r.accepting++
+	r.outcomes = append(r.outcomes, next.EvSettle{}) // start the merge
+	return r.record(id)
+}
+
+// completeSeries records the merged attempt of a task of several as its
+// winner and keeps every other passing one under its ref.
+func (r *run) completeSeries(ctx context.Context, id string) {
+	info := r.info(id)
+	winner := info.Attempt
+	for i := range info.Results {
+		res := &info.Results[i]
+		if res.Candidate == nil || res.Attempt == winner || res.Ref != "" {
+			continue
+		}
+		if res.Status == "held" {
+			res.Status = "passed"
+		}
+		if err := r.o.opts.Repo.KeepAttempt(ctx, r.st.RunID, id, res.Attempt, res.Candidate.Commit); err != nil {
+			r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", id, "attempt", res.Attempt, "err", err)
+			continue
+		}
+		res.Ref = checkpoint.AttemptRef(r.st.RunID, id, res.Attempt)
+	}
+	delete(r.series, id)
+}
+
