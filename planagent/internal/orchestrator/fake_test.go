@@ -28,6 +28,8 @@ type fakeRuntime struct {
 	exec   func(command string) attempt.ExecResult
 	// execCtx, when set, runs the commands instead, with Exec's context.
 	execCtx func(ctx context.Context, command string) attempt.ExecResult
+	// execDir, when set, runs them with the directory they run in.
+	execDir func(dir, command string) attempt.ExecResult
 
 	mu        sync.Mutex
 	starts    int
@@ -136,6 +138,9 @@ func (f *fakeRuntime) Abandon(_ context.Context, id string, n int) error {
 func (f *fakeRuntime) Exec(ctx context.Context, dir, command string, timeout time.Duration) (attempt.ExecResult, error) {
 	if f.execCtx != nil {
 		return f.execCtx(ctx, command), nil
+	}
+	if f.execDir != nil {
+		return f.execDir(dir, command), nil
 	}
 	if f.exec != nil {
 		return f.exec(command), nil

@@ -209,8 +209,8 @@ type run struct {
 	inflight  map[string]*flight // by key: the task's id, or an attempt's stem (run.key)
 	abandoned map[string]bool    // timed-out attempts (by key) whose copy must not be recycled
 	series    map[string]*series // tasks of several attempts under way (several.go)
-	accepting int             // acceptance runs and merges queued or under way
-	deciding  int             // decider calls under way
+	accepting int                // acceptance runs and merges queued or under way
+	deciding  int                // decider calls under way
 	queue     []mergeJob
 	merging   bool           // a merge is under way
 	lastMerge mergeJob       // the merge under way, or the last one

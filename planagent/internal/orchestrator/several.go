@@ -383,4 +383,3 @@ func (r *run) completeSeries(ctx context.Context, id string) {
 	}
 	delete(r.series, id)
 }
-

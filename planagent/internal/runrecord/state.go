@@ -47,11 +47,11 @@ type Subagent struct {
 
 // TaskInfo is the per-task run record beyond the graph's status.
 type TaskInfo struct {
-	Attempt      int             `json:"attempt"` // attempt of the command last dispatched
+	Attempt int `json:"attempt"` // attempt of the command last dispatched
 	// Series is the current series of a task of several attempts run side
 	// by side: its first attempt, how many it may have, the base they
 	// start from (nil for a task of one attempt).
-	Series *Series `json:"series,omitempty"`
+	Series       *Series         `json:"series,omitempty"`
 	DispatchedAt time.Time       `json:"dispatched_at,omitzero"`
 	Hints        []string        `json:"hints,omitempty"`
 	Summary      string          `json:"summary,omitempty"`

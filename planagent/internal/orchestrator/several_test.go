@@ -1,0 +1,205 @@
+package orchestrator
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/plan"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
+	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
+)
+
+// severalAgent writes, in attempt n's copy, lines[n] lines to out.txt,
+// and holds every report until hold attempts have their command: the
+// attempts are in flight at once, or the test times out.
+type severalAgent struct {
+	t     *testing.T
+	lines map[int]int
+	hold  int
+	fail  map[int]bool // report failure
+
+	mu      sync.Mutex
+	seen    map[int]bool
+	arrived chan struct{}
+	max     int // most commands seen before any was answered
+}
+
+func newSeveralAgent(t *testing.T, hold int, lines map[int]int) *severalAgent {
+	return &severalAgent{t: t, lines: lines, hold: hold, fail: map[int]bool{}, seen: map[int]bool{}, arrived: make(chan struct{})}
+}
+
+func (a *severalAgent) answer(l func(c *protocol.Command) string) func(c *protocol.Command) *protocol.Report {
+	return func(c *protocol.Command) *protocol.Report {
+		a.mu.Lock()
+		a.seen[c.Attempt] = true
+		if len(a.seen) == a.hold {
+			close(a.arrived)
+		}
+		a.max = max(a.max, len(a.seen))
+		a.mu.Unlock()
+		<-a.arrived
+		var b strings.Builder
+		for i := range a.lines[c.Attempt] {
+			fmt.Fprintf(&b, "line %d of attempt %d\n", i, c.Attempt)
+		}
+		if err := os.WriteFile(filepath.Join(l(c), "out.txt"), []byte(b.String()), 0o644); err != nil {
+			a.t.Error(err)
+		}
+		rep := completed(c)
+		if a.fail[c.Attempt] {
+			rep.Status, rep.Error = protocol.StatusFailed, "gave up"
+		}
+		return rep
+	}
+}
+
+// The fake runtime answers each command on its own goroutine, so one
+// held report does not hold the others.
+func asyncAnswers(rt *fakeRuntime) {
+	answer := rt.answer
+	rt.answer = func(c *protocol.Command) *protocol.Report {
+		go func() {
+			if rep := answer(c); rep != nil {
+				_ = protocol.WriteReport(rt.layout.ReportFile(protocol.Stem(c.ID, c.Attempt)), rep)
+			}
+		}()
+		return nil
+	}
+}
+
+func ranks(st *runrecord.State, id string) map[int]runrecord.AttemptResult {
+	out := map[int]runrecord.AttemptResult{}
+	for _, r := range st.Info[id].Results {
+		out[r.Attempt] = r
+	}
+	return out
+}
+
+// parallel: the three attempts are in flight at once (each in its own
+// copy, under its own files), all pass, and the smallest diff wins; the
+// others are kept as refs with their ranks.
+func TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest(t *testing.T) {
+	l := newLayout(t)
+	ag := newSeveralAgent(t, 3, map[int]int{1: 20, 2: 3, 3: 9})
+	rt := newFakeRuntime(l, nil)
+	rt.answer = ag.answer(func(c *protocol.Command) string { return l.Attempt(c.RunID, c.ID, c.Attempt) })
+	asyncAnswers(rt)
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "risky", Description: "hard", Acceptance: []string{"test -s out.txt"}, Attempts: 3})
+	if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 3, Policy: "parallel"}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(st)["risky"]; got != taskgraph.Completed {
+		t.Fatalf("risky %s", got)
+	}
+	if ag.max != 3 {
+		t.Errorf("at most %d attempts in flight at once, want 3", ag.max)
+	}
+	got, err := os.ReadFile(filepath.Join(l.Workspace(), "out.txt"))
+	if err != nil || !strings.Contains(string(got), "of attempt 2") || strings.Count(string(got), "\n") != 3 {
+		t.Errorf("workspace out.txt = %q, %v; want attempt 2's 3 lines", got, err)
+	}
+	rs := ranks(st, "risky")
+	want := map[int]struct {
+		status string
+		rank   int
+		ref    bool
+	}{1: {"passed", 3, true}, 2: {"completed", 1, false}, 3: {"passed", 2, true}}
+	for n, w := range want {
+		r := rs[n]
+		if r.Status != w.status || r.Rank != w.rank || (r.Ref != "") != w.ref {
+			t.Errorf("attempt %d: status %s rank %d ref %q; want %s, %d, ref %v", n, r.Status, r.Rank, r.Ref, w.status, w.rank, w.ref)
+		}
+		if w.ref && r.Ref != checkpoint.AttemptRef(st.RunID, "risky", n) {
+			t.Errorf("attempt %d ref %q", n, r.Ref)
+		}
+	}
+	if n := rt.count("risky"); n != 3 {
+		t.Errorf("%d commands for risky, want 3", n)
+	}
+}
+
+// --parallel 2 holds a 3-attempt parallel task to two attempts at once.
+func TestSeveralParallelRespectsTheLimit(t *testing.T) {
+	l := newLayout(t)
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	rt := newFakeRuntime(l, nil)
+	rt.answer = func(c *protocol.Command) *protocol.Report {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		if err := os.WriteFile(filepath.Join(l.Attempt(c.RunID, c.ID, c.Attempt), "out.txt"), []byte(strings.Repeat("x\n", c.Attempt)), 0o644); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return completed(c)
+	}
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "risky", Description: "hard", Attempts: 3})
+	if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 2, Policy: "parallel"}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(st)["risky"]; got != taskgraph.Completed || rt.count("risky") != 3 {
+		t.Fatalf("risky %s after %d commands", got, rt.count("risky"))
+	}
+	if rs := ranks(st, "risky"); rs[1].Status != "completed" || rs[1].Rank != 1 {
+		t.Errorf("attempt 1 (the smallest diff): %+v", rs[1])
+	}
+}
+
+// escalate: attempt 1 fails its check, then 2 and 3 run together from
+// the same base; 2 passes with a large diff, 3 with a small one: 3 merges.
+func TestSeveralEscalateRunsOneThenTheRestTogether(t *testing.T) {
+	l := newLayout(t)
+	var mu sync.Mutex
+	var order []int
+	holdRest := newSeveralAgent(t, 2, map[int]int{2: 30, 3: 2})
+	rt := newFakeRuntime(l, nil)
+	rest := holdRest.answer(func(c *protocol.Command) string { return l.Attempt(c.RunID, c.ID, c.Attempt) })
+	rt.answer = func(c *protocol.Command) *protocol.Report {
+		mu.Lock()
+		order = append(order, c.Attempt)
+		mu.Unlock()
+		if c.Attempt == 1 {
+			if err := os.WriteFile(filepath.Join(l.Attempt(c.RunID, c.ID, 1), "out.txt"), []byte("wrong\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+			return completed(c)
+		}
+		return rest(c)
+	}
+	asyncAnswers(rt)
+	rt.execDir = func(dir, command string) attempt.ExecResult {
+		b, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+		if strings.Contains(string(b), "wrong") {
+			return attempt.ExecResult{ExitCode: 1, Output: "FAIL: wrong"}
+		}
+		return attempt.ExecResult{Output: "ok"}
+	}
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "risky", Description: "hard", Acceptance: []string{"check"}, Attempts: 3})
+	if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 3}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(st)["risky"]; got != taskgraph.Completed {
+		t.Fatalf("risky %s", got)
+	}
+	if len(order) != 3 || order[0] != 1 || holdRest.max != 2 {
+		t.Errorf("attempts in order %v, %d of the rest at once; want 1 first, then 2 and 3 together", order, holdRest.max)
+	}
+	rs := ranks(st, "risky")
+	if rs[1].Status != "failed" || rs[1].Ref == "" || rs[3].Status != "completed" || rs[3].Rank != 1 || rs[2].Rank != 2 || rs[2].Ref == "" {
+		t.Errorf("results %+v", st.Info["risky"].Results)
+	}
+	if !rs[2].Hinted || rs[3].Hinted {
+		t.Errorf("hinted: 2 %v, 3 %v; want 2 told the first failure, 3 not", rs[2].Hinted, rs[3].Hinted)
+	}
+}
