@@ -203,3 +203,111 @@ func TestSeveralEscalateRunsOneThenTheRestTogether(t *testing.T) {
 		t.Errorf("hinted: 2 %v, 3 %v; want 2 told the first failure, 3 not", rs[2].Hinted, rs[3].Hinted)
 	}
 }
+
+// sizedAgent writes lines[n] lines to out.txt in attempt n's copy.
+func sizedAgent(t *testing.T, l interface {
+	Attempt(string, string, int) string
+}, lines map[int]int) func(c *protocol.Command) *protocol.Report {
+	return func(c *protocol.Command) *protocol.Report {
+		var b strings.Builder
+		for i := range lines[c.Attempt] {
+			fmt.Fprintf(&b, "line %d of attempt %d\n", i, c.Attempt)
+		}
+		if err := os.WriteFile(filepath.Join(l.Attempt(c.RunID, c.ID, c.Attempt), "out.txt"), []byte(b.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+		return completed(c)
+	}
+}
+
+// A judge command that prints a higher number for the larger diff makes
+// it win over the smaller one.
+func TestSeveralJudgeChangesTheWinner(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 2, 2: 8}))
+	rt.execDir = func(dir, command string) attempt.ExecResult {
+		b, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+		if command == "bench" {
+			return attempt.ExecResult{Output: fmt.Sprintf("ops/s %d\n", strings.Count(string(b), "\n")*100)}
+		}
+		return attempt.ExecResult{Output: "ok"}
+	}
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "fast", Description: "speed", Acceptance: []string{"check"}, Attempts: 2})
+	if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 2, Policy: "parallel", Judge: "bench"}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	rs := ranks(st, "fast")
+	if rs[2].Status != "completed" || rs[2].Rank != 1 || rs[1].Rank != 2 {
+		t.Errorf("results %+v; want attempt 2 (the judge's 800) over 1 (200)", st.Info["fast"].Results)
+	}
+	if c := rs[2].Candidate; c == nil || !c.Judged || c.Score == nil || *c.Score != 800 {
+		t.Errorf("attempt 2's candidate %+v", c)
+	}
+}
+
+// The gate (the acceptance commands on the merged result) rejects the
+// best candidate: the next-ranked is merged, the rejected one kept.
+func TestSeveralGateRejectionFallsBackToTheNextRanked(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 2, 2: 8}))
+	var mu sync.Mutex
+	runs := map[string]int{}
+	rt.execDir = func(dir, command string) attempt.ExecResult {
+		mu.Lock()
+		defer mu.Unlock()
+		b, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+		small := strings.Count(string(b), "\n") == 2
+		// The merge's acceptance copy is "<attempt>.accept": there the
+		// small one fails (as a test that only the merged tree shows).
+		if small && strings.HasSuffix(dir, ".accept") {
+			runs["gate-rejected"]++
+			return attempt.ExecResult{ExitCode: 1, Output: "FAIL on the merged tree"}
+		}
+		return attempt.ExecResult{Output: "ok"}
+	}
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "gated", Description: "x", Acceptance: []string{"check"}, Attempts: 2})
+	if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 2, Policy: "parallel"}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(st)["gated"]; got != taskgraph.Completed {
+		t.Fatalf("gated %s", got)
+	}
+	rs := ranks(st, "gated")
+	if runs["gate-rejected"] != 1 || rs[1].Status != "failed" || rs[1].Ref == "" || rs[2].Status != "completed" || rs[2].Rank != 1 || rs[1].Rank != 0 {
+		t.Errorf("gate runs %v, results %+v; want 1 rejected by the gate (kept), 2 merged", runs, st.Info["gated"].Results)
+	}
+	got, _ := os.ReadFile(filepath.Join(l.Workspace(), "out.txt"))
+	if strings.Count(string(got), "\n") != 8 {
+		t.Errorf("workspace out.txt has %d lines, want attempt 2's 8", strings.Count(string(got), "\n"))
+	}
+}
+
+// first_pass_wins: the first attempt to pass wins at once; the others,
+// still running, are abandoned and said to be stopped.
+func TestSeveralFirstPassWinsStopsTheOthers(t *testing.T) {
+	l := newLayout(t)
+	sized := sizedAgent(t, l, map[int]int{1: 5})
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		if c.Attempt == 1 {
+			return sized(c)
+		}
+		return nil // attempts 2 and 3 never report
+	})
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "quick", Description: "x", Acceptance: []string{"true"}, Attempts: 3})
+	if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 3, Policy: "parallel", FirstPassWins: true}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(st)["quick"]; got != taskgraph.Completed {
+		t.Fatalf("quick %s", got)
+	}
+	rs := ranks(st, "quick")
+	if rs[1].Status != "completed" || rs[2].Status != "stopped" || rs[3].Status != "stopped" {
+		t.Errorf("results %+v", st.Info["quick"].Results)
+	}
+	rt.mu.Lock()
+	abandoned := strings.Join(rt.abandoned, ",")
+	rt.mu.Unlock()
+	if abandoned != "quick.2,quick.3" {
+		t.Errorf("abandoned %q, want quick.2,quick.3", abandoned)
+	}
+}
