@@ -329,6 +329,9 @@ func (r *run) retry(a next.ActRetry) error {
 
 // requeue sends a task again whose attempt ended through no fault of its own.
 func (r *run) requeue(a next.ActRequeue) error {
+	if r.several(a.ID) && r.info(a.ID).Series != nil {
+		return r.requeueSeries(a)
+	}
 	r.bookUnreported(a.ID)
 	r.dropCopy(a.ID)
 	info := r.info(a.ID)

@@ -377,10 +377,14 @@ func (r *run) handle(ctx context.Context, evs []event) error {
 			r.meterReport(rep.ID, rep.Report)
 		}
 		src, ev := nextEvent(r.g, evs[0])
-		if err := r.apply(ctx, src, next.Decide(r.view(), ev)); err != nil {
+		acts := next.Decide(r.view(), ev)
+		if err := r.apply(ctx, src, acts); err != nil {
 			return err
 		}
 		evs = evs[1:]
+		if _, ok := ev.(next.EvSettle); ok && next.SettlesAgain(acts) {
+			evs = append(evs, next.EvSettle{})
+		}
 		if len(r.outcomes) > 0 {
 			evs, r.outcomes = append(r.outcomes, evs...), nil
 		}

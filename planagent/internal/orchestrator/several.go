@@ -306,6 +306,7 @@ func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
 		}
 	}
 	if len(stopped) > 0 {
+		s.lastErr = a.Reason
 		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, TaskID: a.ID,
 			Text: fmt.Sprintf("task %s: %s: attempts %v stopped", a.ID, a.Reason, stopped), Data: map[string]any{"stopped": stopped}})
 	}
@@ -358,7 +359,6 @@ func (r *run) choose(ctx context.Context, id string) error {
 		dir: r.o.opts.Layout.Attempt(r.st.RunID, id, winner), base: res.Candidate.Base,
 		acceptance: t.Acceptance, attempt: winner, runID: r.st.RunID, squashed: sq})
 	r.accepting++
-	r.outcomes = append(r.outcomes, next.EvSettle{}) // start the merge
 	return r.record(id)
 }
 
@@ -382,4 +382,29 @@ func (r *run) completeSeries(ctx context.Context, id string) {
 		res.Ref = checkpoint.AttemptRef(r.st.RunID, id, res.Attempt)
 	}
 	delete(r.series, id)
+}
+
+// requeueSeries puts a task whose series the budget stopped back to
+// pending: its attempts stopped together are not counted against it, and
+// its next dispatch (resume) starts a whole series afresh.
+func (r *run) requeueSeries(a next.ActRequeue) error {
+	info := r.info(a.ID)
+	for _, res := range info.Results {
+		if res.Attempt >= info.Series.From && res.Status == "stopped" {
+			if err := r.g.Refund(a.ID); err != nil {
+				return err
+			}
+		}
+	}
+	info.Series = nil
+	delete(r.series, a.ID)
+	info.History = append(info.History, a.Note)
+	r.note(fmt.Sprintf("task %s: %s", a.ID, a.Note))
+	if err := r.g.Fail(a.ID, a.Note); err != nil {
+		return err
+	}
+	if err := r.g.Retry(a.ID); err != nil {
+		return err
+	}
+	return r.save()
 }

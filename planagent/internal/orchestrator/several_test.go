@@ -311,3 +311,58 @@ func TestSeveralFirstPassWinsStopsTheOthers(t *testing.T) {
 		t.Errorf("abandoned %q, want quick.2,quick.3", abandoned)
 	}
 }
+
+// The run's budget is reached while two attempts of a task still run:
+// they stop together, the task goes back to pending (the stopped ones not
+// counted against it) and the run pauses; the resume starts a whole
+// series afresh and completes it.
+func TestSeveralBudgetStopsTheAttemptsTogether(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		if c.Attempt != 1 {
+			return nil // still running when the budget is reached
+		}
+		rep := completed(c)
+		rep.Status, rep.Error, rep.Tokens = protocol.StatusFailed, "gave up", protocol.Tokens{Prompt: 5000}
+		return rep
+	})
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "costly", Description: "x", Attempts: 3})
+	o := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 3, Policy: "parallel", Budget: Budget{Tokens: 1000}})
+	if err := o.Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != runrecord.RunPaused || status(st)["costly"] != taskgraph.Pending {
+		t.Fatalf("run %s, costly %s; want paused with costly pending", st.Status, status(st)["costly"])
+	}
+	rs := ranks(st, "costly")
+	if rs[1].Status != "failed" || rs[2].Status != "stopped" || rs[3].Status != "stopped" {
+		t.Errorf("results %+v", st.Info["costly"].Results)
+	}
+	rt.mu.Lock()
+	abandoned := strings.Join(rt.abandoned, ",")
+	rt.mu.Unlock()
+	if abandoned != "costly.2,costly.3" {
+		t.Errorf("abandoned %q, want costly.2,costly.3", abandoned)
+	}
+	if tk := st.Tasks[0]; tk.Attempts != 3 || tk.Granted != 2 {
+		t.Errorf("attempts %d granted %d; want 3 started, the 2 stopped not counted", tk.Attempts, tk.Granted)
+	}
+
+	// Resume with room in the budget: a new series of three.
+	loaded, err := runrecord.LoadState(l, st.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt2 := newFakeRuntime(l, sizedAgent(t, l, map[int]int{4: 3, 5: 1, 6: 2}))
+	o2 := New(Options{Layout: l, Runtime: rt2, Repo: repo, Parallel: 3, Policy: "parallel", Budget: Budget{Tokens: 1_000_000}})
+	if err := o2.Drive(t.Context(), loaded); err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Status != runrecord.RunCompleted {
+		t.Fatalf("resumed run %s", loaded.Status)
+	}
+	rs = ranks(loaded, "costly")
+	if rs[5].Status != "completed" || rs[5].Rank != 1 || rs[4].Rank != 3 || rs[6].Rank != 2 || rt2.count("costly") != 3 {
+		t.Errorf("after resume: %d commands, results %+v", rt2.count("costly"), loaded.Info["costly"].Results)
+	}
+}

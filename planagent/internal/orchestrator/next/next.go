@@ -650,19 +650,30 @@ func settle(v View) []Action {
 // settleSeries ends the series of the tasks with several attempts that
 // have nothing under way and nothing left to start: the held candidates
 // are ranked and the best merged (ActChoose), or, none having passed, the
-// task fails as a task of one attempt does.
+// task fails as a task of one attempt does. A reached budget stops a
+// task's running attempts together, and a task it stopped before any
+// passed goes back to pending: resume starts its series afresh.
 func settleSeries(v View) []Action {
 	var out []Action
 	for _, id := range v.Series {
 		t := v.Graph.Task(id)
+		if v.Budget != "" && !t.Chosen && running(v, id) > 0 {
+			out = append(out, ActStopAttempts{ID: id, Reason: "stopped together: " + v.Budget})
+			continue
+		}
 		if t.Chosen || t.Live > 0 {
 			continue
 		}
-		if !v.Aborted && v.Budget == "" && AttemptsToStart(v.Policy, t.Series, t.Started, t.FirstFailed) > 0 {
+		more := AttemptsToStart(v.Policy, t.Series, t.Started, t.FirstFailed) > 0
+		if !v.Aborted && v.Budget == "" && more {
 			continue // settle starts them
 		}
 		if t.Held > 0 {
 			out = append(out, ActChoose{ID: id})
+			continue
+		}
+		if v.Budget != "" && (more || t.LastError == "" || strings.HasPrefix(t.LastError, "stopped together: ")) {
+			out = append(out, ActRequeue{ID: id, Note: "stopped by the budget (" + v.Budget + ") before an attempt passed: its attempts start afresh on resume"})
 			continue
 		}
 		reason := t.LastError
@@ -672,6 +683,30 @@ func settleSeries(v View) []Action {
 		out = append(out, failure(v, id, reason)...)
 	}
 	return out
+}
+
+// running is how many of task id's attempts wait for their report.
+func running(v View, id string) int {
+	n := 0
+	for key, f := range v.Flights {
+		if keyOr(f.ID, key) == id {
+			n++
+		}
+	}
+	return n
+}
+
+// SettlesAgain says the actions of a settle changed what the next settle
+// sees without an event to follow (a series ended, chose, was stopped or
+// put back): the loop settles once more.
+func SettlesAgain(acts []Action) bool {
+	for _, a := range acts {
+		switch a.(type) {
+		case ActChoose, ActStopAttempts, ActFail, ActRequeue:
+			return true
+		}
+	}
+	return false
 }
 
 // onChecked: a failed check ends the attempt; a passing one is held
