@@ -164,11 +164,13 @@ func TestDriveKeepsTheUnmergedAttemptsAsRefs(t *testing.T) {
 		}
 		return completed(c)
 	})
-	rt.exec = func(string) attempt.ExecResult {
+	// Attempts 1 and 3 fail their acceptance (2 never gets there, 4
+	// passes): 2, 3 and 4 run side by side once 1 failed (escalate).
+	rt.execDir = func(dir, _ string) attempt.ExecResult {
 		mu.Lock()
 		defer mu.Unlock()
 		accepted++
-		if accepted < 3 { // attempts 1 and 3; 2 never got there
+		if _, err := os.Stat(filepath.Join(dir, "attempt4.txt")); err != nil {
 			return attempt.ExecResult{ExitCode: 1, Output: "FAIL"}
 		}
 		return attempt.ExecResult{Output: "ok"}

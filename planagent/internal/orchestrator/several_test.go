@@ -1,13 +1,17 @@
 package orchestrator
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
@@ -364,5 +368,89 @@ func TestSeveralBudgetStopsTheAttemptsTogether(t *testing.T) {
 	rs = ranks(loaded, "costly")
 	if rs[5].Status != "completed" || rs[5].Rank != 1 || rs[4].Rank != 3 || rs[6].Rank != 2 || rt2.count("costly") != 3 {
 		t.Errorf("after resume: %d commands, results %+v", rt2.count("costly"), loaded.Info["costly"].Results)
+	}
+}
+
+// The run is cut short while attempt 1 is held (passed, waiting for the
+// others) and attempts 2 and 3 run; the state is loaded again from disk
+// and resumed: attempt 1 is neither run nor checked again, 2 and 3 are
+// waited for under their own files, one winner is chosen and merged as
+// the task's one commit.
+func TestSeveralResumeKeepsTheHeldCandidate(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, nil)
+	sized := sizedAgent(t, l, map[int]int{1: 10})
+	rt.answer = func(c *protocol.Command) *protocol.Report {
+		if c.Attempt == 1 {
+			return sized(c)
+		}
+		return nil
+	}
+	var checks sync.Map
+	rt.execDir = func(dir, command string) attempt.ExecResult {
+		n, _ := checks.LoadOrStore(dir, new(int))
+		*n.(*int)++
+		return attempt.ExecResult{Output: "ok"}
+	}
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "long", Description: "x", Acceptance: []string{"check"}, Attempts: 3})
+	start := st.Checkpoints.Head
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sink := events.Func(func(e events.Event) {
+		if strings.Contains(e.Text, "attempt 1 passed") {
+			cancel()
+		}
+	})
+	err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 3, Policy: "parallel", Events: sink}).Drive(ctx, st)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("first drive: %v, want cancelled", err)
+	}
+	loaded, err := runrecord.LoadState(l, st.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ranks(loaded, "long")[1]; r.Status != "held" || r.Candidate == nil {
+		t.Fatalf("attempt 1 on disk: %+v, want held with its candidate", r)
+	}
+	// The dead watcher's claims are retaken: their commands are back.
+	for n := 2; n <= 3; n++ {
+		stem := protocol.Stem("long", n)
+		if err := os.Rename(l.ClaimFile(stem), l.CommandFile(stem)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt2 := newFakeRuntime(l, nil)
+	sized2 := sizedAgent(t, l, map[int]int{2: 2})
+	rt2.answer = func(c *protocol.Command) *protocol.Report {
+		if c.Attempt == 3 {
+			rep := completed(c)
+			rep.Status, rep.Error = protocol.StatusFailed, "gave up"
+			return rep
+		}
+		return sized2(c)
+	}
+	rt2.execDir = rt.execDir
+	if err := New(Options{Layout: l, Runtime: rt2, Repo: repo, Parallel: 3, Policy: "parallel"}).Drive(t.Context(), loaded); err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Status != runrecord.RunCompleted {
+		t.Fatalf("resumed run %s", loaded.Status)
+	}
+	if rt.count("long") != 3 || rt2.count("long") != 2 {
+		t.Errorf("commands: %d before, %d after the resume; want 3 and then 2 (attempt 1 not again)", rt.count("long"), rt2.count("long"))
+	}
+	rs := ranks(loaded, "long")
+	if rs[2].Status != "completed" || rs[2].Rank != 1 || rs[1].Status != "passed" || rs[1].Rank != 2 || rs[1].Ref == "" || rs[3].Status != "failed" {
+		t.Errorf("results %+v", loaded.Info["long"].Results)
+	}
+	checks.Range(func(k, v any) bool {
+		if strings.Contains(k.(string), "long.1") && *v.(*int) != 1 {
+			t.Errorf("attempt 1 checked %d times in %s, want once", *v.(*int), k)
+		}
+		return true
+	})
+	out, err := exec.Command("git", "--git-dir", repo.GitDir(), "rev-list", "--count", start+".."+loaded.Checkpoints.Head).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Errorf("commits for the task: %s (%v), want 1", out, err)
 	}
 }
