@@ -15,6 +15,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/telemetry"
+	"github.com/codeagent/codeagent/planagent/internal/judge"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
@@ -30,7 +31,8 @@ func drive(ctx context.Context, s *session, st *runrecord.State, rt orchestrator
 		Parallel: s.cfg.Parallel, MaxRetries: s.cfg.MaxRetries, TaskTimeout: s.cfg.TaskTimeout,
 		SetupCommand: s.cfg.SetupCommand,
 		Attempts:     s.cfg.Attempts, Policy: s.cfg.AttemptPolicy, FirstPassWins: s.cfg.FirstPassWins, Judge: s.cfg.Judge,
-		Budget: s.runBudget, Meter: s.meterOption(), Egress: &s.refusals, Repo: repoOption(s.repo), Failpoint: failpoint(), Watch: s.watch,
+		Reviewer: reviewer(s.cfg.Judge, client, s.cfg.Model),
+		Budget:   s.runBudget, Meter: s.meterOption(), Egress: &s.refusals, Repo: repoOption(s.repo), Failpoint: failpoint(), Watch: s.watch,
 	})
 	defer s.logs.Flush()
 	err := o.Drive(ctx, st)
@@ -139,4 +141,12 @@ func traceRun(ctx context.Context, runID, parent string) (context.Context, trace
 		attrs = append(attrs, telemetry.Resumed.Bool(true))
 	}
 	return telemetry.Start(ctx, "invoke_agent planagent", attrs...)
+}
+
+// reviewer is the LLM judge of `judge: llm` (nil for a judge command, or none).
+func reviewer(j string, client *llm.Client, model string) orchestrator.Reviewer {
+	if j != "llm" || client == nil {
+		return nil
+	}
+	return &judge.LLM{Client: client, Model: model}
 }

@@ -102,12 +102,6 @@ func (r *run) isolated() bool {
 	return r.o.opts.Repo != nil && r.st.Checkpoints != nil
 }
 
-// prepareCopy makes the attempt's copy of the integration state on the
-// loop (a resumed attempt's).
-func (r *run) prepareCopy(ctx context.Context, id string, info *runrecord.TaskInfo) error {
-	return r.makeCopy(ctx, id, info.Attempt, r.o.opts.Layout.Attempt(r.st.RunID, id, info.Attempt), info.Base)
-}
-
 // makeCopy makes the copy of commit base for attempt of task id in dir,
 // replacing whatever a crashed earlier try left at that path. It touches
 // only the repository: dispatch runs it off the loop.

@@ -29,6 +29,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/judge"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
@@ -55,6 +56,11 @@ type Runtime interface {
 	// Exec runs an acceptance command with dir as its working directory.
 	Exec(ctx context.Context, dir, command string, timeout time.Duration) (attempt.ExecResult, error)
 	Stop(ctx context.Context) error
+}
+
+// Reviewer picks one of a task's tied passing attempts (judge.LLM).
+type Reviewer interface {
+	Pick(ctx context.Context, t judge.Task, tied []judge.Candidate) (judge.Verdict, error)
 }
 
 // Failure is what a Decider is told about a failed task.
@@ -118,8 +124,11 @@ type Options struct {
 	Policy        string
 	FirstPassWins bool
 	Judge         string
-	TaskTimeout   time.Duration // no report within this → failed (default 30m)
-	AcceptTime    time.Duration // per acceptance command (default 10m)
+	// Reviewer is the LLM judge asked, with Judge "llm", which of a
+	// task's tied best passing attempts to merge (nil: none is asked).
+	Reviewer    Reviewer
+	TaskTimeout time.Duration // no report within this → failed (default 30m)
+	AcceptTime  time.Duration // per acceptance command (default 10m)
 	// SetupCommand runs in each fresh copy: by the coding agent before it
 	// starts (the command file's setup), and before the acceptance
 	// commands in their copy.
@@ -426,6 +435,8 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 				return nil, err
 			}
 			return []event{ev.EvChecked}, nil
+		case reviewed:
+			return nil, r.onReviewed(ev) // the settle that follows chooses again
 		}
 		return []event{ev}, nil
 	case fe, ok := <-fswatch.Events(w):
@@ -457,9 +468,9 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 // they cannot run side by side nor be ranked (docs/attempts.md).
 func (r *run) noteSequentialAttempts() {
 	if r.isolated() {
-		if r.o.opts.Judge == "llm" {
+		if r.o.opts.Judge == "llm" && r.o.opts.Reviewer == nil {
 			r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
-				Text: "judge llm: not wired into the run yet; passing attempts are ranked by the deterministic rules; see docs/attempts.md"})
+				Text: "judge llm: no model to ask; passing attempts are ranked by the deterministic rules; see docs/attempts.md"})
 		}
 		return
 	}

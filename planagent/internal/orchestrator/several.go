@@ -10,6 +10,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/judge"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
@@ -331,6 +332,16 @@ func (r *run) choose(ctx context.Context, id string) error {
 		cs = append(cs, nc)
 	}
 	ranked := next.Rank(cs)
+	held := func(n int) bool { return info.Result(n).Status == "held" }
+	if r.o.opts.Judge == "llm" && r.o.opts.Reviewer != nil && !info.Series.Reviewed {
+		if tied := tiedBest(ranked, held); len(tied) >= 2 {
+			r.startReview(ctx, id, tied)
+			return r.record(id)
+		}
+	}
+	if p := info.Series.Pick; p != 0 && held(p) {
+		ranked = pickFirst(ranked, p)
+	}
 	winner := 0
 	for i, c := range ranked {
 		res := info.Result(c.Attempt)
@@ -345,6 +356,9 @@ func (r *run) choose(ctx context.Context, id string) error {
 	s := r.seriesOf(id)
 	s.chosen = winner
 	res := info.Result(winner)
+	if winner == info.Series.Pick {
+		res.JudgeReason = info.Series.Reason
+	}
 	res.Status = "passed" // tried: the merge says whether it is the one
 	info.Attempt, info.Summary, info.Base = winner, res.Candidate.Summary, res.Candidate.Base
 	order := make([]int, len(ranked))
@@ -407,4 +421,89 @@ func (r *run) requeueSeries(a next.ActRequeue) error {
 		return err
 	}
 	return r.save()
+}
+
+// tiedBest is the held candidates that rank equal with the best held one
+// but for the finish time and the attempt number (next.Tied).
+func tiedBest(ranked []next.Candidate, held func(int) bool) []next.Candidate {
+	var out []next.Candidate
+	for _, c := range ranked {
+		if !held(c.Attempt) {
+			continue
+		}
+		if len(out) > 0 && !next.Tied(out[0], c) {
+			break
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// pickFirst moves attempt p ahead of the candidates it is tied with.
+func pickFirst(ranked []next.Candidate, p int) []next.Candidate {
+	i := slices.IndexFunc(ranked, func(c next.Candidate) bool { return c.Attempt == p })
+	if i <= 0 {
+		return ranked
+	}
+	j := i
+	for j > 0 && next.Tied(ranked[j-1], ranked[i]) {
+		j--
+	}
+	out := slices.Clone(ranked)
+	c := out[i]
+	copy(out[j+1:i+1], out[j:i])
+	out[j] = c
+	return out
+}
+
+// reviewed is the LLM judge's answer about a task's tied candidates.
+type reviewed struct {
+	id      string
+	verdict judge.Verdict
+	err     error
+}
+
+// startReview asks the LLM judge, off the loop, which of the tied best
+// candidates to merge; the task chooses nothing meanwhile.
+func (r *run) startReview(ctx context.Context, id string, tied []next.Candidate) {
+	t, _ := r.g.Get(id)
+	info := r.info(id)
+	base := info.Series.Base
+	commits := make(map[int]string, len(tied))
+	for _, c := range tied {
+		commits[c.Attempt] = info.Result(c.Attempt).Candidate.Commit
+	}
+	r.seriesOf(id).chosen = -1 // under review
+	r.accepting++
+	r.offLoop.Go(func() {
+		cs := make([]judge.Candidate, 0, len(tied))
+		for _, c := range tied {
+			diff, err := r.o.opts.Repo.Diff(ctx, base, commits[c.Attempt])
+			if err != nil {
+				r.send(reviewed{id: id, err: fmt.Errorf("the diff of attempt %d: %w", c.Attempt, err)})
+				return
+			}
+			cs = append(cs, judge.Candidate{Attempt: c.Attempt, Diff: diff})
+		}
+		v, err := r.o.opts.Reviewer.Pick(ctx, judge.Task{ID: t.ID, Title: titleOf(t), Description: t.Description, Acceptance: t.Acceptance}, cs)
+		r.send(reviewed{id: id, verdict: v, err: err})
+	})
+}
+
+// onReviewed records the LLM judge's pick and its reasoning (or why there
+// is none: the deterministic order stands), once per series.
+func (r *run) onReviewed(ev reviewed) error {
+	r.accepting--
+	r.st.Usage.Add(ev.verdict.Usage)
+	info := r.info(ev.id)
+	r.seriesOf(ev.id).chosen = 0
+	info.Series.Reviewed = true
+	if ev.err != nil {
+		r.note(fmt.Sprintf("task %s: the LLM judge gave no usable pick (%s): the deterministic order stands", ev.id, oneLine(ev.err.Error(), 200)))
+	} else {
+		info.Series.Pick, info.Series.Reason = ev.verdict.Attempt, ev.verdict.Reason
+		info.History = append(info.History, fmt.Sprintf("LLM judge picked attempt %d: %s", ev.verdict.Attempt, oneLine(ev.verdict.Reason, 300)))
+		r.note(fmt.Sprintf("task %s: the LLM judge picked attempt %d among the tied: %s", ev.id, ev.verdict.Attempt, oneLine(ev.verdict.Reason, 200)))
+	}
+	return r.record(ev.id)
 }

@@ -12,8 +12,11 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/events"
+	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/judge"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
@@ -452,5 +455,42 @@ func TestSeveralResumeKeepsTheHeldCandidate(t *testing.T) {
 	out, err := exec.Command("git", "--git-dir", repo.GitDir(), "rev-list", "--count", start+".."+loaded.Checkpoints.Head).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "1" {
 		t.Errorf("commits for the task: %s (%v), want 1", out, err)
+	}
+}
+
+// judge: llm: two attempts tie on every rule (same acceptance, same diff
+// size, same tokens); the model, asked once with both diffs, picks the
+// second, which is merged with the model's reasoning on its record.
+func TestSeveralLLMJudgeBreaksATie(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 4, 2: 4}))
+	srv := llmtest.New(t)
+	srv.Handle(func(req llmtest.Request) llmtest.Reply {
+		if len(req.Messages) < 2 || !strings.HasPrefix(req.Messages[0].Content, judge.Marker) {
+			return llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"not a judge request"}}`}
+		}
+		if u := req.Messages[1].Content; !strings.Contains(u, "=== attempt 1 ===") || !strings.Contains(u, "=== attempt 2 ===") {
+			return llmtest.Reply{Status: 400, ErrorBody: `{"error":{"message":"both tied attempts must be shown"}}`}
+		}
+		return llmtest.Calls(llmtest.Call("pick", `{"attempt": 2, "reason": "Two names its lines better."}`))
+	})
+	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model"})
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "tie", Description: "x", Acceptance: []string{"true"}, Attempts: 2})
+	o := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 2, Policy: "parallel", Judge: "llm", Reviewer: &judge.LLM{Client: client}})
+	if err := o.Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if r := srv.Rejections(); len(r) > 0 {
+		t.Fatalf("the server rejected: %v", r)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d judge requests, want 1", n)
+	}
+	rs := ranks(st, "tie")
+	if rs[2].Status != "completed" || rs[2].JudgeReason != "Two names its lines better." || rs[1].Status != "passed" || rs[1].Ref == "" {
+		t.Errorf("results %+v", st.Info["tie"].Results)
+	}
+	if s := st.Info["tie"].Series; s == nil || !s.Reviewed || s.Pick != 2 {
+		t.Errorf("series %+v", s)
 	}
 }

@@ -116,6 +116,9 @@ type AttemptResult struct {
 	// EgressRefused is what the egress proxy turned away of this attempt
 	// ("host:port: reason", the first few; docs/egress.md).
 	EgressRefused []string `json:"egress_refused,omitempty"`
+	// JudgeReason is the LLM judge's reasoning when it picked this
+	// attempt among tied ones (`judge: llm`).
+	JudgeReason string `json:"judge_reason,omitempty"`
 	// Candidate is what a task of several attempts ranks this attempt
 	// by, once it passed its own check: held until the task's attempts
 	// have ended, so a resume neither runs it again nor loses it.
@@ -130,6 +133,12 @@ type Series struct {
 	// FirstError is why its first attempt failed: the hint of the ones
 	// told (next.EscalationHint).
 	FirstError string `json:"first_error,omitempty"`
+	// Reviewed: the LLM judge was asked about the tied best candidates
+	// (`judge: llm`), once; Pick is the attempt it chose (0: its answer
+	// was unusable, the deterministic order stands), Reason why.
+	Reviewed bool   `json:"reviewed,omitempty"`
+	Pick     int    `json:"pick,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Candidate is a passing attempt of a task of several attempts, as its

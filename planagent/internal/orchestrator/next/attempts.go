@@ -101,6 +101,15 @@ func compareCandidates(a, b Candidate) int {
 	return cmp.Compare(a.Attempt, b.Attempt)
 }
 
+// Tied says a and b rank equal on everything the ranking weighs — the
+// acceptance commands, the judge command, the diff's size and the cost —
+// and only the finish time or the attempt number would order them: the
+// ties an LLM review may break (`judge: llm`).
+func Tied(a, b Candidate) bool {
+	a.Finished, b.Finished, a.Attempt, b.Attempt = time.Time{}, time.Time{}, 0, 0
+	return compareCandidates(a, b) == 0
+}
+
 // compareJudged: judged before not judged, exit 0 before non-zero, a
 // score before none, the higher score first.
 func compareJudged(a, b Candidate) int {

@@ -118,3 +118,26 @@ func TestJudgeScore(t *testing.T) {
 		}
 	}
 }
+
+func TestTied(t *testing.T) {
+	now := time.Now()
+	a := Candidate{Attempt: 1, Passed: 2, Commands: 2, DiffLines: 10, Tokens: 100, Finished: now}
+	b := a
+	b.Attempt, b.Finished = 2, now.Add(time.Minute)
+	if !Tied(a, b) {
+		t.Error("two attempts equal but for their finish and number are not tied")
+	}
+	for name, change := range map[string]func(*Candidate){
+		"diff":   func(c *Candidate) { c.DiffLines++ },
+		"tokens": func(c *Candidate) { c.Tokens++ },
+		"cost":   func(c *Candidate) { c.CostUSD = 0.5 },
+		"judge":  func(c *Candidate) { c.Judged, c.JudgeOK = true, true },
+		"passed": func(c *Candidate) { c.Passed-- },
+	} {
+		c := b
+		change(&c)
+		if Tied(a, c) {
+			t.Errorf("%s differs, yet tied", name)
+		}
+	}
+}
