@@ -20,6 +20,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
+	"github.com/codeagent/codeagent/planagent/internal/runview"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
@@ -129,6 +130,14 @@ func TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest(t *testing.T) {
 	}
 	if n := rt.count("risky"); n != 3 {
 		t.Errorf("%d commands for risky, want 3", n)
+	}
+	// status --json shows each attempt's rank and what it was ranked by.
+	view := runview.Build(st, runview.Options{})
+	for _, a := range view.Tasks[0].AttemptResults {
+		wantDiff := map[int]int{1: 20, 2: 3, 3: 9}[a.Attempt]
+		if a.DiffLines == nil || *a.DiffLines != wantDiff || a.Rank != want[a.Attempt].rank {
+			t.Errorf("status of attempt %d: rank %d, diff_lines %v; want %d, %d", a.Attempt, a.Rank, a.DiffLines, want[a.Attempt].rank, wantDiff)
+		}
 	}
 }
 

@@ -162,9 +162,13 @@ type Task struct {
 
 // AttemptResult is one attempt of a task.
 type AttemptResult struct {
-	Attempt int    `json:"attempt"`
-	Status  string `json:"status"` // running | completed | failed | interrupted
-	Error   string `json:"error,omitempty"`
+	Attempt int `json:"attempt"`
+	// Status: running | completed | failed | interrupted; for a task of
+	// several attempts side by side also checking (its own acceptance
+	// commands run), held (passed, waiting for the others), passed
+	// (passed, not merged) and stopped (another won, or the budget).
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 	Hinted  bool   `json:"hinted,omitempty"` // told why the previous one failed
 	Rank    int    `json:"rank,omitempty"`   // 1: merged; 0: did not pass
 	// Ref keeps the squashed result of an attempt not merged
@@ -179,6 +183,12 @@ type AttemptResult struct {
 	DurationMS int64    `json:"duration_ms"`
 	// EgressRefused: what the egress proxy turned away of this attempt.
 	EgressRefused []string `json:"egress_refused,omitempty"`
+	// DiffLines and JudgeScore: what a passing attempt of a task of
+	// several was ranked by (lines added plus removed; the last number
+	// its judge command printed); JudgeReason: why the LLM judge picked it.
+	DiffLines   *int     `json:"diff_lines,omitempty"`
+	JudgeScore  *float64 `json:"judge_score,omitempty"`
+	JudgeReason string   `json:"judge_reason,omitempty"`
 }
 
 // Subagent is one sub-agent of a task's attempt: its tokens are counted in
@@ -272,7 +282,11 @@ func Build(st *runrecord.State, opts Options) *Run {
 		}
 		for _, a := range in.Results {
 			av := AttemptResult{Attempt: a.Attempt, Status: a.Status, Error: a.Error, Hinted: a.Hinted, Rank: a.Rank, Ref: a.Ref, Acceptance: a.Acceptance,
-				Tokens: TokensOf(a.Tokens), DurationMS: a.Duration.Milliseconds(), EgressRefused: a.EgressRefused}
+				Tokens: TokensOf(a.Tokens), DurationMS: a.Duration.Milliseconds(), EgressRefused: a.EgressRefused, JudgeReason: a.JudgeReason}
+			if c := a.Candidate; c != nil {
+				d := c.Diff
+				av.DiffLines, av.JudgeScore = &d, c.Score
+			}
 			if av.Status == "running" && stopped(st) {
 				av.Status = StatusInterrupted
 			}
