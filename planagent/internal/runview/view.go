@@ -169,8 +169,8 @@ type AttemptResult struct {
 	// (passed, not merged) and stopped (another won, or the budget).
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
-	Hinted  bool   `json:"hinted,omitempty"` // told why the previous one failed
-	Rank    int    `json:"rank,omitempty"`   // 1: merged; 0: did not pass
+	Hinted bool   `json:"hinted,omitempty"` // told why the previous one failed
+	Rank   int    `json:"rank,omitempty"`   // 1: merged; 0: did not pass
 	// Ref keeps the squashed result of an attempt not merged
 	// (refs/codeagent/<run>/<task>/attempt-N): git diff, pick and
 	// planagent diff --attempt read it.
