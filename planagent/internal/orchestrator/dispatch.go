@@ -203,7 +203,7 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, ke
 	cmd := &protocol.Command{
 		ID: t.ID, RunID: r.st.RunID, Attempt: n, Title: titleOf(t),
 		Dependencies: deps, Hints: hints, Acceptance: t.Acceptance,
-		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description, TraceParent: r.traceparents[t.ID],
+		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description, TraceParent: r.traceparents[key],
 		Setup: r.o.opts.SetupCommand,
 	}
 	if r.isolated() {

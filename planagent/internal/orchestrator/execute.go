@@ -225,6 +225,8 @@ func (r *run) recordReport(id, key string, rep *protocol.Report) {
 	info := r.info(id)
 	if key == id {
 		info.Attempt = n
+	} else {
+		r.endTrace(key, string(rep.Status)) // its agent is done; its check is not the agent's
 	}
 	info.Summary = rep.Summary
 	info.FilesChanged = rep.FilesChanged

@@ -173,19 +173,29 @@ func (r *run) metered(id string, n int) (used protocol.Tokens, refused *refusal,
 // flight that ends without a report (timed out, its agent died, given
 // up): spent all the same.
 func (r *run) bookUnreported(id string) {
+	r.bookUnreportedAttempt(id, r.info(id).Attempt)
+}
+
+// bookUnreportedAttempt books what the gateway counted of attempt n of
+// task id, which ended without a report (one of several side by side).
+func (r *run) bookUnreportedAttempt(id string, n int) {
 	info := r.info(id)
-	r.noteEgress(id, info.Attempt)
-	used, _, ok := r.metered(id, info.Attempt)
+	r.noteEgress(id, n)
+	used, _, ok := r.metered(id, n)
 	if !ok {
 		return
 	}
 	info.Tokens.Add(used)
+	if r.several(id) {
+		info.Result(n).Tokens.Add(used)
+	}
 	r.agentTokens.Add(used)
 	r.syncGate()
-	r.spanUsage(id, used)
+	r.spanUsage(r.key(id, n), used)
 }
 
-// spanUsage puts the gateway's count on the attempt's invoke_agent span.
+// spanUsage puts the gateway's count on the invoke_agent span of the
+// attempt of key id.
 func (r *run) spanUsage(id string, used protocol.Tokens) {
 	if span, ok := r.traces[id]; ok {
 		span.SetAttributes(telemetry.InputTokens.Int(used.Prompt), telemetry.OutputTokens.Int(used.Completion),
@@ -213,7 +223,7 @@ func (r *run) meterReport(id string, rep *protocol.Report) {
 	// The subagents' figures stay the report's breakdown: they are in
 	// their attempt's count (one token serves the attempt), never added.
 	rep.Tokens = used
-	r.spanUsage(id, used)
+	r.spanUsage(r.key(id, rep.Attempt), used)
 	if refused == nil {
 		return
 	}

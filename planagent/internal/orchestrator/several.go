@@ -241,7 +241,7 @@ func (r *run) onChecked(ev checked) error {
 // endAttempt ends an attempt that did not pass; the task goes on.
 func (r *run) endAttempt(a next.ActEndAttempt) error {
 	key := r.key(a.ID, a.Attempt)
-	r.bookUnreported(a.ID)
+	r.bookUnreportedAttempt(a.ID, a.Attempt)
 	delete(r.inflight, key)
 	s := r.seriesOf(a.ID)
 	delete(s.live, a.Attempt)
@@ -254,6 +254,7 @@ func (r *run) endAttempt(a next.ActEndAttempt) error {
 		info.Series.FirstError = a.Reason
 	}
 	r.dropAttemptCopy(a.ID, a.Attempt)
+	r.endTrace(key, "failed")
 	res := info.Result(a.Attempt)
 	res.Status, res.Error, res.Rank = "failed", oneLine(a.Reason, 500), 0
 	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", a.Attempt, oneLine(a.Reason, 300)))
@@ -298,6 +299,8 @@ func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
 		res := info.Result(n)
 		res.Status, res.Error = "stopped", a.Reason
 		if running {
+			r.bookUnreportedAttempt(a.ID, n)
+			r.endTrace(key, "stopped")
 			delete(r.inflight, key)
 			r.abandoned[key] = true
 			if err := r.o.opts.Runtime.Abandon(ctx, a.ID, f.Attempt); err != nil {

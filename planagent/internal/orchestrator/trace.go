@@ -11,16 +11,20 @@ import (
 // traceAttempt starts the invoke_agent span of task id's attempt, under
 // the run's span in ctx; its traceparent goes into the command, so the
 // coding agent's spans of the attempt join it.
+//
+// The spans are kept by the attempt's key (run.key): a task of several
+// attempts side by side has one open per attempt.
 func (r *run) traceAttempt(ctx context.Context, id string, attempt int) {
-	r.endTrace(id, "interrupted") // a span left open by an attempt that never ended
+	key := r.key(id, attempt)
+	r.endTrace(key, "interrupted") // a span left open by an attempt that never ended
 	actx, span := telemetry.Start(telemetry.WithTask(ctx, id), "invoke_agent codingagent",
 		telemetry.OperationName.String("invoke_agent"), telemetry.AgentName.String("codingagent"),
 		telemetry.RunID.String(r.st.RunID), telemetry.Attempt.Int(attempt))
-	r.traces[id] = span
-	r.traceparents[id] = telemetry.TraceParent(actx)
+	r.traces[key] = span
+	r.traceparents[key] = telemetry.TraceParent(actx)
 }
 
-// endTrace ends the span of task id's attempt with its outcome.
+// endTrace ends the span of the attempt of key id with its outcome.
 func (r *run) endTrace(id, status string) {
 	span, ok := r.traces[id]
 	if !ok {

@@ -672,7 +672,7 @@ func settleSeries(v View) []Action {
 			out = append(out, ActChoose{ID: id})
 			continue
 		}
-		if v.Budget != "" && (more || t.LastError == "" || strings.HasPrefix(t.LastError, "stopped together: ")) {
+		if v.Budget != "" {
 			out = append(out, ActRequeue{ID: id, Note: "stopped by the budget (" + v.Budget + ") before an attempt passed: its attempts start afresh on resume"})
 			continue
 		}
