@@ -151,3 +151,57 @@ func TestDockerFakeUnremovableContainerIsNotRead(t *testing.T) {
 		t.Error("the report of a container that may still run was taken")
 	}
 }
+
+// Two attempts of t1 side by side: each container is given its own
+// command (read from the run's commands/t1@<n>.md) under the name it
+// knows, commands/t1.md, and each report comes back under its stem.
+func TestDockerFakeAttemptsByStem(t *testing.T) {
+	fake := newFakeEngine()
+	d, _ := fakeDocker(t, fake)
+	v := d.opts.Volumes
+	for n := 1; n <= 2; n++ {
+		stem := protocol.Stem("t1", n)
+		cmd := &protocol.Command{ID: "t1", RunID: "r1", Attempt: n, Title: "task t1", Body: "attempt " + stem}
+		if err := protocol.WriteCommand(v.CommandFile(stem), cmd); err != nil {
+			t.Fatal(err)
+		}
+		a := Attempt{RunID: "r1", TaskID: "t1", Attempt: n, Dir: v.Attempt("r1", "t1", n), Rel: v.AttemptRel("r1", "t1", n), Stem: stem}
+		if err := os.MkdirAll(a.Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Launch(t.Context(), a); err != nil {
+			t.Fatal(err)
+		}
+		own, err := volume.New(v.AttemptIO("r1", "t1", n), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := protocol.ReadCommand(own.CommandFile("t1"))
+		if err != nil || got.Attempt != n || !strings.Contains(got.Body, stem) {
+			t.Fatalf("attempt %d's own command: %+v, %v", n, got, err)
+		}
+		rep := &protocol.Report{ID: "t1", RunID: "r1", Attempt: n, Status: protocol.StatusCompleted, Summary: "done " + stem}
+		if err := protocol.WriteReport(own.ReportFile("t1"), rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.mu.Lock()
+	var ids []string
+	for id := range fake.containers {
+		ids = append(ids, id)
+	}
+	fake.mu.Unlock()
+	for _, id := range ids {
+		fake.exit(id, 0, false, "")
+	}
+	for n := 1; n <= 2; n++ {
+		stem := protocol.Stem("t1", n)
+		poll.Until(t, 30*time.Second, "the report of "+stem, func() bool {
+			rep, err := protocol.ReadReport(v.ReportFile(stem))
+			return err == nil && rep.Attempt == n && rep.Summary == "done "+stem
+		})
+	}
+	if _, err := os.Lstat(v.ReportFile("t1")); err == nil {
+		t.Error("a report under the bare task id: the attempts' stems must keep them apart")
+	}
+}
