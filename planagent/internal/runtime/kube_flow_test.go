@@ -226,3 +226,50 @@ func TestKubeReportOfAKilledAgentIsNotTaken(t *testing.T) {
 		t.Error("the forged report reached reports/")
 	}
 }
+
+// Attempt 2 of a task with several attempts side by side: its pod is
+// given the command of its stem (commands/alpha@2.md on the host) under
+// the name the agent knows, and its report comes back under the stem.
+func TestKubeAttemptOfSeveralUsesItsStem(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "alpha.md")
+	if err := protocol.WriteReport(tmp, &protocol.Report{ID: "alpha", RunID: "run-20261125-1", Attempt: 2, Status: protocol.StatusCompleted, Summary: "done 2"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := os.ReadFile(tmp)
+	pf := &podFiles{in: map[string]string{}, pushed: make(chan struct{}), reportID: "alpha", report: rep, results: map[string]string{}}
+	k, cs := newTestKube(t)
+	k.exec = pf
+	ctx := t.Context()
+	if err := k.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Stop(context.WithoutCancel(ctx)) })
+	v := k.opts.Volumes
+	rel := "attempts/r/alpha.2"
+	dir := filepath.Join(v.Root, rel)
+	_ = os.MkdirAll(dir, 0o755)
+	_ = os.MkdirAll(v.Commands(), 0o755)
+	stem := protocol.Stem("alpha", 2)
+	_ = os.WriteFile(v.CommandFile("alpha"), []byte("another attempt's command"), 0o644)
+	_ = os.WriteFile(v.CommandFile(stem), []byte("command 2"), 0o644)
+	if err := k.Launch(ctx, Attempt{RunID: k.opts.RunID, TaskID: "alpha", Attempt: 2, Dir: dir, Rel: rel, Stem: stem}); err != nil {
+		t.Fatal(err)
+	}
+	job := jobName(k.opts.RunID, "alpha", 2)
+	setPod(t, cs, job, running, running)
+	select {
+	case <-pf.pushed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no inputs were streamed into the pod")
+	}
+	setPod(t, cs, job, exited0, running)
+	poll.Until(t, 30*time.Second, "the report under the stem", func() bool { return k.reported(stem, 2) })
+	pf.mu.Lock()
+	if got := pf.in["commands/alpha.md"]; got != "command 2" {
+		t.Errorf("the pod's commands/alpha.md = %q, want attempt 2's command", got)
+	}
+	pf.mu.Unlock()
+	if _, err := os.Lstat(v.ReportFile("alpha")); err == nil {
+		t.Error("a report under the bare task id")
+	}
+}
