@@ -196,6 +196,12 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, ke
 			hints = append(hints, "The previous attempt failed: "+oneLine(s.FirstError, 1000))
 			info.Result(n).Hinted = true
 		}
+		// A series after a retry starts as any retry does: told why the
+		// task failed.
+		if n == s.From && n > 1 && t.Error != "" {
+			hints = append(hints, "The previous attempt failed: "+oneLine(t.Error, 1000))
+			info.Result(n).Hinted = true
+		}
 	case t.Error != "" && n > 1 && (bestOf(t, r.o.opts.Attempts) <= 1 || next.EscalationHint(n)):
 		hints = append(hints, "The previous attempt failed: "+oneLine(t.Error, 1000))
 		info.Result(n).Hinted = true

@@ -227,6 +227,7 @@ func (r *run) recordReport(id, key string, rep *protocol.Report) {
 		info.Attempt = n
 	} else {
 		r.endTrace(key, string(rep.Status)) // its agent is done; its check is not the agent's
+		info.Result(n).Summary = rep.Summary
 	}
 	info.Summary = rep.Summary
 	info.FilesChanged = rep.FilesChanged

@@ -133,7 +133,7 @@ func (r *run) startCheck(ctx context.Context, id string, n int) {
 	info := r.info(id)
 	res := info.Result(n)
 	res.Status = "checking"
-	base, summary := info.Series.Base, info.Summary
+	base, summary := info.Series.Base, res.Summary
 	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, n)
 	subject, runID := id+": "+titleOf(t), r.st.RunID
 	r.accepting++

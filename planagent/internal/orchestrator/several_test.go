@@ -503,3 +503,45 @@ func TestSeveralLLMJudgeBreaksATie(t *testing.T) {
 		t.Errorf("series %+v", s)
 	}
 }
+
+// No attempt of the series passes: the task fails as any task does, and
+// its retry (--max-retries) runs one attempt, told why the task failed.
+func TestSeveralSeriesFailsThenRetriesOneAttempt(t *testing.T) {
+	l := newLayout(t)
+	var mu sync.Mutex
+	hints := map[int][]string{}
+	sized := sizedAgent(t, l, map[int]int{1: 1, 2: 2, 3: 3})
+	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		mu.Lock()
+		hints[c.Attempt] = c.Hints
+		mu.Unlock()
+		return sized(c)
+	})
+	rt.execDir = func(dir, _ string) attempt.ExecResult {
+		b, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+		if strings.Count(string(b), "\n") < 3 {
+			return attempt.ExecResult{ExitCode: 1, Output: "FAIL: too short"}
+		}
+		return attempt.ExecResult{Output: "ok"}
+	}
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "hard", Description: "x", Acceptance: []string{"check"}, Attempts: 2})
+	if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 2, Policy: "parallel", MaxRetries: 2}).Drive(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(st)["hard"]; got != taskgraph.Completed || rt.count("hard") != 3 {
+		t.Fatalf("hard %s after %d commands; want completed by attempt 3", got, rt.count("hard"))
+	}
+	rs := ranks(st, "hard")
+	if rs[1].Status != "failed" || rs[2].Status != "failed" || rs[3].Status != "completed" || rs[3].Rank != 1 {
+		t.Errorf("results %+v", st.Info["hard"].Results)
+	}
+	if s := st.Info["hard"].Series; s == nil || s.From != 3 || s.Size != 1 {
+		t.Errorf("the retry's series %+v, want one attempt from 3", s)
+	}
+	if !strings.Contains(strings.Join(hints[3], "\n"), "too short") || !rs[3].Hinted {
+		t.Errorf("attempt 3 hints %v: want the failure", hints[3])
+	}
+	if len(st.Decisions) == 0 || st.Decisions[len(st.Decisions)-1].Action != "retry" {
+		t.Errorf("decisions %+v, want a retry", st.Decisions)
+	}
+}

@@ -116,6 +116,9 @@ type AttemptResult struct {
 	// EgressRefused is what the egress proxy turned away of this attempt
 	// ("host:port: reason", the first few; docs/egress.md).
 	EgressRefused []string `json:"egress_refused,omitempty"`
+	// Summary is what its agent reported it did (a task of several
+	// attempts side by side: each has its own, for its commit).
+	Summary string `json:"summary,omitempty"`
 	// JudgeReason is the LLM judge's reasoning when it picked this
 	// attempt among tied ones (`judge: llm`).
 	JudgeReason string `json:"judge_reason,omitempty"`
