@@ -122,7 +122,11 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 	n := t.Attempts
 	info.Attempt = n
 	info.DispatchedAt = r.o.opts.Now()
-	info.OpenSpan(n, info.DispatchedAt)
+	if r.several(id) {
+		info.OpenAttemptSpan(n, info.DispatchedAt)
+	} else {
+		info.OpenSpan(n, info.DispatchedAt)
+	}
 	info.Result(n).Status = "running"
 	r.traceAttempt(ctx, id, n)
 	if r.isolated() {

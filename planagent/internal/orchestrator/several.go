@@ -255,6 +255,7 @@ func (r *run) endAttempt(a next.ActEndAttempt) error {
 	}
 	r.dropAttemptCopy(a.ID, a.Attempt)
 	r.endTrace(key, "failed")
+	info.CloseAttemptSpan(a.Attempt, "failed", r.o.opts.Now())
 	res := info.Result(a.Attempt)
 	res.Status, res.Error, res.Rank = "failed", oneLine(a.Reason, 500), 0
 	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", a.Attempt, oneLine(a.Reason, 300)))
@@ -298,6 +299,7 @@ func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
 		stopped = append(stopped, n)
 		res := info.Result(n)
 		res.Status, res.Error = "stopped", a.Reason
+		info.CloseAttemptSpan(n, "interrupted", r.o.opts.Now())
 		if running {
 			r.bookUnreportedAttempt(a.ID, n)
 			r.endTrace(key, "stopped")
@@ -384,6 +386,8 @@ func (r *run) choose(ctx context.Context, id string) error {
 func (r *run) completeSeries(ctx context.Context, id string) {
 	info := r.info(id)
 	winner := info.Attempt
+	now := r.o.opts.Now()
+	info.CloseAttemptSpan(winner, "completed", now)
 	for i := range info.Results {
 		res := &info.Results[i]
 		if res.Candidate == nil || res.Attempt == winner || res.Ref != "" {
@@ -392,6 +396,7 @@ func (r *run) completeSeries(ctx context.Context, id string) {
 		if res.Status == "held" {
 			res.Status = "passed"
 		}
+		info.CloseAttemptSpan(res.Attempt, "passed", now)
 		if err := r.o.opts.Repo.KeepAttempt(ctx, r.st.RunID, id, res.Attempt, res.Candidate.Commit); err != nil {
 			r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", id, "attempt", res.Attempt, "err", err)
 			continue

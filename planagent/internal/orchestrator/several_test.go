@@ -131,6 +131,17 @@ func TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest(t *testing.T) {
 	if n := rt.count("risky"); n != 3 {
 		t.Errorf("%d commands for risky, want 3", n)
 	}
+	// The timeline has the three side by side, each closed with its outcome.
+	spans := map[int]string{}
+	for _, s := range st.Info["risky"].Spans {
+		if s.End.IsZero() {
+			t.Errorf("attempt %d's span left open", s.Attempt)
+		}
+		spans[s.Attempt] = s.Status
+	}
+	if spans[1] != "passed" || spans[2] != "completed" || spans[3] != "passed" {
+		t.Errorf("spans %v", spans)
+	}
 	// status --json shows each attempt's rank and what it was ranked by.
 	view := runview.Build(st, runview.Options{})
 	for _, a := range view.Tasks[0].AttemptResults {

@@ -187,6 +187,21 @@ func (in *TaskInfo) OpenSpan(attempt int, now time.Time) {
 	in.Spans = append(in.Spans, Span{Attempt: attempt, Start: now})
 }
 
+// OpenAttemptSpan starts attempt n's span beside the others still open:
+// a task of several attempts runs them side by side.
+func (in *TaskInfo) OpenAttemptSpan(n int, now time.Time) {
+	in.Spans = append(in.Spans, Span{Attempt: n, Start: now})
+}
+
+// CloseAttemptSpan ends attempt n's span, if open, with its outcome.
+func (in *TaskInfo) CloseAttemptSpan(n int, status string, now time.Time) {
+	for i := range in.Spans {
+		if s := &in.Spans[i]; s.Attempt == n && s.End.IsZero() {
+			s.End, s.Status = now, status
+		}
+	}
+}
+
 // CloseSpan ends the running attempt, if any, with its outcome.
 func (in *TaskInfo) CloseSpan(status string, now time.Time) {
 	if n := len(in.Spans); n > 0 && in.Spans[n-1].End.IsZero() {

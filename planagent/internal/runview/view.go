@@ -206,7 +206,7 @@ type Span struct {
 	Attempt int        `json:"attempt"`
 	Start   time.Time  `json:"start"`
 	End     *time.Time `json:"end,omitempty"` // nil while running
-	Status  string     `json:"status"`        // running | completed | failed | interrupted
+	Status  string     `json:"status"`        // running | completed | failed | interrupted; passed (side by side, not merged)
 }
 
 // StatusInterrupted is the status of a task, or of an attempt, that was in
