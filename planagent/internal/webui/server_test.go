@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -456,5 +457,50 @@ func TestTaskDiffFromCheckpoint(t *testing.T) {
 	var none TaskDetail
 	if get(t, base+"/api/runs/"+runID+"/tasks/a", &none); none.Diff != "" || !strings.HasPrefix(none.DiffNote, "no changes") {
 		t.Errorf("a task that changed nothing gave %q / %q", none.Diff, none.DiffNote)
+	}
+}
+
+// Task b runs two attempts side by side: the stream follows each one's
+// own events file (reports/b@<n>.events.jsonl), and the task's page shows
+// the report of its attempt under its stem.
+func TestStreamFollowsAttemptsSideBySide(t *testing.T) {
+	f := newFixture(t)
+	f.st.Info["b"] = &runrecord.TaskInfo{Attempt: 2, Series: &runrecord.Series{From: 1, Size: 2},
+		Results: []runrecord.AttemptResult{{Attempt: 1, Status: "running"}, {Attempt: 2, Status: "running"}}}
+	if err := f.st.Save(f.l, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 2; n++ {
+		f.event(t, protocol.Stem("b", n), events.Event{Type: events.ToolCall, Tool: "write_file", Args: fmt.Sprintf(`{"path":"b%d.txt"}`, n)})
+	}
+	if err := protocol.WriteReport(f.l.ReportFile(protocol.Stem("b", 2)), &protocol.Report{ID: "b", RunID: runID, Attempt: 2,
+		Status: protocol.StatusCompleted, Summary: "wrote b2.txt", Body: "Attempt two of b."}); err != nil {
+		t.Fatal(err)
+	}
+	base := f.serve(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/runs/"+runID+"/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ch := readEvents(resp.Body)
+	seen := map[string]bool{}
+	for len(seen) < 2 {
+		var te TaskEvent
+		if err := json.Unmarshal([]byte(next(t, ch, "task_event")), &te); err != nil || te.Task != "b" {
+			t.Fatalf("task event: %v %+v", err, te)
+		}
+		for _, f := range []string{"b1.txt", "b2.txt"} {
+			if strings.Contains(te.Line, f) {
+				seen[f] = true
+			}
+		}
+	}
+	var d TaskDetail
+	if code := get(t, base+"/api/runs/"+runID+"/tasks/b", &d); code != 200 || !strings.Contains(d.Report, "Attempt two of b.") {
+		t.Errorf("task b: %d, report %q from %s", code, d.Report, d.ReportFile)
 	}
 }

@@ -171,14 +171,25 @@ type tailer struct {
 	s       *Server
 	runID   string
 	offsets map[string]int64
-	live    map[string]bool // tasks in progress at the last read: their last lines are still read once
+	live    map[string]bool // the events files (by stem) of the attempts in progress at the last read: their last lines are still read once
 }
 
 func (t *tailer) read(st *runrecord.State, out *sseWriter) {
 	live := map[string]bool{}
 	for _, task := range st.Tasks {
-		if task.Status == taskgraph.InProgress {
+		if task.Status != taskgraph.InProgress {
+			continue
+		}
+		// Attempts side by side each write their own file (protocol.Stem).
+		in := st.Info[task.ID]
+		if in == nil || in.Series == nil {
 			live[task.ID] = true
+			continue
+		}
+		for _, r := range in.Results {
+			if r.Attempt >= in.Series.From && (r.Status == "running" || r.Status == "checking") {
+				live[protocol.Stem(task.ID, r.Attempt)] = true
+			}
 		}
 	}
 	for id := range t.live {
@@ -192,8 +203,9 @@ func (t *tailer) read(st *runrecord.State, out *sseWriter) {
 	t.live = live
 }
 
-func (t *tailer) follow(id string, out *sseWriter) {
-	p := t.s.opts.Layout.EventsFile(id)
+func (t *tailer) follow(stem string, out *sseWriter) {
+	id, _, _ := protocol.SplitStem(stem)
+	p := t.s.opts.Layout.EventsFile(stem)
 	f, err := protocol.OpenRegular(p, os.O_RDONLY, 0) // a FIFO planted in the volumes must not block
 	if err != nil {
 		return // not written yet, or archived
@@ -203,7 +215,7 @@ func (t *tailer) follow(id string, out *sseWriter) {
 	if err != nil {
 		return
 	}
-	off, seen := t.offsets[id]
+	off, seen := t.offsets[stem]
 	if !seen && fi.Size() > tailStart {
 		off = fi.Size() - tailStart
 	}
@@ -235,5 +247,5 @@ func (t *tailer) follow(id string, out *sseWriter) {
 		}
 		out.send("task_event", TaskEvent{Task: id, Time: e.Time, Type: string(e.Type), Line: text})
 	}
-	t.offsets[id] = off
+	t.offsets[stem] = off
 }

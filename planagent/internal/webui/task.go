@@ -68,7 +68,7 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 			d.Subagents, d.Attempts = t.Subagents, t.AttemptResults
 		}
 	}
-	d.ReportFile, d.Report = s.report(st.RunID, id)
+	d.ReportFile, d.Report = s.report(st.RunID, id, in)
 	completed := false
 	for _, t := range st.Tasks {
 		if t.ID == id {
@@ -79,13 +79,21 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, d)
 }
 
-// report finds the latest report of task id in run: reports/<id>.md while
-// it is this run's, else the newest attempt archived under the run.
-func (s *Server) report(runID, id string) (string, string) {
+// report finds the latest report of task id in run: reports/<id>.md (or,
+// for attempts side by side, reports/<id>@<n>.md of its attempt) while it
+// is this run's, else the newest attempt archived under the run.
+func (s *Server) report(runID, id string, in *runrecord.TaskInfo) (string, string) {
 	l := s.opts.Layout
-	if rep, err := protocol.ReadReport(l.ReportFile(id)); err == nil && rep.RunID == runID {
-		if text, err := readCapped(l.ReportFile(id), reportMax); err == nil {
-			return l.ReportFile(id), text
+	files := []string{l.ReportFile(id)}
+	if in.Series != nil {
+		// Side by side, the attempt last chosen (or started) has its own.
+		files = append([]string{l.ReportFile(protocol.Stem(id, in.Attempt))}, files...)
+	}
+	for _, f := range files {
+		if rep, err := protocol.ReadReport(f); err == nil && rep.RunID == runID {
+			if text, err := readCapped(f, reportMax); err == nil {
+				return f, text
+			}
 		}
 	}
 	archived, _ := filepath.Glob(filepath.Join(l.Run(runID), "reports", id+".attempt-*.md"))
