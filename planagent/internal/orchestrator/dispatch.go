@@ -110,8 +110,8 @@ func (r *run) launchAll(ctx context.Context, keys ...string) error {
 // its number. A task of several attempts already in progress starts
 // another beside those under way.
 func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int, error) {
-	start, fresh := r.g.Start, true
-	if t, _ := r.g.Get(id); t.Status == taskgraph.InProgress && r.several(id) {
+	start, fresh, several := r.g.Start, true, r.several(id)
+	if t, _ := r.g.Get(id); t.Status == taskgraph.InProgress && several {
 		start, fresh = r.g.StartAnother, false
 	}
 	if err := start(id); err != nil {
@@ -122,8 +122,9 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 	n := t.Attempts
 	info.Attempt = n
 	info.DispatchedAt = r.o.opts.Now()
-	if r.several(id) {
+	if several {
 		info.OpenAttemptSpan(n, info.DispatchedAt)
+		r.startSeriesAttempt(id, n, info, fresh)
 	} else {
 		info.OpenSpan(n, info.DispatchedAt)
 	}
@@ -131,9 +132,6 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 	r.traceAttempt(ctx, id, n)
 	if r.isolated() {
 		info.Base = r.st.Checkpoints.Head
-	}
-	if r.several(id) {
-		r.startSeriesAttempt(id, n, info, fresh)
 	}
 	// Persist before acting: a crash after this line re-sends the command
 	// (its copy made again) on resume.

@@ -35,10 +35,16 @@ type series struct {
 	lastErr string
 }
 
-// several reports whether task id's attempts run side by side.
+// several reports whether task id's attempts run side by side. An
+// attempt in progress without a series (a run resumed from a version
+// that ran them one after another) finishes the way it started.
 func (r *run) several(id string) bool {
 	t, _ := r.g.Get(id)
-	return r.isolated() && bestOf(t, r.o.opts.Attempts) > 1
+	if !r.isolated() || bestOf(t, r.o.opts.Attempts) <= 1 {
+		return false
+	}
+	in := r.st.Info[id]
+	return t.Status != taskgraph.InProgress || in != nil && in.Series != nil
 }
 
 // key is the flight key (and file stem) of attempt n of task id.
