@@ -9,6 +9,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/judge"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
@@ -173,7 +174,10 @@ func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, sub
 	}
 	cand := &runrecord.Candidate{Commit: commit, Base: base, Summary: summary, Commands: len(t.Acceptance),
 		Diff: diffLines(patch), Finished: r.o.opts.Now()}
-	accept := dir + ".check"
+	// The name of the merge's acceptance copy: the runtime (the egress
+	// proxy) knows whose copy a command runs in by it (volume.AttemptOf),
+	// and this attempt's merge, if it comes, makes its own after.
+	accept := dir + volume.AcceptSuffix
 	defer func() {
 		if err := repo.RemoveCopy(accept); err != nil {
 			r.o.opts.Logger.Warn("remove the check's copy", "dir", accept, "err", err)

@@ -284,9 +284,12 @@ func TestSeveralGateRejectionFallsBackToTheNextRanked(t *testing.T) {
 		defer mu.Unlock()
 		b, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
 		small := strings.Count(string(b), "\n") == 2
-		// The merge's acceptance copy is "<attempt>.accept": there the
-		// small one fails (as a test that only the merged tree shows).
-		if small && strings.HasSuffix(dir, ".accept") {
+		// An attempt's commands run twice in its ".accept" copy: its
+		// check, then (the winner) the gate on the merged tree. The small
+		// one passes its check and fails the gate, as a test that only the
+		// merged tree shows would.
+		runs[dir]++
+		if small && runs[dir] == 2 {
 			runs["gate-rejected"]++
 			return attempt.ExecResult{ExitCode: 1, Output: "FAIL on the merged tree"}
 		}
@@ -300,7 +303,8 @@ func TestSeveralGateRejectionFallsBackToTheNextRanked(t *testing.T) {
 		t.Fatalf("gated %s", got)
 	}
 	rs := ranks(st, "gated")
-	if runs["gate-rejected"] != 1 || rs[1].Status != "failed" || rs[1].Ref == "" || rs[2].Status != "completed" || rs[2].Rank != 1 || rs[1].Rank != 0 {
+	if runs["gate-rejected"] != 1 || rs[1].Status != "failed" || !strings.Contains(rs[1].Error, "FAIL on the merged tree") || rs[1].Candidate == nil ||
+		rs[1].Ref == "" || rs[2].Status != "completed" || rs[2].Rank != 1 || rs[1].Rank != 0 {
 		t.Errorf("gate runs %v, results %+v; want 1 rejected by the gate (kept), 2 merged", runs, st.Info["gated"].Results)
 	}
 	got, _ := os.ReadFile(filepath.Join(l.Workspace(), "out.txt"))
