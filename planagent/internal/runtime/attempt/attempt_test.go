@@ -20,3 +20,13 @@ func TestParseName(t *testing.T) {
 		}
 	}
 }
+
+// An attempt's files are named by its stem when it has one, else by its task.
+func TestFiles(t *testing.T) {
+	if got := (Attempt{TaskID: "parser", Attempt: 1}).Files(); got != "parser" {
+		t.Errorf("one attempt: %q, want the task id", got)
+	}
+	if got := (Attempt{TaskID: "parser", Attempt: 2, Stem: "parser@2"}).Files(); got != "parser@2" {
+		t.Errorf("side by side: %q, want the stem", got)
+	}
+}
