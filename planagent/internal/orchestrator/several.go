@@ -153,11 +153,6 @@ func (r *run) startCheck(ctx context.Context, id string, n int) {
 func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, subject, summary, runID string) (out checked) {
 	repo := r.o.opts.Repo
 	out.EvChecked = next.EvChecked{ID: t.ID, Attempt: n}
-	defer func() {
-		if err := repo.RemoveCopy(dir); err != nil {
-			r.o.opts.Logger.Warn("remove the attempt's copy", "task", t.ID, "dir", dir, "err", err)
-		}
-	}()
 	commit, removed, err := repo.Squash(ctx, dir, base, subject, summary)
 	if err != nil {
 		out.Failure = fmt.Sprintf("commit the attempt's changes: %v", err)
@@ -240,12 +235,23 @@ func (r *run) onChecked(ev checked) error {
 	info := r.info(ev.ID)
 	res := info.Result(ev.Attempt)
 	res.Acceptance, res.Ref = ev.output, ev.ref
+	if ev.Env != nil {
+		// A fault of the machine: the attempt stays "checking", its copy
+		// kept, for resume to check it again; the run halts.
+		return nil
+	}
 	delete(r.seriesOf(ev.ID).live, ev.Attempt)
 	if ev.cand != nil {
 		res.Status, res.Candidate = "held", ev.cand
 		r.note(fmt.Sprintf("task %s: attempt %d passed its acceptance commands (%d lines changed): held until the task's attempts have ended", ev.ID, ev.Attempt, ev.cand.Diff))
 	}
-	return r.record(ev.ID)
+	if err := r.record(ev.ID); err != nil {
+		return err
+	}
+	// Only once its result is on the record: a crash before finds the
+	// copy there to check again.
+	r.dropAttemptCopy(ev.ID, ev.Attempt)
+	return nil
 }
 
 // endAttempt ends an attempt that did not pass; the task goes on.

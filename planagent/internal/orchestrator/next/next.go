@@ -696,6 +696,10 @@ func onMerged(v View, ev EvMerged) []Action {
 		return []Action{ActRemerge{ID: ev.ID}}
 	}
 	if ev.Env != nil {
+		if v.Graph.Task(ev.ID).Several {
+			// The candidate stays held: resume tries its merge again.
+			return []Action{ActHalt{Err: ev.Env}}
+		}
 		return envStop(ev.ID, ev.Env)
 	}
 	if t := v.Graph.Task(ev.ID); t.Several && (len(ev.Conflict) > 0 || ev.Failure != "") {

@@ -139,7 +139,8 @@ func onChecked(v View, ev EvChecked) []Action {
 	t := v.Graph.Task(ev.ID)
 	switch {
 	case ev.Env != nil:
-		return []Action{ActEndAttempt{ID: ev.ID, Attempt: ev.Attempt, Reason: ev.Failure}, ActHalt{Err: ev.Env}}
+		// Not the attempt's fault: it stays to be checked again on resume.
+		return []Action{ActHalt{Err: ev.Env}}
 	case ev.Failure != "":
 		return []Action{ActEndAttempt{ID: ev.ID, Attempt: ev.Attempt, Reason: ev.Failure}}
 	case v.FirstPassWins && !t.Chosen:
@@ -190,8 +191,11 @@ func onCandidateRejected(v View, t Task, ev EvMerged) []Action {
 		reason = "merge conflict in " + strings.Join(ev.Conflict, ", ") + " with work merged since the attempt started"
 	}
 	out := []Action{ActEndAttempt{ID: ev.ID, Attempt: ev.Attempt, Reason: reason}}
-	if t.Held > 0 {
+	switch {
+	case t.Held > 0:
 		return append(out, ActChoose{ID: ev.ID})
+	case AttemptsToStart(v.Policy, t.Series, t.Started, t.FirstFailed || t.Started == 1) > 0:
+		return out // escalate's first was rejected: settle starts the rest
 	}
 	return append(out, failure(v, ev.ID, reason)...)
 }

@@ -147,6 +147,16 @@ func TestAttemptEvents(t *testing.T) {
 			View{Graph: seriesGraph{tasks: map[string]Task{"a": several(Task{Started: 3, Held: 1, Chosen: true})}}},
 			EvMerged{ID: "a", Attempt: 2, Failure: "FAIL on the merged tree"},
 			[]Action{ActEndAttempt{ID: "a", Attempt: 2, Reason: "FAIL on the merged tree"}, ActChoose{ID: "a"}}},
+		{"escalate: the first, rejected by the gate, lets the rest start",
+			View{Policy: PolicyEscalate, Graph: seriesGraph{tasks: map[string]Task{"a": several(Task{Started: 1, Chosen: true})}}},
+			EvMerged{ID: "a", Attempt: 1, Failure: "FAIL on the merged tree"},
+			[]Action{ActEndAttempt{ID: "a", Attempt: 1, Reason: "FAIL on the merged tree"}}},
+		{"a fault of the machine in a check halts, the attempt not ended", v, EvChecked{ID: "a", Attempt: 2, Failure: "disk", Env: errText2("disk full")},
+			[]Action{ActHalt{Err: errText2("disk full")}}},
+		{"a fault of the machine in the winner's merge halts, the candidate kept",
+			View{Graph: seriesGraph{tasks: map[string]Task{"a": several(Task{Started: 3, Chosen: true})}}},
+			EvMerged{ID: "a", Attempt: 2, Failure: "disk", Env: errText2("disk full")},
+			[]Action{ActHalt{Err: errText2("disk full")}}},
 		{"an attempt past its deadline is abandoned by its key", View{Graph: g, Flights: map[string]Flight{"a@2": {ID: "a", Attempt: 2}}},
 			EvTick{Now: time.Unix(1000, 0)}, []Action{ActAbandon{ID: "a", Key: "a@2", Attempt: 2}}},
 		{"its time-out ends the attempt", v, EvTimedOut{ID: "a", Key: "a@2", Attempt: 2},
@@ -161,3 +171,8 @@ func TestAttemptEvents(t *testing.T) {
 		})
 	}
 }
+
+// errText2 is a comparable error for the tables.
+type errText2 string
+
+func (e errText2) Error() string { return string(e) }
