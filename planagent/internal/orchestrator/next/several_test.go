@@ -31,10 +31,11 @@ func several(t Task) Task {
 	return t
 }
 
-func dispatches(id string, n int) []Action {
+// dispatches is n attempts of task a started.
+func dispatches(n int) []Action {
 	var out []Action
 	for range n {
-		out = append(out, ActDispatch{ID: id})
+		out = append(out, ActDispatch{ID: "a"})
 	}
 	return out
 }
@@ -48,29 +49,29 @@ func TestSettleStartsAttemptsSideBySide(t *testing.T) {
 		{
 			name: "parallel: all three attempts of a ready task at once",
 			v:    View{Parallel: 4, Policy: PolicyParallel, Graph: seriesGraph{tasks: map[string]Task{"a": several(Task{})}, ready: []string{"a"}}},
-			want: dispatches("a", 3),
+			want: dispatches(3),
 		},
 		{
 			name: "parallel: --parallel 2 starts two, each attempt counted",
 			v:    View{Parallel: 2, Policy: PolicyParallel, Graph: seriesGraph{tasks: map[string]Task{"a": several(Task{}), "b": {}}, ready: []string{"a", "b"}}},
-			want: dispatches("a", 2),
+			want: dispatches(2),
 		},
 		{
 			name: "parallel: the third starts when a slot frees, before a new task",
 			v: View{Parallel: 3, Running: 2, Policy: PolicyParallel, Series: []string{"a"},
 				Graph: seriesGraph{tasks: map[string]Task{"a": several(Task{Started: 2, Live: 2}), "b": {}}, ready: []string{"b"}}},
-			want: dispatches("a", 1),
+			want: dispatches(1),
 		},
 		{
 			name: "escalate: one attempt first",
 			v:    View{Parallel: 4, Policy: PolicyEscalate, Graph: seriesGraph{tasks: map[string]Task{"a": several(Task{})}, ready: []string{"a"}}},
-			want: dispatches("a", 1),
+			want: dispatches(1),
 		},
 		{
 			name: "escalate: the first failed, the other two together",
 			v: View{Parallel: 4, Policy: PolicyEscalate, Series: []string{"a"},
 				Graph: seriesGraph{tasks: map[string]Task{"a": several(Task{Started: 1, FirstFailed: true, LastError: "x"})}}},
-			want: dispatches("a", 2),
+			want: dispatches(2),
 		},
 		{
 			name: "escalate: the first passed, it is chosen at once",
