@@ -350,3 +350,26 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Errorf("empty graph marshals to %s", empty)
 	}
 }
+
+// A task whose attempts run side by side counts each one started while it
+// stays in_progress; only an in-progress task may start another.
+func TestStartAnother(t *testing.T) {
+	g := mustNew(t, Task{ID: "a", Description: "a"})
+	if err := g.StartAnother("a"); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("another attempt of a pending task: %v, want an illegal transition", err)
+	}
+	if err := g.Start("a"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := g.StartAnother("a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := g.Get("a"); got.Status != InProgress || got.Attempts != 3 {
+		t.Errorf("after three starts: %s, %d attempts", got.Status, got.Attempts)
+	}
+	if err := g.StartAnother("nope"); !errors.Is(err, ErrUnknownTask) {
+		t.Errorf("unknown task: %v", err)
+	}
+}
