@@ -29,11 +29,23 @@ func Attempts(r *Run) string {
 				hinted = "yes"
 			}
 			why := strings.ReplaceAll(oneLine(a.Error, 160), "|", "\\|")
+			if a.JudgeReason != "" {
+				why = strings.TrimSpace(why + " LLM judge: " + strings.ReplaceAll(oneLine(a.JudgeReason, 160), "|", "\\|"))
+			}
+			outcome := a.Status
+			if a.DiffLines != nil {
+				// What the ranking weighed, for attempts side by side.
+				outcome += fmt.Sprintf(" (%d lines", *a.DiffLines)
+				if a.JudgeScore != nil {
+					outcome += fmt.Sprintf(", judge %g", *a.JudgeScore)
+				}
+				outcome += ")"
+			}
 			if a.Ref != "" {
 				// Where to look at what it did: git show, planagent diff.
 				why = strings.TrimSpace(why + " (kept as `" + a.Ref + "`)")
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %d/%d | %s | %s | %s |\n", t.ID, a.Attempt, a.Status, rank, hinted,
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %d/%d | %s | %s | %s |\n", t.ID, a.Attempt, outcome, rank, hinted,
 				a.Tokens.Prompt, a.Tokens.Completion, usd(a.CostUSD), ms(a.DurationMS), why)
 		}
 	}

@@ -51,6 +51,15 @@ func TestAttemptResults(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
 		}
 	}
+	// Side by side, the outcome says what the ranking weighed, and the
+	// LLM judge's reason is the why of the attempt it picked.
+	score := 812.5
+	st.Info["a"].Results[1].Candidate = &runrecord.Candidate{Diff: 6, Score: &score}
+	st.Info["a"].Results[1].JudgeReason = "clearer | shorter"
+	md = Markdown(Build(st, Options{}))
+	if want := "| a | 2 | completed (6 lines, judge 812.5) | 1 | yes | 500000/1000 | - | 3s | LLM judge: clearer \\| shorter |"; !strings.Contains(md, want) {
+		t.Errorf("summary lacks %q:\n%s", want, md)
+	}
 	if strings.Contains(Attempts(r), "| b |") {
 		t.Errorf("a task of one attempt is in the attempts table:\n%s", Attempts(r))
 	}
