@@ -560,3 +560,49 @@ func TestSeveralSeriesFailsThenRetriesOneAttempt(t *testing.T) {
 		t.Errorf("decisions %+v, want a retry", st.Decisions)
 	}
 }
+
+// The run is cut short while an attempt's check runs: resume checks it
+// again (its copy was kept) without running its agent again.
+func TestSeveralResumeChecksACheckCutShort(t *testing.T) {
+	l := newLayout(t)
+	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 4, 2: 2}))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var once sync.Once
+	rt.execDir = func(dir, _ string) attempt.ExecResult {
+		once.Do(cancel) // the first check is cut short with the run
+		return attempt.ExecResult{ExitCode: 1, Output: "cut short"}
+	}
+	repo, st := newCheckpointedState(t, l, plan.Task{ID: "cut", Description: "x", Acceptance: []string{"check"}, Attempts: 2})
+	err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 2, Policy: "parallel"}).Drive(ctx, st)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("first drive: %v, want cancelled", err)
+	}
+	loaded, err := runrecord.LoadState(l, st.RunID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checking := 0
+	for _, r := range loaded.Info["cut"].Results {
+		if r.Status == "checking" {
+			checking++
+			if _, err := os.Stat(l.Attempt(st.RunID, "cut", r.Attempt)); err != nil {
+				t.Errorf("attempt %d's copy is gone before its check is on the record: %v", r.Attempt, err)
+			}
+		}
+	}
+	if checking == 0 {
+		t.Fatalf("no attempt left checking: %+v", loaded.Info["cut"].Results)
+	}
+	rt2 := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+		t.Errorf("attempt %d run again", c.Attempt)
+		return nil
+	})
+	rt2.execDir = func(string, string) attempt.ExecResult { return attempt.ExecResult{Output: "ok"} }
+	if err := New(Options{Layout: l, Runtime: rt2, Repo: repo, Parallel: 2, Policy: "parallel"}).Drive(t.Context(), loaded); err != nil {
+		t.Fatal(err)
+	}
+	if status(loaded)["cut"] != taskgraph.Completed || rt.count("cut") != 2 || rt2.count("cut") != 0 {
+		t.Errorf("cut %s after %d and %d commands; results %+v", status(loaded)["cut"], rt.count("cut"), rt2.count("cut"), loaded.Info["cut"].Results)
+	}
+}
