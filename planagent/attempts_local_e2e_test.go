@@ -24,15 +24,24 @@ const sideBySidePlan = `{"title":"Numbers","overview":"One task, three attempts.
 // and `diff --attempt` reads 2's.
 func TestE2ELocalAttemptsSideBySide(t *testing.T) {
 	for _, policy := range []string{"parallel", "escalate"} {
-		t.Run(policy, func(t *testing.T) { localAttemptsSideBySide(t, policy) })
+		t.Run(policy, func(t *testing.T) {
+			attemptsSideBySide(t, policy, func(t *testing.T, f *fakeModel) *runEnv { return newRunEnv(t, f) })
+		})
 	}
 }
 
-func localAttemptsSideBySide(t *testing.T, policy string) {
+// The same with the docker runtime: each attempt in its own container,
+// given its command under the usual name, its report back under its stem.
+func TestE2EDockerAttemptsSideBySideFiles(t *testing.T) {
+	dockerE2E(t)
+	attemptsSideBySide(t, "parallel", dockerRuntime)
+}
+
+func attemptsSideBySide(t *testing.T, policy string, newEnv func(*testing.T, *fakeModel) *runEnv) {
 	// The attempt's number is the last part of its copy's name (<task>.<n>).
 	write := llmtest.Call("shell_exec", map[string]any{"command": `n=${PWD##*.}; seq $(( (4 - n) * 3 )) > out.txt`})
 	f := &fakeModel{plan: sideBySidePlan, tasks: []scriptTask{{token: "TOKEN-NUMS", steps: []llmtest.ToolCall{write}}}}
-	e := newRunEnv(t, f)
+	e := newEnv(t, f)
 	if err := os.MkdirAll(filepath.Join(e.volumes, "workspace"), 0o755); err != nil {
 		t.Fatal(err)
 	}
