@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,23 @@ func attemptsSideBySide(t *testing.T, policy string, newEnv func(*testing.T, *fa
 	dout, derr, dcode := e.run("diff", st.ID, "nums", "--attempt", "2")
 	if dcode != 0 || strings.Count(dout, "\n+") != 7 { // the +++ line and six added
 		t.Errorf("diff --attempt 2: exit %d\n%s\n%s", dcode, dout, derr)
+	}
+	// A person prefers attempt 2: pick merges it in place of 3, and the
+	// statuses and ranks follow.
+	if pout, perr, pcode := e.run("pick", st.ID, "nums", "--attempt", "2"); pcode != 0 {
+		t.Fatalf("pick: exit %d\n%s\n%s", pcode, pout, perr)
+	}
+	if got := e.read("workspace/out.txt"); got != "1\n2\n3\n4\n5\n6\n" {
+		t.Errorf("out.txt after the pick = %q, want attempt 2's six lines", got)
+	}
+	sout, _, _ = e.run("status", "--json")
+	if err := json.Unmarshal([]byte(sout), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range st.Tasks[0].Attempts {
+		if w := map[int]string{2: "completed 1", 3: "passed 2"}[a.Attempt]; w != "" && fmt.Sprintf("%s %d", a.Status, a.Rank) != w {
+			t.Errorf("after the pick, attempt %d: %s %d, want %s", a.Attempt, a.Status, a.Rank, w)
+		}
 	}
 	if r := e.srv.Rejections(); len(r) != 0 {
 		t.Errorf("the strict server rejected requests: %v", r)

@@ -221,6 +221,13 @@ func recordPick(st *runrecord.State, p *picking, now time.Time) *runrecord.Rollb
 	rank := p.picked.Rank
 	p.picked.Rank, p.picked.Picked = 1, true
 	reason := fmt.Sprintf("attempt %d merged in place of ", p.picked.Attempt)
+	// Attempts side by side say which one is merged in their status too.
+	if p.picked.Status == "passed" {
+		p.picked.Status = "completed"
+		if p.was != nil && p.was.Status == "completed" {
+			p.was.Status = "passed"
+		}
+	}
 	if p.was != nil {
 		p.was.Rank, p.was.Picked = rank, false
 		reason += fmt.Sprintf("attempt %d (kept as %s)", p.was.Attempt, checkpoint.AttemptRef(st.RunID, p.task, p.was.Attempt))
