@@ -256,19 +256,36 @@ async function showTask(id) {
 }
 
 // drawAttempts shows a task's attempts side by side, each with its
-// verdict: how it ended, its rank among the passing ones (1: merged),
-// whether it was told the previous failure, tokens, cost, time and why it
-// failed.
+// verdict: how it ended, its rank among the passing ones (1: merged), how
+// its acceptance commands ended (their output one click away), where an
+// attempt not merged is kept, whether it was told the previous failure,
+// tokens, cost, time and why it failed.
 function drawAttempts(box, attempts) {
   if (!attempts.length) { box.replaceChildren("(no attempt yet)"); return; }
   box.replaceChildren(...attempts.map((a) => {
     const verdict = a.rank === 1 ? "merged (rank 1)" : a.rank ? `passed, rank ${a.rank}` : statusText(a.status);
-    return el("div", { class: `attempt st-${a.status}${a.rank === 1 ? " winner" : ""}`, "data-attempt": a.attempt, "data-status": a.status, "data-rank": a.rank || 0 },
+    const accepted = acceptanceVerdict(a.acceptance || "");
+    return el("div", { class: `attempt st-${a.status}${a.rank === 1 ? " winner" : ""}`, "data-attempt": a.attempt, "data-status": a.status,
+      "data-rank": a.rank || 0, "data-acceptance": accepted, "data-ref": a.ref || "" },
       el("h5", {}, `Attempt ${a.attempt}: ${verdict}`),
       el("p", {}, `tokens ${a.tokens.prompt}/${a.tokens.completion} · cost ${fmtUSD(a.cost_usd)} · ${fmtMS(a.duration_ms)}`),
       el("p", {}, a.hinted ? "told why the previous attempt failed" : "not told of earlier failures"),
+      a.acceptance ? el("details", { class: "acceptance" }, el("summary", {}, "acceptance " + accepted), el("pre", {}, a.acceptance)) : "",
+      // The merged one is the task's commit on the branch; another kept
+      // is read with git or planagent diff RUN TASK --attempt N.
+      a.ref ? el("p", { class: "ref" }, "kept as ", el("code", {}, a.ref)) : "",
       a.error ? el("p", { class: "why" }, a.error) : "");
   }));
+}
+
+// acceptanceVerdict reads an attempt's acceptance output, each command's
+// ending a line "(exit N)" of its own: "passed" when every one exited 0, "failed (exit N)"
+// naming the first that did not, "" when none ran on it.
+function acceptanceVerdict(text) {
+  const codes = [...text.matchAll(/^\(exit (-?\d+)\)$/gm)].map((m) => Number(m[1]));
+  if (!codes.length) return "";
+  const bad = codes.find((c) => c !== 0);
+  return bad === undefined ? "passed" : `failed (exit ${bad})`;
 }
 
 // drawDiff shows a patch line by line, additions and deletions coloured; a
