@@ -56,7 +56,7 @@ func TestE2EViewAttemptsSideBySide(t *testing.T) {
 		{Attempt: 1, Status: "failed", Error: `acceptance command "go test ./parser" exited 1: want 7, got 6`,
 			Acceptance: "$ go test ./parser\nFAIL: want 7, got 6\n(exit 1)\n", Ref: "refs/codeagent/" + runID + "/parse/attempt-1",
 			Tokens: protocol.Tokens{Prompt: 1200, Completion: 300}, Duration: 4 * time.Second},
-		{Attempt: 2, Status: "completed", Rank: 2, Hinted: true, Acceptance: "$ go test ./parser\nok parser 0.2s\n(exit 0)\n", Ref: loserRef,
+		{Attempt: 2, Status: "passed", Rank: 2, Hinted: true, Acceptance: "$ go test ./parser\nok parser 0.2s\n(exit 0)\n", Ref: loserRef,
 			Tokens: protocol.Tokens{Prompt: 900, Completion: 200}, Duration: 3 * time.Second},
 		{Attempt: 3, Status: "completed", Rank: 1, Acceptance: "$ go test ./parser\nok parser 0.1s\n(exit 0)\n",
 			Tokens: protocol.Tokens{Prompt: 700, Completion: 100}, Duration: 2 * time.Second},
@@ -94,7 +94,7 @@ func TestE2EViewAttemptsSideBySide(t *testing.T) {
 	dom := page.waitFor(`document.querySelectorAll('#detail-attempts .attempt').length === 3`)
 	for _, want := range []string{
 		`data-attempt="1" data-status="failed" data-rank="0" data-acceptance="failed (exit 1)" data-ref="refs/codeagent/` + runID + `/parse/attempt-1"`,
-		`data-attempt="2" data-status="completed" data-rank="2" data-acceptance="passed" data-ref="` + loserRef + `"`,
+		`data-attempt="2" data-status="passed" data-rank="2" data-acceptance="passed" data-ref="` + loserRef + `"`,
 		`data-attempt="3" data-status="completed" data-rank="1" data-acceptance="passed" data-ref=""`,
 		"Attempt 1: failed",
 		"Attempt 2: passed, rank 2",

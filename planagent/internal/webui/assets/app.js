@@ -278,9 +278,9 @@ function drawAttempts(box, attempts) {
   }));
 }
 
-// acceptanceVerdict reads an attempt's acceptance output, each command's
-// ending a line "(exit N)" of its own: "passed" when every one exited 0, "failed (exit N)"
-// naming the first that did not, "" when none ran on it.
+// acceptanceVerdict reads an attempt's acceptance output, each command
+// ending with a line "(exit N)" of its own: "passed" when every one exited
+// 0, "failed (exit N)" naming the first that did not, "" when none ran.
 function acceptanceVerdict(text) {
   const codes = [...text.matchAll(/^\(exit (-?\d+)\)$/gm)].map((m) => Number(m[1]));
   if (!codes.length) return "";
