@@ -419,6 +419,7 @@ func bestOfThree(t *testing.T, policy string, together []int) {
 	// The budgets count all three: the run's tokens are every answer the
 	// model gave, each attempt's at least its agent's.
 	served := len(e.srv.Requests())
+	t.Logf("tokens: run %d/%d for the %d answers of the model (agents %v, memory %d)", st.Tokens.Prompt, st.Tokens.Completion, served, requests, memory)
 	if st.Tokens.Prompt != 1000*served || st.Tokens.Completion != 100*served {
 		t.Errorf("run tokens %d/%d, want %d/%d: the model answered %d requests (agents %v, memory %d)",
 			st.Tokens.Prompt, st.Tokens.Completion, 1000*served, 100*served, served, requests, memory)
