@@ -494,7 +494,8 @@ func clipText(s string) string {
 }
 
 // TestE2EDockerAttemptsKilledThenResumed kills planagent (SIGKILL) at a
-// random moment within each phase of an escalated task, then resumes it:
+// random moment within each phase of an escalated task (and in one of a
+// parallel one), then resumes it:
 // one winner, one commit for the task, no container left, and no attempt
 // run twice — an attempt that had ended is not started again, one cut
 // short is taken up once, none ends twice, and every attempt the model
@@ -506,19 +507,23 @@ func TestE2EDockerAttemptsKilledThenResumed(t *testing.T) {
 	t.Logf("random kill moments: seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for _, phase := range []struct {
-		name string
+		name, policy string
 		// hold: attempts whose first step the model delays until the kill.
 		hold []int
 		// ready says the moment has come, from the run's volumes and the model.
 		ready func(e *runEnv, m *bestModel) bool
 	}{
-		{"attempt 1 working", []int{1}, func(_ *runEnv, m *bestModel) bool { s, _, _, _, _ := m.counts(); return s[1] > 0 }},
-		{"attempts 2 and 3 working", []int{2, 3}, func(_ *runEnv, m *bestModel) bool { s, _, _, _, _ := m.counts(); return s[2] > 0 && s[3] > 0 }},
+		{"attempt 1 working", "escalate", []int{1}, func(_ *runEnv, m *bestModel) bool { s, _, _, _, _ := m.counts(); return s[1] > 0 }},
+		{"attempts 2 and 3 working", "escalate", []int{2, 3}, func(_ *runEnv, m *bestModel) bool { s, _, _, _, _ := m.counts(); return s[2] > 0 && s[3] > 0 }},
 		// Attempt 3 passed and waits for 2, still working, to be ranked.
-		{"attempt 3 passed, 2 working", []int{2}, func(e *runEnv, _ *bestModel) bool { return acceptedInState(e, 3) }},
+		{"attempt 3 passed, 2 working", "escalate", []int{2}, func(e *runEnv, _ *bestModel) bool { return acceptedInState(e, 3) }},
+		// parallel: 1 failed and 3 passed while 2 works.
+		{"parallel, 1 failed, 3 passed, 2 working", "parallel", []int{2}, func(e *runEnv, _ *bestModel) bool {
+			return acceptedInState(e, 1) && acceptedInState(e, 3)
+		}},
 	} {
 		jitter := time.Duration(rng.Int64N(int64(2 * time.Second)))
-		t.Run(phase.name, func(t *testing.T) { killDuringAttempts(t, cli, phase.hold, phase.ready, jitter) })
+		t.Run(phase.name, func(t *testing.T) { killDuringAttempts(t, cli, phase.policy, phase.hold, phase.ready, jitter) })
 	}
 }
 
@@ -542,13 +547,13 @@ func acceptedInState(e *runEnv, n int) bool {
 	return false
 }
 
-func killDuringAttempts(t *testing.T, cli *client.Client, hold []int, ready func(*runEnv, *bestModel) bool, jitter time.Duration) {
+func killDuringAttempts(t *testing.T, cli *client.Client, policy string, hold []int, ready func(*runEnv, *bestModel) bool, jitter time.Duration) {
 	m := newBestModel()
 	for _, n := range hold {
 		m.hold[n] = 10 * time.Minute // ended by the kill
 	}
 	e, ws, planFile := newBestEnv(t, m)
-	cmd := e.command("run", "--runtime", "docker", "--image", busyboxImage, "--workspace", ws, "--plan", planFile, "--parallel", "3", "--yes")
+	cmd := e.command("run", "--runtime", "docker", "--image", busyboxImage, "--workspace", ws, "--plan", planFile, "--attempt-policy", policy, "--parallel", "3", "--yes")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
