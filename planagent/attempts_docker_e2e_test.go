@@ -276,6 +276,7 @@ type bestStatus struct {
 			Rank       int    `json:"rank"`
 			Ref        string `json:"ref"`
 			Acceptance string `json:"acceptance"`
+			DiffLines  *int   `json:"diff_lines"`
 			Tokens     struct {
 				Prompt     int `json:"prompt"`
 				Completion int `json:"completion"`
@@ -412,6 +413,10 @@ func bestOfThree(t *testing.T, policy string, together []int) {
 	if a3.Status != "completed" || a3.Rank != 1 || a3.Ref != "" || !strings.Contains(a3.Acceptance, "(exit 0)") {
 		t.Errorf("attempt 3: %+v; want completed, rank 1 (merged), no ref", a3)
 	}
+	// The ranking weighed their diffs: answer.txt's line, and big.txt's too.
+	if a2.DiffLines == nil || *a2.DiffLines != bigLines+1 || a3.DiffLines == nil || *a3.DiffLines != 1 {
+		t.Errorf("diff_lines: attempt 2 %v, attempt 3 %v; want %d and 1", deref(a2.DiffLines), deref(a3.DiffLines), bigLines+1)
+	}
 	if policy == "escalate" && (a1.Hinted || !a2.Hinted || a3.Hinted) {
 		t.Errorf("told the failure: 1 %v, 2 %v, 3 %v; want 2 alone", a1.Hinted, a2.Hinted, a3.Hinted)
 	}
@@ -469,7 +474,9 @@ func bestOfThree(t *testing.T, policy string, together []int) {
 
 	// The summary's ranking.
 	summary := e.read("reports/summary.md")
-	for _, row := range []string{`(?m)^\| best \| 1 \| failed \| - \|`, `(?m)^\| best \| 2 \| \w+ \| 2 \|`, `(?m)^\| best \| 3 \| completed \| 1 \|`} {
+	// Each row says what the ranking weighed: the lines each changed.
+	for _, row := range []string{`(?m)^\| best \| 1 \| failed[^|]* \| - \|`,
+		fmt.Sprintf(`(?m)^\| best \| 2 \| passed \(%d lines\) \| 2 \|`, bigLines+1), `(?m)^\| best \| 3 \| completed \(1 lines\) \| 1 \|`} {
 		if !regexp.MustCompile(row).MatchString(summary) {
 			t.Errorf("summary.md lacks a row matching %s:\n%s", row, summary)
 		}
@@ -484,6 +491,13 @@ func bestOfThree(t *testing.T, policy string, together []int) {
 	}
 	assertNoContainers(t, cli, runtime.LabelRun+"="+st.ID)
 	assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 func clipText(s string) string {
