@@ -184,6 +184,7 @@ func TestDiffAndRollbackStart(t *testing.T) {
 // On a terminal the patch is coloured and goes through $PAGER; piped it is
 // the plain patch; a run that changed nothing says so.
 func TestDiffOnATerminalAndOfNothing(t *testing.T) {
+	t.Parallel()
 	vol, ws, _, st := checkpointedRun(t, true)
 	paged := filepath.Join(t.TempDir(), "paged")
 	f, out, errb := testFactory(map[string]string{"PAGER": "cat > '" + paged + "'"})
@@ -220,6 +221,7 @@ func TestDiffOnATerminalAndOfNothing(t *testing.T) {
 
 // Shell completion offers the runs under the volumes and their tasks.
 func TestCompletionOffersRunsAndTasks(t *testing.T) {
+	t.Parallel()
 	vol, ws, _, st := checkpointedRun(t, false)
 	complete := func(args ...string) []string {
 		t.Helper()
