@@ -110,6 +110,7 @@ func TestDiffAndRollbackStart(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"git", "shadow"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			vol, ws, repo, st := checkpointedRun(t, mode == "git")
 			if repo.Mode() != mode {
 				t.Fatalf("mode %s, want %s", repo.Mode(), mode)
