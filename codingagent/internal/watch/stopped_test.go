@@ -40,9 +40,15 @@ func TestModelUnreachableWhileStoppingIsInterrupted(t *testing.T) {
 			if c.stopping {
 				r.stop = cancel
 			}
+			opts := Options{Layout: l, Runner: r, Logger: testLogger(t), Task: "t1", Grace: 10 * time.Second}
+			if !c.stopping {
+				// No stop comes, so the whole settle is waited out whatever
+				// its length: the default's 2s would only slow the test.
+				opts.StopSettle = 100 * time.Millisecond
+			}
 			done := make(chan error, 1)
 			go func() {
-				done <- Run(ctx, Options{Layout: l, Runner: r, Logger: testLogger(t), Task: "t1", Grace: 10 * time.Second})
+				done <- Run(ctx, opts)
 			}()
 			dropCommand(t, l, command("t1", 1))
 			rep := waitReport(t, l, "t1", 1)

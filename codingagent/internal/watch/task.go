@@ -152,9 +152,9 @@ func (w *watcher) runTask(ctx context.Context, stem string, cmd *protocol.Comman
 
 var errTaskTimeout = errors.New("command timeout")
 
-// stopSettle is how long a task whose model became unreachable waits to
-// see whether its watcher is being stopped.
-const stopSettle = 2 * time.Second
+// defaultStopSettle is how long a task whose model became unreachable
+// waits to see whether its watcher is being stopped.
+const defaultStopSettle = 2 * time.Second
 
 // stoppedUnder reports whether the connection failure err came with the
 // watcher's stop: planagent died (the local watcher's model gateway is in
@@ -166,7 +166,7 @@ func (w *watcher) stoppedUnder(err error) bool {
 	if !errors.As(err, &le) || le.Status != 0 || w.stopping == nil {
 		return false
 	}
-	t := time.NewTimer(stopSettle)
+	t := time.NewTimer(w.opts.StopSettle)
 	defer t.Stop()
 	select {
 	case <-w.stopping:

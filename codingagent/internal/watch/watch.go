@@ -46,6 +46,7 @@ type Options struct {
 	Reconcile   time.Duration // periodic scan and recovery even with fsnotify (default 5s)
 	Probe       time.Duration // how long to wait for the fsnotify probe event (default 2s)
 	TaskTimeout time.Duration // limit of a command that sets no timeout; 0 = none
+	StopSettle  time.Duration // how long a task that lost the model waits to see the watcher stopped (default 2s)
 	// Task, when set, makes Run carry out the command of that one task and
 	// return once its report is written (a container per attempt runs
 	// `codingagent watch --task ID`): no recovery of other watchers'
@@ -95,6 +96,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Grace <= 0 {
 		o.Grace = 10 * time.Second
+	}
+	if o.StopSettle <= 0 {
+		o.StopSettle = defaultStopSettle
 	}
 	if o.Reconcile <= 0 {
 		o.Reconcile = 5 * time.Second

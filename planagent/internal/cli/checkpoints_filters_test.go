@@ -16,6 +16,7 @@ import (
 // one line naming the filter and the fix, no request to the model,
 // nothing committed.
 func TestRunRefusesARequiredFilterThatCannotRun(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	script := "git init -q -b main && git config filter.crypt.clean 'no-such-filter-program --clean' && " +
 		"git config filter.crypt.smudge cat && git config filter.crypt.required true && " +

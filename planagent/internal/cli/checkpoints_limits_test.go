@@ -15,6 +15,7 @@ import (
 // max_file_size and max_files reach the checkpoints the run opens: a
 // task's file above the configured size fails its squash, named.
 func TestOpenCheckpointsTakesTheCopyLimits(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	c := exec.Command("sh", "-c", "git init -q -b main && echo x > notes.txt && git add -A && git -c user.name=u -c user.email=u@x commit -q -m init")
 	c.Dir = ws

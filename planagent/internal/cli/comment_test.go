@@ -12,6 +12,7 @@ import (
 // A comment on a file the task did not change is refused (exit 2, the
 // task's files named); one on its own file is saved.
 func TestCommentOnlyOnTheTasksChange(t *testing.T) {
+	t.Parallel()
 	vol, ws, _, st := checkpointedRun(t, true)
 	st.Info["a"].FilesChanged = []string{"a.txt"}
 	l, err := volume.New(vol, ws)

@@ -14,6 +14,7 @@ import (
 // One included ignored file is "1 ignored file … is copied", not "1
 // ignored files … are".
 func TestIncludeIgnoredCountsInEnglish(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	files := map[string]string{".gitignore": ".env\n*.gen.go\n", checkpoint.IncludeFile: ".env\n"}
 	for name, content := range files {

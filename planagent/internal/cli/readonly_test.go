@@ -40,6 +40,7 @@ func readOnly(t *testing.T, dir string) {
 // write is refused before planning: exit 2, one line naming the directory
 // and what to do, and no request to the model.
 func TestRunRefusesAReadOnlyWorkspaceBeforePlanning(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		git  bool
@@ -51,6 +52,7 @@ func TestRunRefusesAReadOnlyWorkspaceBeforePlanning(t *testing.T) {
 		{"a git workspace's .git", true, ".git", "the git directory %s is not writable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ws := t.TempDir()
 			if err := os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -99,6 +101,7 @@ func TestRunRefusesAReadOnlyWorkspaceBeforePlanning(t *testing.T) {
 // before any model call, and its state is left for a resume once it is
 // writable again.
 func TestResumeRefusesAReadOnlyWorkspace(t *testing.T) {
+	t.Parallel()
 	vol, ws, _, st := checkpointedRun(t, false)
 	st.Tasks[1].Status, st.Tasks[1].Attempts = taskgraph.Pending, 0
 	st.Status = runrecord.RunInterrupted

@@ -346,6 +346,7 @@ func waitGroupGone(t *testing.T, pgid int) {
 // `planagent resume` too: it says so, and the branch, the files and the
 // run's state end at the rollback's target before the run goes on.
 func TestResumeFinishesAnInterruptedRollback(t *testing.T) {
+	t.Parallel()
 	vol, ws, repo, st := checkpointedRun(t, true)
 	ctx := t.Context()
 	l, err := volume.New(vol, ws)
@@ -427,6 +428,7 @@ func TestResumeFinishesAnInterruptedRollback(t *testing.T) {
 // anything is saved or moved: the branch they left and the one they are
 // on stay where they are.
 func TestRollbackOnAnotherBranchIsRefused(t *testing.T) {
+	t.Parallel()
 	vol, ws, repo, st := checkpointedRun(t, true)
 	if out, err := exec.Command("git", "-C", ws, "switch", "-q", "-c", "other").CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -110,6 +110,7 @@ func TestDiffAndRollbackStart(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"git", "shadow"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			vol, ws, repo, st := checkpointedRun(t, mode == "git")
 			if repo.Mode() != mode {
 				t.Fatalf("mode %s, want %s", repo.Mode(), mode)
@@ -184,6 +185,7 @@ func TestDiffAndRollbackStart(t *testing.T) {
 // On a terminal the patch is coloured and goes through $PAGER; piped it is
 // the plain patch; a run that changed nothing says so.
 func TestDiffOnATerminalAndOfNothing(t *testing.T) {
+	t.Parallel()
 	vol, ws, _, st := checkpointedRun(t, true)
 	paged := filepath.Join(t.TempDir(), "paged")
 	f, out, errb := testFactory(map[string]string{"PAGER": "cat > '" + paged + "'"})
@@ -220,6 +222,7 @@ func TestDiffOnATerminalAndOfNothing(t *testing.T) {
 
 // Shell completion offers the runs under the volumes and their tasks.
 func TestCompletionOffersRunsAndTasks(t *testing.T) {
+	t.Parallel()
 	vol, ws, _, st := checkpointedRun(t, false)
 	complete := func(args ...string) []string {
 		t.Helper()

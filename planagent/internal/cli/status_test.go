@@ -16,6 +16,7 @@ import (
 // in progress for resume), status, status --json and graph in every format
 // show that task interrupted, not running; the state file is not changed.
 func TestStatusOfAStoppedRunShowsNothingRunning(t *testing.T) {
+	t.Parallel()
 	vol, ws, _, st := checkpointedRun(t, false)
 	l, err := volume.New(vol, ws)
 	if err != nil {
