@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"os"
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
@@ -18,7 +19,14 @@ func TestAttemptStemsKeepTheirOwnFiles(t *testing.T) {
 	startWatcher(t, Options{Layout: l, Runner: agentRunner(t, l, srv), Concurrency: 2})
 	eventually(t, "heartbeat", func() bool { return len(mustHeartbeats(t, l)) == 1 })
 	for n := 1; n <= 2; n++ {
-		if err := protocol.WriteCommand(l.CommandFile(protocol.Stem("t1", n)), command("t1", n)); err != nil {
+		// Attempts side by side each work in their own copy (the run
+		// has checkpoints), which also keeps their conversations apart.
+		c := command("t1", n)
+		c.Workspace = l.AttemptRel("r1", "t1", n)
+		if err := os.MkdirAll(l.Attempt("r1", "t1", n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := protocol.WriteCommand(l.CommandFile(protocol.Stem("t1", n)), c); err != nil {
 			t.Fatal(err)
 		}
 	}
