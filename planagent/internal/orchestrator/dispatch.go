@@ -45,7 +45,7 @@ func (r *run) dispatch(ctx context.Context, ids ...string) error {
 	if !r.isolated() {
 		return r.launchAll(ctx, keys...)
 	}
-	r.copying += len(ids)
+	r.underway.copyStarted(len(ids))
 	r.copies.Go(func() {
 		errs := make([]error, len(ids))
 		var wg sync.WaitGroup
@@ -163,7 +163,7 @@ func (r *run) sendCommand(id string, n int, key string) error {
 	if err := r.writeCommand(t, info, n, key); err != nil {
 		return err
 	}
-	r.inflight[key] = f
+	r.underway.launched(key, f)
 	return nil
 }
 

@@ -98,7 +98,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 	case next.ActDropStaleReport:
 		r.dropStaleReport(a)
 	case next.ActStopWaiting:
-		delete(r.inflight, a.ID)
+		r.underway.ended(a.ID)
 	case next.ActFreeClaim:
 		r.freeClaim(a.ID)
 	case next.ActNoteLateDeath:
@@ -136,7 +136,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		}
 		return r.replan(d.tasks)
 	case next.ActAbort:
-		r.aborted = true
+		r.underway.abort()
 	case next.ActStopConfig:
 		return r.stopConfig(a)
 	case next.ActRestart:
@@ -154,7 +154,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 // dropStaleReport ignores a report of an earlier run or attempt, saying
 // so once.
 func (r *run) dropStaleReport(a next.ActDropStaleReport) {
-	if f := r.inflight[a.ID]; f != nil && !f.warned {
+	if f := r.underway.flight(a.ID); f != nil && !f.warned {
 		r.o.opts.Logger.Warn("ignoring a stale report", "file", r.o.opts.Layout.ReportFile(a.ID), "run", a.RunID, "attempt", a.Attempt, "want_attempt", a.Want)
 		f.warned = true
 	}
@@ -167,11 +167,9 @@ func (r *run) abandon(ctx context.Context, a next.ActAbandon) {
 	key := keyOr(a.Key, a.ID)
 	r.bookUnreported(a.ID)
 	n := r.info(a.ID).Attempt
-	if f := r.inflight[key]; f != nil {
+	if f := r.underway.gaveUp(key); f != nil {
 		n = f.Attempt
 	}
-	delete(r.inflight, key)
-	r.abandoned[key] = true
 	if err := r.o.opts.Runtime.Abandon(ctx, a.ID, n); err != nil {
 		r.o.opts.Logger.Warn("stop the timed-out attempt", "task", a.ID, "err", err)
 	}
@@ -216,12 +214,11 @@ func (r *run) freeClaim(id string) {
 // task, whose attempt is no longer in flight.
 func (r *run) recordReport(id, key string, rep *protocol.Report) {
 	n := rep.Attempt
-	if f := r.inflight[key]; f != nil && key != id {
+	if f := r.underway.ended(key); f != nil && key != id {
 		// An attempt's own file: its number is the flight's, whatever a
 		// watcher that retook its command counted.
 		n = f.Attempt
 	}
-	delete(r.inflight, key)
 	info := r.info(id)
 	if key == id {
 		info.Attempt = n
@@ -429,7 +426,7 @@ func (r *run) finish(ctx context.Context, a next.ActFinish) error {
 func (r *run) startAcceptance(ctx context.Context, id string) {
 	t, _ := r.g.Get(id)
 	summary := r.info(id).Summary
-	r.accepting++
+	r.underway.acceptStarted()
 	r.offLoop.Go(func() {
 		failure, output, env := r.accept(ctx, t)
 		r.send(next.EvAccepted{ID: id, Failure: failure, Summary: summary, Output: output, Env: env})
@@ -500,7 +497,7 @@ const acceptanceKept = 4000
 func (r *run) startDecision(ctx context.Context, a next.ActAsk) {
 	t, _ := r.g.Get(a.ID) // failed by the action before
 	f := Failure{Task: t, Error: a.Error, PlanSummary: a.PlanSummary, AttemptsLeft: a.AttemptsLeft}
-	r.deciding++
+	r.underway.decideStarted()
 	r.offLoop.Go(func() {
 		v := r.o.opts.Decider.Decide(ctx, f)
 		r.send(decided{ID: f.Task.ID, Verdict: v})

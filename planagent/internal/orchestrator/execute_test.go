@@ -226,15 +226,16 @@ func (s *stopCounting) Stop(ctx context.Context) error {
 
 func TestAbandonStopsTheAttemptAndComesBackAsATimeout(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(2)...)
-	r.inflight["t000"], r.inflight["t001"] = r.newFlight("t000", 2), r.newFlight("t001", 1)
+	r.underway.launched("t000", r.newFlight("t000", 2))
+	r.underway.launched("t001", r.newFlight("t001", 1))
 	r.abandon(t.Context(), next.ActAbandon{ID: "t000"})
 	rt := r.o.opts.Runtime.(*fakeRuntime)
 	// The runtime is told which attempt: the task's others run on.
-	if strings.Join(rt.abandoned, ",") != "t000.2" || !r.abandoned["t000"] {
-		t.Errorf("runtime abandoned %v, run's abandoned %v: want t000's attempt 2 stopped and its copy kept from reuse", rt.abandoned, r.abandoned)
+	if strings.Join(rt.abandoned, ",") != "t000.2" || !r.underway.isAbandoned("t000") {
+		t.Errorf("runtime abandoned %v, run's abandoned %v: want t000's attempt 2 stopped and its copy kept from reuse", rt.abandoned, r.underway.abandoned)
 	}
-	if _, ok := r.inflight["t000"]; ok || len(r.inflight) != 1 {
-		t.Errorf("in flight %v, want only t001", r.inflight)
+	if r.underway.flight("t000") != nil || !slices.Equal(r.underway.keys(), []string{"t001"}) {
+		t.Errorf("in flight %v, want only t001", r.underway.keys())
 	}
 	if len(r.outcomes) != 1 || r.outcomes[0] != (next.EvTimedOut{ID: "t000"}) {
 		t.Errorf("outcomes %#v, want t000's time-out", r.outcomes)
@@ -245,7 +246,8 @@ func TestStopSilentWatcherStopsItAndReturnsItsTasks(t *testing.T) {
 	l := newLayout(t)
 	rt := &stopCounting{fakeRuntime: newFakeRuntime(l, completed)}
 	r := newTestRun(t, Options{Runtime: rt}, chain(2)...)
-	r.inflight["t000"], r.inflight["t001"] = r.newFlight("t000", 1), r.newFlight("t001", 1)
+	r.underway.launched("t000", r.newFlight("t000", 1))
+	r.underway.launched("t001", r.newFlight("t001", 1))
 	// t001 reported before the watcher fell silent: it is collected as usual.
 	rep := &protocol.Report{ID: "t001", RunID: r.st.RunID, Attempt: 1, Status: protocol.StatusCompleted}
 	if err := protocol.WriteReport(r.o.opts.Layout.ReportFile("t001"), rep); err != nil {
@@ -309,24 +311,24 @@ func TestFreeClaimDoesNotFollowALink(t *testing.T) {
 func TestDropStaleReportSaysSoOnce(t *testing.T) {
 	var logs strings.Builder
 	r := newTestRun(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, chain(1)...)
-	r.inflight["t000"] = r.newFlight("t000", 2)
+	r.underway.launched("t000", r.newFlight("t000", 2))
 	for range 3 {
 		r.dropStaleReport(next.ActDropStaleReport{ID: "t000", RunID: r.st.RunID, Attempt: 1, Want: 2})
 	}
 	if n := strings.Count(logs.String(), "ignoring a stale report"); n != 1 {
 		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
 	}
-	if _, ok := r.inflight["t000"]; !ok {
+	if r.underway.flight("t000") == nil {
 		t.Error("the task stopped being waited for")
 	}
 }
 
 func TestRecordReportStopsTheWait(t *testing.T) {
 	r := newTestRun(t, Options{}, chain(1)...)
-	r.inflight["t000"] = r.newFlight("t000", 1)
+	r.underway.launched("t000", r.newFlight("t000", 1))
 	r.recordReport("t000", "t000", &protocol.Report{ID: "t000", Attempt: 1})
-	if len(r.inflight) != 0 {
-		t.Errorf("in flight %v after the report", r.inflight)
+	if keys := r.underway.keys(); len(keys) != 0 {
+		t.Errorf("in flight %v after the report", keys)
 	}
 }
 

@@ -120,8 +120,7 @@ func (r *run) makeCopy(ctx context.Context, id string, attempt int, dir, base st
 // cannot stop its agent (it gives up on its own timeout a moment later), so
 // a shell command of it may still be writing there.
 func (r *run) dropCopy(id string) {
-	abandoned := r.abandoned[id]
-	delete(r.abandoned, id)
+	abandoned := r.underway.copyDropped(id)
 	if !r.isolated() {
 		return
 	}
@@ -141,7 +140,7 @@ func (r *run) dropCopy(id string) {
 // copy made is likely the next task's acceptance copy, of a commit one
 // task ahead, which then writes only what that task changed.
 func (r *run) recycleCopy(ctx context.Context, id string) {
-	if !r.isolated() || r.abandoned[id] {
+	if !r.isolated() || r.underway.isAbandoned(id) {
 		r.dropCopy(id)
 		return
 	}
@@ -183,7 +182,7 @@ func (r *run) enqueueMerge(ctx context.Context, id string) {
 		})
 	}
 	r.queue = append(r.queue, job)
-	r.accepting++
+	r.underway.mergeQueued()
 }
 
 // startMerge starts the merge of the queue's first attempt, id, off the
@@ -214,7 +213,7 @@ func (r *run) remerge(id string) error {
 		return fmt.Errorf("orchestrator: merge of %s again, not the last merged", id)
 	}
 	r.queue = append([]mergeJob{r.lastMerge}, r.queue...)
-	r.accepting++
+	r.underway.mergeQueued()
 	return nil
 }
 

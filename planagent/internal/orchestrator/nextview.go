@@ -115,20 +115,17 @@ func (r *run) view() next.View {
 		stop = r.budgetHit().text
 		announce = stop != "" && !r.budgetNoted
 	}
-	flights := make(map[string]next.Flight, len(r.inflight))
-	for key, f := range r.inflight {
-		flights[key] = f.Flight
-	}
 	var series []string
 	for _, id := range slices.Sorted(maps.Keys(r.series)) {
 		if t, _ := r.g.Get(id); t.Status == taskgraph.InProgress {
 			series = append(series, id)
 		}
 	}
-	v := next.View{Graph: graphView{r.g, r.o.opts.Attempts, r}, Policy: r.o.opts.Policy, FirstPassWins: r.o.opts.FirstPassWins, Series: series, Copying: r.copying, Running: len(r.inflight), Accepting: r.accepting, Deciding: r.deciding, Aborted: r.aborted,
+	v := next.View{Graph: graphView{r.g, r.o.opts.Attempts, r}, Policy: r.o.opts.Policy, FirstPassWins: r.o.opts.FirstPassWins, Series: series,
 		Parallel: r.o.opts.Parallel, MaxRetries: r.o.opts.MaxRetries, Decider: r.o.opts.Decider != nil,
 		Isolated: r.isolated(), Budget: stop, BudgetNew: announce,
-		RunID: r.st.RunID, Flights: flights, HeartbeatTimeout: r.o.opts.HeartbeatTimeout, Merging: r.merging}
+		RunID: r.st.RunID, HeartbeatTimeout: r.o.opts.HeartbeatTimeout, Merging: r.merging}
+	r.underway.fill(&v)
 	if len(r.queue) > 0 {
 		v.MergeNext = r.queue[0].id
 	}

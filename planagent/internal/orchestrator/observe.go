@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +37,7 @@ func (r *run) adoptInProgress(ctx context.Context) error {
 			evs = append(evs, r.adoptSeries(ctx, t.ID)...)
 			continue
 		}
-		r.inflight[t.ID] = r.newFlight(t.ID, r.info(t.ID).Attempt)
+		r.underway.launched(t.ID, r.newFlight(t.ID, r.info(t.ID).Attempt))
 		evs = append(evs, next.EvResumedInFlight{ID: t.ID, Report: exists(l.ReportFile(t.ID)),
 			Claim: exists(l.ClaimFile(t.ID)), Command: exists(l.CommandFile(t.ID))})
 	}
@@ -71,7 +69,7 @@ func (r *run) adoptSeries(ctx context.Context, id string) []event {
 		case "running":
 			key := protocol.Stem(id, res.Attempt)
 			s.live[res.Attempt] = true
-			r.inflight[key] = r.newFlight(id, res.Attempt)
+			r.underway.launched(key, r.newFlight(id, res.Attempt))
 			evs = append(evs, next.EvResumedInFlight{ID: key, Report: exists(l.ReportFile(key)),
 				Claim: exists(l.ClaimFile(key)), Command: exists(l.CommandFile(key))})
 		}
@@ -104,12 +102,12 @@ func (r *run) resend(ctx context.Context, a next.ActResend) error {
 func (r *run) collect() []event {
 	l := r.o.opts.Layout
 	var out []event
-	for _, key := range slices.Sorted(maps.Keys(r.inflight)) {
+	for _, key := range r.underway.keys() {
 		p := l.ReportFile(key)
 		if !exists(p) {
 			continue
 		}
-		id := r.inflight[key].ID
+		id := r.underway.flight(key).ID
 		rep, err := protocol.ReadReport(p)
 		if err != nil {
 			ev := next.EvBadReport{ID: id, Err: err}
@@ -139,7 +137,7 @@ func lastHeartbeat(dir string) time.Time {
 // tasks it takes with it.
 func (r *run) agentDied(ex attempt.Exit) next.EvAgentDied {
 	ev := next.EvAgentDied{TaskID: ex.TaskID, Attempt: ex.Attempt, Cause: ex.Err, Env: envfault.Is(ex.Err)}
-	for _, id := range slices.Sorted(maps.Keys(r.inflight)) {
+	for _, id := range r.underway.keys() {
 		if exists(r.o.opts.Layout.ReportFile(id)) {
 			ev.Reported = append(ev.Reported, id)
 		}
@@ -154,8 +152,8 @@ func (r *run) progress(name string) {
 	if !ok {
 		return
 	}
-	f, ok := r.inflight[key]
-	if !ok {
+	f := r.underway.flight(key)
+	if f == nil {
 		return
 	}
 	id := f.ID

@@ -215,21 +215,16 @@ type run struct {
 	g         *taskgraph.Graph
 	root      *safefs.Root // the volumes, written without following links the agents planted
 	ctxm      *projectctx.Manager
-	inflight  map[string]*flight // by key: the task's id, or an attempt's stem (run.key)
-	abandoned map[string]bool    // timed-out attempts (by key) whose copy must not be recycled
+	underway  *underway          // what next reads of the work under way (underway.go)
 	series    map[string]*series // tasks of several attempts under way (several.go)
-	accepting int                // acceptance runs and merges queued or under way
-	deciding  int                // decider calls under way
 	queue     []mergeJob
 	merging   bool           // a merge is under way
 	lastMerge mergeJob       // the merge under way, or the last one
-	copying   int            // attempts whose copies are being made (dispatch)
 	copies    sync.WaitGroup // the copies being made
 	squashing sync.WaitGroup // the queued attempts' squashes (enqueueMerge)
 	merges    sync.WaitGroup // merges off the loop, until their acceptance copy is thrown away
 	offLoop   sync.WaitGroup // acceptance runs and decider calls (startAcceptance, startDecision)
 	issues    []string
-	aborted   bool
 	done      bool
 	results   chan event
 	stopped   chan struct{} // closed when Drive returns
@@ -252,7 +247,7 @@ type run struct {
 
 func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, root *safefs.Root, ctxm *projectctx.Manager) *run {
 	return &run{o: o, st: st, g: g, root: root, ctxm: ctxm,
-		inflight: map[string]*flight{}, abandoned: map[string]bool{}, series: map[string]*series{}, results: make(chan event), stopped: make(chan struct{}),
+		underway: newUnderway(), series: map[string]*series{}, results: make(chan event), stopped: make(chan struct{}),
 		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
 }
 
@@ -413,15 +408,15 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		}
 		switch ev := ev.(type) {
 		case decided:
-			r.deciding--
+			r.underway.decideEnded()
 			r.st.Usage.Add(ev.Verdict.Usage)
 		case next.EvAccepted:
-			r.accepting--
+			r.underway.acceptEnded()
 			r.info(ev.ID).Result(r.info(ev.ID).Attempt).Acceptance = ev.Output
 			// The acceptance commands go out through the egress proxy too.
 			r.noteEgress(ev.ID, r.info(ev.ID).Attempt)
 		case next.EvMerged:
-			r.accepting--
+			r.underway.mergeEnded()
 			r.merging = false
 			if r.lastMerge.id == ev.ID {
 				res := r.info(ev.ID).Result(r.lastMerge.attempt)
@@ -429,7 +424,7 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 				r.noteEgress(ev.ID, r.lastMerge.attempt)
 			}
 		case next.EvCopied:
-			r.copying -= len(ev.IDs)
+			r.underway.copied(len(ev.IDs))
 		case checked:
 			if err := r.onChecked(ev); err != nil {
 				return nil, err
@@ -454,7 +449,7 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		return r.collect(), nil
 	case ex := <-r.o.opts.Runtime.Exited():
 		if ex.Unfenced && ex.TaskID != "" {
-			r.abandoned[r.key(ex.TaskID, ex.Attempt)] = true // its copy is deleted, not recycled
+			r.underway.lostTrack(r.key(ex.TaskID, ex.Attempt)) // its copy is deleted, not recycled
 		}
 		return []event{r.agentDied(ex)}, nil
 	case <-tick:

@@ -143,7 +143,7 @@ func (r *run) startCheck(ctx context.Context, id string, n int) {
 	base, summary := info.Series.Base, res.Summary
 	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, n)
 	subject, runID := id+": "+titleOf(t), r.st.RunID
-	r.accepting++
+	r.underway.checkStarted()
 	r.merges.Go(func() {
 		ev := r.check(ctx, t, n, dir, base, subject, summary, runID)
 		r.send(ev)
@@ -231,7 +231,7 @@ func diffLines(patch string) int {
 // onChecked records a check as it comes back to the loop: a passing
 // attempt is held, on the record, before next hears of it.
 func (r *run) onChecked(ev checked) error {
-	r.accepting--
+	r.underway.checkEnded()
 	info := r.info(ev.ID)
 	res := info.Result(ev.Attempt)
 	res.Acceptance, res.Ref = ev.output, ev.ref
@@ -258,7 +258,7 @@ func (r *run) onChecked(ev checked) error {
 func (r *run) endAttempt(a next.ActEndAttempt) error {
 	key := r.key(a.ID, a.Attempt)
 	r.bookUnreportedAttempt(a.ID, a.Attempt)
-	delete(r.inflight, key)
+	r.underway.ended(key)
 	s := r.seriesOf(a.ID)
 	delete(s.live, a.Attempt)
 	if s.chosen == a.Attempt {
@@ -285,8 +285,7 @@ func (r *run) endAttempt(a next.ActEndAttempt) error {
 // up on: something may still write there).
 func (r *run) dropAttemptCopy(id string, n int) {
 	key := r.key(id, n)
-	abandoned := r.abandoned[key]
-	delete(r.abandoned, key)
+	abandoned := r.underway.copyDropped(key)
 	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, n)
 	remove := r.o.opts.Repo.RemoveCopy
 	if abandoned {
@@ -306,7 +305,8 @@ func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
 	var stopped []int
 	for _, n := range slices.Sorted(maps.Keys(s.live)) {
 		key := r.key(a.ID, n)
-		f, running := r.inflight[key]
+		f := r.underway.flight(key)
+		running := f != nil
 		if !running && info.Result(n).Status == "checking" {
 			continue // its check ends it; it may yet be the next-ranked
 		}
@@ -319,8 +319,7 @@ func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
 		if running {
 			r.bookUnreportedAttempt(a.ID, n)
 			r.endTrace(key, "stopped")
-			delete(r.inflight, key)
-			r.abandoned[key] = true
+			r.underway.gaveUp(key)
 			if err := r.o.opts.Runtime.Abandon(ctx, a.ID, f.Attempt); err != nil {
 				r.o.opts.Logger.Warn("stop the attempt", "task", a.ID, "attempt", n, "err", err)
 			}
@@ -393,7 +392,7 @@ func (r *run) choose(ctx context.Context, id string) error {
 	r.queue = append(r.queue, mergeJob{id: id, subject: id + ": " + titleOf(t), body: res.Candidate.Summary,
 		dir: r.o.opts.Layout.Attempt(r.st.RunID, id, winner), base: res.Candidate.Base,
 		acceptance: t.Acceptance, attempt: winner, runID: r.st.RunID, squashed: sq})
-	r.accepting++
+	r.underway.mergeQueued()
 	return r.record(id)
 }
 
@@ -498,7 +497,7 @@ func (r *run) startReview(ctx context.Context, id string, tied []next.Candidate)
 		commits[c.Attempt] = info.Result(c.Attempt).Candidate.Commit
 	}
 	r.seriesOf(id).chosen = -1 // under review
-	r.accepting++
+	r.underway.reviewStarted()
 	r.offLoop.Go(func() {
 		cs := make([]judge.Candidate, 0, len(tied))
 		for _, c := range tied {
@@ -517,7 +516,7 @@ func (r *run) startReview(ctx context.Context, id string, tied []next.Candidate)
 // onReviewed records the LLM judge's pick and its reasoning (or why there
 // is none: the deterministic order stands), once per series.
 func (r *run) onReviewed(ev reviewed) error {
-	r.accepting--
+	r.underway.reviewEnded()
 	r.st.Usage.Add(ev.verdict.Usage)
 	info := r.info(ev.id)
 	r.seriesOf(ev.id).chosen = 0
