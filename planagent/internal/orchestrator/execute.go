@@ -94,7 +94,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 	case next.ActStartMerge:
 		return r.startMerge(ctx, a)
 	case next.ActRemerge:
-		return r.remerge(a.ID)
+		return r.underway.remerge(a.ID)
 	case next.ActDropStaleReport:
 		r.dropStaleReport(a)
 	case next.ActStopWaiting:

@@ -181,20 +181,17 @@ func (r *run) enqueueMerge(ctx context.Context, id string) {
 			sq.res.commit, sq.res.removed, sq.res.err = r.o.opts.Repo.Squash(ctx, job.dir, job.base, job.subject, job.body)
 		})
 	}
-	r.queue = append(r.queue, job)
-	r.underway.mergeQueued()
+	r.underway.mergeQueued(job)
 }
 
 // startMerge starts the merge of the queue's first attempt, id, off the
 // loop. Each merge goes onto the state the previous one left (a.Onto, or
 // the integration state).
 func (r *run) startMerge(ctx context.Context, a next.ActStartMerge) error {
-	if r.merging || len(r.queue) == 0 || r.queue[0].id != a.ID {
-		return fmt.Errorf("orchestrator: merge of %s is not the queue's next", a.ID)
+	job, err := r.underway.mergeStarted(a.ID)
+	if err != nil {
+		return err
 	}
-	job := r.queue[0]
-	r.queue = r.queue[1:]
-	r.merging, r.lastMerge = true, job
 	onto := a.Onto
 	if onto == "" {
 		onto = r.st.Checkpoints.Head
@@ -204,16 +201,6 @@ func (r *run) startMerge(ctx context.Context, a next.ActStartMerge) error {
 		r.send(ev)
 		after()
 	})
-	return nil
-}
-
-// remerge puts the attempt just merged, id, back at the head of the queue.
-func (r *run) remerge(id string) error {
-	if r.merging || r.lastMerge.id != id {
-		return fmt.Errorf("orchestrator: merge of %s again, not the last merged", id)
-	}
-	r.queue = append([]mergeJob{r.lastMerge}, r.queue...)
-	r.underway.mergeQueued()
 	return nil
 }
 

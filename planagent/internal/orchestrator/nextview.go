@@ -124,11 +124,8 @@ func (r *run) view() next.View {
 	v := next.View{Graph: graphView{r.g, r.o.opts.Attempts, r}, Policy: r.o.opts.Policy, FirstPassWins: r.o.opts.FirstPassWins, Series: series,
 		Parallel: r.o.opts.Parallel, MaxRetries: r.o.opts.MaxRetries, Decider: r.o.opts.Decider != nil,
 		Isolated: r.isolated(), Budget: stop, BudgetNew: announce,
-		RunID: r.st.RunID, HeartbeatTimeout: r.o.opts.HeartbeatTimeout, Merging: r.merging}
+		RunID: r.st.RunID, HeartbeatTimeout: r.o.opts.HeartbeatTimeout}
 	r.underway.fill(&v)
-	if len(r.queue) > 0 {
-		v.MergeNext = r.queue[0].id
-	}
 	if r.st.Checkpoints != nil {
 		v.Head = r.st.Checkpoints.Head
 	}

@@ -217,13 +217,10 @@ type run struct {
 	ctxm      *projectctx.Manager
 	underway  *underway          // what next reads of the work under way (underway.go)
 	series    map[string]*series // tasks of several attempts under way (several.go)
-	queue     []mergeJob
-	merging   bool           // a merge is under way
-	lastMerge mergeJob       // the merge under way, or the last one
-	copies    sync.WaitGroup // the copies being made
-	squashing sync.WaitGroup // the queued attempts' squashes (enqueueMerge)
-	merges    sync.WaitGroup // merges off the loop, until their acceptance copy is thrown away
-	offLoop   sync.WaitGroup // acceptance runs and decider calls (startAcceptance, startDecision)
+	copies    sync.WaitGroup     // the copies being made
+	squashing sync.WaitGroup     // the queued attempts' squashes (enqueueMerge)
+	merges    sync.WaitGroup     // merges off the loop, until their acceptance copy is thrown away
+	offLoop   sync.WaitGroup     // acceptance runs and decider calls (startAcceptance, startDecision)
 	issues    []string
 	done      bool
 	results   chan event
@@ -416,12 +413,10 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 			// The acceptance commands go out through the egress proxy too.
 			r.noteEgress(ev.ID, r.info(ev.ID).Attempt)
 		case next.EvMerged:
-			r.underway.mergeEnded()
-			r.merging = false
-			if r.lastMerge.id == ev.ID {
-				res := r.info(ev.ID).Result(r.lastMerge.attempt)
+			if job := r.underway.mergeEnded(); job.id == ev.ID {
+				res := r.info(ev.ID).Result(job.attempt)
 				res.Ref, res.Acceptance = ev.Kept, ev.Acceptance
-				r.noteEgress(ev.ID, r.lastMerge.attempt)
+				r.noteEgress(ev.ID, job.attempt)
 			}
 		case next.EvCopied:
 			r.underway.copied(len(ev.IDs))

@@ -389,10 +389,9 @@ func (r *run) choose(ctx context.Context, id string) error {
 	t, _ := r.g.Get(id)
 	sq := &squashing{done: make(chan struct{}), res: squashResult{commit: res.Candidate.Commit}}
 	close(sq.done)
-	r.queue = append(r.queue, mergeJob{id: id, subject: id + ": " + titleOf(t), body: res.Candidate.Summary,
+	r.underway.mergeQueued(mergeJob{id: id, subject: id + ": " + titleOf(t), body: res.Candidate.Summary,
 		dir: r.o.opts.Layout.Attempt(r.st.RunID, id, winner), base: res.Candidate.Base,
 		acceptance: t.Acceptance, attempt: winner, runID: r.st.RunID, squashed: sq})
-	r.underway.mergeQueued()
 	return r.record(id)
 }
 

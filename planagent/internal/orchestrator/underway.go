@@ -20,14 +20,19 @@ type underway struct {
 	// recycled, for something may still write there.
 	abandoned map[string]bool
 	copying   int // attempts whose copies are being made
-	// What next counts as Accepting, kept apart so that each end is
-	// matched with its own kind of start.
+	// What next counts as Accepting, with the merge queue below, kept
+	// apart so that each end is matched with its own kind of start.
 	accepting int // acceptance runs in the shared workspace
-	merges    int // merges queued or under way
 	checks    int // attempts of several squashed and checked on their own
 	reviews   int // LLM judges asked to pick among tied attempts
 	deciding  int // decider calls
 	aborted   bool
+	// The merge queue, merged one at a time in completion order: queue
+	// waits, merging tells whether lastMerge is under way (else it is the
+	// last one merged, which a failed move may queue again).
+	queue     []mergeJob
+	merging   bool
+	lastMerge mergeJob
 }
 
 func newUnderway() *underway {
@@ -81,8 +86,38 @@ func (u *underway) copied(n int)      { down(&u.copying, n, "copies made") }
 func (u *underway) acceptStarted() { u.accepting++ }
 func (u *underway) acceptEnded()   { down(&u.accepting, 1, "acceptance run ended") }
 
-func (u *underway) mergeQueued() { u.merges++ }
-func (u *underway) mergeEnded()  { down(&u.merges, 1, "merge ended") }
+// mergeQueued: job waits for its merge, behind those queued before.
+func (u *underway) mergeQueued(job mergeJob) { u.queue = append(u.queue, job) }
+
+// mergeStarted takes the queue's head, which must be id's, for its merge,
+// when none is under way.
+func (u *underway) mergeStarted(id string) (mergeJob, error) {
+	if u.merging || len(u.queue) == 0 || u.queue[0].id != id {
+		return mergeJob{}, fmt.Errorf("orchestrator: merge of %s is not the queue's next", id)
+	}
+	u.merging, u.lastMerge = true, u.queue[0]
+	u.queue = u.queue[1:]
+	return u.lastMerge, nil
+}
+
+// remerge puts the last merged, which must be id's, back at the queue's
+// head: it went onto a state the workspace never reached.
+func (u *underway) remerge(id string) error {
+	if u.merging || u.lastMerge.id != id {
+		return fmt.Errorf("orchestrator: merge of %s again, not the last merged", id)
+	}
+	u.queue = append([]mergeJob{u.lastMerge}, u.queue...)
+	return nil
+}
+
+// mergeEnded: the merge under way came back; it is returned.
+func (u *underway) mergeEnded() mergeJob {
+	if !u.merging {
+		panic("orchestrator: merge ended with none under way")
+	}
+	u.merging = false
+	return u.lastMerge
+}
 
 func (u *underway) checkStarted() { u.checks++ }
 func (u *underway) checkEnded()   { down(&u.checks, 1, "check of an attempt ended") }
@@ -112,7 +147,15 @@ func (u *underway) fill(v *next.View) {
 	}
 	v.Running = len(u.flights)
 	v.Copying = u.copying
-	v.Accepting = u.accepting + u.merges + u.checks + u.reviews
+	v.Accepting = u.accepting + len(u.queue) + u.checks + u.reviews
+	if u.merging {
+		v.Accepting++
+	}
 	v.Deciding = u.deciding
 	v.Aborted = u.aborted
+	v.Merging = u.merging
+	v.MergeNext = ""
+	if len(u.queue) > 0 {
+		v.MergeNext = u.queue[0].id
+	}
 }

@@ -34,7 +34,11 @@ func TestUnderwayEndWithoutStartPanics(t *testing.T) {
 			// Other kinds under way do not pay for this one's end.
 			u.copyStarted(1)
 			u.acceptStarted()
-			u.mergeQueued()
+			u.mergeQueued(mergeJob{id: "t009"})
+			if _, err := u.mergeStarted("t009"); err != nil {
+				t.Fatal(err)
+			}
+			u.mergeQueued(mergeJob{id: "t010"}) // queued is not under way
 			u.checkStarted()
 			u.reviewStarted()
 			u.decideStarted()
@@ -67,8 +71,8 @@ func TestUnderwayViewCountsEachKindUntilItEnds(t *testing.T) {
 	u := newUnderway()
 	u.copyStarted(3)
 	u.acceptStarted()
-	u.mergeQueued()
-	u.mergeQueued()
+	u.mergeQueued(mergeJob{id: "t001"})
+	u.mergeQueued(mergeJob{id: "t002"})
 	u.checkStarted()
 	u.reviewStarted()
 	u.decideStarted()
@@ -77,6 +81,12 @@ func TestUnderwayViewCountsEachKindUntilItEnds(t *testing.T) {
 		t.Fatalf("view copying %d accepting %d deciding %d running %d aborted %v, want 3 5 1 0 false", v.Copying, v.Accepting, v.Deciding, v.Running, v.Aborted)
 	}
 	u.copied(2)
+	if _, err := u.mergeStarted("t001"); err != nil {
+		t.Fatal(err)
+	}
+	if v := viewOf(u); v.Accepting != 5 || !v.Merging || v.MergeNext != "t002" {
+		t.Errorf("view accepting %d merging %v next %q, want a started merge still counted, t002 next", v.Accepting, v.Merging, v.MergeNext)
+	}
 	u.mergeEnded()
 	u.reviewEnded()
 	u.decideEnded()
@@ -131,11 +141,16 @@ func TestUnderwayViewMatchesACountAlongRandomRuns(t *testing.T) {
 		u := newUnderway()
 		want := map[string]int{}
 		starts := map[string]func(){
-			"copy": func() { u.copyStarted(1) }, "accept": u.acceptStarted, "merge": u.mergeQueued,
+			"copy": func() { u.copyStarted(1) }, "accept": u.acceptStarted, "merge": func() { u.mergeQueued(mergeJob{id: "t000"}) },
 			"check": u.checkStarted, "review": u.reviewStarted, "decide": u.decideStarted,
 		}
 		ends := map[string]func(){
-			"copy": func() { u.copied(1) }, "accept": u.acceptEnded, "merge": u.mergeEnded,
+			"copy": func() { u.copied(1) }, "accept": u.acceptEnded, "merge": func() {
+				if _, err := u.mergeStarted("t000"); err != nil {
+					t.Fatal(err)
+				}
+				u.mergeEnded()
+			},
 			"check": u.checkEnded, "review": u.reviewEnded, "decide": u.decideEnded,
 		}
 		kinds := slices.Sorted(maps.Keys(starts))
@@ -154,5 +169,38 @@ func TestUnderwayViewMatchesACountAlongRandomRuns(t *testing.T) {
 				t.Fatalf("view copying %d accepting %d deciding %d, want %d %d %d", v.Copying, v.Accepting, v.Deciding, want["copy"], acc, want["decide"])
 			}
 		}
+	}
+}
+
+// Merges go one at a time, in the order they were queued; the last one
+// merged can be queued again at the head, and only it.
+func TestUnderwayMergesOneAtATimeInOrder(t *testing.T) {
+	u := newUnderway()
+	u.mergeQueued(mergeJob{id: "t001", attempt: 2})
+	u.mergeQueued(mergeJob{id: "t002"})
+	if _, err := u.mergeStarted("t002"); err == nil || !strings.Contains(err.Error(), "merge of t002 is not the queue's next") {
+		t.Errorf("started t002 behind t001: err %v, want it refused", err)
+	}
+	if job, err := u.mergeStarted("t001"); err != nil || job.attempt != 2 {
+		t.Fatalf("started %+v, %v: want t001's attempt 2", job, err)
+	}
+	if _, err := u.mergeStarted("t002"); err == nil {
+		t.Error("a second merge started while one is under way")
+	}
+	if err := u.remerge("t001"); err == nil || !strings.Contains(err.Error(), "merge of t001 again") {
+		t.Errorf("remerge of the merge under way: err %v, want it refused", err)
+	}
+	if job := u.mergeEnded(); job.id != "t001" {
+		t.Errorf("ended %q, want t001", job.id)
+	}
+	if err := u.remerge("t002"); err == nil {
+		t.Error("t002, never merged, was queued again as the last merged")
+	}
+	if err := u.remerge("t001"); err != nil {
+		t.Fatal(err)
+	}
+	v := viewOf(u)
+	if v.Merging || v.MergeNext != "t001" || v.Accepting != 2 {
+		t.Errorf("view merging %v next %q accepting %d, want t001 again at the head of 2", v.Merging, v.MergeNext, v.Accepting)
 	}
 }
