@@ -140,14 +140,25 @@ func (c *composeProject) down() string {
 // waits for its heartbeat. The project is brought down at cleanup too.
 func composeUp(t *testing.T, e *runEnv, baseURL string, env ...string) *composeProject {
 	t.Helper()
+	return composeUpFiles(t, e, baseURL, []string{"docker-compose.yml"}, env...)
+}
+
+// composeUpFiles is composeUp with the repository's compose files named
+// (an override after the main file).
+func composeUpFiles(t *testing.T, e *runEnv, baseURL string, files []string, env ...string) *composeProject {
+	t.Helper()
 	compose := composeCommand(t)
-	spec, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
-	if err != nil {
-		t.Fatalf("read the repository's compose file: %v", err)
-	}
-	file := filepath.Join(e.dir, "docker-compose.yml")
-	if err := os.WriteFile(file, spec, 0o644); err != nil {
-		t.Fatal(err)
+	var fileArgs []string
+	for _, name := range files {
+		spec, err := os.ReadFile(filepath.Join("..", name))
+		if err != nil {
+			t.Fatalf("read the repository's compose file: %v", err)
+		}
+		file := filepath.Join(e.dir, name)
+		if err := os.WriteFile(file, spec, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fileArgs = append(fileArgs, "-f", file)
 	}
 	// Bind sources that do not exist are created by the engine, as root.
 	for _, d := range []string{"context", "commands", "reports/.watchers", "workspace", "attempts"} {
@@ -157,7 +168,7 @@ func composeUp(t *testing.T, e *runEnv, baseURL string, env ...string) *composeP
 	}
 	name := fmt.Sprintf("cae2e%d", time.Now().UnixNano())
 	c := &composeProject{t: t, name: name, dir: e.dir,
-		command: append(compose, "-p", name, "-f", file, "--project-directory", e.dir),
+		command: append(append(append(compose, "-p", name), fileArgs...), "--project-directory", e.dir),
 		// The services' settings come from compose's environment, not from planagent.
 		env: []string{"IMAGE=" + e2eImage(),
 			"UID=" + strconv.Itoa(os.Getuid()), "GID=" + strconv.Itoa(os.Getgid()),
