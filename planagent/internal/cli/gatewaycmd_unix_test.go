@@ -57,12 +57,7 @@ func TestGatewayCommandServesUnixSockets(t *testing.T) {
 	t.Cleanup(allowed.Close)
 	port := allowed.Listener.Addr().(*net.TCPAddr).Port
 
-	// A socket path is limited to about 100 bytes: t.TempDir can be longer.
-	dir, err := os.MkdirTemp("", "gw-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := t.TempDir()
 	gwSock, proxySock := filepath.Join(dir, "gateway.sock"), filepath.Join(dir, "proxy.sock")
 	// A socket left by a killed gateway is replaced, not an error.
 	if l, err := net.Listen("unix", gwSock); err != nil {
