@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
@@ -137,16 +138,27 @@ func (c *composeProject) down() string {
 // composeUp brings up the repository's docker-compose.yml codingagent
 // service over e's volumes, with baseURL as compose's OPENAI_BASE_URL, and
 // waits for its heartbeat. The project is brought down at cleanup too.
-func composeUp(t *testing.T, e *runEnv, baseURL string) *composeProject {
+func composeUp(t *testing.T, e *runEnv, baseURL string, env ...string) *composeProject {
+	t.Helper()
+	return composeUpFiles(t, e, baseURL, []string{"docker-compose.yml"}, env...)
+}
+
+// composeUpFiles is composeUp with the repository's compose files named
+// (an override after the main file).
+func composeUpFiles(t *testing.T, e *runEnv, baseURL string, files []string, env ...string) *composeProject {
 	t.Helper()
 	compose := composeCommand(t)
-	spec, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
-	if err != nil {
-		t.Fatalf("read the repository's compose file: %v", err)
-	}
-	file := filepath.Join(e.dir, "docker-compose.yml")
-	if err := os.WriteFile(file, spec, 0o644); err != nil {
-		t.Fatal(err)
+	var fileArgs []string
+	for _, name := range files {
+		spec, err := os.ReadFile(filepath.Join("..", name))
+		if err != nil {
+			t.Fatalf("read the repository's compose file: %v", err)
+		}
+		file := filepath.Join(e.dir, name)
+		if err := os.WriteFile(file, spec, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fileArgs = append(fileArgs, "-f", file)
 	}
 	// Bind sources that do not exist are created by the engine, as root.
 	for _, d := range []string{"context", "commands", "reports/.watchers", "workspace", "attempts"} {
@@ -156,12 +168,13 @@ func composeUp(t *testing.T, e *runEnv, baseURL string) *composeProject {
 	}
 	name := fmt.Sprintf("cae2e%d", time.Now().UnixNano())
 	c := &composeProject{t: t, name: name, dir: e.dir,
-		command: append(compose, "-p", name, "-f", file, "--project-directory", e.dir),
+		command: append(append(append(compose, "-p", name), fileArgs...), "--project-directory", e.dir),
 		// The services' settings come from compose's environment, not from planagent.
 		env: []string{"IMAGE=" + e2eImage(),
 			"UID=" + strconv.Itoa(os.Getuid()), "GID=" + strconv.Itoa(os.Getgid()),
 			"OPENAI_API_KEY=" + e2eKey, "OPENAI_MODEL=test-model",
 			"OPENAI_BASE_URL=" + baseURL, "CODEAGENT_GATEWAY_TOKEN=" + composeToken}}
+	c.env = append(c.env, env...)
 	t.Cleanup(func() {
 		if _, err := c.output(context.WithoutCancel(t.Context()), nil, "down", "-t", "5"); err != nil {
 			t.Logf("cleanup: %v", err)
@@ -182,6 +195,16 @@ const composeToken = "e2e-compose-watcher-token-0123456789abcdef"
 // service holds the API key in its environment.
 func assertServiceKeyFree(t *testing.T, cli *client.Client, project, service string) {
 	t.Helper()
+	in := serviceContainer(t, cli, project, service)
+	env := strings.Join(in.Config.Env, "\n")
+	if strings.Contains(env, e2eKey) || !strings.Contains(env, "OPENAI_API_KEY="+composeToken) {
+		t.Errorf("the %s service's environment holds the key, or not its gateway token:\n%s", service, env)
+	}
+}
+
+// serviceContainer is the inspected container of a compose service.
+func serviceContainer(t *testing.T, cli *client.Client, project, service string) container.InspectResponse {
+	t.Helper()
 	list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true, Filters: make(client.Filters).
 		Add("label", "com.docker.compose.project="+project).Add("label", "com.docker.compose.service="+service)})
 	if err != nil || len(list.Items) != 1 {
@@ -191,10 +214,7 @@ func assertServiceKeyFree(t *testing.T, cli *client.Client, project, service str
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := strings.Join(in.Container.Config.Env, "\n")
-	if strings.Contains(env, e2eKey) || !strings.Contains(env, "OPENAI_API_KEY="+composeToken) {
-		t.Errorf("the %s service's environment holds the key, or not its gateway token:\n%s", service, env)
-	}
+	return in.Container
 }
 
 // composeCommand is `docker compose` (v2 plugin) or `docker-compose` (v1).

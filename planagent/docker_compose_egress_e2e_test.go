@@ -1,0 +1,122 @@
+//go:build e2e
+
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestE2EDockerComposeClosedEgress brings up the repository's compose file
+// as shipped: the watcher has no network but its loopback, its model
+// traffic goes through the gateway service's unix socket (a run's tasks
+// complete), and its way out is the gateway's egress proxy: a name in
+// CODEAGENT_EGRESS is reached, another is refused and the refusal is a
+// JSON line of `compose logs gateway`; going direct reaches nothing.
+func TestE2EDockerComposeClosedEgress(t *testing.T) {
+	cli := dockerE2E(t)
+	// On the docker bridge's address: the host as the gateway container
+	// reaches it, never the watcher.
+	allowed := serveCounting(t, "172.17.0.1:0", "ALLOWED-BODY")
+	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	e := newDockerRunEnv(t, f)
+	cp := composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1",
+		"CODEAGENT_EGRESS=allowed.test:"+strconv.Itoa(allowed.port), "CODEAGENT_EGRESS_HOSTS=allowed.test=172.17.0.1")
+	assertServiceKeyFree(t, cli, cp.name, "codingagent")
+	watcher := serviceContainer(t, cli, cp.name, "codingagent")
+	if mode := string(watcher.HostConfig.NetworkMode); mode != "none" {
+		t.Errorf("the watcher's network mode is %q, want none", mode)
+	}
+
+	// The run goes through the watcher, its model calls through the socket.
+	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "using the compose codingagent watcher") {
+		t.Errorf("the run did not say it uses the compose watcher; stderr:\n%s", stderr)
+	}
+	e.assertThreeTasksDone()
+	e.assertOwnedAndKeyFree()
+
+	// What `docker exec` (planagent's acceptance commands) gets in the
+	// watcher: its interfaces, and each try's exit (busybox wget exits 1
+	// when the proxy or the network turns it away).
+	dev, err := cp.output(t.Context(), nil, "exec", "-T", "codingagent", "cat", "/proc/net/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ifaces []string
+	for line := range strings.Lines(dev) {
+		// "  lo: 1234 ..." after the two header lines, whose colons are none.
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			ifaces = append(ifaces, strings.TrimSpace(name))
+		}
+	}
+	if len(ifaces) != 1 || ifaces[0] != "lo" {
+		t.Errorf("the watcher's interfaces are %v, want lo alone:\n%s", ifaces, dev)
+	}
+	script := fmt.Sprintf(`wget -q -O- http://allowed.test:%[1]d/; echo " ALLOWED exit=$?"
+wget -q -O- http://denied.test:%[1]d/; echo "DENIED exit=$?"
+wget -q -O- -Y off http://172.17.0.1:%[1]d/; echo "DIRECT exit=$?"
+`, allowed.port)
+	got, err := cp.output(t.Context(), nil, "exec", "-T", "codingagent", "sh", "-c", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ALLOWED-BODY ALLOWED exit=0", "DENIED exit=1", "DIRECT exit=1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the watcher's tries lack %q:\n%s", want, got)
+		}
+	}
+	if n := allowed.hits.Load(); n != 1 {
+		t.Errorf("the allowed server got %d requests, want 1 (through the proxy only)", n)
+	}
+
+	logs, err := cp.output(t.Context(), nil, "logs", "--no-color", "gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs, `"msg":"egress refused"`) || !strings.Contains(logs, `"host":"denied.test"`) {
+		t.Errorf("the gateway's log has no refusal of denied.test:\n%s", logs)
+	}
+	if strings.Contains(logs, e2eKey) {
+		t.Errorf("the gateway's log holds the key:\n%s", logs)
+	}
+	project := cp.down()
+	assertNoContainers(t, cli, "com.docker.compose.project="+project)
+}
+
+// TestE2EDockerComposeOpenOverride: docker-compose.open.yml, the documented
+// way back to an open network, gives the watcher compose's bridge and no
+// proxy settings: a server on the docker bridge's address is reached
+// directly, while the model traffic still goes through the gateway's
+// socket (the key stays out of the watcher).
+func TestE2EDockerComposeOpenOverride(t *testing.T) {
+	cli := dockerE2E(t)
+	bridge := serveCounting(t, "172.17.0.1:0", "BRIDGE-BODY")
+	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	e := newDockerRunEnv(t, f)
+	cp := composeUpFiles(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1",
+		[]string{"docker-compose.yml", "docker-compose.open.yml"})
+	assertServiceKeyFree(t, cli, cp.name, "codingagent")
+	if mode := string(serviceContainer(t, cli, cp.name, "codingagent").HostConfig.NetworkMode); mode != "bridge" {
+		t.Errorf("the watcher's network mode is %q under the open override, want bridge", mode)
+	}
+	got, err := cp.output(t.Context(), nil, "exec", "-T", "codingagent", "sh", "-c",
+		fmt.Sprintf(`wget -q -O- http://172.17.0.1:%d/; echo " BRIDGE exit=$?"`, bridge.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "BRIDGE-BODY BRIDGE exit=0") {
+		t.Errorf("the open watcher did not reach the bridge's server directly:\n%s", got)
+	}
+	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	e.assertThreeTasksDone()
+	e.assertOwnedAndKeyFree()
+}
