@@ -154,7 +154,7 @@ func composeUpFiles(t *testing.T, e *runEnv, baseURL string, files []string, env
 		if err != nil {
 			t.Fatalf("read the repository's compose file: %v", err)
 		}
-		file := filepath.Join(e.dir, name)
+		file := filepath.Join(e.dir, filepath.Base(name)) // beside the main file: compose resolves paths from the first file's directory
 		if err := os.WriteFile(file, spec, 0o644); err != nil {
 			t.Fatal(err)
 		}

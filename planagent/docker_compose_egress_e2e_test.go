@@ -89,7 +89,7 @@ wget -q -O- -Y off http://172.17.0.1:%[1]d/; echo "DIRECT exit=$?"
 	assertNoContainers(t, cli, "com.docker.compose.project="+project)
 }
 
-// TestE2EDockerComposeOpenOverride: docker-compose.open.yml, the documented
+// TestE2EDockerComposeOpenOverride: docker/compose.open.yml, the documented
 // way back to an open network, gives the watcher compose's bridge and no
 // proxy settings: a server on the docker bridge's address is reached
 // directly, while the model traffic still goes through the gateway's
@@ -100,7 +100,7 @@ func TestE2EDockerComposeOpenOverride(t *testing.T) {
 	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
 	e := newDockerRunEnv(t, f)
 	cp := composeUpFiles(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1",
-		[]string{"docker-compose.yml", "docker-compose.open.yml"})
+		[]string{"docker-compose.yml", "docker/compose.open.yml"})
 	assertServiceKeyFree(t, cli, cp.name, "codingagent")
 	if mode := string(serviceContainer(t, cli, cp.name, "codingagent").HostConfig.NetworkMode); mode != "bridge" {
 		t.Errorf("the watcher's network mode is %q under the open override, want bridge", mode)

@@ -152,7 +152,7 @@ func gatewayEgress(s *session, fl gatewayFlags) (*egress.Policy, error) {
 		return nil, cmdutil.UsageError(fmt.Errorf("egress %v is set but --egress-unix is not: the allow-list is enforced by the egress proxy, so give --egress-unix PATH (and the watcher no network), or unset egress",
 			p.Entries()))
 	case fl.egressUnix != "" && p.IsOpen():
-		return nil, cmdutil.UsageError(errors.New("egress: open has no proxy: drop --egress-unix and give the watcher an open network (compose: docker-compose.open.yml, docs/gateway.md)"))
+		return nil, cmdutil.UsageError(errors.New("egress: open has no proxy: drop --egress-unix and give the watcher an open network (compose: docker/compose.open.yml, docs/gateway.md)"))
 	}
 	return p, nil
 }
