@@ -67,9 +67,10 @@ func TestE2EKubeAttemptsParallel(t *testing.T) {
 	if len(jobs) != 3 || len(pods) != 3 {
 		t.Errorf("attempt jobs %v and pods %v, want attempts 1, 2 and 3 alone", jobs, pods)
 	}
-	// Every attempt's check ran its acceptance command in a fresh pod.
-	if len(execs) < 3 {
-		t.Errorf("acceptance jobs %v, want at least one per attempt", execs)
+	// The acceptance command ran in a fresh pod for each attempt's check,
+	// and once more as the winner's merge gate.
+	if len(execs) != 4 {
+		t.Errorf("acceptance jobs %v, want 4: one per attempt's check and the merge gate", execs)
 	}
 	// All of one run, under its one NetworkPolicy. (A run id is a valid
 	// label value as it is: the label carries it unchanged.)
