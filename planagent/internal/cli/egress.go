@@ -15,6 +15,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/egress"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/local"
 )
 
 // egressRecord keeps what the egress proxy refused each attempt, the first
@@ -121,7 +122,7 @@ func boundaryOf(rt any) string {
 		return r.Boundary().String()
 	case interface{ BoundaryNote() string }:
 		return r.BoundaryNote()
-	case *runtime.Local:
+	case *local.Local:
 		return "not enforced: the local runtime runs the agent as a process of this host (the egress proxy is set in its environment, not enforced)"
 	}
 	return "not verified: this runtime has no boundary probe yet"

@@ -24,6 +24,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/local"
 )
 
 // session is what run, plan, status and resume share once flags are parsed.
@@ -291,14 +292,14 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (run
 		}
 		kv = append(kv, proxyEnv...)
 		sort.Strings(kv)
-		opts := runtime.LocalOptions{Volumes: s.layout, Executable: s.f.Executable,
+		opts := local.Options{Volumes: s.layout, Executable: s.f.Executable,
 			Env: kv, Log: log, Logger: s.logger, Verbose: s.verbose, Watch: s.watch}
 		if gw != nil {
 			opts.Gateway = gw // only when there is one: a nil *Gateway is no nil interface
 		} else {
 			opts.APIKey = env[config.APIKeyEnv]
 		}
-		rt, err := runtime.NewLocal(opts)
+		rt, err := local.New(opts)
 		if err != nil {
 			return nil, cmdutil.UsageError(err)
 		}

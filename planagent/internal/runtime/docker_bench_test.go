@@ -13,6 +13,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/runtimetest"
 )
 
 // BenchmarkAttemptStartToHeartbeat measures, per attempt, Launch of a fresh
@@ -117,7 +118,7 @@ func benchAttempt(b *testing.B, l volume.Layout, runID, id string) Attempt {
 	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	writeTestCommand(b, l, a)
+	runtimetest.WriteCommand(b, l, a)
 	return a
 }
 

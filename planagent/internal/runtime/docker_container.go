@@ -29,6 +29,8 @@ import (
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/envfault"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/agentbin"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/agentlog"
 )
 
 const (
@@ -513,7 +515,7 @@ func shortID(id string) string {
 func (d *Docker) newLogTail() *lineTail {
 	t := newLineTail(d.opts.Log, 20, d.opts.Env[config.APIKeyEnv])
 	if !d.opts.Verbose {
-		t.keep = WarningsOnly
+		t.keep = agentlog.WarningsOnly
 	}
 	return t
 }
@@ -525,7 +527,7 @@ func checkStatic(binary string, p platform) error {
 	f, err := elf.Open(binary)
 	if err != nil {
 		return fmt.Errorf("%w: %s is not a Linux executable (%w), and containers run Linux: build one with %s",
-			ErrNoCodingAgent, binary, err, p.crossBuild())
+			agentbin.ErrNotFound, binary, err, p.crossBuild())
 	}
 	defer f.Close()
 	for _, p := range f.Progs {

@@ -21,12 +21,12 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
-	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/runtimetest"
 )
 
 const (
@@ -40,17 +40,9 @@ func testOptions(t testing.TB, image, runID string, l volume.Layout, uid, gid in
 		Memory: "256m", CPUs: 1, Pids: 128,
 		Env: map[string]string{"OPENAI_API_KEY": testKey, "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_MODEL": "m"},
 		UID: uid, GID: gid,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		Logger: slog.New(slog.NewTextHandler(runtimetest.LogWriter{T: t}, nil)),
 		Log:    &syncBuffer{},
 	}
-}
-
-// testWriter routes the runtime's slog output into the test log.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 func startDocker(t *testing.T, opts DockerOptions) *Docker {
@@ -93,12 +85,7 @@ func staticCodingAgent(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		builtBinary = filepath.Join(dir, "codingagent")
-		cmd := exec.Command("go", "build", "-o", builtBinary, "github.com/codeagent/codeagent/codingagent")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = errors.New("go build codingagent: " + err.Error() + "\n" + string(out))
-		}
+		builtBinary, buildErr = runtimetest.BuildCodingAgent(dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -135,61 +122,6 @@ func agentEnv(srv *llmtest.Server) map[string]string {
 	return map[string]string{"OPENAI_API_KEY": testKey, "OPENAI_BASE_URL": srv.URL, "OPENAI_MODEL": "test-model"}
 }
 
-// shellModel has the agent run each of the task's shell commands (named in
-// its title after "run:"), one per turn, then answer with what they printed.
-func shellModel(commands ...string) func(llmtest.Request) llmtest.Reply {
-	return func(req llmtest.Request) llmtest.Reply {
-		var outputs []string
-		for _, m := range req.Messages {
-			if m.Role == llm.RoleTool {
-				outputs = append(outputs, m.Content)
-			}
-		}
-		if len(outputs) < len(commands) {
-			return llmtest.Calls(llmtest.Call("shell_exec", map[string]any{"command": commands[len(outputs)]}))
-		}
-		if len(req.Tools) == 0 {
-			return llmtest.Text("- nothing to remember") // the memory update
-		}
-		return llmtest.Text("Ran it:\n" + strings.Join(outputs, "\n"))
-	}
-}
-
-// newAttempt writes the command of task id's first attempt, working in a
-// fresh copy (a plain directory here), and returns the attempt as the
-// orchestrator hands it over.
-func newAttempt(t *testing.T, l volume.Layout, runID, id string) Attempt {
-	t.Helper()
-	a := Attempt{RunID: runID, TaskID: id, Attempt: 1, Dir: l.Attempt(runID, id, 1), Rel: l.AttemptRel(runID, id, 1)}
-	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeTestCommand(t, l, a)
-	return a
-}
-
-// writeTestCommand writes the command of attempt a, working in its copy.
-func writeTestCommand(t testing.TB, l volume.Layout, a Attempt) {
-	t.Helper()
-	cmd := &protocol.Command{ID: a.TaskID, RunID: a.RunID, Attempt: a.Attempt, Title: "task " + a.TaskID,
-		Body: "Do task " + a.TaskID + ".", Workspace: a.Rel}
-	if err := protocol.WriteCommand(l.CommandFile(a.TaskID), cmd); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitReport waits (up to a minute) for the report of id's first attempt.
-func waitReport(t *testing.T, l volume.Layout, id string) *protocol.Report {
-	t.Helper()
-	var rep *protocol.Report
-	poll.Until(t, time.Minute, "the report of "+id+" attempt 1", func() bool {
-		r, err := protocol.ReadReport(l.ReportFile(id))
-		rep = r
-		return err == nil && r.Attempt == 1
-	})
-	return rep
-}
-
 // waitGone waits until no container of runID is left.
 func waitGone(t *testing.T, cli *client.Client, runID string) {
 	t.Helper()
@@ -205,17 +137,17 @@ func TestDockerAttemptInBusyboxImage(t *testing.T) {
 	cli := e2eEngine(t)
 	testImages(t, cli)
 	srv := llmtest.New(t, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey))
-	srv.Handle(shellModel(`echo "uid=$(id -u) home=$HOME pwd=$(pwd)" && echo made > made.txt && ls /codeagent/volumes`))
+	srv.Handle(runtimetest.ShellModel(`echo "uid=$(id -u) home=$HOME pwd=$(pwd)" && echo made > made.txt && ls /codeagent/volumes`))
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
 	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
 	d := startDocker(t, opts)
-	a := newAttempt(t, l, runID, "t1")
+	a := runtimetest.NewAttempt(t, l, runID, "t1")
 	if err := d.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	rep := waitReport(t, l, "t1")
+	rep := runtimetest.WaitReport(t, l, "t1")
 	if rep.Status != protocol.StatusCompleted {
 		t.Fatalf("report: %s %s", rep.Status, rep.Error)
 	}
@@ -251,7 +183,7 @@ func TestDockerParallelAttempts(t *testing.T) {
 	var once sync.Once
 	srv.Handle(func(req llmtest.Request) llmtest.Reply {
 		<-release // hold both agents until the test has seen their containers
-		return shellModel("hostname")(req)
+		return runtimetest.ShellModel("hostname")(req)
 	})
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	l := testLayout(t, os.Getuid(), os.Getgid())
@@ -260,7 +192,7 @@ func TestDockerParallelAttempts(t *testing.T) {
 	opts.Env = agentEnv(srv)
 	d := startDocker(t, opts)
 	for _, id := range []string{"t1", "t2"} {
-		if err := d.Launch(t.Context(), newAttempt(t, l, runID, id)); err != nil {
+		if err := d.Launch(t.Context(), runtimetest.NewAttempt(t, l, runID, id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -281,7 +213,7 @@ func TestDockerParallelAttempts(t *testing.T) {
 	}
 	once.Do(func() { close(release) })
 	for _, id := range []string{"t1", "t2"} {
-		rep := waitReport(t, l, id)
+		rep := runtimetest.WaitReport(t, l, id)
 		if rep.Status != protocol.StatusCompleted || !strings.Contains(rep.Body, shortID(tasks[id])) {
 			t.Errorf("%s: %s %q, want completed in its own container %s", id, rep.Status, rep.Body, shortID(tasks[id]))
 		}
@@ -342,13 +274,13 @@ func TestDockerGitInAttemptContainer(t *testing.T) {
 		t.Fatalf("this test needs %s (make image): %v", DefaultImage, err)
 	}
 	srv := llmtest.New(t, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey))
-	srv.Handle(shellModel("echo changed >> a.txt && git status --short && git diff --stat"))
+	srv.Handle(runtimetest.ShellModel("echo changed >> a.txt && git status --short && git diff --stat"))
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
 	opts := testOptions(t, DefaultImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
 	d := startDocker(t, opts)
-	a := newAttempt(t, l, runID, "t1")
+	a := runtimetest.NewAttempt(t, l, runID, "t1")
 	git := func(args ...string) {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
 		cmd.Dir = a.Dir
@@ -365,7 +297,7 @@ func TestDockerGitInAttemptContainer(t *testing.T) {
 	if err := d.Launch(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	rep := waitReport(t, l, "t1")
+	rep := runtimetest.WaitReport(t, l, "t1")
 	if rep.Status != protocol.StatusCompleted || !strings.Contains(rep.Body, " M a.txt") || !strings.Contains(rep.Body, "1 file changed") {
 		t.Fatalf("git in the attempt's container: %s %q", rep.Status, rep.Body)
 	}
@@ -404,7 +336,7 @@ func TestDockerAttemptDies(t *testing.T) {
 				opts.Memory = tc.memory
 			}
 			d := startDocker(t, opts)
-			if err := d.Launch(t.Context(), newAttempt(t, l, runID, "t1")); err != nil {
+			if err := d.Launch(t.Context(), runtimetest.NewAttempt(t, l, runID, "t1")); err != nil {
 				t.Fatal(err)
 			}
 			if tc.kill {
@@ -447,7 +379,7 @@ func TestDockerStopOnCancel(t *testing.T) {
 	opts := testOptions(t, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
 	d := startDocker(t, opts)
-	if err := d.Launch(t.Context(), newAttempt(t, l, runID, "t1")); err != nil {
+	if err := d.Launch(t.Context(), runtimetest.NewAttempt(t, l, runID, "t1")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the agent's first model call", func() bool { return len(srv.Requests()) > 0 })
@@ -486,7 +418,7 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Launch(t.Context(), newAttempt(t, l, crashed, "t1")); err != nil {
+	if err := d.Launch(t.Context(), runtimetest.NewAttempt(t, l, crashed, "t1")); err != nil {
 		t.Fatal(err)
 	}
 	_ = d.Close() // the crash: no Stop

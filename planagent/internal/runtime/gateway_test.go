@@ -4,9 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -171,56 +168,3 @@ func (f *fakeNetworks) NetworkInspect(_ context.Context, name string, _ client.N
 	return res, nil
 }
 
-// The local watcher gets a token of its own on its key pipe and the
-// gateway's URL, never the key (nor in its environment); the token ends
-// with the watcher.
-func TestLocalWatcherGetsAGatewayToken(t *testing.T) {
-	l := localLayout(t)
-	seen := filepath.Join(t.TempDir(), "seen")
-	script := "#!/bin/sh\n{ echo \"key=$(cat <&3)\"; env; } >" + seen + ".tmp && mv " + seen + ".tmp " + seen + "\n" +
-		strings.TrimPrefix(heartbeatWatcher, "#!/bin/sh\n")
-	bin := filepath.Join(t.TempDir(), "codingagent")
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gw := testGateway(t)
-	t.Setenv("OPENAI_API_KEY", testKey) // what the operator's shell may hold
-	// planagent in a compose container: for its own URL, not the gateway's.
-	t.Setenv("CODEAGENT_LOOPBACK_HOST", "host.docker.internal")
-	rt, err := NewLocal(LocalOptions{Volumes: l, Binary: bin, StopGrace: 5 * time.Second, Gateway: gw,
-		Env: []string{"OPENAI_BASE_URL=http://127.0.0.1:9/v1", "OPENAI_MODEL=m"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Stop(context.WithoutCancel(t.Context())) })
-	if err := rt.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(seen) // written before the first heartbeat Start waited for
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := string(raw)
-	if strings.Contains(got, testKey) {
-		t.Fatalf("the watcher got the key:\n%s", got)
-	}
-	token := regexp.MustCompile(`(?m)^key=([0-9a-f]{64})$`).FindStringSubmatch(got)
-	if token == nil {
-		t.Fatalf("no gateway token on the key pipe:\n%s", got)
-	}
-	if !strings.Contains(got, "\nOPENAI_BASE_URL="+rt.gatewayBase+"\n") || !strings.HasPrefix(rt.gatewayBase, "http://127.0.0.1:") {
-		t.Errorf("the watcher's base URL is not the gateway %s on loopback:\n%s", rt.gatewayBase, got)
-	}
-	if strings.Contains(got, "CODEAGENT_LOOPBACK_HOST") {
-		t.Errorf("the watcher would rewrite the gateway's loopback URL:\n%s", got)
-	}
-	if !admitted(t, rt.gatewayBase, token[1]) {
-		t.Error("the running watcher's token is refused")
-	}
-	if err := rt.Stop(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if admitted(t, rt.gatewayBase, token[1]) {
-		t.Error("the token still opens the gateway after its watcher ended")
-	}
-}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/agentlog"
 )
 
 // kubeAttempt is one attempt's Job and the goroutine that feeds it its
@@ -478,7 +479,7 @@ func (k *Kube) streamLogs(ctx context.Context, pod string) {
 	for sc.Scan() {
 		n++
 		line := k.mask(sc.Text())
-		if !k.opts.Verbose && !WarningsOnly([]byte(line)) {
+		if !k.opts.Verbose && !agentlog.WarningsOnly([]byte(line)) {
 			continue // the task's progress shows from its events, as with docker
 		}
 		fmt.Fprintln(k.opts.Log, line)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/agentbin"
 )
 
 // platform is the host a codingagent is looked up for: containers run
@@ -27,7 +29,7 @@ func (p platform) crossBuild() string {
 
 // findContainerCodingAgent finds the codingagent to bring into containers:
 // a Linux build, looked up first in linux-<arch>/ next to executable. On a
-// Linux host the host's own codingagent is one too (FindCodingAgent); on
+// Linux host the host's own codingagent is one too (agentbin.Find); on
 // any other host it is not, and the error names the cross-build.
 func findContainerCodingAgent(executable string, p platform) (string, error) {
 	if executable != "" {
@@ -37,12 +39,12 @@ func findContainerCodingAgent(executable string, p platform) (string, error) {
 		}
 	}
 	if p.goos == "linux" {
-		return FindCodingAgent(executable)
+		return agentbin.Find(executable)
 	}
 	where := "next to planagent"
 	if executable != "" {
 		where = "in " + filepath.Join(filepath.Dir(executable), p.linuxDir())
 	}
 	return "", fmt.Errorf("%w for linux/%s %s: containers run Linux, and the %s codingagent beside planagent cannot run there; build it with %s",
-		ErrNoCodingAgent, p.goarch, where, p.goos, p.crossBuild())
+		agentbin.ErrNotFound, p.goarch, where, p.goos, p.crossBuild())
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/agentbin"
 )
 
 // binDir is a bin/ as `make build` leaves it: planagent and the host's
@@ -43,8 +45,8 @@ func TestContainerCodingAgentIsALinuxBuild(t *testing.T) {
 	t.Run("macOS with the host build only", func(t *testing.T) {
 		exe, _, _ := binDir(t, "arm64", false)
 		got, err := findContainerCodingAgent(exe, darwin)
-		if !errors.Is(err, ErrNoCodingAgent) {
-			t.Fatalf("got %q, %v; want ErrNoCodingAgent: the darwin build cannot run in a container", got, err)
+		if !errors.Is(err, agentbin.ErrNotFound) {
+			t.Fatalf("got %q, %v; want agentbin.ErrNotFound: the darwin build cannot run in a container", got, err)
 		}
 		for _, want := range []string{"linux/arm64", "make build", "CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -o bin/linux-arm64/codingagent ./codingagent"} {
 			if !strings.Contains(err.Error(), want) {
@@ -72,7 +74,7 @@ func TestContainerCodingAgentIsALinuxBuild(t *testing.T) {
 func TestCheckStaticNamesTheCrossBuild(t *testing.T) {
 	_, host, _ := binDir(t, "arm64", false) // a script: not an ELF file, as a Mach-O build is not
 	err := checkStatic(host, platform{"darwin", "arm64"})
-	if !errors.Is(err, ErrNoCodingAgent) || !strings.Contains(err.Error(), "GOOS=linux GOARCH=arm64") ||
+	if !errors.Is(err, agentbin.ErrNotFound) || !strings.Contains(err.Error(), "GOOS=linux GOARCH=arm64") ||
 		!strings.Contains(err.Error(), "not a Linux executable") {
 		t.Errorf("checkStatic of a non-Linux binary: %v", err)
 	}

@@ -1,4 +1,8 @@
-package runtime
+// Package agentlog puts a codingagent's output into planagent's log: whole
+// lines, each with a prefix, and by default only its warnings and errors.
+// Every runtime uses it (the local watcher's pipe, a container's or a
+// pod's log stream), so it links none of their clients.
+package agentlog
 
 import (
 	"bytes"

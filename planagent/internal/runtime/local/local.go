@@ -1,4 +1,8 @@
-package runtime
+// Package local runs `codingagent watch` as a subprocess of planagent on the
+// same volumes: one watcher serves every attempt in the copy its command
+// names. No isolation: for development and machines without Docker. It
+// links neither the Docker nor the Kubernetes client.
+package local
 
 import (
 	"context"
@@ -6,9 +10,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,15 +22,15 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/fswatch"
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/agentbin"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/agentlog"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
 
-// ErrNoCodingAgent means the codingagent binary was not found.
-var ErrNoCodingAgent = errors.New("codingagent binary not found")
-
-// LocalOptions configure the local runtime.
-type LocalOptions struct {
+// Options configure the local runtime.
+type Options struct {
 	Volumes volume.Layout
 	// Binary is the codingagent executable; "" finds it next to Executable or on PATH.
 	Binary     string
@@ -54,11 +58,24 @@ type LocalOptions struct {
 	Watch *fswatch.Opener
 }
 
+// Gateway serves the model API with the provider's key, which it alone
+// holds (planagent/internal/gateway): the watcher gets a token of its own
+// and the gateway's URL instead of the key.
+type Gateway interface {
+	// Listen serves on addr (port 0: any) and returns the address got.
+	Listen(addr string) (*net.TCPAddr, error)
+	// Issue makes a token for name and the function that revokes it.
+	Issue(name string) (token string, revoke func(), err error)
+	// Path is the base path of the model API, which the watcher's base URL
+	// keeps so its client builds the provider's paths.
+	Path() string
+}
+
 // Local runs `codingagent watch` as a subprocess on the same volumes: no
 // isolation, for development and machines without Docker.
 type Local struct {
-	opts   LocalOptions
-	exited chan Exit
+	opts   Options
+	exited chan attempt.Exit
 	// gatewayBase is the gateway's base URL on loopback; "" without one.
 	gatewayBase string
 	mu          sync.Mutex
@@ -74,25 +91,10 @@ type localProc struct {
 	stopped atomic.Bool   // Stop asked for the exit
 }
 
-// FindCodingAgent looks next to executable, then on PATH.
-func FindCodingAgent(executable string) (string, error) {
-	if executable != "" {
-		p := filepath.Join(filepath.Dir(executable), "codingagent")
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("codingagent")
-	if err != nil {
-		return "", fmt.Errorf("%w next to %s nor on PATH: run `make build` (binaries in bin/) or put codingagent on PATH", ErrNoCodingAgent, executable)
-	}
-	return p, nil
-}
-
-// NewLocal checks the binary and returns the runtime.
-func NewLocal(opts LocalOptions) (*Local, error) {
+// New checks the binary and returns the runtime.
+func New(opts Options) (*Local, error) {
 	if opts.Binary == "" {
-		b, err := FindCodingAgent(opts.Executable)
+		b, err := agentbin.Find(opts.Executable)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +112,7 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	l := &Local{opts: opts, exited: make(chan Exit, 1)}
+	l := &Local{opts: opts, exited: make(chan attempt.Exit, 1)}
 	if opts.Gateway != nil {
 		addr, err := opts.Gateway.Listen("127.0.0.1:0")
 		if err != nil {
@@ -173,9 +175,9 @@ func (l *Local) Start(ctx context.Context) error {
 		cmd.ExtraFiles = []*os.File{keyPipe} // fd 3
 		cmd.Env = append(cmd.Env, config.APIKeyFDEnv+"=3")
 	}
-	out := NewPrefixWriter(l.opts.Log, "[codingagent] ")
+	out := agentlog.NewPrefixWriter(l.opts.Log, "[codingagent] ")
 	if !l.opts.Verbose {
-		out.Keep = WarningsOnly
+		out.Keep = agentlog.WarningsOnly
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Own process group: the terminal's Ctrl-C reaches planagent, which
@@ -206,7 +208,7 @@ func (l *Local) Start(ctx context.Context) error {
 		close(done)
 		if !stopped {
 			select {
-			case l.exited <- Exit{Err: fmt.Errorf("codingagent watch (pid %d) exited: %w", cmd.Process.Pid, waitErr)}:
+			case l.exited <- attempt.Exit{Err: fmt.Errorf("codingagent watch (pid %d) exited: %w", cmd.Process.Pid, waitErr)}:
 			default:
 			}
 		}
@@ -214,7 +216,7 @@ func (l *Local) Start(ctx context.Context) error {
 	deadline := time.NewTimer(l.opts.StartTimeout)
 	defer deadline.Stop()
 	for {
-		if freshHeartbeat(watchers, since) {
+		if h, ok := protocol.LatestHeartbeat(watchers); ok && h.BeatSince(since) {
 			l.opts.Logger.Info("codingagent watch started", "pid", cmd.Process.Pid)
 			return nil
 		}
@@ -235,11 +237,11 @@ func (l *Local) Start(ctx context.Context) error {
 }
 
 // Exited delivers the watcher's unexpected exit.
-func (l *Local) Exited() <-chan Exit { return l.exited }
+func (l *Local) Exited() <-chan attempt.Exit { return l.exited }
 
 // Launch does nothing: the one watcher process takes every command and
 // works in the copy it names.
-func (l *Local) Launch(context.Context, Attempt) error { return nil }
+func (l *Local) Launch(context.Context, attempt.Attempt) error { return nil }
 
 // Abandon does nothing: the shared watcher runs every task and cannot stop
 // one alone. It needs not: the agent ends a task at the same task timeout
@@ -248,7 +250,7 @@ func (l *Local) Launch(context.Context, Attempt) error { return nil }
 func (l *Local) Abandon(context.Context, string, int) error { return nil }
 
 // Exec runs command with sh -c in dir.
-func (l *Local) Exec(ctx context.Context, dir, command string, timeout time.Duration) (ExecResult, error) {
+func (l *Local) Exec(ctx context.Context, dir, command string, timeout time.Duration) (attempt.ExecResult, error) {
 	return attempt.ShellExec(ctx, dir, command, timeout)
 }
 

@@ -1,4 +1,4 @@
-package runtime
+package local
 
 import "syscall"
 
