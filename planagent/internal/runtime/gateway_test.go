@@ -167,4 +167,3 @@ func (f *fakeNetworks) NetworkInspect(_ context.Context, name string, _ client.N
 	}
 	return res, nil
 }
-
