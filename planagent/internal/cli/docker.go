@@ -5,12 +5,13 @@ import (
 	"io"
 	"os"
 
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
 // newDockerRuntime builds the docker runtime from the effective settings.
 // Files in the workspace stay the operator's: the container runs as their uid:gid.
-func newDockerRuntime(ctx context.Context, s *session, runID string, env map[string]string, log io.Writer) (runtime.Runtime, error) {
+func newDockerRuntime(ctx context.Context, s *session, runID string, env map[string]string, log io.Writer) (orchestrator.Runtime, error) {
 	// The model gateway keeps the key in planagent: each attempt's
 	// container gets a token of its own (a compose watcher, trusted, keeps
 	// the key compose gave it). It serves as long as planagent runs.

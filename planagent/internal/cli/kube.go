@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
 )
 
@@ -16,7 +17,7 @@ import (
 // secret settings (the API key, the variables the MCP servers refer to,
 // and mcp_servers itself, which may hold literal headers, unless the user
 // names their own Secret) reach the pods only through a Secret.
-func newKubeRuntime(ctx context.Context, s *session, runID string, env map[string]string, log io.Writer) (runtime.Runtime, error) {
+func newKubeRuntime(ctx context.Context, s *session, runID string, env map[string]string, log io.Writer) (orchestrator.Runtime, error) {
 	secretEnv := config.MCPVarRefs(s.cfg.MCPServers)
 	if s.cfg.KubeSecret == "" {
 		secretEnv = append(secretEnv, config.EnvMCPServers)

@@ -265,8 +265,16 @@ func (s *session) addMCPEnv(env map[string]string) {
 	}
 }
 
+// cli is where the runtimes and the interface that drives them meet: each
+// runtime cli builds is an orchestrator.Runtime, checked here at compile time.
+var (
+	_ orchestrator.Runtime = (*runtime.Docker)(nil)
+	_ orchestrator.Runtime = (*runtime.Kube)(nil)
+	_ orchestrator.Runtime = (*local.Local)(nil)
+)
+
 // runtime builds the configured runtime; an unusable one is a usage error (exit 2).
-func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (runtime.Runtime, error) {
+func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (orchestrator.Runtime, error) {
 	env := s.agentEnv()
 	switch s.cfg.Runtime {
 	case "local":

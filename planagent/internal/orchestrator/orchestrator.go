@@ -39,22 +39,33 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
 
-// Runtime is what the orchestrator needs of a runtime backend.
+// Runtime is what the orchestrator needs of a runtime backend: where each
+// task attempt's codingagent runs and where acceptance commands run. cli
+// builds one (planagent/internal/runtime: docker, kubernetes;
+// planagent/internal/runtime/local) and hands it over; the orchestrator
+// imports none of them (depguard's orchestrator-runtimes rule).
 type Runtime interface {
-	// Start checks the runtime can work and starts a shared watcher where
-	// the runtime has one.
+	// Start checks the runtime can work (an unusable engine, image or
+	// model server is an error here) and starts a shared watcher where the
+	// runtime has one, returning once its heartbeat is seen.
 	Start(ctx context.Context) error
 	// Launch starts what carries out an attempt whose command is written
 	// (its own container, in the docker runtime); a shared watcher needs nothing.
 	Launch(ctx context.Context, a attempt.Attempt) error
 	// Abandon stops what still works on attempt n of a task, given up on
 	// (timed out), before its copy is thrown away; the task's other
-	// attempts run on.
+	// attempts run on. Nothing where one watcher serves every task.
 	Abandon(ctx context.Context, taskID string, n int) error
-	// Exited reports an attempt's agent, or the shared watcher, dying.
+	// Exited reports an attempt's agent, or the shared watcher, dying
+	// (exit code, OOM) without its report; a nil channel when the runtime
+	// serves through a watcher it did not start.
 	Exited() <-chan attempt.Exit
-	// Exec runs an acceptance command with dir as its working directory.
+	// Exec runs an acceptance command (sh -c) with dir, a host path (the
+	// workspace or a directory under the volumes), as its working
+	// directory, as the agent would see it.
 	Exec(ctx context.Context, dir, command string, timeout time.Duration) (attempt.ExecResult, error)
+	// Stop stops and removes what Start created; idempotent; works with a
+	// cancelled ctx.
 	Stop(ctx context.Context) error
 }
 

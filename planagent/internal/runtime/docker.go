@@ -150,8 +150,6 @@ type Docker struct {
 	ending sync.WaitGroup
 }
 
-var _ Runtime = (*Docker)(nil)
-
 // NewDocker connects to the engine named by the environment (DOCKER_HOST,
 // DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY) or the Docker
 // CLI's current context (dockercontext.go), finds the
@@ -297,8 +295,6 @@ func (d *Docker) imageMissing() error {
 	}
 	return fmt.Errorf("%w: image %s not found in the engine's local store: `docker pull` or build it first (planagent never pulls)", ErrImageMissing, d.opts.Image)
 }
-
-func (d *Docker) Name() string { return "docker" }
 
 // Start is the preflight of a run: it removes the containers crashed runs
 // left on these volumes, then reuses a compose watcher on the same volumes

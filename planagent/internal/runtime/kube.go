@@ -144,8 +144,6 @@ type Kube struct {
 	orphans map[string]*batchv1.Job
 }
 
-var _ Runtime = (*Kube)(nil)
-
 // NewKube loads the client configuration, checks that the API server
 // answers and that the namespace's Jobs can be listed: a wrong setup is
 // named here, before the run plans anything.
@@ -322,8 +320,6 @@ func kubeClientConfig(opts KubeOptions) (*rest.Config, string, string, error) {
 	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, ns, where, nil
 }
-
-func (k *Kube) Name() string { return "kubernetes" }
 
 // Namespace is where the run's Jobs and Secret go.
 func (k *Kube) Namespace() string { return k.ns }

@@ -123,9 +123,6 @@ func New(opts Options) (*Local, error) {
 	return l, nil
 }
 
-// Name is "local".
-func (l *Local) Name() string { return "local" }
-
 // Start launches a watcher of its own (another live watcher on the same
 // volumes is harmless: claims make each command run once) and returns once a
 // fresh heartbeat appears.
