@@ -169,19 +169,24 @@ func ownEgress(p *egress.Policy, env map[string]string, withGateway bool) (*egre
 		if err != nil || u.Hostname() == "" {
 			continue
 		}
-		port := u.Port()
-		if port == "" {
-			port = "80"
-			if u.Scheme == "https" {
-				port = "443"
-			}
-		}
-		// A name or an address with its port: an address is admitted by
-		// naming it, which the same entry does.
-		entries = append(entries, net.JoinHostPort(u.Hostname(), port))
+		entries = append(entries, allowEntry(u))
 	}
 	if len(entries) == 0 {
 		return p, nil
 	}
 	return p.With(entries, hosts)
+}
+
+// allowEntry is the allow-list entry admitting u: its host (a name, or an
+// address, admitted by naming it) with its port, the scheme's when u has
+// none.
+func allowEntry(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }

@@ -189,14 +189,7 @@ func kubeOwnEgress(p *egress.Policy, env map[string]string) (*egress.Policy, err
 		if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
 			continue
 		}
-		port := u.Port()
-		if port == "" {
-			port = "80"
-			if u.Scheme == "https" {
-				port = "443"
-			}
-		}
-		entries = append(entries, net.JoinHostPort(u.Hostname(), port))
+		entries = append(entries, allowEntry(u))
 	}
 	if len(entries) == 0 {
 		return p, nil
