@@ -428,17 +428,42 @@ func (d *Docker) watchExit(bg context.Context, c *agentContainer, wait client.Co
 	onExit(c)
 }
 
+// oomSettleTries and oomSettleStep bound how long exitError waits for the
+// engine's OOM event after a SIGKILLed container's exit (1 s in all).
+const (
+	oomSettleTries = 5
+	oomSettleStep  = 200 * time.Millisecond
+)
+
 // exitError returns the container's exit code and, for a non-zero one or
 // an OOM kill, what happened.
 func (d *Docker) exitError(ctx context.Context, c *agentContainer, res containertypes.WaitResponse) (int, error) {
 	code := int(res.StatusCode)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if in, err := d.api.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{}); err == nil && in.Container.State != nil {
+	// The engine learns of an OOM kill from an event of its own, which
+	// can land after the exit's: a SIGKILLed container (137) not yet
+	// marked is looked at again for a moment before it is taken for
+	// killed by something else.
+	for try := 0; ; try++ {
+		in, err := d.api.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
+		if err != nil || in.Container.State == nil {
+			break
+		}
 		code = in.Container.State.ExitCode
 		if in.Container.State.OOMKilled {
 			return code, fmt.Errorf("container %s was killed for running out of memory (limit %s, exit code %d): raise container_memory in the config file or CODEAGENT_CONTAINER_MEMORY",
 				shortID(c.id), d.opts.Memory, code)
+		}
+		if code != 128+9 || try == oomSettleTries {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(oomSettleStep):
+		}
+		if ctx.Err() != nil {
+			break
 		}
 	}
 	if res.Error != nil && res.Error.Message != "" {

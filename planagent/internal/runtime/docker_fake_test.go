@@ -347,6 +347,13 @@ func TestDockerFakeAttemptErrors(t *testing.T) {
 				t.Fatalf("Launch: %v", err)
 			}
 			tc.run(t, fake, d, firstID(fake))
+			// An Exit that is due may take the OOM settle (a SIGKILLed
+			// container is looked at again for a second); one that is
+			// not would come at once.
+			wait := 300 * time.Millisecond
+			if tc.exitErr != "" {
+				wait = 30 * time.Second
+			}
 			select {
 			case ex := <-d.Exited():
 				if tc.exitErr == "" {
@@ -358,7 +365,7 @@ func TestDockerFakeAttemptErrors(t *testing.T) {
 				if strings.Contains(ex.Err.Error(), testKey) {
 					t.Errorf("the Exit leaks the API key: %v", ex.Err)
 				}
-			case <-time.After(300 * time.Millisecond):
+			case <-time.After(wait):
 				if tc.exitErr != "" {
 					t.Fatalf("no Exit, want one with %q", tc.exitErr)
 				}
