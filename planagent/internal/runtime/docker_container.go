@@ -455,7 +455,8 @@ func (d *Docker) exitError(ctx context.Context, c *agentContainer, res container
 			return code, fmt.Errorf("container %s was killed for running out of memory (limit %s, exit code %d): raise container_memory in the config file or CODEAGENT_CONTAINER_MEMORY",
 				shortID(c.id), d.opts.Memory, code)
 		}
-		if code != 128+9 || try == oomSettleTries {
+		// A container planagent stopped itself was killed by it: no wait.
+		if code != 128+9 || try == oomSettleTries || c.stopping.Load() {
 			break
 		}
 		select {
