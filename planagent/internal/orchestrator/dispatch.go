@@ -71,7 +71,7 @@ func (r *run) launchAll(ctx context.Context, keys ...string) error {
 	var ls []launching
 	for _, key := range keys {
 		id, n := r.attemptOf(key)
-		if s := r.series[id]; s != nil && s.stopped[n] {
+		if r.series.IsStopped(id, n) {
 			r.dropAttemptCopy(id, n) // another attempt won while its copy was made
 			continue
 		}
@@ -124,7 +124,9 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 	info.DispatchedAt = r.o.opts.Now()
 	if several {
 		info.OpenAttemptSpan(n, info.DispatchedAt)
-		r.startSeriesAttempt(id, n, info, fresh)
+		if err := r.startSeriesAttempt(id, n, info, fresh); err != nil {
+			return nil, 0, err
+		}
 	} else {
 		info.OpenSpan(n, info.DispatchedAt)
 	}

@@ -292,7 +292,7 @@ func (r *run) fail(a next.ActFail) error {
 	info := r.info(a.ID)
 	if r.several(a.ID) {
 		// Its attempts ended one by one (endAttempt); the series ends here.
-		delete(r.series, a.ID)
+		r.series.Finished(a.ID)
 	} else {
 		r.dropCopy(a.ID)
 		info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))

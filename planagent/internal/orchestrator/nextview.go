@@ -1,9 +1,6 @@
 package orchestrator
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/envfault"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
@@ -115,13 +112,13 @@ func (r *run) view() next.View {
 		stop = r.budgetHit().text
 		announce = stop != "" && !r.budgetNoted
 	}
-	var series []string
-	for _, id := range slices.Sorted(maps.Keys(r.series)) {
+	var inSeries []string
+	for _, id := range r.series.Tasks() {
 		if t, _ := r.g.Get(id); t.Status == taskgraph.InProgress {
-			series = append(series, id)
+			inSeries = append(inSeries, id)
 		}
 	}
-	v := next.View{Graph: graphView{r.g, r.o.opts.Attempts, r}, Policy: r.o.opts.Policy, FirstPassWins: r.o.opts.FirstPassWins, Series: series,
+	v := next.View{Graph: graphView{r.g, r.o.opts.Attempts, r}, Policy: r.o.opts.Policy, FirstPassWins: r.o.opts.FirstPassWins, Series: inSeries,
 		Parallel: r.o.opts.Parallel, MaxRetries: r.o.opts.MaxRetries, Decider: r.o.opts.Decider != nil,
 		Isolated: r.isolated(), Budget: stop, BudgetNew: announce,
 		RunID: r.st.RunID, HeartbeatTimeout: r.o.opts.HeartbeatTimeout}

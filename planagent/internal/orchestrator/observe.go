@@ -34,7 +34,11 @@ func (r *run) adoptInProgress(ctx context.Context) error {
 			continue
 		}
 		if r.several(t.ID) && r.info(t.ID).Series != nil {
-			evs = append(evs, r.adoptSeries(ctx, t.ID)...)
+			sevs, err := r.adoptSeries(ctx, t.ID)
+			if err != nil {
+				return err
+			}
+			evs = append(evs, sevs...)
 			continue
 		}
 		r.underway.launched(t.ID, r.newFlight(t.ID, r.info(t.ID).Attempt))
@@ -48,10 +52,18 @@ func (r *run) adoptInProgress(ctx context.Context) error {
 // record left it: its held candidates stay held (not run again), one
 // tried for the merge and not merged is held again, a check cut short is
 // made again, and each running attempt is waited for under its own key.
-func (r *run) adoptSeries(ctx context.Context, id string) []event {
+func (r *run) adoptSeries(ctx context.Context, id string) ([]event, error) {
 	l := r.o.opts.Layout
 	info := r.info(id)
-	s := r.seriesOf(id)
+	var live []int
+	for _, res := range info.Results {
+		if res.Attempt >= info.Series.From && (res.Status == "checking" || res.Status == "running") {
+			live = append(live, res.Attempt)
+		}
+	}
+	if err := r.series.Resumed(id, live...); err != nil {
+		return nil, err
+	}
 	var evs []event
 	for i := range info.Results {
 		res := &info.Results[i]
@@ -64,17 +76,15 @@ func (r *run) adoptSeries(ctx context.Context, id string) []event {
 				res.Status = "held"
 			}
 		case "checking":
-			s.live[res.Attempt] = true
 			r.startCheck(ctx, id, res.Attempt)
 		case "running":
 			key := protocol.Stem(id, res.Attempt)
-			s.live[res.Attempt] = true
 			r.underway.launched(key, r.newFlight(id, res.Attempt))
 			evs = append(evs, next.EvResumedInFlight{ID: key, Report: exists(l.ReportFile(key)),
 				Claim: exists(l.ClaimFile(key)), Command: exists(l.CommandFile(key))})
 		}
 	}
-	return evs
+	return evs, nil
 }
 
 // resend writes a resumed attempt's command again, its copy made again

@@ -31,6 +31,7 @@ import (
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/judge"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/series"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
 	"github.com/codeagent/codeagent/planagent/internal/projectctx"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
@@ -226,12 +227,12 @@ type run struct {
 	g         *taskgraph.Graph
 	root      *safefs.Root // the volumes, written without following links the agents planted
 	ctxm      *projectctx.Manager
-	underway  *underway          // what next reads of the work under way (underway.go)
-	series    map[string]*series // tasks of several attempts under way (several.go)
-	copies    sync.WaitGroup     // the copies being made
-	squashing sync.WaitGroup     // the queued attempts' squashes (enqueueMerge)
-	merges    sync.WaitGroup     // merges off the loop, until their acceptance copy is thrown away
-	offLoop   sync.WaitGroup     // acceptance runs and decider calls (startAcceptance, startDecision)
+	underway  *underway       // what next reads of the work under way (underway.go)
+	series    *series.Tracker // the series of the tasks of several attempts under way (several.go)
+	copies    sync.WaitGroup  // the copies being made
+	squashing sync.WaitGroup  // the queued attempts' squashes (enqueueMerge)
+	merges    sync.WaitGroup  // merges off the loop, until their acceptance copy is thrown away
+	offLoop   sync.WaitGroup  // acceptance runs and decider calls (startAcceptance, startDecision)
 	issues    []string
 	done      bool
 	results   chan event
@@ -255,7 +256,7 @@ type run struct {
 
 func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, root *safefs.Root, ctxm *projectctx.Manager) *run {
 	return &run{o: o, st: st, g: g, root: root, ctxm: ctxm,
-		underway: newUnderway(), series: map[string]*series{}, results: make(chan event), stopped: make(chan struct{}),
+		underway: newUnderway(), series: series.New(), results: make(chan event), stopped: make(chan struct{}),
 		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
 }
 

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -26,15 +25,9 @@ import (
 // ranked when the gate rejects it. next decides all of this; here it is
 // carried out. docs/attempts.md.
 
-// series is what the loop keeps of a task's current series besides its
-// record (TaskInfo.Series, the attempts' results), rebuilt from the record
-// on resume.
-type series struct {
-	live    map[int]bool // started, not ended: being copied, running, being checked
-	stopped map[int]bool // given up on once another won (first_pass_wins)
-	chosen  int          // the candidate queued or being merged (0: none)
-	lastErr string
-}
+// What the loop keeps of a task's current series besides the attempts'
+// results on the record is run.series, a series.Tracker: these functions
+// tell it what happened and it alone changes it.
 
 // several reports whether task id's attempts run side by side. An
 // attempt in progress without a series (a run resumed from a version
@@ -65,62 +58,20 @@ func (r *run) attemptOf(key string) (string, int) {
 	return id, n
 }
 
-// seriesOf is task id's series in the loop, made on first use.
-func (r *run) seriesOf(id string) *series {
-	s := r.series[id]
-	if s == nil {
-		s = &series{live: map[int]bool{}, stopped: map[int]bool{}}
-		r.series[id] = s
-	}
-	return s
-}
-
 // startSeriesAttempt records attempt n of task id in its series, the
-// series begun with it when there is none: its first series has the
-// task's attempts, a series after a retry one.
-func (r *run) startSeriesAttempt(id string, n int, info *runrecord.TaskInfo, fresh bool) {
-	t, _ := r.g.Get(id)
-	if info.Series == nil || fresh {
-		size := bestOf(t, r.o.opts.Attempts)
-		if info.Series != nil {
-			size = 1
-		}
-		info.Series = &runrecord.Series{From: n, Size: size, Base: r.st.Checkpoints.Head}
-		delete(r.series, id)
+// series begun with it on a fresh dispatch (the task was pending).
+func (r *run) startSeriesAttempt(id string, n int, info *runrecord.TaskInfo, fresh bool) error {
+	if fresh {
+		t, _ := r.g.Get(id)
+		r.series.Begin(id, info, n, bestOf(t, r.o.opts.Attempts), r.st.Checkpoints.Head)
 	}
-	r.seriesOf(id).live[n] = true
+	return r.series.Started(id, n)
 }
 
 // seriesView is task id's series as next reads it.
 func (r *run) seriesView(id string, t *next.Task) {
-	info := r.st.Info[id]
-	if info == nil || info.Series == nil {
-		t.Series = t.BestOf
-		return
-	}
 	tk, _ := r.g.Get(id)
-	if tk.Status != taskgraph.InProgress {
-		t.Series = 1 // a retry's series
-		return
-	}
-	s := r.seriesOf(id)
-	t.Series, t.Chosen, t.LastError = info.Series.Size, s.chosen != 0, s.lastErr
-	for _, res := range info.Results {
-		switch {
-		case res.Attempt < info.Series.From:
-			continue
-		case res.Attempt == info.Series.From && res.Status == "failed":
-			t.FirstFailed = true
-		case res.Status == "held" && res.Attempt != s.chosen:
-			t.Held++
-		}
-		t.Started++
-	}
-	for n := range s.live {
-		if !s.stopped[n] {
-			t.Live++
-		}
-	}
+	r.series.View(id, r.st.Info[id], tk.Status == taskgraph.InProgress, t)
 }
 
 // checked is the check of an attempt of a task of several, with what the
@@ -240,7 +191,9 @@ func (r *run) onChecked(ev checked) error {
 		// kept, for resume to check it again; the run halts.
 		return nil
 	}
-	delete(r.seriesOf(ev.ID).live, ev.Attempt)
+	if err := r.series.Checked(ev.ID, ev.Attempt); err != nil {
+		return err
+	}
 	if ev.cand != nil {
 		res.Status, res.Candidate = "held", ev.cand
 		r.note(fmt.Sprintf("task %s: attempt %d passed its acceptance commands (%d lines changed): held until the task's attempts have ended", ev.ID, ev.Attempt, ev.cand.Diff))
@@ -259,15 +212,9 @@ func (r *run) endAttempt(a next.ActEndAttempt) error {
 	key := r.key(a.ID, a.Attempt)
 	r.bookUnreportedAttempt(a.ID, a.Attempt)
 	r.underway.ended(key)
-	s := r.seriesOf(a.ID)
-	delete(s.live, a.Attempt)
-	if s.chosen == a.Attempt {
-		s.chosen = 0
-	}
-	s.lastErr = a.Reason
 	info := r.info(a.ID)
-	if info.Series != nil && a.Attempt == info.Series.From {
-		info.Series.FirstError = a.Reason
+	if err := r.series.Ended(a.ID, a.Attempt, a.Reason, info); err != nil {
+		return err
 	}
 	r.dropAttemptCopy(a.ID, a.Attempt)
 	r.endTrace(key, "failed")
@@ -300,18 +247,18 @@ func (r *run) dropAttemptCopy(id string, n int) {
 // won (first_pass_wins). The running ones are abandoned in the runtime;
 // one whose copy is being made is not launched.
 func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
-	s := r.seriesOf(a.ID)
 	info := r.info(a.ID)
 	var stopped []int
-	for _, n := range slices.Sorted(maps.Keys(s.live)) {
+	for _, n := range r.series.Live(a.ID) {
 		key := r.key(a.ID, n)
 		f := r.underway.flight(key)
 		running := f != nil
 		if !running && info.Result(n).Status == "checking" {
 			continue // its check ends it; it may yet be the next-ranked
 		}
-		s.stopped[n] = true
-		delete(s.live, n)
+		if err := r.series.Stopped(a.ID, n, a.Reason); err != nil {
+			return err
+		}
 		stopped = append(stopped, n)
 		res := info.Result(n)
 		res.Status, res.Error = "stopped", a.Reason
@@ -327,7 +274,6 @@ func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
 		}
 	}
 	if len(stopped) > 0 {
-		s.lastErr = a.Reason
 		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, TaskID: a.ID,
 			Text: fmt.Sprintf("task %s: %s: attempts %v stopped", a.ID, a.Reason, stopped), Data: map[string]any{"stopped": stopped}})
 	}
@@ -355,7 +301,9 @@ func (r *run) choose(ctx context.Context, id string) error {
 	held := func(n int) bool { return info.Result(n).Status == "held" }
 	if r.o.opts.Judge == "llm" && r.o.opts.Reviewer != nil && !info.Series.Reviewed {
 		if tied := tiedBest(ranked, held); len(tied) >= 2 {
-			r.startReview(ctx, id, tied)
+			if err := r.startReview(ctx, id, tied); err != nil {
+				return err
+			}
 			return r.record(id)
 		}
 	}
@@ -373,8 +321,9 @@ func (r *run) choose(ctx context.Context, id string) error {
 	if winner == 0 {
 		return fmt.Errorf("orchestrator: task %s has no candidate left to merge", id)
 	}
-	s := r.seriesOf(id)
-	s.chosen = winner
+	if err := r.series.Chosen(id, winner); err != nil {
+		return err
+	}
 	res := info.Result(winner)
 	if winner == info.Series.Pick {
 		res.JudgeReason = info.Series.Reason
@@ -417,7 +366,7 @@ func (r *run) completeSeries(ctx context.Context, id string) {
 		}
 		res.Ref = checkpoint.AttemptRef(r.st.RunID, id, res.Attempt)
 	}
-	delete(r.series, id)
+	r.series.Finished(id)
 }
 
 // requeueSeries puts a task whose series the budget stopped back to
@@ -432,8 +381,7 @@ func (r *run) requeueSeries(a next.ActRequeue) error {
 			}
 		}
 	}
-	info.Series = nil
-	delete(r.series, a.ID)
+	r.series.Requeued(a.ID, info)
 	info.History = append(info.History, a.Note)
 	r.note(fmt.Sprintf("task %s: %s", a.ID, a.Note))
 	if err := r.g.Fail(a.ID, a.Note); err != nil {
@@ -487,7 +435,7 @@ type reviewed struct {
 
 // startReview asks the LLM judge, off the loop, which of the tied best
 // candidates to merge; the task chooses nothing meanwhile.
-func (r *run) startReview(ctx context.Context, id string, tied []next.Candidate) {
+func (r *run) startReview(ctx context.Context, id string, tied []next.Candidate) error {
 	t, _ := r.g.Get(id)
 	info := r.info(id)
 	base := info.Series.Base
@@ -495,7 +443,9 @@ func (r *run) startReview(ctx context.Context, id string, tied []next.Candidate)
 	for _, c := range tied {
 		commits[c.Attempt] = info.Result(c.Attempt).Candidate.Commit
 	}
-	r.seriesOf(id).chosen = -1 // under review
+	if err := r.series.UnderReview(id); err != nil {
+		return err
+	}
 	r.underway.reviewStarted()
 	r.offLoop.Go(func() {
 		cs := make([]judge.Candidate, 0, len(tied))
@@ -510,6 +460,7 @@ func (r *run) startReview(ctx context.Context, id string, tied []next.Candidate)
 		v, err := r.o.opts.Reviewer.Pick(ctx, judge.Task{ID: t.ID, Title: titleOf(t), Description: t.Description, Acceptance: t.Acceptance}, cs)
 		r.send(reviewed{id: id, verdict: v, err: err})
 	})
+	return nil
 }
 
 // onReviewed records the LLM judge's pick and its reasoning (or why there
@@ -518,12 +469,16 @@ func (r *run) onReviewed(ev reviewed) error {
 	r.underway.reviewEnded()
 	r.st.Usage.Add(ev.verdict.Usage)
 	info := r.info(ev.id)
-	r.seriesOf(ev.id).chosen = 0
-	info.Series.Reviewed = true
+	pick, reason := ev.verdict.Attempt, ev.verdict.Reason
+	if ev.err != nil {
+		pick, reason = 0, ""
+	}
+	if err := r.series.Reviewed(ev.id, info, pick, reason); err != nil {
+		return err
+	}
 	if ev.err != nil {
 		r.note(fmt.Sprintf("task %s: the LLM judge gave no usable pick (%s): the deterministic order stands", ev.id, oneLine(ev.err.Error(), 200)))
 	} else {
-		info.Series.Pick, info.Series.Reason = ev.verdict.Attempt, ev.verdict.Reason
 		info.History = append(info.History, fmt.Sprintf("LLM judge picked attempt %d: %s", ev.verdict.Attempt, oneLine(ev.verdict.Reason, 300)))
 		r.note(fmt.Sprintf("task %s: the LLM judge picked attempt %d among the tied: %s", ev.id, ev.verdict.Attempt, oneLine(ev.verdict.Reason, 200)))
 	}
