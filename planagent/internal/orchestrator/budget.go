@@ -51,12 +51,9 @@ func (b Budget) exceeded(used protocol.Tokens, elapsed time.Duration) limitHit {
 
 // budgetHit is the budget the run has reached (text "" when none).
 func (r *run) budgetHit() limitHit {
-	// Every token of the run: the agents' (kept as a running total: the
-	// run is checked on every step, and summing every task's tokens each
-	// time made a 10 000-task run quadratic) and the planner's and the
+	// Every token of the run: the agents', the planner's and the
 	// decider's.
-	used := r.agentTokens
-	used.Add(usageTokens(r.st.Usage))
+	used := r.spent.booked()
 	used.Add(r.openUsage()) // the gateway's count of the attempts under way
 	return r.o.opts.Budget.exceeded(used, r.elapsed+r.o.opts.Now().Sub(r.started))
 }

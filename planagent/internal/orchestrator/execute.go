@@ -232,7 +232,7 @@ func (r *run) recordReport(id, key string, rep *protocol.Report) {
 	for _, s := range rep.Subagents {
 		info.Subagents = append(info.Subagents, runrecord.Subagent{Attempt: n, ID: s.ID, Goal: s.Goal, Tokens: s.Tokens})
 	}
-	r.agentTokens.Add(rep.Tokens)
+	r.spent.agentUsed(rep.Tokens)
 	r.syncGate()
 	info.Duration += time.Duration(rep.Duration)
 	res := info.Result(n)
@@ -405,7 +405,7 @@ func (r *run) restart(ctx context.Context, a next.ActRestart) error {
 
 // noteBudget tells the operator, once, that a budget is reached.
 func (r *run) noteBudget(a next.ActNoteBudget) {
-	r.budgetNoted = true
+	r.spent.budgetNoted()
 	r.o.opts.Logger.Info("budget reached: no new task starts", "why", a.Reason)
 	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID,
 		Text: a.Reason + ": no new task starts; the run pauses once the tasks in flight finish"})

@@ -103,8 +103,8 @@ func TestRecordReportAddsUpTheAttempts(t *testing.T) {
 			Tokens: protocol.Tokens{Prompt: 10, Completion: 1}, FilesChanged: []string{"a.go"}})
 	}
 	info := r.info("t000")
-	if info.Attempt != 2 || info.Tokens.Prompt != 20 || r.agentTokens.Prompt != 20 || info.Reason != protocol.ReasonModel || len(info.FilesChanged) != 1 {
-		t.Errorf("info %+v, run tokens %+v", info, r.agentTokens)
+	if info.Attempt != 2 || info.Tokens.Prompt != 20 || r.spent.agents.Prompt != 20 || info.Reason != protocol.ReasonModel || len(info.FilesChanged) != 1 {
+		t.Errorf("info %+v, run tokens %+v", info, r.spent.agents)
 	}
 }
 
@@ -169,7 +169,7 @@ func TestNoteBudgetAnnouncesOnce(t *testing.T) {
 		}
 	})
 	r := newTestRun(t, Options{Budget: Budget{Tokens: 100}, Events: sink}, chain(1)...)
-	r.agentTokens = protocol.Tokens{Prompt: 150}
+	r.spent.agents = protocol.Tokens{Prompt: 150}
 	for range 3 {
 		if v := r.view(); v.Budget == "" || !v.BudgetNew {
 			t.Fatalf("view %+v: want the budget reached and new", v)
@@ -189,7 +189,7 @@ func TestNoteBudgetAnnouncesOnce(t *testing.T) {
 
 func TestFinishSavesWhyTheRunStopped(t *testing.T) {
 	r := newTestRun(t, Options{Budget: Budget{Tokens: 100}}, chain(1)...)
-	r.agentTokens = protocol.Tokens{Prompt: 150} // and the planner's 120 of the state
+	r.spent.agents = protocol.Tokens{Prompt: 150} // and the planner's 120 of the state
 	if err := r.finish(t.Context(), next.ActFinish{Status: next.RunPaused, Paused: "token budget reached"}); err != nil {
 		t.Fatal(err)
 	}

@@ -114,8 +114,7 @@ func (r *run) syncGate() {
 	if r.gate == nil {
 		return
 	}
-	booked := r.agentTokens
-	booked.Add(usageTokens(r.st.Usage))
+	booked := r.spent.booked()
 	r.gate.mu.Lock()
 	r.gate.booked = booked
 	r.gate.mu.Unlock()
@@ -189,7 +188,7 @@ func (r *run) bookUnreportedAttempt(id string, n int) {
 	if r.several(id) {
 		info.Result(n).Tokens.Add(used)
 	}
-	r.agentTokens.Add(used)
+	r.spent.agentUsed(used)
 	r.syncGate()
 	r.spanUsage(r.key(id, n), used)
 }

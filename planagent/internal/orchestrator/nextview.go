@@ -110,7 +110,7 @@ func (r *run) view() next.View {
 	stop, announce := "configuration error: "+r.st.ConfigError, false
 	if r.st.ConfigError == "" {
 		stop = r.budgetHit().text
-		announce = stop != "" && !r.budgetNoted
+		announce = stop != "" && !r.spent.noted
 	}
 	var inSeries []string
 	for _, id := range r.series.Tasks() {

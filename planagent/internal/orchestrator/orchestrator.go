@@ -27,7 +27,6 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/llm"
-	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/judge"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
@@ -239,14 +238,14 @@ type run struct {
 	stopped   chan struct{} // closed when Drive returns
 	// started and elapsed: this Drive's start and the run's running time
 	// before it, so State.Elapsed counts only time spent running.
-	started     time.Time
-	elapsed     time.Duration
-	budgetNoted bool // the reached budget was announced
+	started time.Time
+	elapsed time.Duration
 	// outcomes are events the executor met while carrying actions out,
 	// for the loop to decide on next.
 	outcomes []event
-	// agentTokens are the agents' tokens (and server-reported cost) so far.
-	agentTokens protocol.Tokens
+	// spent: the tokens booked and the budget's announcement, which next
+	// reads (spent.go).
+	spent *spent
 	// gate is what the model gateway's budget check reads (nil without a Meter).
 	gate *gate
 	// traces: each attempt's invoke_agent span, and its traceparent for the command.
@@ -256,7 +255,7 @@ type run struct {
 
 func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, root *safefs.Root, ctxm *projectctx.Manager) *run {
 	return &run{o: o, st: st, g: g, root: root, ctxm: ctxm,
-		underway: newUnderway(), series: series.New(), results: make(chan event), stopped: make(chan struct{}),
+		underway: newUnderway(), series: series.New(), spent: newSpent(st), results: make(chan event), stopped: make(chan struct{}),
 		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
 }
 
@@ -301,7 +300,6 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	defer r.endTraces()
 	defer st.Close()
 	r.started, r.elapsed = o.opts.Now(), st.Elapsed
-	r.agentTokens = st.AgentTokens()
 	r.meterOn()
 	st.Status, st.Paused, st.Stop, st.ConfigError = runrecord.RunRunning, "", nil, "" // a resume is the fix's test
 	if err := r.save(); err != nil {
@@ -418,7 +416,7 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		switch ev := ev.(type) {
 		case decided:
 			r.underway.decideEnded()
-			r.st.Usage.Add(ev.Verdict.Usage)
+			r.spent.modelUsed(ev.Verdict.Usage)
 		case next.EvAccepted:
 			r.underway.acceptEnded()
 			r.info(ev.ID).Result(r.info(ev.ID).Attempt).Acceptance = ev.Output

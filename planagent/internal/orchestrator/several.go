@@ -467,7 +467,7 @@ func (r *run) startReview(ctx context.Context, id string, tied []next.Candidate)
 // is none: the deterministic order stands), once per series.
 func (r *run) onReviewed(ev reviewed) error {
 	r.underway.reviewEnded()
-	r.st.Usage.Add(ev.verdict.Usage)
+	r.spent.modelUsed(ev.verdict.Usage)
 	info := r.info(ev.id)
 	pick, reason := ev.verdict.Attempt, ev.verdict.Reason
 	if ev.err != nil {
