@@ -124,7 +124,11 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 	info.DispatchedAt = r.o.opts.Now()
 	if several {
 		info.OpenAttemptSpan(n, info.DispatchedAt)
-		if err := r.startSeriesAttempt(id, n, info, fresh); err != nil {
+		// A fresh dispatch (the task was pending) begins its series.
+		if fresh {
+			r.series.Begin(id, info, n, bestOf(t, r.o.opts.Attempts), r.st.Checkpoints.Head)
+		}
+		if err := r.series.Started(id, n); err != nil {
 			return nil, 0, err
 		}
 	} else {

@@ -82,7 +82,7 @@ func (v graphView) Task(id string) next.Task {
 		BestOf: bestOf(t, v.attempts)}
 	if v.r != nil && v.r.several(id) {
 		nt.Several = true
-		v.r.seriesView(id, &nt)
+		v.r.series.View(id, v.r.st.Info[id], t.Status == taskgraph.InProgress, &nt)
 	}
 	return nt
 }

@@ -58,22 +58,6 @@ func (r *run) attemptOf(key string) (string, int) {
 	return id, n
 }
 
-// startSeriesAttempt records attempt n of task id in its series, the
-// series begun with it on a fresh dispatch (the task was pending).
-func (r *run) startSeriesAttempt(id string, n int, info *runrecord.TaskInfo, fresh bool) error {
-	if fresh {
-		t, _ := r.g.Get(id)
-		r.series.Begin(id, info, n, bestOf(t, r.o.opts.Attempts), r.st.Checkpoints.Head)
-	}
-	return r.series.Started(id, n)
-}
-
-// seriesView is task id's series as next reads it.
-func (r *run) seriesView(id string, t *next.Task) {
-	tk, _ := r.g.Get(id)
-	r.series.View(id, r.st.Info[id], tk.Status == taskgraph.InProgress, t)
-}
-
 // checked is the check of an attempt of a task of several, with what the
 // ranking reads of it.
 type checked struct {
