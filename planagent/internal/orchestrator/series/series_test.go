@@ -147,9 +147,9 @@ func TestTrackerOperations(t *testing.T) {
 	}{
 		{
 			name: "a task's first series has its attempts",
-			ops:  []op{begin(1, 3), started(1), started(2), started(3)},
-			want: snapshot{View: next.Task{Series: 3, Live: 3}, Live: []int{1, 2, 3}, Tasks: []string{"t1"},
-				Record: runrecord.Series{From: 1, Size: 3, Base: "base"}},
+			ops:  []op{begin(1, 2), started(1), started(2)},
+			want: snapshot{View: next.Task{Series: 2, Live: 2}, Live: []int{1, 2}, Tasks: []string{"t1"},
+				Record: runrecord.Series{From: 1, Size: 2, Base: "base"}},
 		},
 		{
 			name: "a series after a retry has one",
