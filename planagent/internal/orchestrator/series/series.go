@@ -207,10 +207,7 @@ func (t *Tracker) Reviewed(id string, in *runrecord.TaskInfo, pick int, reason s
 		return fmt.Errorf("series: task %s reviewed while not under review", id)
 	}
 	s.chosen = 0
-	in.Series.Reviewed = true
-	if pick != 0 {
-		in.Series.Pick, in.Series.Reason = pick, reason
-	}
+	in.Series.Reviewed, in.Series.Pick, in.Series.Reason = true, pick, reason
 	return nil
 }
 
