@@ -22,7 +22,7 @@ import (
 	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // TestE2EDockerAttemptsEscalate: attempt 1 fails its acceptance; attempts 2
@@ -44,7 +44,7 @@ func bestOfThree(t *testing.T, policy string, together []int) {
 	ensureTestImages(t, cli)
 	m := newBestModel(together...)
 	e, ws, planFile := newBestEnv(t, m, newDockerRunEnv)
-	attempts := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes, runtime.LabelRole+"=attempt")
+	attempts := watchContainers(t, cli, layout.LabelVolumes+"="+e.volumes, layout.LabelRole+"=attempt")
 
 	st := runBestOfThree(t, e, m, ws, planFile, policy, together, "--runtime", "docker", "--image", busyboxImage)
 
@@ -52,8 +52,8 @@ func bestOfThree(t *testing.T, policy string, together []int) {
 	if created := attempts.settled(t); len(created) != 3 {
 		t.Errorf("%d attempt containers, want 3: %v", len(created), attempts.named(created))
 	}
-	assertNoContainers(t, cli, runtime.LabelRun+"="+st.ID)
-	assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
+	assertNoContainers(t, cli, layout.LabelRun+"="+st.ID)
+	assertNoContainers(t, cli, layout.LabelVolumes+"="+e.volumes)
 }
 
 // TestE2EDockerAttemptsKilledThenResumed kills planagent (SIGKILL) at a
@@ -224,6 +224,6 @@ func killDuringAttempts(t *testing.T, cli *client.Client, policy string, hold []
 	if n := gitIn(t, ws, "rev-list", "--count", "HEAD"); n != "2" {
 		t.Errorf("%s commits on the branch, want the user's and best's\n%s", n, gitIn(t, ws, "log", "--oneline"))
 	}
-	assertNoContainers(t, cli, runtime.LabelRun+"="+st.ID)
-	assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
+	assertNoContainers(t, cli, layout.LabelRun+"="+st.ID)
+	assertNoContainers(t, cli, layout.LabelVolumes+"="+e.volumes)
 }

@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // TestE2EKubeAttemptsParallel: task best's three attempts at once at
@@ -83,7 +83,7 @@ func TestE2EKubeAttemptsParallel(t *testing.T) {
 		t.Errorf("network policies seen during the run: %v, want the run's one", seen.policies)
 	}
 	assertNothingLeft(t, k)
-	ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"})
+	ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"})
 	if err != nil || len(ps.Items) != 0 {
 		t.Errorf("network policies left after the run: %v (%v)", ps, err)
 	}
@@ -111,7 +111,7 @@ func watchKube(t *testing.T, k *kubeCluster) *kubeSeen {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	s := &kubeSeen{objects: map[string]*kubeObject{}, policies: map[string]bool{}, cancel: cancel}
-	sel := metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}
+	sel := metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"}
 	kinds := map[string]func(context.Context, metav1.ListOptions) (watch.Interface, error){
 		"job": k.cs.BatchV1().Jobs("default").Watch,
 		"pod": k.cs.CoreV1().Pods("default").Watch,
@@ -188,7 +188,7 @@ func (s *kubeSeen) record(kind string, raw any, obj metav1.Object) {
 	o := s.objects[key]
 	if o == nil {
 		l := obj.GetLabels()
-		o = &kubeObject{kind: kind, role: l[runtime.LabelRole], run: l[runtime.LabelRun], attempt: l[runtime.LabelAttempt]}
+		o = &kubeObject{kind: kind, role: l[layout.LabelRole], run: l[layout.LabelRun], attempt: l[layout.LabelAttempt]}
 		s.objects[key] = o
 	}
 	if pod, ok := raw.(*corev1.Pod); ok {

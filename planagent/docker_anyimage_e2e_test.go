@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // goImage is busybox plus this machine's Go toolchain and nothing of
@@ -51,9 +51,9 @@ func TestE2EDockerAnyImage(t *testing.T) {
 		llmtest.Call("shell_exec", map[string]any{"command": "go vet ./... && go version > toolchain.txt"}),
 	}}}}
 	e := newDockerRunEnv(t, f)
-	volumes := runtime.LabelVolumes + "=" + e.volumes
-	attempts := watchContainers(t, cli, volumes, runtime.LabelRole+"=attempt")
-	execs := watchContainers(t, cli, volumes, runtime.LabelRole+"=exec")
+	volumes := layout.LabelVolumes + "=" + e.volumes
+	attempts := watchContainers(t, cli, volumes, layout.LabelRole+"=attempt")
+	execs := watchContainers(t, cli, volumes, layout.LabelRole+"=exec")
 
 	out, stderr, code := e.run("run", "--runtime", "docker", "--image", goImage, "--yes", "--json", "add a sum package")
 	if code != 0 {
@@ -72,6 +72,6 @@ func TestE2EDockerAnyImage(t *testing.T) {
 		t.Errorf("%d acceptance containers, want 1 (go test ./...)", n)
 	}
 	runID, _ := e.runState()
-	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
+	assertNoContainers(t, cli, layout.LabelRun+"="+runID)
 	assertNoContainers(t, cli, volumes)
 }

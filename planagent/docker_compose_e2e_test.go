@@ -19,7 +19,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // TestE2EDockerComposeWatcher brings up the repository's docker-compose.yml
@@ -36,7 +36,7 @@ func TestE2EDockerComposeWatcher(t *testing.T) {
 	f := &fakeModel{plan: threeTaskPlan, tasks: tasks}
 	e := newDockerRunEnv(t, f)
 
-	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
+	watch := watchContainers(t, cli, layout.LabelVolumes+"="+e.volumes)
 	// The quick start's loopback URL, which the compose file makes reach
 	// the host from inside (CODEAGENT_LOOPBACK_HOST).
 	cp := composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1")
@@ -56,7 +56,7 @@ func TestE2EDockerComposeWatcher(t *testing.T) {
 		t.Errorf("planagent created containers %v although the compose watcher serves the volumes", created)
 	}
 	runID, _ := e.runState()
-	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
+	assertNoContainers(t, cli, layout.LabelRun+"="+runID)
 	// The watcher worked on each task in the task's own copy, not in the
 	// workspace it was started with.
 	for id, tok := range map[string]string{"alpha": "TOKEN-ALPHA", "beta": "TOKEN-BETA", "gamma": "TOKEN-GAMMA"} {

@@ -28,7 +28,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/poll"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // e2eKey is long enough for the runtime to mask it and distinctive enough to grep for.
@@ -66,7 +66,7 @@ func e2eImage() string {
 	if img := os.Getenv("CODEAGENT_IMAGE"); img != "" {
 		return img
 	}
-	return runtime.DefaultImage
+	return layout.DefaultImage
 }
 
 // newDockerRunEnv is newRunEnv with the model listening on every interface
@@ -121,7 +121,7 @@ func watchContainers(t *testing.T, cli *client.Client, label string, more ...str
 }
 
 func (w *containerWatch) record(m events.Message) {
-	if m.Actor.Attributes[runtime.LabelRole] == "preflight" {
+	if m.Actor.Attributes[layout.LabelRole] == "preflight" {
 		return // the model check before the run, not a container of the run
 	}
 	w.mu.Lock()
@@ -296,7 +296,7 @@ func TestE2EDockerRunThreeTasks(t *testing.T) {
 	cli := dockerE2E(t)
 	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
 	e := newDockerRunEnv(t, f)
-	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes, runtime.LabelRole+"=attempt")
+	watch := watchContainers(t, cli, layout.LabelVolumes+"="+e.volumes, layout.LabelRole+"=attempt")
 
 	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
 	if code != 0 {
@@ -320,8 +320,8 @@ func TestE2EDockerRunThreeTasks(t *testing.T) {
 		t.Errorf("the run created %d attempt containers, want 3 (one per task): %v\nstderr:\n%s", len(created), watch.named(created), stderr)
 	}
 	runID, _ := e.runState()
-	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
-	assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
+	assertNoContainers(t, cli, layout.LabelRun+"="+runID)
+	assertNoContainers(t, cli, layout.LabelVolumes+"="+e.volumes)
 }
 
 // TestE2EDockerKilledMidTask kills the task's container while it is being
@@ -336,8 +336,8 @@ func TestE2EDockerKilledMidTask(t *testing.T) {
 		{token: "TOKEN-QUICK", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "quick.txt", "content": "quick\n"})}},
 	}}
 	e := newDockerRunEnv(t, f)
-	label := runtime.LabelVolumes + "=" + e.volumes
-	watch := watchContainers(t, cli, label, runtime.LabelRole+"=attempt")
+	label := layout.LabelVolumes + "=" + e.volumes
+	watch := watchContainers(t, cli, label, layout.LabelRole+"=attempt")
 
 	cmd := e.command("run", "--runtime", "docker", "--yes", "make two files")
 	var out, errb bytes.Buffer
@@ -375,7 +375,7 @@ func TestE2EDockerKilledMidTask(t *testing.T) {
 	var states []string
 	running := poll.Wait(t.Context(), 30*time.Second, func() bool {
 		list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true,
-			Filters: make(client.Filters).Add("label", label, runtime.LabelRole+"=attempt")})
+			Filters: make(client.Filters).Add("label", label, layout.LabelRole+"=attempt")})
 		if err != nil {
 			fail("list containers labelled %s: %v", label, err)
 		}
@@ -419,7 +419,7 @@ func TestE2EDockerKilledMidTask(t *testing.T) {
 	if len(created) != 3 || created[0] != victim {
 		t.Errorf("attempt containers created = %v, want the killed %s and one each for slow's second attempt and quick", created, victim[:12])
 	}
-	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
+	assertNoContainers(t, cli, layout.LabelRun+"="+runID)
 	assertNoContainers(t, cli, label)
 	if strings.Contains(errb.String(), e2eKey) {
 		t.Errorf("planagent's stderr (with the container's logs) holds the API key:\n%s", errb.String())
@@ -439,7 +439,7 @@ func TestE2EDockerPlanagentKilledThenResumed(t *testing.T) {
 		{token: "TOKEN-QUICK", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "quick.txt", "content": "quick\n"})}},
 	}}
 	e := newDockerRunEnv(t, f)
-	label := runtime.LabelVolumes + "=" + e.volumes
+	label := layout.LabelVolumes + "=" + e.volumes
 	cmd := e.command("run", "--runtime", "docker", "--yes", "make two files")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb

@@ -17,7 +17,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // engineProxy is the Docker engine as planagent sees it through
@@ -91,7 +91,7 @@ func TestE2EDockerEngineGoneDuringAcceptance(t *testing.T) {
 		{token: "TOKEN-GONE", steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "a.txt", "content": "a"})}},
 	}}
 	e := newDockerRunEnv(t, f)
-	t.Cleanup(func() { assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes) })
+	t.Cleanup(func() { assertNoContainers(t, cli, layout.LabelVolumes+"="+e.volumes) })
 	ws := filepath.Join(e.dir, "ws")
 	writeFile(t, ws, "notes.txt", "one\n")
 	gitIn(t, ws, "init", "-q", "-b", "main")
@@ -109,7 +109,7 @@ func TestE2EDockerEngineGoneDuringAcceptance(t *testing.T) {
 	defer cancel()
 	evs := cli.Events(ctx, client.EventsListOptions{Filters: make(client.Filters).
 		Add("type", "container").Add("event", "start").
-		Add("label", runtime.LabelVolumes+"="+e.volumes).Add("label", runtime.LabelRole+"=exec")})
+		Add("label", layout.LabelVolumes+"="+e.volumes).Add("label", layout.LabelRole+"=exec")})
 	cutDone := make(chan error, 1)
 	go func() {
 		select {

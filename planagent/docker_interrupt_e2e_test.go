@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // TestE2EDockerInterrupted sends planagent the terminal's Ctrl-C (SIGINT)
@@ -27,7 +27,7 @@ func TestE2EDockerInterrupted(t *testing.T) {
 		{token: "TOKEN-SLOW", delay: time.Minute, steps: []llmtest.ToolCall{llmtest.Call("write_file", map[string]any{"path": "slow.txt", "content": "slow\n"})}},
 	}}
 	e := newDockerRunEnv(t, f)
-	label := runtime.LabelVolumes + "=" + e.volumes
+	label := layout.LabelVolumes + "=" + e.volumes
 	watch := watchContainers(t, cli, label)
 
 	cmd := e.command("run", "--runtime", "docker", "--yes", "make a slow file")

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // dockerRuntime runs the isolation scenarios of isolation_e2e_test.go with
@@ -18,8 +18,8 @@ func dockerRuntime(t *testing.T, f *fakeModel) *runEnv {
 	cli := dockerE2E(t)
 	e := newDockerRunEnv(t, f)
 	e.env = append(e.env, "CODEAGENT_RUNTIME=docker")
-	e.attempts = watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes, runtime.LabelRole+"=attempt")
-	t.Cleanup(func() { assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes) })
+	e.attempts = watchContainers(t, cli, layout.LabelVolumes+"="+e.volumes, layout.LabelRole+"=attempt")
+	t.Cleanup(func() { assertNoContainers(t, cli, layout.LabelVolumes+"="+e.volumes) })
 	return e
 }
 

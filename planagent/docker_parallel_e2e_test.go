@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // Four independent tasks at --parallel 4 in an image that holds only
@@ -32,8 +32,8 @@ func TestE2EDockerParallelCheckpoints(t *testing.T) {
 	f := &fakeModel{plan: plan, tasks: scripts, together: 4}
 	e := newDockerRunEnv(t, f)
 	ws := gitWorkspace(t, e)
-	volumes := runtime.LabelVolumes + "=" + e.volumes
-	attempts := watchContainers(t, cli, volumes, runtime.LabelRole+"=attempt")
+	volumes := layout.LabelVolumes + "=" + e.volumes
+	attempts := watchContainers(t, cli, volumes, layout.LabelRole+"=attempt")
 
 	out, stderr, code := e.run("run", "--runtime", "docker", "--image", busyboxImage, "--parallel", "4", "--workspace", ws, "--yes", "four parts")
 	if code != 0 {
@@ -78,5 +78,5 @@ func TestE2EDockerParallelCheckpoints(t *testing.T) {
 		t.Errorf("%s commits, want the user's and four", n)
 	}
 	runID, _ := e.runState()
-	assertNoContainers(t, cli, runtime.LabelRun+"="+runID)
+	assertNoContainers(t, cli, layout.LabelRun+"="+runID)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // TestE2EDockerTwoRunsShareTheEngine: two planagents on one engine, the
@@ -49,8 +49,8 @@ func TestE2EDockerTwoRunsShareTheEngine(t *testing.T) {
 	}
 	volumesB := filepath.Join(e.dir, "volumes-b")
 	t.Cleanup(func() {
-		assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
-		assertNoContainers(t, cli, runtime.LabelVolumes+"="+volumesB)
+		assertNoContainers(t, cli, layout.LabelVolumes+"="+e.volumes)
+		assertNoContainers(t, cli, layout.LabelVolumes+"="+volumesB)
 	})
 
 	a := e.command("run", "--runtime", "docker", "--image", busyboxImage, "--workspace", workspace("ws-a"), "--plan", planFile("TOKEN-A", "a.txt"), "--yes")
@@ -76,8 +76,8 @@ func TestE2EDockerTwoRunsShareTheEngine(t *testing.T) {
 		t.Helper()
 		ctx := context.WithoutCancel(t.Context())
 		res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Image: busyboxImage,
-			Config: &container.Config{Cmd: []string{"true"}, Labels: map[string]string{runtime.LabelManaged: "true",
-				runtime.LabelRun: run, runtime.LabelVolumes: volumes, runtime.LabelRole: "exec"}}})
+			Config: &container.Config{Cmd: []string{"true"}, Labels: map[string]string{layout.LabelManaged: "true",
+				layout.LabelRun: run, layout.LabelVolumes: volumes, layout.LabelRole: "exec"}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint/hostile"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // fenceEnv is a docker run over a workspace in one mode, with a markers
@@ -674,7 +674,7 @@ func TestE2EDockerFenceLateWriterIsDeadBeforeTheCommit(t *testing.T) {
 			fe.assertHonest(taskEnds(t, out), "late", 3)
 			if at.IsZero() {
 				t.Errorf("no %q line on stderr:\n%s", squashed, stderr)
-			} else if gone := destroyedAt(t, cli, fe.started, runtime.LabelVolumes+"="+fe.volumes, runtime.LabelTask+"=late"); gone.IsZero() || !gone.Before(at) {
+			} else if gone := destroyedAt(t, cli, fe.started, layout.LabelVolumes+"="+fe.volumes, layout.LabelTask+"=late"); gone.IsZero() || !gone.Before(at) {
 				t.Errorf("the attempt's container was removed at %s, the squash had removed spill/.git by %s: not before", gone.Format(time.StampMicro), at.Format(time.StampMicro))
 			} else {
 				t.Logf("the attempt's container was removed %s before the squash's line", at.Sub(gone).Round(time.Microsecond))
@@ -726,7 +726,7 @@ func TestE2EDockerFenceLateWriterIsDeadBeforeTheCommit(t *testing.T) {
 					t.Errorf("a spill file is left in the volumes: %s", p)
 				}
 			}
-			assertNoContainers(t, cli, runtime.LabelVolumes+"="+fe.volumes)
+			assertNoContainers(t, cli, layout.LabelVolumes+"="+fe.volumes)
 			fe.assertIntact()
 		})
 	}
@@ -785,7 +785,7 @@ func destroyedAt(t *testing.T, cli *client.Client, since time.Time, labels ...st
 	for {
 		select {
 		case m := <-res.Messages:
-			if m.Action == events.ActionDestroy && m.Actor.Attributes[runtime.LabelRole] == "attempt" {
+			if m.Action == events.ActionDestroy && m.Actor.Attributes[layout.LabelRole] == "attempt" {
 				at = time.Unix(0, m.TimeNano)
 			}
 		case err := <-res.Err:

@@ -20,7 +20,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 	"github.com/codeagent/codeagent/planagent/internal/runview"
 )
 
@@ -92,7 +92,7 @@ func gatewayKeepsTheKeyOut(t *testing.T, egress string) {
 	// The delay holds the task while the test looks at its container.
 	f.setScript(plan, []scriptTask{{token: "TOKEN-HUNT", delay: 4 * time.Second, steps: steps}})
 	bill := billEveryAnswer(e, f)
-	label := runtime.LabelVolumes + "=" + e.volumes
+	label := layout.LabelVolumes + "=" + e.volumes
 
 	args := []string{"run", "--runtime", "docker", "--yes", "--json"}
 	if egress == "open" {
@@ -125,7 +125,7 @@ func gatewayKeepsTheKeyOut(t *testing.T, egress string) {
 	var id string
 	poll.Wait(t.Context(), 30*time.Second, func() bool {
 		list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true,
-			Filters: make(client.Filters).Add("label", label, runtime.LabelRole+"=attempt")})
+			Filters: make(client.Filters).Add("label", label, layout.LabelRole+"=attempt")})
 		for _, c := range list.Items {
 			if err == nil && c.State == "running" {
 				id = c.ID

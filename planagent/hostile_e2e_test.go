@@ -5,7 +5,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint/hostile"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // Every escape of the audit, written by the agent with shell_exec from its
@@ -75,8 +75,8 @@ func dockerRuntimeAsUser(t *testing.T, f *fakeModel) *runEnv {
 		e.cred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{st.Gid}}
 	}
 	e.env = append(e.env, "CODEAGENT_RUNTIME=docker")
-	e.attempts = watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes, runtime.LabelRole+"=attempt")
-	t.Cleanup(func() { assertNoContainers(t, cli, runtime.LabelVolumes+"="+e.volumes) })
+	e.attempts = watchContainers(t, cli, layout.LabelVolumes+"="+e.volumes, layout.LabelRole+"=attempt")
+	t.Cleanup(func() { assertNoContainers(t, cli, layout.LabelVolumes+"="+e.volumes) })
 	return e
 }
 

@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // BenchmarkKubeJobToHeartbeat: per attempt, its Job created → the agent in
@@ -262,10 +262,10 @@ func kubeBenchRun(b *testing.B, k *kubeCluster, n, parallel int) *kubeRun {
 // the list shows and was not seen is taken as created then).
 func (r *kubeRun) watchAttemptJobs(ctx context.Context, k *kubeCluster, mu *sync.Mutex, ready chan<- struct{}) {
 	jobs := k.cs.BatchV1().Jobs("default")
-	sel := runtime.LabelRole + "=attempt"
+	sel := layout.LabelRole + "=attempt"
 	running := map[string]bool{}
 	seen := func(typ watch.EventType, j *batchv1.Job) {
-		task := j.Labels[runtime.LabelTask]
+		task := j.Labels[layout.LabelTask]
 		mu.Lock()
 		defer mu.Unlock()
 		switch typ {
@@ -291,7 +291,7 @@ func (r *kubeRun) watchAttemptJobs(ctx context.Context, k *kubeCluster, mu *sync
 		listed := map[string]bool{}
 		for i := range list.Items {
 			seen(watch.Added, &list.Items[i])
-			listed[list.Items[i].Labels[runtime.LabelTask]] = true
+			listed[list.Items[i].Labels[layout.LabelTask]] = true
 		}
 		mu.Lock()
 		for task := range running {

@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // kubeGateway is where pods reach this host: the first address of the
@@ -184,7 +184,7 @@ func assertNothingLeft(t *testing.T, k *kubeCluster) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 60*time.Second)
 	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}
+	sel := metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"}
 	// Pods go with their Job in the background: give the garbage collector time.
 	var left []string
 	for {
@@ -232,10 +232,10 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 	go func() {
 		defer close(watched)
 		for ctx.Err() == nil {
-			list, err := k.cs.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"})
+			list, err := k.cs.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"})
 			if err == nil {
 				for _, j := range list.Items {
-					specs[j.Name] = j.Labels[runtime.LabelRole] + " " + j.String()
+					specs[j.Name] = j.Labels[layout.LabelRole] + " " + j.String()
 				}
 			}
 			// Every Secret and pod of the namespace, whoever made them.
@@ -249,7 +249,7 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 					specs["pod/"+x.Name] = "pod " + x.String()
 				}
 			}
-			if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(ctx, metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}); err == nil {
+			if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(ctx, metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"}); err == nil {
 				for _, p := range ps.Items {
 					policies[p.Name] = p.String()
 				}
@@ -317,7 +317,7 @@ func TestE2EKubeRunThreeTasks(t *testing.T) {
 			t.Errorf("network policy %s does not allow only the gateway: %s", name, p)
 		}
 	}
-	if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}); err != nil || len(ps.Items) != 0 {
+	if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"}); err != nil || len(ps.Items) != 0 {
 		t.Errorf("network policies left after the run: %v (%v)", ps, err)
 	}
 	// The boundary probe ran under the run's policy, and this cluster's
@@ -482,7 +482,7 @@ func TestE2EKubeRunCheckReportsTheBoundary(t *testing.T) {
 	if r := e.srv.Rejections(); len(r) != 0 {
 		t.Errorf("the strict server rejected requests: %v", r)
 	}
-	ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"})
+	ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"})
 	if err != nil || len(ps.Items) != 0 {
 		t.Errorf("network policies left after run --check: %v (%v)", ps, err)
 	}

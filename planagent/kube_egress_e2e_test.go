@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // On kubernetes under closed egress (the default with the gateway) the
@@ -67,7 +67,7 @@ func TestE2EKubeEgressAcceptanceCommandsGoThroughTheProxy(t *testing.T) {
 	go func() {
 		defer close(watched)
 		for {
-			if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}); err == nil {
+			if ps, err := k.cs.NetworkingV1().NetworkPolicies("default").List(t.Context(), metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"}); err == nil {
 				for _, p := range ps.Items {
 					var ports []string
 					for _, r := range p.Spec.Egress {

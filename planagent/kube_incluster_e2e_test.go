@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 const manifests = "../examples/kubernetes"
@@ -165,7 +165,7 @@ func TestE2EKubePlanagentAsJob(t *testing.T) {
 	}
 	assertNoKey(t, e.volumes, e2eKey)
 	// planagent's pod removed its attempts' Jobs, pods and the run's Secret.
-	sel := metav1.ListOptions{LabelSelector: runtime.LabelManaged + "=true"}
+	sel := metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		jobs, err1 := k.cs.BatchV1().Jobs(ns).List(ctx, sel)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 const mcpE2ESecret = "mcp-e2e-token-7c1d9e2a4b"
@@ -98,7 +98,7 @@ func TestE2EDockerMCPInContainer(t *testing.T) {
 	f := &fakeModel{}
 	e := newDockerRunEnv(t, f)
 	r := newMCPRun(t, e, f)
-	watch := watchContainers(t, cli, runtime.LabelVolumes+"="+e.volumes)
+	watch := watchContainers(t, cli, layout.LabelVolumes+"="+e.volumes)
 	r.run(t, "docker")
 	created := watch.settled(t)
 	inContainer := false

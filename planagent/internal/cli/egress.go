@@ -13,8 +13,8 @@ import (
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/local"
 )
 
@@ -118,7 +118,7 @@ func (s *session) localEgressProxy(p *egress.Policy, runID string) ([]string, er
 // docker runtime probes it; the others say what they cannot enforce.
 func boundaryOf(rt any) string {
 	switch r := rt.(type) {
-	case interface{ Boundary() runtime.Boundary }:
+	case interface{ Boundary() boundary.Verdict }:
 		return r.Boundary().String()
 	case interface{ BoundaryNote() string }:
 		return r.BoundaryNote()

@@ -9,6 +9,7 @@ import (
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // newKubeRuntime builds the kubernetes runtime from the effective settings:
@@ -51,7 +52,7 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 	}
 	opts := runtime.KubeOptions{
 		ClosedEgress: !policy.IsOpen(),
-		Volumes:      s.layout, RunID: runID, Image: s.cfg.Image, AgentImage: runtime.DefaultImage,
+		Volumes:      s.layout, RunID: runID, Image: s.cfg.Image, AgentImage: layout.DefaultImage,
 		Kubeconfig: s.cfg.Kubeconfig, Context: s.cfg.KubeContext, Namespace: s.cfg.KubeNamespace,
 		TaskTimeout: s.cfg.TaskTimeout, Memory: s.cfg.ContainerMemory, CPUs: s.cfg.ContainerCPUs,
 		CPURequest: s.cfg.KubeCPURequest, MemoryRequest: s.cfg.KubeMemoryRequest, PendingTimeout: s.cfg.KubePendingTimeout,

@@ -17,6 +17,9 @@ import (
 
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 )
 
 var (
@@ -26,20 +29,6 @@ var (
 	ErrImageMissing = errors.New("image missing")
 	// ErrWorkspaceMismatch: a compose watcher serves the volumes but mounts another workspace.
 	ErrWorkspaceMismatch = errors.New("compose watcher works in another workspace")
-)
-
-// DefaultImage is what `make image` (scripts/image.sh) tags. Any image with
-// /bin/sh does: planagent brings the codingagent binary into it.
-const DefaultImage = "codeagent/codingagent:latest"
-
-// Labels on every container this backend creates, so a later run can find
-// and remove the leftovers of a crashed one.
-const (
-	LabelManaged = "codeagent.managed"
-	LabelRun     = "codeagent.run"
-	LabelVolumes = "codeagent.volumes"
-	LabelTask    = "codeagent.task"
-	LabelAttempt = "codeagent.attempt"
 )
 
 // DockerOptions configures the Docker backend. Zero values mean "no limit"
@@ -139,7 +128,7 @@ type Docker struct {
 	// own services add (ownEgress); nil when open.
 	egress *egress.Policy
 	// boundary is what the start-of-run probe found.
-	boundary Boundary
+	boundary boundary.Verdict
 
 	mu       sync.Mutex
 	started  bool
@@ -216,7 +205,7 @@ func newDocker(opts DockerOptions) (*Docker, error) {
 		return nil, errors.New("docker runtime: no volumes dir: pass --volumes")
 	}
 	if opts.Image == "" {
-		opts.Image = DefaultImage
+		opts.Image = layout.DefaultImage
 	}
 	var memory int64
 	if opts.Memory != "" {
@@ -231,7 +220,7 @@ func newDocker(opts DockerOptions) (*Docker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Log != nil {
-		opts.Log = &lockedWriter{w: opts.Log} // one log, many containers
+		opts.Log = &output.LockedWriter{W: opts.Log} // one log, many containers
 	}
 	var policy *egress.Policy
 	if opts.Egress != nil && !opts.Egress.IsOpen() {
@@ -290,7 +279,7 @@ func (d *Docker) findBinary() error {
 }
 
 func (d *Docker) imageMissing() error {
-	if d.opts.Image == DefaultImage {
+	if d.opts.Image == layout.DefaultImage {
 		return fmt.Errorf("%w: image %s not found: run `make image` to build it, or pass --image with any local image that has /bin/sh (no registry is used)", ErrImageMissing, d.opts.Image)
 	}
 	return fmt.Errorf("%w: image %s not found in the engine's local store: `docker pull` or build it first (planagent never pulls)", ErrImageMissing, d.opts.Image)
@@ -343,7 +332,7 @@ func (d *Docker) Stop(ctx context.Context) error {
 	// A cancelled ctx (a second Ctrl-C) cuts the agents' grace short; the
 	// containers are removed either way.
 	hurry := ctx.Done()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 	defer cancel()
 	errs := make([]error, len(running))
 	var wg sync.WaitGroup
@@ -368,15 +357,3 @@ func (d *Docker) Stop(ctx context.Context) error {
 
 // Close releases the engine connection; call it after Stop.
 func (d *Docker) Close() error { return d.api.Close() }
-
-// lockedWriter serialises the log lines of concurrent containers.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}

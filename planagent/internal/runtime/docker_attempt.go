@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +13,8 @@ import (
 	"github.com/moby/moby/api/types/mount"
 
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/heartbeat"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // Launch starts the container of one attempt: the configured image with
@@ -52,7 +53,7 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	d.mu.Unlock()
 	for _, c := range earlier {
 		// It must not write into the volumes beside the new one.
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		err := d.stopContainer(stopCtx, c, nil)
 		cancel()
 		if err != nil {
@@ -109,7 +110,7 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 	}
 	d.mu.Unlock()
 	// Stop ran meanwhile and did not see this container.
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 	defer cancel()
 	if d.stopContainer(stopCtx, c, nil) == nil {
 		d.fenced(c, false)
@@ -125,7 +126,7 @@ func (d *Docker) follow(aio *attemptIO, name string) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { d.mirrorEvents(ctx, aio) })
-	wg.Go(func() { hostHeartbeat(ctx, d.opts.Volumes.Watchers(), "docker-"+name, name, nil) })
+	wg.Go(func() { heartbeat.Keep(ctx, d.opts.Volumes.Watchers(), "docker-"+name, name, nil) })
 	var once sync.Once
 	return func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
@@ -168,7 +169,7 @@ func (d *Docker) Abandon(ctx context.Context, taskID string, n int) error {
 		return nil
 	}
 	c.stopping.Store(true)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 	defer cancel()
 	if err := d.removeContainer(ctx, c); err != nil {
 		if c.unfollow != nil {
@@ -190,27 +191,27 @@ func (d *Docker) Abandon(ctx context.Context, taskID string, n int) error {
 // context layers read-only over them, and its workspace: the copy at its
 // relative path, or the default workspace for a run without copies.
 func (d *Docker) attemptSpec(a Attempt, aio *attemptIO, token string) (spec, error) {
-	workspace := containerWorkspace
+	workspace := layout.WorkspaceDir
 	if a.Rel != "" {
 		if err := protocol.ValidateWorkspace(a.Rel); err != nil {
 			return spec{}, fmt.Errorf("task %s: %w", a.TaskID, err)
 		}
-		workspace = path.Join(containerVolumes, a.Rel)
+		workspace = path.Join(layout.VolumesDir, a.Rel)
 	}
 	if fi, err := os.Stat(a.Dir); err != nil || !fi.IsDir() {
 		return spec{}, fmt.Errorf("task %s: the attempt's workspace %s is not a directory", a.TaskID, a.Dir)
 	}
 	l := aio.l
 	mounts := []mount.Mount{
-		{Type: mount.TypeBind, Source: l.Root, Target: containerVolumes},
-		{Type: mount.TypeBind, Source: l.ProjectContext(), Target: containerVolumes + "/context/project", ReadOnly: true},
-		{Type: mount.TypeBind, Source: l.TaskContext(a.TaskID), Target: containerVolumes + "/context/task/" + a.TaskID, ReadOnly: true},
+		{Type: mount.TypeBind, Source: l.Root, Target: layout.VolumesDir},
+		{Type: mount.TypeBind, Source: l.ProjectContext(), Target: layout.VolumesDir + "/context/project", ReadOnly: true},
+		{Type: mount.TypeBind, Source: l.TaskContext(a.TaskID), Target: layout.VolumesDir + "/context/task/" + a.TaskID, ReadOnly: true},
 		{Type: mount.TypeBind, Source: a.Dir, Target: workspace},
 	}
 	return spec{
 		name: d.containerName(a.TaskID, strconv.Itoa(a.Attempt)), role: "attempt", task: a.TaskID, attempt: a.Attempt,
-		entrypoint: []string{agentBinary},
-		cmd:        []string{"watch", "--task", a.TaskID, "--volumes", containerVolumes, "--workspace", workspace},
+		entrypoint: []string{layout.AgentBinary},
+		cmd:        []string{"watch", "--task", a.TaskID, "--volumes", layout.VolumesDir, "--workspace", workspace},
 		workdir:    workspace,
 		mounts:     mounts,
 		env:        d.containerEnv(token),
@@ -250,7 +251,7 @@ func (d *Docker) attemptEnded(c *agentContainer) {
 func (d *Docker) endAttempt(c *agentContainer) (bool, error) {
 	select {
 	case <-c.logsDone:
-	case <-time.After(logsDrain):
+	case <-time.After(layout.LogsDrain):
 	}
 	d.mu.Lock()
 	if key := (Attempt{TaskID: c.task, Attempt: c.attempt}).Name(); d.attempts[key] == c {
@@ -263,7 +264,7 @@ func (d *Docker) endAttempt(c *agentContainer) (bool, error) {
 		defer d.ending.Done()
 	}
 	d.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), layout.StopDeadline)
 	defer cancel()
 	c.stopping.Store(true)
 	if err := d.forceRemove(ctx, c.id); err != nil {
@@ -292,12 +293,8 @@ func (e *unfencedError) Unwrap() error { return e.err }
 // containerPath maps a host directory under the volumes to its path in a
 // container: the default workspace or anything under attempts/.
 func (d *Docker) containerPath(dir string) (string, error) {
-	v := d.opts.Volumes
-	if sameDir(dir, v.Workspace()) {
-		return containerWorkspace, nil
+	if p, ok := layout.ContainerDir(d.opts.Volumes, dir); ok {
+		return p, nil
 	}
-	if rel, err := filepath.Rel(v.Attempts(), dir); err == nil && rel != "." && !filepath.IsAbs(rel) && filepath.IsLocal(rel) {
-		return containerVolumes + "/attempts/" + filepath.ToSlash(rel), nil
-	}
-	return "", fmt.Errorf("docker runtime: %s is neither the workspace nor under %s", dir, v.Attempts())
+	return "", fmt.Errorf("docker runtime: %s is neither the workspace nor under %s", dir, d.opts.Volumes.Attempts())
 }

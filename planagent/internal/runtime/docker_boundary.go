@@ -4,85 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 )
-
-// ErrBoundary: the start-of-run probe reached something an attempt must
-// not (the run stops, exit 2, unless egress is open).
-var ErrBoundary = errors.New("the attempts' boundary does not hold")
-
-// boundaryTimeout bounds the whole probe: create, start, tries, remove.
-const boundaryTimeout = 60 * time.Second
-
-// Boundary is what the start-of-run probe found: Verified, or the checks
-// that failed, one line each.
-type Boundary struct {
-	Verified bool
-	Failed   []string
-	// Note says why nothing was probed (a compose watcher's trusted mode).
-	Note string
-}
-
-// String is the record's form: "verified", or "failed: …", or the note.
-func (b Boundary) String() string {
-	switch {
-	case b.Verified:
-		return "verified"
-	case len(b.Failed) > 0:
-		return "failed: " + strings.Join(b.Failed, "; ")
-	}
-	return b.Note
-}
-
-// boundaryReport is codingagent boundary's JSON line.
-type boundaryReport struct {
-	Checks []struct {
-		Name   string `json:"name"`
-		OK     bool   `json:"ok"`
-		Detail string `json:"detail"`
-	} `json:"checks"`
-	Environ []string `json:"environ"`
-}
-
-// canary listens where an attempt must never connect and counts who does.
-type canary struct {
-	l    net.Listener
-	hits atomic.Int32
-}
-
-func newCanary(addr string) *canary {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil
-	}
-	c := &canary{l: l}
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.hits.Add(1)
-			conn.Close()
-		}
-	}()
-	return c
-}
-
-func (c *canary) close() {
-	if c != nil {
-		c.l.Close()
-	}
-}
 
 // verifyBoundary runs `codingagent boundary` in a short-lived container
 // made like an attempt's (image, network, sockets, a token of its own)
@@ -91,41 +24,41 @@ func (c *canary) close() {
 // fail failed, the gateway answered the token and refused the rest, no
 // canary was touched, and the key is in neither its environment nor PID
 // 1's.
-func (d *Docker) verifyBoundary(ctx context.Context) (Boundary, error) {
-	ctx, cancel := context.WithTimeout(ctx, boundaryTimeout)
+func (d *Docker) verifyBoundary(ctx context.Context) (boundary.Verdict, error) {
+	ctx, cancel := context.WithTimeout(ctx, boundary.Timeout)
 	defer cancel()
-	args := []string{agentBinary, "boundary", "--disallowed", "boundary-probe.invalid",
+	args := []string{layout.AgentBinary, "boundary", "--disallowed", "boundary-probe.invalid",
 		"--refused", "the cloud metadata address=169.254.169.254:80"}
-	loop := newCanary("127.0.0.1:0")
-	defer loop.close()
+	loop := boundary.NewCanary("127.0.0.1:0")
+	defer loop.Close()
 	if loop != nil {
-		args = append(args, "--refused", "a loopback service of the host="+loop.l.Addr().String())
+		args = append(args, "--refused", "a loopback service of the host="+loop.Addr())
 	}
-	var bridge *canary
+	var bridge *boundary.Canary
 	if ip, err := d.networkGateway(ctx); err == nil {
-		bridge = newCanary(net.JoinHostPort(ip, "0"))
-		defer bridge.close()
+		bridge = boundary.NewCanary(net.JoinHostPort(ip, "0"))
+		defer bridge.Close()
 		if bridge != nil {
-			args = append(args, "--refused", "the host's bridge gateway="+bridge.l.Addr().String())
+			args = append(args, "--refused", "the host's bridge gateway="+bridge.Addr())
 		}
 	}
 	token, revoke, err := d.issueToken("boundary")
 	if err != nil {
-		return Boundary{}, err
+		return boundary.Verdict{}, err
 	}
 	defer revoke()
 	way, err := d.openNet(netProbe, "", 0)
 	if err != nil {
-		return Boundary{}, err
+		return boundary.Verdict{}, err
 	}
 	defer way.close()
 	created, err := d.api.ContainerCreate(ctx, d.createOptions(spec{name: d.containerName("boundary"), role: "preflight",
 		entrypoint: args, cmd: []string{}, env: d.containerEnv(token), mounts: way.mounts()}))
 	if err != nil {
-		return Boundary{}, fmt.Errorf("create the boundary probe container from %s: %w", d.opts.Image, err)
+		return boundary.Verdict{}, fmt.Errorf("create the boundary probe container from %s: %w", d.opts.Image, err)
 	}
 	defer func() {
-		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		defer rmCancel()
 		if _, err := d.api.ContainerRemove(rmCtx, created.ID, client.ContainerRemoveOptions{Force: true}); !removed(err) {
 			d.log.Warn("remove the boundary probe container", "container", shortID(created.ID), "err", err)
@@ -133,33 +66,33 @@ func (d *Docker) verifyBoundary(ctx context.Context) (Boundary, error) {
 	}()
 	wait := d.api.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: containertypes.WaitConditionNextExit})
 	if _, err := d.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		return Boundary{}, fmt.Errorf("start the boundary probe container: %w", err)
+		return boundary.Verdict{}, fmt.Errorf("start the boundary probe container: %w", err)
 	}
 	var code int64
 	select {
 	case res := <-wait.Result:
 		code = res.StatusCode
 	case err := <-wait.Error:
-		return Boundary{}, fmt.Errorf("wait for the boundary probe container: %w", err)
+		return boundary.Verdict{}, fmt.Errorf("wait for the boundary probe container: %w", err)
 	}
 	logs, err := d.api.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true})
 	if err != nil {
-		return Boundary{}, fmt.Errorf("the boundary probe's output: %w", err)
+		return boundary.Verdict{}, fmt.Errorf("the boundary probe's output: %w", err)
 	}
 	var out bytes.Buffer
 	_, _ = stdcopy.StdCopy(&out, &out, logs)
 	logs.Close()
-	var rep boundaryReport
-	if err := json.Unmarshal([]byte(lastLine(out.String())), &rep); err != nil || code != 0 {
+	var rep boundary.Report
+	if err := json.Unmarshal([]byte(output.LastLine(out.String())), &rep); err != nil || code != 0 {
 		// Never the output itself: it holds the probe's environment.
-		return Boundary{}, fmt.Errorf("the boundary probe exited %d without its report: %w", code, err)
+		return boundary.Verdict{}, fmt.Errorf("the boundary probe exited %d without its report: %w", code, err)
 	}
 	return d.judge(rep, loop, bridge), nil
 }
 
 // judge turns the probe's report and the canaries into a Boundary.
-func (d *Docker) judge(rep boundaryReport, cs ...*canary) Boundary {
-	var b Boundary
+func (d *Docker) judge(rep boundary.Report, cs ...*boundary.Canary) boundary.Verdict {
+	var b boundary.Verdict
 	for _, c := range rep.Checks {
 		if !c.OK {
 			b.Failed = append(b.Failed, c.Name+" ("+c.Detail+")")
@@ -169,8 +102,8 @@ func (d *Docker) judge(rep boundaryReport, cs ...*canary) Boundary {
 		b.Failed = append(b.Failed, "the probe tried nothing")
 	}
 	for _, c := range cs {
-		if c != nil && c.hits.Load() > 0 {
-			b.Failed = append(b.Failed, "a canary on "+c.l.Addr().String()+" was connected to")
+		if c != nil && c.Touched() {
+			b.Failed = append(b.Failed, "a canary on "+c.Addr()+" was connected to")
 		}
 	}
 	if key := d.opts.Key; key != "" {
@@ -187,14 +120,14 @@ func (d *Docker) judge(rep boundaryReport, cs ...*canary) Boundary {
 }
 
 // Boundary is what the start-of-run probe found.
-func (d *Docker) Boundary() Boundary { return d.boundary }
+func (d *Docker) Boundary() boundary.Verdict { return d.boundary }
 
 // checkBoundary probes the boundary at the start of a run: a failure
 // stops the run (ErrBoundary) unless egress is open, where it is only
 // recorded.
 func (d *Docker) checkBoundary(ctx context.Context, compose string) error {
 	if compose != "" {
-		d.boundary = Boundary{Note: "not verified: a compose watcher serves the attempts (trusted mode)"}
+		d.boundary = boundary.Verdict{Note: "not verified: a compose watcher serves the attempts (trusted mode)"}
 		return nil
 	}
 	b, err := d.verifyBoundary(ctx)
@@ -208,5 +141,5 @@ func (d *Docker) checkBoundary(ctx context.Context, compose string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: %s; the attempts would reach what they must not: check the docker engine (NetworkMode none) or set egress: open to run anyway", ErrBoundary, strings.Join(b.Failed, "; "))
+	return fmt.Errorf("%w: %s; the attempts would reach what they must not: check the docker engine (NetworkMode none) or set egress: open to run anyway", boundary.ErrBreached, strings.Join(b.Failed, "; "))
 }

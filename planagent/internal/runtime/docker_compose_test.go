@@ -13,6 +13,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/heartbeat"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // TestDockerReusesComposeWatcher starts a container the way `docker compose
@@ -57,7 +59,7 @@ func waitForHeartbeat(t *testing.T, dir string, since time.Time) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if freshHeartbeat(dir, since) {
+		if heartbeat.Since(dir, since) {
 			return
 		}
 		select {
@@ -82,7 +84,7 @@ func startComposeLike(t *testing.T, cli *client.Client, image string, l volume.L
 		Config: &container.Config{Labels: map[string]string{
 			composeService: "codingagent", "com.docker.compose.project": "codeagent-test",
 			// Only for the test's cleanup: compose does not set it.
-			LabelRun: runID,
+			layout.LabelRun: runID,
 		}},
 		HostConfig: &container.HostConfig{Mounts: mounts},
 	})

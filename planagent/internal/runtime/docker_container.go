@@ -31,6 +31,8 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/agentbin"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/agentlog"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/heartbeat"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 const (
@@ -39,23 +41,11 @@ const (
 	composeVolumes   = "/app/volumes"
 	composeWorkspace = composeVolumes + "/workspace"
 	composeService   = "com.docker.compose.service"
-	// agentDir holds what planagent brings into any image, at a path no
-	// image uses: the binary, the CA bundle and the volumes.
-	agentDir         = "/codeagent"
-	agentBinary      = agentDir + "/bin/codingagent"
-	agentCABundle    = agentDir + "/ca-certificates.crt"
-	containerVolumes = agentDir + "/volumes"
-	// containerWorkspace is the default workspace, for a run without
-	// per-attempt copies.
-	containerWorkspace = containerVolumes + "/workspace"
+	// agentCABundle is the host's CA certificates, beside the binary.
+	agentCABundle = layout.AgentDir + "/ca-certificates.crt"
 	// heartbeatMaxAge matches the watcher's HEALTHCHECK: a heartbeat older
 	// than this belongs to a dead watcher.
 	heartbeatMaxAge = 15 * time.Second
-	// stopGrace outlasts the watcher's own 10s SIGTERM grace, so it can
-	// still write "interrupted" reports before the engine kills it.
-	stopGrace    = 15 // seconds
-	stopDeadline = stopGrace*time.Second + 20*time.Second
-	logsDrain    = 2 * time.Second
 	// startTimeout bounds create and start of one container.
 	startTimeout = time.Minute
 )
@@ -70,7 +60,7 @@ const (
 func (d *Docker) removeLeftovers(ctx context.Context) error {
 	list, err := d.api.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
-		Filters: make(client.Filters).Add("label", LabelManaged+"=true"),
+		Filters: make(client.Filters).Add("label", layout.LabelManaged+"=true"),
 	})
 	if err != nil {
 		return fmt.Errorf("list codeagent containers for leftovers: %w", err)
@@ -85,11 +75,11 @@ func (d *Docker) removeLeftovers(ctx context.Context) error {
 			continue
 		}
 		d.log.Info("removing leftover codingagent container", "container", shortID(c.ID),
-			"run", c.Labels[LabelRun], "state", string(c.State))
+			"run", c.Labels[layout.LabelRun], "state", string(c.State))
 		if err := d.forceRemove(ctx, c.ID); err != nil {
-			return fmt.Errorf("remove leftover container %s of run %s: %w", shortID(c.ID), c.Labels[LabelRun], err)
+			return fmt.Errorf("remove leftover container %s of run %s: %w", shortID(c.ID), c.Labels[layout.LabelRun], err)
 		}
-		if c.Labels[LabelVolumes] == d.opts.Volumes.Root {
+		if c.Labels[layout.LabelVolumes] == d.opts.Volumes.Root {
 			ours[shortID(c.ID)] = true
 		}
 	}
@@ -139,7 +129,7 @@ func (d *Docker) freeClaims(hosts map[string]bool) {
 
 // isLeftover applies removeLeftovers' rule to one managed container.
 func (d *Docker) isLeftover(c containertypes.Summary) (bool, error) {
-	vols, run := c.Labels[LabelVolumes], c.Labels[LabelRun]
+	vols, run := c.Labels[layout.LabelVolumes], c.Labels[layout.LabelRun]
 	switch {
 	case vols != d.opts.Volumes.Root:
 		return !dirExists(vols), nil
@@ -163,7 +153,7 @@ func (d *Docker) isLeftover(c containertypes.Summary) (bool, error) {
 // ./volumes/workspace) is an error: it would claim this run's commands and
 // do them in the wrong tree, whether or not we start our own container.
 func (d *Docker) composeWatcher(ctx context.Context) (string, error) {
-	if !Alive(d.opts.Volumes.Watchers(), heartbeatMaxAge) {
+	if !heartbeat.Alive(d.opts.Volumes.Watchers(), heartbeatMaxAge) {
 		return "", nil
 	}
 	list, err := d.api.ContainerList(ctx, client.ContainerListOptions{
@@ -252,7 +242,7 @@ type spec struct {
 // config, HOME on a tmpfs (the uid may have no home in the image) and the
 // codingagent binary and CA bundle mounted read-only.
 func (d *Docker) createOptions(s spec) client.ContainerCreateOptions {
-	mounts := append([]mount.Mount{{Type: mount.TypeBind, Source: d.opts.Binary, Target: agentBinary, ReadOnly: true}}, s.mounts...)
+	mounts := append([]mount.Mount{{Type: mount.TypeBind, Source: d.opts.Binary, Target: layout.AgentBinary, ReadOnly: true}}, s.mounts...)
 	env := append([]string{"HOME=/tmp"}, s.env...)
 	if d.ca != "" {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: d.ca, Target: agentCABundle, ReadOnly: true})
@@ -293,13 +283,13 @@ func (d *Docker) createOptions(s spec) client.ContainerCreateOptions {
 		hc.ExtraHosts = []string{dockerHostAlias + ":host-gateway"}
 	}
 	labels := map[string]string{
-		LabelManaged: "true",
-		LabelRun:     d.opts.RunID,
-		LabelVolumes: d.opts.Volumes.Root,
-		LabelRole:    s.role,
+		layout.LabelManaged: "true",
+		layout.LabelRun:     d.opts.RunID,
+		layout.LabelVolumes: d.opts.Volumes.Root,
+		layout.LabelRole:    s.role,
 	}
 	if s.task != "" {
-		labels[LabelTask], labels[LabelAttempt] = s.task, strconv.Itoa(s.attempt)
+		labels[layout.LabelTask], labels[layout.LabelAttempt] = s.task, strconv.Itoa(s.attempt)
 	}
 	return client.ContainerCreateOptions{
 		Name:  s.name,
@@ -357,7 +347,7 @@ func (d *Docker) runContainer(ctx context.Context, s spec, onExit func(c *agentC
 	defer func() {
 		if err != nil {
 			c.stopping.Store(true)
-			rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+			rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 			defer rmCancel()
 			if rmErr := d.removeContainer(rmCtx, c); rmErr != nil {
 				d.log.Warn("remove the failed container", "container", shortID(c.id), "err", rmErr)
@@ -480,7 +470,7 @@ func (d *Docker) exitError(ctx context.Context, c *agentContainer, res container
 // closes, and removes it.
 func (d *Docker) stopContainer(ctx context.Context, c *agentContainer, hurry <-chan struct{}) error {
 	c.stopping.Store(true)
-	grace := stopGrace
+	grace := layout.StopGrace
 	stopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

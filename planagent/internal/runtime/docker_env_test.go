@@ -102,29 +102,3 @@ func TestLineTail(t *testing.T) {
 		})
 	}
 }
-
-func TestTailBuffer(t *testing.T) {
-	tests := []struct {
-		name   string
-		limit  int
-		writes []string
-		want   string
-	}{
-		{"under the limit", 10, []string{"abc", "def"}, "abcdef"},
-		{"over the limit keeps the end", 4, []string{"abcdef", "ghij"}, "[... 6 bytes of output cut ...]\nghij"},
-		{"over twice the limit", 2, []string{"abcde", "f"}, "[... 4 bytes of output cut ...]\nef"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			b := &tailBuffer{limit: tc.limit}
-			for _, w := range tc.writes {
-				if _, err := b.Write([]byte(w)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got := b.String(); got != tc.want {
-				t.Errorf("String() = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}

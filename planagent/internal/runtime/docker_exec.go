@@ -16,17 +16,11 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/envfault"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 )
 
 const (
-	// execOutputCap bounds what Exec keeps of a command's output; the end is
-	// kept because failures are reported last.
-	execOutputCap = 256 << 10
-	// timeoutExitCode is what Exec reports for a command it had to kill,
-	// the same as GNU timeout(1).
-	timeoutExitCode = 124
-	// execDefaultTimeout bounds a command given no timeout.
-	execDefaultTimeout = 10 * time.Minute
 	// execKillAfter is how long a timed-out command in the compose
 	// watcher gets after SIGTERM.
 	execKillAfter = 5
@@ -61,7 +55,7 @@ func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Dur
 		return ExecResult{}, err
 	}
 	if timeout <= 0 {
-		timeout = execDefaultTimeout
+		timeout = layout.ExecDefaultTimeout
 	}
 	s := spec{
 		role:       "exec",
@@ -78,7 +72,7 @@ func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Dur
 	// Deferred first, so it runs last: the sockets outlive the container.
 	defer way.close()
 	if way != nil {
-		s.entrypoint = append([]string{agentBinary, "relay", "--"}, s.entrypoint...)
+		s.entrypoint = append([]string{layout.AgentBinary, "relay", "--"}, s.entrypoint...)
 		s.env = envList(relayEnv(false))
 		s.mounts = append(s.mounts, way.mounts()...)
 	}
@@ -87,7 +81,7 @@ func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Dur
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, engineFault(err))
 	}
 	defer func() {
-		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		defer cancel()
 		c.stopping.Store(true)
 		if err := d.removeContainer(rmCtx, c); err != nil {
@@ -104,7 +98,7 @@ func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Dur
 	case <-timer.C:
 		timedOut = true
 		grace := 0
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		_, err := d.api.ContainerStop(stopCtx, c.id, client.ContainerStopOptions{Timeout: &grace})
 		cancel()
 		if err != nil && !cerrdefs.IsNotFound(err) {
@@ -120,7 +114,7 @@ func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Dur
 		return ExecResult{Output: output, ExitCode: -1}, engineFault(err)
 	}
 	if timedOut {
-		return ExecResult{Output: output + fmt.Sprintf("\n[command timed out after %s]", timeout), ExitCode: timeoutExitCode}, nil
+		return ExecResult{Output: output + fmt.Sprintf("\n[command timed out after %s]", timeout), ExitCode: layout.TimeoutExitCode}, nil
 	}
 	if c.code < 0 {
 		return ExecResult{Output: output, ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, c.exitErr)
@@ -137,7 +131,7 @@ func (d *Docker) execInCompose(ctx context.Context, id, dir, command string, tim
 	if err != nil {
 		return ExecResult{}, err
 	}
-	workdir = composeVolumes + strings.TrimPrefix(workdir, containerVolumes)
+	workdir = composeVolumes + strings.TrimPrefix(workdir, layout.VolumesDir)
 	cmd := []string{"sh", "-c", command}
 	if timeout > 0 {
 		secs := strconv.Itoa(int(math.Ceil(timeout.Seconds())))
@@ -159,11 +153,11 @@ func (d *Docker) execInCompose(ctx context.Context, id, dir, command string, tim
 	}
 	// Closing the connection is the only way to unblock the read on cancel.
 	stop := context.AfterFunc(ctx, attached.Close)
-	out := &tailBuffer{limit: execOutputCap}
+	out := &output.Tail{Limit: layout.ExecOutputCap}
 	_, copyErr := stdcopy.StdCopy(out, out, attached.Reader)
 	stop()
 	attached.Close()
-	output := redact(out.String(), d.opts.Env[config.APIKeyEnv])
+	output := output.Redact(out.String(), d.opts.Env[config.APIKeyEnv])
 	if ctx.Err() != nil {
 		return ExecResult{Output: output, ExitCode: -1}, fmt.Errorf("acceptance command in the compose watcher %s: %w", shortID(id), ctx.Err())
 	}
@@ -177,7 +171,7 @@ func (d *Docker) execInCompose(ctx context.Context, id, dir, command string, tim
 	code := inspected.ExitCode
 	// GNU timeout exits 124, busybox's with the signal's 128+n.
 	if timeout > 0 && time.Since(started) >= timeout && (code == 124 || code == 128+15 || code == 128+9) {
-		code = timeoutExitCode
+		code = layout.TimeoutExitCode
 		output += fmt.Sprintf("\n[command timed out after %s]", timeout)
 	}
 	return ExecResult{Output: output, ExitCode: code}, nil
@@ -191,39 +185,9 @@ func (d *Docker) containerOutput(ctx context.Context, c *agentContainer) (string
 		return "", fmt.Errorf("read the output of container %s: %w", shortID(c.id), err)
 	}
 	defer logs.Close()
-	out := &tailBuffer{limit: execOutputCap}
+	out := &output.Tail{Limit: layout.ExecOutputCap}
 	if _, err := stdcopy.StdCopy(out, out, logs); err != nil && !errors.Is(err, context.Canceled) {
-		return redact(out.String(), d.opts.Env[config.APIKeyEnv]), fmt.Errorf("read the output of container %s: %w", shortID(c.id), err)
+		return output.Redact(out.String(), d.opts.Env[config.APIKeyEnv]), fmt.Errorf("read the output of container %s: %w", shortID(c.id), err)
 	}
-	return redact(out.String(), d.opts.Env[config.APIKeyEnv]), nil
-}
-
-// tailBuffer keeps the last limit bytes written to it and counts the rest.
-type tailBuffer struct {
-	limit   int
-	buf     []byte
-	dropped int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.buf = append(b.buf, p...)
-	// Trim in batches so a chatty command does not copy on every write.
-	if len(b.buf) > 2*b.limit {
-		cut := len(b.buf) - b.limit
-		b.dropped += cut
-		b.buf = append(b.buf[:0], b.buf[cut:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	s := string(b.buf)
-	if len(b.buf) > b.limit {
-		cut := len(b.buf) - b.limit
-		return fmt.Sprintf("[... %d bytes of output cut ...]\n", b.dropped+cut) + s[cut:]
-	}
-	if b.dropped > 0 {
-		return fmt.Sprintf("[... %d bytes of output cut ...]\n", b.dropped) + s
-	}
-	return s
+	return output.Redact(out.String(), d.opts.Env[config.APIKeyEnv]), nil
 }

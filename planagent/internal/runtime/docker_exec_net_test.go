@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/planagent/internal/egress"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // Under closed egress an acceptance command's container has no network,
@@ -87,10 +88,10 @@ func TestDockerFakeExecClosedEgress(t *testing.T) {
 				t.Fatalf("Exec = %+v, %v; want the command's exit 4 and output", got, err)
 			}
 			c := fake.created[0]
-			if want := []string{agentBinary, "relay", "--", "/bin/sh", "-c", "go test ./..."}; !slices.Equal(c.Config.Entrypoint, want) {
+			if want := []string{layout.AgentBinary, "relay", "--", "/bin/sh", "-c", "go test ./..."}; !slices.Equal(c.Config.Entrypoint, want) {
 				t.Errorf("entrypoint %q, want %q", c.Config.Entrypoint, want)
 			}
-			if c.HostConfig.NetworkMode != "none" || c.Config.WorkingDir != containerVolumes+tc.wantWork {
+			if c.HostConfig.NetworkMode != "none" || c.Config.WorkingDir != layout.VolumesDir+tc.wantWork {
 				t.Errorf("network %q workdir %q", c.HostConfig.NetworkMode, c.Config.WorkingDir)
 			}
 			env := strings.Join(c.Config.Env, " ")

@@ -26,6 +26,7 @@ import (
 	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // fakeEngine is the part of the Docker API the runtime uses, in memory.
@@ -406,20 +407,20 @@ func TestDockerFakeAttemptSpec(t *testing.T) {
 	if opts.Image != "img:test" || cfg.User != "1000:1000" {
 		t.Errorf("image %q user %q", opts.Image, cfg.User)
 	}
-	wantWS := containerVolumes + "/attempts/r1/t1.1"
-	if got := strings.Join(append(cfg.Entrypoint, cfg.Cmd...), " "); got != agentBinary+" watch --task t1 --volumes "+containerVolumes+" --workspace "+wantWS {
+	wantWS := layout.VolumesDir + "/attempts/r1/t1.1"
+	if got := strings.Join(append(cfg.Entrypoint, cfg.Cmd...), " "); got != layout.AgentBinary+" watch --task t1 --volumes "+layout.VolumesDir+" --workspace "+wantWS {
 		t.Errorf("command = %q", got)
 	}
 	l := d.opts.Volumes
 	own, _ := volume.New(l.AttemptIO("r1", "t1", 1), "")
 	want := map[string]string{
-		agentBinary:                           "/opt/codingagent",
-		containerVolumes:                      own.Root,
-		containerVolumes + "/context/project": own.ProjectContext(),
-		containerVolumes + "/context/task/t1": own.TaskContext("t1"),
-		wantWS:                                a.Dir,
+		layout.AgentBinary:                     "/opt/codingagent",
+		layout.VolumesDir:                      own.Root,
+		layout.VolumesDir + "/context/project": own.ProjectContext(),
+		layout.VolumesDir + "/context/task/t1": own.TaskContext("t1"),
+		wantWS:                                 a.Dir,
 	}
-	readOnly := map[string]bool{agentBinary: true, containerVolumes + "/context/project": true, containerVolumes + "/context/task/t1": true}
+	readOnly := map[string]bool{layout.AgentBinary: true, layout.VolumesDir + "/context/project": true, layout.VolumesDir + "/context/task/t1": true}
 	for _, m := range opts.HostConfig.Mounts {
 		if m.Target == agentCABundle {
 			if !m.ReadOnly {
@@ -438,7 +439,7 @@ func TestDockerFakeAttemptSpec(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("missing mounts: %v", want)
 	}
-	for k, v := range map[string]string{LabelManaged: "true", LabelRun: "r1", LabelTask: "t1", LabelAttempt: "1", LabelRole: "attempt", LabelVolumes: l.Root} {
+	for k, v := range map[string]string{layout.LabelManaged: "true", layout.LabelRun: "r1", layout.LabelTask: "t1", layout.LabelAttempt: "1", layout.LabelRole: "attempt", layout.LabelVolumes: l.Root} {
 		if cfg.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, cfg.Labels[k], v)
 		}
@@ -597,7 +598,7 @@ func TestDockerFakeExec(t *testing.T) {
 		{name: "create fails", createErr: errors.New("engine says no"), wantErr: "engine says no"},
 		{name: "engine gone", behave: func(e *fakeEngine, id string) { e.vanish(id) }, wantErr: "lost track"},
 		{name: "times out", behave: func(*fakeEngine, string) {}, timeout: 50 * time.Millisecond,
-			want: ExecResult{Output: "\n[command timed out after 50ms]", ExitCode: timeoutExitCode}},
+			want: ExecResult{Output: "\n[command timed out after 50ms]", ExitCode: layout.TimeoutExitCode}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -622,7 +623,7 @@ func TestDockerFakeExec(t *testing.T) {
 			}
 			if len(fake.created) == 1 {
 				c := fake.created[0].Config
-				if c.WorkingDir != containerVolumes+"/attempts/r1/t1.1" || strings.Contains(strings.Join(c.Env, " "), "OPENAI_API_KEY") {
+				if c.WorkingDir != layout.VolumesDir+"/attempts/r1/t1.1" || strings.Contains(strings.Join(c.Env, " "), "OPENAI_API_KEY") {
 					t.Errorf("exec container: workdir %q env %v", c.WorkingDir, c.Env)
 				}
 			}
@@ -649,7 +650,7 @@ func TestDockerFakeLeftoverClaimsFreed(t *testing.T) {
 	}
 	dead := "0123456789ab" + strings.Repeat("f", 52)
 	fake.list = []containertypes.Summary{{ID: dead, State: containertypes.StateRunning,
-		Labels: map[string]string{LabelManaged: "true", LabelVolumes: l.Root, LabelRun: "r0"}}}
+		Labels: map[string]string{layout.LabelManaged: "true", layout.LabelVolumes: l.Root, layout.LabelRun: "r0"}}}
 	files := map[string]string{
 		filepath.Join(l.Claimed(), "t1.md"):         "the command",
 		filepath.Join(l.Claimed(), "t1.owner.json"): `{"watcher":"w1","host":"0123456789ab"}`,

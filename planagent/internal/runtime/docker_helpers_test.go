@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,10 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 const (
 	baseImage = "codeagent/base:local"
@@ -181,7 +185,7 @@ func containersOfRun(t testing.TB, cli *client.Client, runID string) []string {
 	t.Helper()
 	list, err := cli.ContainerList(context.WithoutCancel(t.Context()), client.ContainerListOptions{
 		All:     true,
-		Filters: make(client.Filters).Add("label", LabelRun+"="+runID),
+		Filters: make(client.Filters).Add("label", layout.LabelRun+"="+runID),
 	})
 	if err != nil {
 		t.Fatalf("list containers of run %s: %v", runID, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // standInCodingagent plays `codingagent watch` and `codingagent health` in
@@ -134,10 +135,10 @@ const composeWatcherToken = "compose-watcher-token-0123456789abcdef"
 func composeTestImage(t *testing.T, cli *client.Client) string {
 	t.Helper()
 	if os.Getenv("CODEAGENT_E2E") == "1" {
-		if _, err := cli.ImageInspect(t.Context(), DefaultImage); err != nil {
-			t.Fatalf("CODEAGENT_E2E=1 needs %s: run `make image`: %v", DefaultImage, err)
+		if _, err := cli.ImageInspect(t.Context(), layout.DefaultImage); err != nil {
+			t.Fatalf("CODEAGENT_E2E=1 needs %s: run `make image`: %v", layout.DefaultImage, err)
 		}
-		return DefaultImage
+		return layout.DefaultImage
 	}
 	testWatcherImage(t, cli) // makes sure the local base exists
 	ctxDir := t.TempDir()

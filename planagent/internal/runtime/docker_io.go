@@ -16,6 +16,8 @@ import (
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/toolset"
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 	"github.com/codeagent/codeagent/planagent/internal/safefs"
 )
 
@@ -214,7 +216,7 @@ func (d *Docker) importCache(aio *attemptIO) {
 // pass then takes what the agent wrote before it exited.
 func (d *Docker) mirrorEvents(ctx context.Context, aio *attemptIO) {
 	rel := relTo(aio.l.Root, aio.l.EventsFile(aio.task))
-	w := &cappedFile{path: d.opts.Volumes.EventsFile(aio.stem), limit: eventsMirrorCap}
+	w := &output.CappedFile{Path: d.opts.Volumes.EventsFile(aio.stem), Limit: layout.EventsMirrorCap}
 	defer w.Close()
 	var off int64
 	pass := func() {
@@ -226,7 +228,7 @@ func (d *Docker) mirrorEvents(ctx context.Context, aio *attemptIO) {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return
 		}
-		n, _ := io.Copy(w, io.LimitReader(f, eventsMirrorCap-off))
+		n, _ := io.Copy(w, io.LimitReader(f, layout.EventsMirrorCap-off))
 		off += n
 	}
 	t := time.NewTicker(eventsPoll)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // leftoverVolumes are the volumes of run r1 (ours), with run "live" holding
@@ -79,7 +80,7 @@ func TestIsLeftover(t *testing.T) {
 			c := containertypes.Summary{
 				ID:     "0123456789ab",
 				State:  tc.state,
-				Labels: map[string]string{LabelManaged: "true", LabelVolumes: tc.vols, LabelRun: tc.run},
+				Labels: map[string]string{layout.LabelManaged: "true", layout.LabelVolumes: tc.vols, layout.LabelRun: tc.run},
 			}
 			got, err := d.isLeftover(c)
 			if err != nil {
@@ -116,7 +117,7 @@ func TestDockerFakeStartSparesLiveRunsContainers(t *testing.T) {
 	ours := v.ours.Root
 	summary := func(id, vols, run string, state containertypes.ContainerState) containertypes.Summary {
 		return containertypes.Summary{ID: id, State: state,
-			Labels: map[string]string{LabelManaged: "true", LabelVolumes: vols, LabelRun: run, LabelRole: "exec"}}
+			Labels: map[string]string{layout.LabelManaged: "true", layout.LabelVolumes: vols, layout.LabelRun: run, layout.LabelRole: "exec"}}
 	}
 	fake := newFakeEngine()
 	fake.list = []containertypes.Summary{

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 )
 
 // logsTail waits briefly for the log stream to drain (it ends with the
@@ -13,7 +16,7 @@ import (
 func (d *Docker) logsTail(run *agentContainer) string {
 	select {
 	case <-run.logsDone:
-	case <-time.After(logsDrain):
+	case <-time.After(layout.LogsDrain):
 	}
 	tail := run.tail.String()
 	if tail == "" {
@@ -68,7 +71,7 @@ func (t *lineTail) Flush() {
 }
 
 func (t *lineTail) addLine(line string) {
-	line = redact(strings.TrimSuffix(line, "\r"), t.secret)
+	line = output.Redact(strings.TrimSuffix(line, "\r"), t.secret)
 	if t.out != nil && (t.keep == nil || t.keep([]byte(line))) {
 		// A failing log sink must not stop the container's log stream.
 		_, _ = io.WriteString(t.out, line+"\n")
@@ -83,11 +86,4 @@ func (t *lineTail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.Join(t.lines, "\n")
-}
-
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, "[redacted]")
 }

@@ -169,24 +169,10 @@ func ownEgress(p *egress.Policy, env map[string]string, withGateway bool) (*egre
 		if err != nil || u.Hostname() == "" {
 			continue
 		}
-		entries = append(entries, allowEntry(u))
+		entries = append(entries, egress.EntryFor(u))
 	}
 	if len(entries) == 0 {
 		return p, nil
 	}
 	return p.With(entries, hosts)
-}
-
-// allowEntry is the allow-list entry admitting u: its host (a name, or an
-// address, admitted by naming it) with its port, the scheme's when u has
-// none.
-func allowEntry(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-	}
-	return net.JoinHostPort(u.Hostname(), port)
 }

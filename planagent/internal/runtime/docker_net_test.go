@@ -17,6 +17,7 @@ import (
 	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
 )
 
 func closedDocker(t *testing.T, network string, refused func(string, int, egress.Refusal)) (*Docker, error) {
@@ -130,7 +131,7 @@ func TestOwnEgressAdmitsTheModelWithoutGateway(t *testing.T) {
 
 func TestJudgeBoundary(t *testing.T) {
 	d := &Docker{opts: DockerOptions{Key: "sk-real-key"}}
-	ok := boundaryReport{Environ: []string{"OPENAI_API_KEY=token", "PATH=/bin"}}
+	ok := boundary.Report{Environ: []string{"OPENAI_API_KEY=token", "PATH=/bin"}}
 	ok.Checks = append(ok.Checks, struct {
 		Name   string `json:"name"`
 		OK     bool   `json:"ok"`
@@ -150,15 +151,15 @@ func TestJudgeBoundary(t *testing.T) {
 	if b := d.judge(failed); b.Verified || b.String() != "failed: gateway without a token (HTTP 200)" {
 		t.Errorf("a check failed: %q", b.String())
 	}
-	c := newCanary("127.0.0.1:0")
-	defer c.close()
-	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", c.l.Addr().String())
+	c := boundary.NewCanary("127.0.0.1:0")
+	defer c.Close()
+	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", c.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	conn.Close()
 	// The canary counts on its own goroutine.
-	poll.Wait(t.Context(), 10*time.Second, func() bool { return c.hits.Load() > 0 })
+	poll.Wait(t.Context(), 10*time.Second, func() bool { return c.Touched() })
 	b := d.judge(ok, c)
 	if b.Verified || !strings.Contains(b.String(), "canary") {
 		t.Errorf("a canary touched: %q", b.String())

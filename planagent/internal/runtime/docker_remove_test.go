@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // engineRemoveErr is the error the real client returns for a forced
@@ -82,7 +83,7 @@ func TestDockerFakeLeftoverRemovalInProgress(t *testing.T) {
 	}
 	leftover := func(id string) containertypes.Summary {
 		return containertypes.Summary{ID: id, State: containertypes.StateExited,
-			Labels: map[string]string{LabelManaged: "true", LabelVolumes: l.Root, LabelRun: "r0"}}
+			Labels: map[string]string{layout.LabelManaged: "true", layout.LabelVolumes: l.Root, layout.LabelRun: "r0"}}
 	}
 	inProgress := engineRemoveErr(t, http.StatusConflict, "removal of container aaaaaaaaaaaa is already in progress")
 	gone := engineRemoveErr(t, http.StatusNotFound, "No such container: bbbbbbbbbbbb")

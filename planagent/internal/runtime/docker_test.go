@@ -26,6 +26,8 @@ import (
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/heartbeat"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/runtimetest"
 )
 
@@ -151,7 +153,7 @@ func TestDockerAttemptInBusyboxImage(t *testing.T) {
 	if rep.Status != protocol.StatusCompleted {
 		t.Fatalf("report: %s %s", rep.Status, rep.Error)
 	}
-	want := "uid=" + strconv.Itoa(os.Getuid()) + " home=/tmp pwd=" + containerVolumes + "/attempts/" + runID + "/t1.1"
+	want := "uid=" + strconv.Itoa(os.Getuid()) + " home=/tmp pwd=" + layout.VolumesDir + "/attempts/" + runID + "/t1.1"
 	if !strings.Contains(rep.Body, want) {
 		t.Errorf("the agent's shell said %q, want %q", rep.Body, want)
 	}
@@ -197,16 +199,16 @@ func TestDockerParallelAttempts(t *testing.T) {
 		}
 	}
 	list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{
-		Filters: make(client.Filters).Add("label", LabelRun+"="+runID).Add("label", LabelRole+"=attempt")})
+		Filters: make(client.Filters).Add("label", layout.LabelRun+"="+runID).Add("label", layout.LabelRole+"=attempt")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tasks := map[string]string{}
 	for _, c := range list.Items {
-		if c.State != container.StateRunning || c.Labels[LabelAttempt] != "1" || c.Labels[LabelVolumes] != l.Root || c.Labels[LabelManaged] != "true" {
+		if c.State != container.StateRunning || c.Labels[layout.LabelAttempt] != "1" || c.Labels[layout.LabelVolumes] != l.Root || c.Labels[layout.LabelManaged] != "true" {
 			t.Errorf("container %s: state %s labels %v", shortID(c.ID), c.State, c.Labels)
 		}
-		tasks[c.Labels[LabelTask]] = c.ID
+		tasks[c.Labels[layout.LabelTask]] = c.ID
 	}
 	if len(tasks) != 2 || tasks["t1"] == "" || tasks["t2"] == "" || tasks["t1"] == tasks["t2"] {
 		t.Fatalf("running attempt containers by task: %v, want one each for t1 and t2", tasks)
@@ -259,7 +261,7 @@ func TestDockerExecGoToolchain(t *testing.T) {
 		t.Fatalf("failing go test = %+v, %v; want exit code 1 naming the failure", res, err)
 	}
 	res, err = d.Exec(t.Context(), dir, "sleep 30", time.Second)
-	if err != nil || res.ExitCode != timeoutExitCode || !strings.Contains(res.Output, "timed out after 1s") {
+	if err != nil || res.ExitCode != layout.TimeoutExitCode || !strings.Contains(res.Output, "timed out after 1s") {
 		t.Fatalf("timed-out command = %+v, %v", res, err)
 	}
 	waitGone(t, cli, runID)
@@ -270,14 +272,14 @@ func TestDockerExecGoToolchain(t *testing.T) {
 // clone owned by the operator.
 func TestDockerGitInAttemptContainer(t *testing.T) {
 	cli := e2eEngine(t)
-	if _, err := cli.ImageInspect(t.Context(), DefaultImage); err != nil {
-		t.Fatalf("this test needs %s (make image): %v", DefaultImage, err)
+	if _, err := cli.ImageInspect(t.Context(), layout.DefaultImage); err != nil {
+		t.Fatalf("this test needs %s (make image): %v", layout.DefaultImage, err)
 	}
 	srv := llmtest.New(t, llmtest.WithAddr("0.0.0.0:0"), llmtest.WithKey(testKey))
 	srv.Handle(runtimetest.ShellModel("echo changed >> a.txt && git status --short && git diff --stat"))
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	runID := testRunID(t, cli)
-	opts := testOptions(t, DefaultImage, runID, l, os.Getuid(), os.Getgid())
+	opts := testOptions(t, layout.DefaultImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
 	d := startDocker(t, opts)
 	a := runtimetest.NewAttempt(t, l, runID, "t1")
@@ -340,7 +342,7 @@ func TestDockerAttemptDies(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.kill {
-				waitFor(t, "the agent's heartbeat", func() bool { return Alive(l.Watchers(), time.Minute) })
+				waitFor(t, "the agent's heartbeat", func() bool { return heartbeat.Alive(l.Watchers(), time.Minute) })
 				for _, id := range containersOfRun(t, cli, runID) {
 					if _, err := cli.ContainerKill(t.Context(), id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 						t.Fatal(err)
@@ -431,7 +433,7 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 	res, err := cli.ContainerCreate(t.Context(), client.ContainerCreateOptions{
 		Image: busyboxImage,
 		Config: &container.Config{Cmd: []string{"sleep", "60"},
-			Labels: map[string]string{LabelManaged: "true", LabelRun: live, LabelVolumes: other.Root}},
+			Labels: map[string]string{layout.LabelManaged: "true", layout.LabelRun: live, layout.LabelVolumes: other.Root}},
 		HostConfig: &container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: other.Reports(), Target: "/reports"}}},
 	})
 	if err != nil {
@@ -476,8 +478,8 @@ func TestDockerImageMissing(t *testing.T) {
 	e2eEngine(t)
 	l := testLayout(t, os.Getuid(), os.Getgid())
 	for image, want := range map[string]string{
-		"codeagent/no-such-image:never": "planagent never pulls",
-		DefaultImage + "-missing":       "not found",
+		"codeagent/no-such-image:never":  "planagent never pulls",
+		layout.DefaultImage + "-missing": "not found",
 	} {
 		_, err := NewDocker(t.Context(), DockerOptions{Volumes: l, RunID: "r1", Binary: staticCodingAgent(t), Image: image})
 		if !errors.Is(err, ErrImageMissing) || !strings.Contains(err.Error(), image) || !strings.Contains(err.Error(), want) {
@@ -528,7 +530,7 @@ func TestDockerExecClosedEgress(t *testing.T) {
 	}
 	mu.Unlock()
 	res, err = d.Exec(t.Context(), dir, "sleep 30", time.Second)
-	if err != nil || res.ExitCode != timeoutExitCode || !strings.Contains(res.Output, "timed out after 1s") {
+	if err != nil || res.ExitCode != layout.TimeoutExitCode || !strings.Contains(res.Output, "timed out after 1s") {
 		t.Fatalf("timed-out command = %+v, %v", res, err)
 	}
 	waitGone(t, cli, runID)

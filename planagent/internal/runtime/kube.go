@@ -27,6 +27,9 @@ import (
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 )
 
 // ErrClusterUnreachable: no Kubernetes API server answers with the given
@@ -127,7 +130,7 @@ type Kube struct {
 	// key is the provider's key, which the boundary probe looks for in its
 	// pod's environment; boundary is the probe's verdict.
 	key      string
-	boundary Boundary
+	boundary boundary.Verdict
 	// proxy serves the egress proxy at proxyURL (as the pods reach it)
 	// under closed egress; probing is set while the boundary probe runs.
 	proxy    *http.Server
@@ -204,10 +207,10 @@ func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, err
 		return nil, errors.New("kubernetes runtime: no volumes dir: pass --volumes")
 	}
 	if opts.Image == "" {
-		opts.Image = DefaultImage
+		opts.Image = layout.DefaultImage
 	}
 	if opts.AgentImage == "" {
-		opts.AgentImage = DefaultImage
+		opts.AgentImage = layout.DefaultImage
 	}
 	if opts.PullPolicy == "" {
 		opts.PullPolicy = corev1.PullIfNotPresent
@@ -230,7 +233,7 @@ func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, err
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Log != nil {
-		opts.Log = &lockedWriter{w: opts.Log}
+		opts.Log = &output.LockedWriter{W: opts.Log}
 	}
 	k := &Kube{api: api, exec: ex, opts: opts, ns: ns, poll: kubePoll, log: logger.With("runtime", "kubernetes"),
 		exited: make(chan Exit, 16), secret: opts.Secret, attempts: make(map[string]*kubeAttempt), orphans: make(map[string]*batchv1.Job),
@@ -274,7 +277,7 @@ func (k *Kube) isSecret(name string) bool {
 // mask hides the secret values in s.
 func (k *Kube) mask(s string) string {
 	for _, v := range k.redact {
-		s = redact(s, v)
+		s = output.Redact(s, v)
 	}
 	return s
 }
@@ -333,14 +336,14 @@ func (k *Kube) Start(ctx context.Context) error {
 	if k.started {
 		return nil
 	}
-	list, err := k.api.Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{LabelRun: labelValue(k.opts.RunID)})})
+	list, err := k.api.Jobs(k.ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{layout.LabelRun: labelValue(k.opts.RunID)})})
 	if err != nil {
 		return fmt.Errorf("list the run's jobs in namespace %s: %w", k.ns, err)
 	}
 	var errs []error
 	for i := range list.Items {
 		j := &list.Items[i]
-		if j.Labels[LabelRole] == "attempt" && j.DeletionTimestamp == nil && jobFinished(j) == "" {
+		if j.Labels[layout.LabelRole] == "attempt" && j.DeletionTimestamp == nil && jobFinished(j) == "" {
 			k.orphans[j.Name] = j
 			k.log.Info("found an attempt's job of a previous process: adopted if its task is still in progress", "job", j.Name)
 			continue
@@ -465,7 +468,7 @@ func (k *Kube) Abandon(ctx context.Context, taskID string, n int) error {
 		return nil
 	}
 	a.cancel()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 	defer cancel()
 	if err := k.deleteJob(ctx, a.job); err != nil {
 		return fmt.Errorf("task %s: delete the Job of attempt %d: %w", taskID, a.attempt, err)
@@ -491,10 +494,10 @@ func (k *Kube) Stop(ctx context.Context) error {
 		a.cancel()
 	}
 	defer k.closeEgress()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 	defer cancel()
 	var errs []error
-	if err := k.deleteJobs(ctx, labelSelector(map[string]string{LabelRun: labelValue(k.opts.RunID)})); err != nil {
+	if err := k.deleteJobs(ctx, labelSelector(map[string]string{layout.LabelRun: labelValue(k.opts.RunID)})); err != nil {
 		errs = append(errs, err)
 	}
 	for _, a := range running {
@@ -550,7 +553,7 @@ func (k *Kube) deleteJobs(ctx context.Context, selector string) error {
 // left alone; resume creates its run's Secret again. Failures are only
 // logged: a Role without list on secrets keeps the old behaviour.
 func (k *Kube) dropDeadRunsSecrets(ctx context.Context) {
-	list, err := k.api.Secrets(k.ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{LabelManaged: "true"})})
+	list, err := k.api.Secrets(k.ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{layout.LabelManaged: "true"})})
 	if apierrors.IsForbidden(err) {
 		// The default Role has no secrets verbs: runs with the gateway make none.
 		k.log.Debug("not looking for the Secrets of killed runs: the Role has no list on secrets", "error", err)
@@ -562,7 +565,7 @@ func (k *Kube) dropDeadRunsSecrets(ctx context.Context) {
 	}
 	for i := range list.Items {
 		s := &list.Items[i]
-		run := s.Annotations[LabelRun]
+		run := s.Annotations[layout.LabelRun]
 		if run == "" || run == k.opts.RunID || run == "." || run == ".." || strings.ContainsAny(run, `/\`) {
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // alphaReport is the report alpha's agent leaves in its pod.
@@ -183,8 +184,8 @@ func TestKubeRerunsWhatItCannotAdoptAndDropsTheRest(t *testing.T) {
 	job := jobName(k1.opts.RunID, "alpha", 1)
 	setPod(t, cs, job, exited0, exited0)
 	stray := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: jobName(k1.opts.RunID, "beta", 2), Namespace: "agents",
-		Labels:      map[string]string{LabelManaged: "true", LabelRun: labelValue(k1.opts.RunID), LabelRole: "attempt", LabelTask: "beta"},
-		Annotations: map[string]string{LabelTask: "beta"}}}
+		Labels:      map[string]string{layout.LabelManaged: "true", layout.LabelRun: labelValue(k1.opts.RunID), layout.LabelRole: "attempt", layout.LabelTask: "beta"},
+		Annotations: map[string]string{layout.LabelTask: "beta"}}}
 	if _, err := cs.BatchV1().Jobs("agents").Create(t.Context(), stray, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -238,18 +239,4 @@ func TestKubeMirrorsEventsWhileTheAgentRuns(t *testing.T) {
 	})
 	setPod(t, cs, job, exited0, running)
 	waitReported(t, k)
-}
-
-func TestCappedFileKeepsWholeLinesUpToItsCap(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "e.jsonl")
-	c := &cappedFile{path: p, limit: 10}
-	for _, s := range []string{"abc", "d\nef", "g\n", "0123456789\n", "x\n"} {
-		if n, err := c.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", s, n, err)
-		}
-	}
-	_ = c.Close()
-	if b, _ := os.ReadFile(p); string(b) != "abcd\nefg\n" {
-		t.Errorf("file = %q, want the lines that fit in 10 bytes", b)
-	}
 }

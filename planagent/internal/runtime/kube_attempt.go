@@ -20,6 +20,8 @@ import (
 
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/agentlog"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/heartbeat"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // kubeAttempt is one attempt's Job and the goroutine that feeds it its
@@ -52,7 +54,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	k.mu.Unlock()
 	if earlier != nil {
 		earlier.cancel()
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		err := k.deleteJob(dctx, earlier.job)
 		cancel()
 		if err != nil {
@@ -68,14 +70,14 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	if err := protocol.ValidateWorkspace(a.Rel); err != nil {
 		return fmt.Errorf("task %s: %w", a.TaskID, err)
 	}
-	workdir := path.Join(containerVolumes, a.Rel)
+	workdir := path.Join(layout.VolumesDir, a.Rel)
 	if fi, err := os.Stat(a.Dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("task %s: the attempt's workspace %s is not a directory", a.TaskID, a.Dir)
 	}
 	spec := podSpec{
 		name: jobName(k.opts.RunID, a.TaskID, a.Attempt), role: "attempt", task: a.TaskID, attempt: a.Attempt,
 		deadline:  int64(math.Ceil(k.opts.TaskTimeout.Seconds())),
-		command:   []string{agentBinary, "watch", "--task", a.TaskID, "--volumes", containerVolumes, "--workspace", workdir},
+		command:   []string{layout.AgentBinary, "watch", "--task", a.TaskID, "--volumes", layout.VolumesDir, "--workspace", workdir},
 		workdir:   workdir,
 		withAgent: true,
 		proxyUser: a.Name(),
@@ -112,7 +114,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 		if apierrors.IsAlreadyExists(err) {
 			// A Job of this very attempt that cannot be adopted (its pod
 			// ended without its results collected): start over.
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 			_ = k.deleteJob(dctx, job.Name)
 			err = k.waitGone(dctx, job.Name)
 			cancel()
@@ -131,7 +133,7 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 	if !k.started {
 		k.mu.Unlock()
 		cancel()
-		dctx, c2 := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		dctx, c2 := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		defer c2()
 		_ = k.deleteJob(dctx, job.Name)
 		return errors.New("kubernetes runtime stopped while the attempt's job was created")
@@ -151,7 +153,7 @@ func (k *Kube) adopt(ctx context.Context, task, name string) (*batchv1.Job, bool
 	orphan := k.orphans[name]
 	var others []string
 	for n, j := range k.orphans {
-		if j.Annotations[LabelTask] == task {
+		if j.Annotations[layout.LabelTask] == task {
 			others = append(others, n)
 			delete(k.orphans, n)
 		}
@@ -177,7 +179,7 @@ func (k *Kube) adopt(ctx context.Context, task, name string) (*batchv1.Job, bool
 		if g := k.takeGrant(name); g != nil {
 			g()
 		}
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		defer cancel()
 		if err := k.deleteJob(dctx, name); err != nil {
 			return nil, false, fmt.Errorf("delete job %s: %w", name, err)
@@ -200,7 +202,7 @@ func (k *Kube) adopt(ctx context.Context, task, name string) (*batchv1.Job, bool
 			if g := k.takeGrant(name); g != nil {
 				g()
 			}
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 			defer cancel()
 			if err := k.deleteJob(dctx, name); err != nil {
 				return nil, false, fmt.Errorf("delete job %s: %w", name, err)
@@ -254,7 +256,7 @@ func (k *Kube) follow(ctx context.Context, at *kubeAttempt, a Attempt, workdir s
 	if err == nil && !k.reported(a.Files(), a.Attempt) {
 		err = errors.New("the pod ended without the attempt's report")
 	}
-	dctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
+	dctx, cancel := context.WithTimeout(context.Background(), layout.StopDeadline)
 	if derr := k.deleteJob(dctx, at.job); derr != nil {
 		k.log.Warn("delete the attempt's job", "job", at.job, "err", derr)
 	}
@@ -320,7 +322,7 @@ func (k *Kube) carry(ctx context.Context, at *kubeAttempt, a Attempt, workdir st
 	}
 	select {
 	case <-logsDone:
-	case <-time.After(logsDrain):
+	case <-time.After(layout.LogsDrain):
 	}
 	if term.ExitCode != 0 {
 		return fmt.Errorf("codingagent exited with code %d (%s): a report is taken only from an agent that ended normally", term.ExitCode, term.Reason)
@@ -332,7 +334,7 @@ func (k *Kube) carry(ctx context.Context, at *kubeAttempt, a Attempt, workdir st
 // command file and its copy of the workspace; then the ready marker.
 func (k *Kube) sendInputs(ctx context.Context, pod string, a Attempt, workdir string) error {
 	v := k.opts.Volumes
-	rel := strings.TrimPrefix(workdir, containerVolumes+"/")
+	rel := strings.TrimPrefix(workdir, layout.VolumesDir+"/")
 	entries := []tarEntry{
 		{host: v.ProjectContext(), name: "context/project", optional: true},
 		{host: v.TaskContext(a.TaskID), name: "context/task/" + a.TaskID, optional: true},
@@ -354,10 +356,10 @@ func (k *Kube) pushTar(ctx context.Context, pod string, entries []tarEntry, with
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeTar(pw, entries)) }()
 	script := fmt.Sprintf("mkdir -p %[1]s/reports/.watchers %[1]s/commands/.claimed %[1]s/context %[3]s && tar -x -f - -C %[1]s && touch %[2]s",
-		containerVolumes, kubeReady, path.Dir(kubeReady))
+		layout.VolumesDir, kubeReady, path.Dir(kubeReady))
 	if withAgent {
 		script = fmt.Sprintf("mkdir -p %[1]s/bin && cp %[2]s %[3]s.tmp && chmod 0555 %[3]s.tmp && mv -f %[3]s.tmp %[3]s && ",
-			agentDir, AgentImageBinary, agentBinary) + script
+			layout.AgentDir, AgentImageBinary, layout.AgentBinary) + script
 	}
 	err := k.exec.Exec(ctx, k.ns, pod, "io", []string{"/bin/sh", "-c", script}, pr, io.Discard)
 	pr.CloseWithError(err)
@@ -369,11 +371,11 @@ func (k *Kube) pushTar(ctx context.Context, pod string, entries []tarEntry, with
 // the orchestrator takes its appearance for the attempt's end), then lets
 // the io container end.
 func (k *Kube) collect(ctx context.Context, pod string, a Attempt, workdir string, withReport bool) error {
-	rel := strings.TrimPrefix(workdir, containerVolumes+"/")
+	rel := strings.TrimPrefix(workdir, layout.VolumesDir+"/")
 	pr, pw := io.Pipe()
 	var werr error
 	go func() {
-		err := k.exec.Exec(ctx, k.ns, pod, "io", []string{"tar", "-c", "-f", "-", "-C", containerVolumes, rel}, nil, pw)
+		err := k.exec.Exec(ctx, k.ns, pod, "io", []string{"tar", "-c", "-f", "-", "-C", layout.VolumesDir, rel}, nil, pw)
 		werr = err
 		pw.CloseWithError(err)
 	}()
@@ -396,7 +398,7 @@ func (k *Kube) collect(ctx context.Context, pod string, a Attempt, workdir strin
 	defer os.RemoveAll(stage)
 	report, events := filepath.Base(v.ReportFile(a.TaskID)), filepath.Base(v.EventsFile(a.TaskID))
 	script := fmt.Sprintf("cd %s/reports && for f in %s %s; do [ -f \"$f\" ] && set -- \"$@\" \"$f\"; done; tar -c -f - \"$@\" </dev/null; touch %s",
-		containerVolumes, shellQuote(report), shellQuote(events), kubeCollected)
+		layout.VolumesDir, shellQuote(report), shellQuote(events), kubeCollected)
 	pr2, pw2 := io.Pipe()
 	go func() {
 		pw2.CloseWithError(k.exec.Exec(ctx, k.ns, pod, "io", []string{"/bin/sh", "-c", script}, nil, pw2))
@@ -432,32 +434,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // dir fresh while its goroutine carries it, so the orchestrator's watcher
 // check sees the pod (codingagent's own heartbeat stays in the pod).
 func (k *Kube) heartbeat(ctx context.Context, job string, carried <-chan struct{}) {
-	hostHeartbeat(ctx, k.opts.Volumes.Watchers(), "kube-"+job, job, carried)
-}
-
-// hostHeartbeat writes heartbeat id (of host) into dir every few seconds
-// until ctx ends or carried closes, then removes it: the liveness of an
-// attempt whose agent writes its own heartbeat where planagent does not
-// look (a pod, a container's own volumes).
-func hostHeartbeat(ctx context.Context, dir, id, host string, carried <-chan struct{}) {
-	defer os.Remove(protocol.HeartbeatFile(dir, id))
-	started := time.Now().UTC()
-	beat := func() {
-		_ = os.MkdirAll(dir, 0o755)
-		_ = protocol.WriteHeartbeat(dir, protocol.Heartbeat{ID: id, Host: host, Started: started, Updated: time.Now().UTC()})
-	}
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		beat()
-		select {
-		case <-ctx.Done():
-			return
-		case <-carried:
-			return
-		case <-t.C:
-		}
-	}
+	heartbeat.Keep(ctx, k.opts.Volumes.Watchers(), "kube-"+job, job, carried)
 }
 
 // streamLogs copies the agent container's log into the run's log, line by

@@ -13,6 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 )
 
 // boundaryJobName is the Job of the start-of-run boundary probe.
@@ -30,23 +34,23 @@ const notEnforced = "egress not enforced by this cluster"
 // pod gets the proxy like the others') a name not allowed, the metadata
 // address and the canary must be refused. The probe runs from the codeagent
 // image, which holds codingagent; the pod's network is the attempts'.
-func (k *Kube) verifyBoundary(ctx context.Context) (Boundary, error) {
-	ctx, cancel := context.WithTimeout(ctx, k.opts.PendingTimeout+boundaryTimeout)
+func (k *Kube) verifyBoundary(ctx context.Context) (boundary.Verdict, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.opts.PendingTimeout+boundary.Timeout)
 	defer cancel()
 	u, err := url.Parse(k.gatewayBase)
 	if err != nil {
-		return Boundary{}, fmt.Errorf("the model gateway's URL %q: %w", k.gatewayBase, err)
+		return boundary.Verdict{}, fmt.Errorf("the model gateway's URL %q: %w", k.gatewayBase, err)
 	}
 	args := []string{AgentImageBinary, "boundary", "--disallowed", "boundary-probe.invalid",
 		"--refused", "the cloud metadata address=169.254.169.254:80"}
-	beside := newCanary(net.JoinHostPort(u.Hostname(), "0"))
-	defer beside.close()
+	beside := boundary.NewCanary(net.JoinHostPort(u.Hostname(), "0"))
+	defer beside.Close()
 	if beside != nil {
-		args = append(args, "--refused", "a service of this host beside planagent="+beside.l.Addr().String())
+		args = append(args, "--refused", "a service of this host beside planagent="+beside.Addr())
 	}
 	token, revoke, err := k.opts.Gateway.Issue("boundary")
 	if err != nil {
-		return Boundary{}, err
+		return boundary.Verdict{}, err
 	}
 	defer revoke()
 	sc := restrictedContainer()
@@ -57,22 +61,22 @@ func (k *Kube) verifyBoundary(ctx context.Context) (Boundary, error) {
 	// Its tries through the egress proxy are refused on purpose.
 	k.probing.Store(true)
 	defer k.probing.Store(false)
-	labels := map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID), LabelRole: "boundary"}
-	job := k.job(boundaryJobName(k.opts.RunID), labels, map[string]string{LabelRun: k.opts.RunID},
-		int64((k.opts.PendingTimeout + boundaryTimeout).Seconds()), k.restrictedPod(c))
-	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	labels := map[string]string{layout.LabelManaged: "true", layout.LabelRun: labelValue(k.opts.RunID), layout.LabelRole: "boundary"}
+	job := k.job(boundaryJobName(k.opts.RunID), labels, map[string]string{layout.LabelRun: k.opts.RunID},
+		int64((k.opts.PendingTimeout + boundary.Timeout).Seconds()), k.restrictedPod(c))
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 	_ = k.deleteJob(dctx, job.Name)
 	err = k.waitGone(dctx, job.Name)
 	dcancel()
 	if err != nil {
-		return Boundary{}, err
+		return boundary.Verdict{}, err
 	}
 	made, err := k.api.Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
-		return Boundary{}, fmt.Errorf("create the boundary probe job %s in namespace %s: %w", job.Name, k.ns, err)
+		return boundary.Verdict{}, fmt.Errorf("create the boundary probe job %s in namespace %s: %w", job.Name, k.ns, err)
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		defer cancel()
 		if err := k.deleteJob(dctx, job.Name); err != nil {
 			k.log.Warn("delete the boundary probe job", "job", job.Name, "err", err)
@@ -83,24 +87,24 @@ func (k *Kube) verifyBoundary(ctx context.Context) (Boundary, error) {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
 	if err != nil {
-		return Boundary{}, fmt.Errorf("the boundary probe's pod: %w", err)
+		return boundary.Verdict{}, fmt.Errorf("the boundary probe's pod: %w", err)
 	}
 	rc, err := k.api.Pods(k.ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: "boundary"}).Stream(ctx)
 	if err != nil {
-		return Boundary{}, fmt.Errorf("the boundary probe's output: %w", err)
+		return boundary.Verdict{}, fmt.Errorf("the boundary probe's output: %w", err)
 	}
 	out, err := io.ReadAll(io.LimitReader(rc, 1<<20))
 	rc.Close()
 	if err != nil {
-		return Boundary{}, fmt.Errorf("the boundary probe's output: %w", err)
+		return boundary.Verdict{}, fmt.Errorf("the boundary probe's output: %w", err)
 	}
-	var rep boundaryReport
+	var rep boundary.Report
 	// Never the output itself in an error: it holds the probe's environment.
-	if err := json.Unmarshal([]byte(lastLine(string(out))), &rep); err != nil {
-		return Boundary{}, fmt.Errorf("the boundary probe's pod ended %s without its report: %w", p.Status.Phase, err)
+	if err := json.Unmarshal([]byte(output.LastLine(string(out))), &rep); err != nil {
+		return boundary.Verdict{}, fmt.Errorf("the boundary probe's pod ended %s without its report: %w", p.Status.Phase, err)
 	}
 	if p.Status.Phase != corev1.PodSucceeded {
-		return Boundary{}, fmt.Errorf("the boundary probe's pod ended %s after its report (%s %s): check the codeagent image (make image)", p.Status.Phase, p.Status.Reason, p.Status.Message)
+		return boundary.Verdict{}, fmt.Errorf("the boundary probe's pod ended %s after its report (%s %s): check the codeagent image (make image)", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
 	k.log.Info("the boundary probe ran", "after", time.Since(start).Round(time.Millisecond))
 	return k.judge(rep, beside), nil
@@ -110,8 +114,8 @@ func (k *Kube) verifyBoundary(ctx context.Context) (Boundary, error) {
 // should have stopped (the canary, the refused addresses) is told apart
 // from what planagent itself guards (the gateway's token check, the key):
 // reachTrouble reports the former.
-func (k *Kube) judge(rep boundaryReport, beside *canary) Boundary {
-	var b Boundary
+func (k *Kube) judge(rep boundary.Report, beside *boundary.Canary) boundary.Verdict {
+	var b boundary.Verdict
 	for _, c := range rep.Checks {
 		if !c.OK {
 			b.Failed = append(b.Failed, c.Name+" ("+c.Detail+")")
@@ -120,8 +124,8 @@ func (k *Kube) judge(rep boundaryReport, beside *canary) Boundary {
 	if len(rep.Checks) == 0 {
 		b.Failed = append(b.Failed, "the probe tried nothing")
 	}
-	if beside != nil && beside.hits.Load() > 0 {
-		b.Failed = append(b.Failed, "a canary on "+beside.l.Addr().String()+" was connected to")
+	if beside != nil && beside.Touched() {
+		b.Failed = append(b.Failed, "a canary on "+beside.Addr()+" was connected to")
 	}
 	if k.key != "" {
 		for _, kv := range rep.Environ {
@@ -139,7 +143,7 @@ func (k *Kube) judge(rep boundaryReport, beside *canary) Boundary {
 // reachOnly reports whether every failure of b is a way out the network
 // let through (not the gateway's token check, not the egress proxy, not
 // the key).
-func reachOnly(b Boundary) bool {
+func reachOnly(b boundary.Verdict) bool {
 	for _, f := range b.Failed {
 		// The egress proxy is planagent's: what it let through is no
 		// network plugin's doing.
@@ -166,30 +170,30 @@ func (k *Kube) checkBoundary(ctx context.Context) error {
 		return fmt.Errorf("%w: the boundary probe: %w", ErrClusterUnreachable, err)
 	}
 	if reachOnly(b) {
-		b = Boundary{Note: notEnforced + ": a pod under the run's NetworkPolicy reached " + strings.Join(b.Failed, "; ") +
+		b = boundary.Verdict{Note: notEnforced + ": a pod under the run's NetworkPolicy reached " + strings.Join(b.Failed, "; ") +
 			"; the key stays in planagent's gateway, but the attempts reach what the cluster routes: use a network plugin that enforces NetworkPolicy (Calico, Cilium, ...), or set egress: open to say it is meant"}
 		k.log.Warn("the cluster does not enforce the run's NetworkPolicy", "boundary", b.Note)
 	}
 	k.boundary = b
 	if len(b.Failed) > 0 {
-		return fmt.Errorf("%w: %s: check planagent's model gateway (kube_gateway) and the image, or set egress: open to run anyway", ErrBoundary, strings.Join(b.Failed, "; "))
+		return fmt.Errorf("%w: %s: check planagent's model gateway (kube_gateway) and the image, or set egress: open to run anyway", boundary.ErrBreached, strings.Join(b.Failed, "; "))
 	}
 	return nil
 }
 
 // Boundary is the run's boundary record: the probe's verdict, or what
 // was not probed and why.
-func (k *Kube) Boundary() Boundary {
+func (k *Kube) Boundary() boundary.Verdict {
 	if k.boundary.Verified || k.boundary.Note != "" || len(k.boundary.Failed) > 0 {
 		return k.boundary
 	}
 	switch {
 	case k.gatewayBase == "":
-		return Boundary{Note: "not enforced: no model gateway (no key): the pods reach what the cluster allows"}
+		return boundary.Verdict{Note: "not enforced: no model gateway (no key): the pods reach what the cluster allows"}
 	case !k.opts.ClosedEgress:
-		return Boundary{Note: "not enforced: egress: open; the key stays in planagent (the model gateway)"}
+		return boundary.Verdict{Note: "not enforced: egress: open; the key stays in planagent (the model gateway)"}
 	}
-	return Boundary{Note: "not verified: the boundary probe has not run"}
+	return boundary.Verdict{Note: "not verified: the boundary probe has not run"}
 }
 
 // probeBoundary runs the boundary probe at start (run, run --check,
@@ -203,7 +207,7 @@ func (k *Kube) probeBoundary(ctx context.Context) error {
 		return err
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		defer cancel()
 		if err := k.api.NetworkPolicies(k.ns).Delete(dctx, k.policy, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			k.log.Warn("delete the run's network policy after the boundary probe", "policy", k.policy, "err", err)

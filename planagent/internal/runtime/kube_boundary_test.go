@@ -21,6 +21,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // podLogs is an API server of pods' logs only: what each pod printed, by
@@ -148,7 +151,7 @@ func startProbe(t *testing.T, k *Kube, cs *fake.Clientset) (<-chan error, *batch
 func TestKubeBoundaryProbePodNotEnforced(t *testing.T) {
 	k, cs, logs := boundaryKube(t)
 	done, job := startProbe(t, k, cs)
-	if got := job.Spec.Template.Labels[LabelRun]; got != labelValue(k.opts.RunID) {
+	if got := job.Spec.Template.Labels[layout.LabelRun]; got != labelValue(k.opts.RunID) {
 		t.Errorf("the probe's pod has run label %q: the run's policy (selecting %q) does not apply to it", got, labelValue(k.opts.RunID))
 	}
 	if _, err := cs.NetworkingV1().NetworkPolicies("agents").Get(t.Context(), policyName(k.opts.RunID), metav1.GetOptions{}); err != nil {
@@ -189,8 +192,8 @@ func TestKubeBoundaryProbePodFindsTheKey(t *testing.T) {
 	done, job := startProbe(t, k, cs)
 	runProbePod(t, cs, logs, job, "LEAKED_KEY="+kubeTestKey)
 	err := <-done
-	if !errors.Is(err, ErrBoundary) || !strings.Contains(err.Error(), "the provider key is in the pod's environment (LEAKED_KEY)") {
-		t.Fatalf("the key in the probe's pod: %v, want ErrBoundary naming LEAKED_KEY", err)
+	if !errors.Is(err, boundary.ErrBreached) || !strings.Contains(err.Error(), "the provider key is in the pod's environment (LEAKED_KEY)") {
+		t.Fatalf("the key in the probe's pod: %v, want boundary.ErrBreached naming LEAKED_KEY", err)
 	}
 	if strings.Contains(err.Error(), kubeTestKey) {
 		t.Error("the error shows the key")

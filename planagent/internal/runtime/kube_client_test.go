@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // clientsetAPI serves kubeAPI from a client-go clientset: the fake one in
@@ -97,14 +99,14 @@ func kubeCalls(ctx context.Context, api kubeAPI) []string {
 		out = append(out, fmt.Sprintf("%#v err=%v notfound=%v", v, err, apierrors.IsNotFound(err)))
 	}
 	bg := metav1.DeletePropagationBackground
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j1", Labels: map[string]string{LabelRun: "r1"}},
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j1", Labels: map[string]string{layout.LabelRun: "r1"}},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "img:1", Command: []string{"/bin/sh"}}}}}}}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s1"}, Data: map[string][]byte{"K": []byte("v")}}
 	note(api.Jobs("team").Create(ctx, job, metav1.CreateOptions{}))
 	note(api.Jobs("team").Get(ctx, "j1", metav1.GetOptions{}))
 	note(api.Jobs("team").Get(ctx, "missing-job", metav1.GetOptions{}))
 	note(api.Jobs("team").List(ctx, metav1.ListOptions{Limit: 1}))
-	note(api.Jobs("team").List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=r1"}))
+	note(api.Jobs("team").List(ctx, metav1.ListOptions{LabelSelector: layout.LabelRun + "=r1"}))
 	note(nil, api.Jobs("team").Delete(ctx, "j1", metav1.DeleteOptions{PropagationPolicy: &bg}))
 	note(nil, api.Jobs("team").Delete(ctx, "missing-job", metav1.DeleteOptions{PropagationPolicy: &bg}))
 	note(api.Pods("team").List(ctx, metav1.ListOptions{LabelSelector: "job-name=j1"}))

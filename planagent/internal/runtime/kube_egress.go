@@ -189,7 +189,7 @@ func kubeOwnEgress(p *egress.Policy, env map[string]string) (*egress.Policy, err
 		if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
 			continue
 		}
-		entries = append(entries, allowEntry(u))
+		entries = append(entries, egress.EntryFor(u))
 	}
 	if len(entries) == 0 {
 		return p, nil

@@ -25,6 +25,7 @@ import (
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
 	"github.com/codeagent/codeagent/planagent/internal/gateway"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
 )
 
 // refusalLog keeps what the runtime reported refused, by task and attempt.
@@ -309,7 +310,7 @@ func TestKubeBoundaryProbeUsesTheProxy(t *testing.T) {
 	if got := refused.list(); len(got) != 0 {
 		t.Errorf("the probe's refusals reported as the run's: %q", got)
 	}
-	b := k.judge(boundaryReport{Checks: []struct {
+	b := k.judge(boundary.Report{Checks: []struct {
 		Name   string `json:"name"`
 		OK     bool   `json:"ok"`
 		Detail string `json:"detail"`

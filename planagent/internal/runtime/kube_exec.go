@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 )
 
 // Exec runs an acceptance command (sh -c) in a fresh Job of the user's
@@ -27,7 +28,7 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 		return ExecResult{}, err
 	}
 	if timeout <= 0 {
-		timeout = execDefaultTimeout
+		timeout = layout.ExecDefaultTimeout
 	}
 	name := execJobName(k.opts.RunID, k.execSeq.Add(1))
 	// At the egress proxy the command goes by the attempt whose copy it
@@ -45,7 +46,7 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: create job %s in namespace %s: %w", command, name, k.ns, err)
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		defer cancel()
 		if err := k.deleteJob(dctx, name); err != nil {
 			k.log.Warn("delete the acceptance command's job", "job", name, "err", err)
@@ -56,7 +57,7 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 	if err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
 	}
-	rel := strings.TrimPrefix(workdir, containerVolumes+"/")
+	rel := strings.TrimPrefix(workdir, layout.VolumesDir+"/")
 	if err := k.pushTar(ctx, pod, []tarEntry{{host: dir, name: rel, skip: k.opts.Volumes.Root}}, false); err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: send %s to pod %s: %w", command, dir, pod, err)
 	}
@@ -66,7 +67,7 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 	if err != nil {
 		if ctx.Err() == nil && tctx.Err() != nil {
 			out, _ := k.podLog(context.WithoutCancel(ctx), pod)
-			return ExecResult{Output: out + fmt.Sprintf("\n[command timed out after %s]", timeout), ExitCode: timeoutExitCode}, nil
+			return ExecResult{Output: out + fmt.Sprintf("\n[command timed out after %s]", timeout), ExitCode: layout.TimeoutExitCode}, nil
 		}
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
 	}
@@ -84,7 +85,7 @@ func (k *Kube) podLog(ctx context.Context, pod string) (string, error) {
 		return "", fmt.Errorf("read the output of pod %s (RBAC needs get on pods/log): %w", pod, err)
 	}
 	defer rc.Close()
-	out := &tailBuffer{limit: execOutputCap}
+	out := &output.Tail{Limit: layout.ExecOutputCap}
 	_, err = io.Copy(out, rc)
 	s := k.mask(out.String())
 	if err != nil {
@@ -95,12 +96,8 @@ func (k *Kube) podLog(ctx context.Context, pod string) (string, error) {
 
 // podPath maps a host directory under the volumes to its path in the pod.
 func (k *Kube) podPath(dir string) (string, error) {
-	v := k.opts.Volumes
-	if sameDir(dir, v.Workspace()) {
-		return containerWorkspace, nil
+	if p, ok := layout.ContainerDir(k.opts.Volumes, dir); ok {
+		return p, nil
 	}
-	if rel, err := filepath.Rel(v.Attempts(), dir); err == nil && rel != "." && filepath.IsLocal(rel) {
-		return containerVolumes + "/attempts/" + filepath.ToSlash(rel), nil
-	}
-	return "", fmt.Errorf("kubernetes runtime: %s is neither the workspace nor under %s", dir, v.Attempts())
+	return "", fmt.Errorf("kubernetes runtime: %s is neither the workspace nor under %s", dir, k.opts.Volumes.Attempts())
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/codeagent/codeagent/internal/poll"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 func waitJob(t *testing.T, cs *fake.Clientset, name string) *batchv1.Job {
@@ -47,7 +48,7 @@ func TestKubeProbeNamesAnImageThatCannotRun(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { _, err := k.probe(t.Context()); done <- err }()
 			job := waitJob(t, cs, probeName(k.opts.RunID))
-			if job.Labels[LabelRole] != "probe" || job.Spec.Template.Spec.Containers[0].Image != "toolchain:1" {
+			if job.Labels[layout.LabelRole] != "probe" || job.Spec.Template.Spec.Containers[0].Image != "toolchain:1" {
 				t.Errorf("probe job %v image %s", job.Labels, job.Spec.Template.Spec.Containers[0].Image)
 			}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe-x", Namespace: "agents", Labels: map[string]string{"job-name": job.Name}}, Status: c.status}

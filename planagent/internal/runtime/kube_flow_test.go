@@ -19,6 +19,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // podFiles plays the io container: it keeps what planagent streams in and
@@ -157,8 +158,8 @@ func TestKubeAttemptCarriesFilesBothWays(t *testing.T) {
 	// codingagent comes from the io container with the inputs, before the
 	// marker the agent container waits for (no init container).
 	if len(pf.scripts) != 1 || !strings.Contains(pf.scripts[0], "cp "+AgentImageBinary+" ") ||
-		strings.Index(pf.scripts[0], agentBinary) > strings.Index(pf.scripts[0], "touch "+kubeReady) {
-		t.Errorf("input scripts %q: want codingagent copied into %s, then the ready marker", pf.scripts, agentBinary)
+		strings.Index(pf.scripts[0], layout.AgentBinary) > strings.Index(pf.scripts[0], "touch "+kubeReady) {
+		t.Errorf("input scripts %q: want codingagent copied into %s, then the ready marker", pf.scripts, layout.AgentBinary)
 	}
 	pf.mu.Unlock()
 	if b, _ := os.ReadFile(filepath.Join(dir, "new.txt")); string(b) != "made in the pod\n" {

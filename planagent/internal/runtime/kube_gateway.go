@@ -16,6 +16,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // The model gateway for the kubernetes runtime: the pods get the gateway's
@@ -86,7 +87,7 @@ func (k *Kube) listenGateway(addr string) (string, error) {
 // gateway takes them again before it listens: an agent retrying meanwhile
 // never meets a gateway that refuses its token.
 func orphanTokens(ctx context.Context, api kubeAPI, ns, run string) (map[string]*batchv1.Job, error) {
-	list, err := api.Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{LabelRun: labelValue(run), LabelRole: "attempt"})})
+	list, err := api.Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(map[string]string{layout.LabelRun: labelValue(run), layout.LabelRole: "attempt"})})
 	if err != nil {
 		return nil, fmt.Errorf("list the run's jobs in namespace %s: %w", ns, err)
 	}
@@ -131,12 +132,12 @@ func jobGateway(j *batchv1.Job) string {
 // the Job, DropUnadopted and Stop revoke the rest.
 func (k *Kube) regrant(jobs map[string]*batchv1.Job) error {
 	for name, j := range jobs {
-		n, err := strconv.Atoi(j.Annotations[LabelAttempt])
+		n, err := strconv.Atoi(j.Annotations[layout.LabelAttempt])
 		token := jobEnv(j, config.APIKeyEnv)
-		if err != nil || j.Annotations[LabelTask] == "" || token == "" {
+		if err != nil || j.Annotations[layout.LabelTask] == "" || token == "" {
 			continue // not one of ours to adopt: DropUnadopted deletes it
 		}
-		revoke, err := k.opts.Gateway.Grant(attempt.Name(j.Annotations[LabelTask], n), token)
+		revoke, err := k.opts.Gateway.Grant(attempt.Name(j.Annotations[layout.LabelTask], n), token)
 		if err != nil {
 			return fmt.Errorf("take again the gateway token of job %s: %w", name, err)
 		}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/codeagent/codeagent/internal/config"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // The labels are the docker ones (LabelManaged, LabelRun, LabelTask,
@@ -27,8 +28,8 @@ const (
 	// bin/ (codingagent), volumes/ (the attempt's files), run/ (markers).
 	kubeVolume    = "codeagent"
 	kubeTmpVolume = "tmp"
-	kubeReady     = agentDir + "/run/inputs-ready" // planagent: the inputs are in
-	kubeCollected = agentDir + "/run/collected"    // planagent: the results are out
+	kubeReady     = layout.AgentDir + "/run/inputs-ready" // planagent: the inputs are in
+	kubeCollected = layout.AgentDir + "/run/collected"    // planagent: the results are out
 	// kubeUID is the agent user of `make image`; any non-root uid works:
 	// the emptyDir is writable by the pod's fsGroup.
 	kubeUID = 10001
@@ -127,8 +128,8 @@ func (k *Kube) secretSpec() *corev1.Secret {
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: k.secret, Namespace: k.ns,
-			Labels:      map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID)},
-			Annotations: map[string]string{LabelRun: k.opts.RunID}},
+			Labels:      map[string]string{layout.LabelManaged: "true", layout.LabelRun: labelValue(k.opts.RunID)},
+			Annotations: map[string]string{layout.LabelRun: k.opts.RunID}},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
@@ -152,17 +153,17 @@ func (k *Kube) secretSpec() *corev1.Secret {
 // gateway's URL; without one the API key comes from the run's Secret by
 // reference (secretKeyRef).
 func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
-	labels := map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID), LabelRole: s.role}
-	annotations := map[string]string{LabelRun: k.opts.RunID}
+	labels := map[string]string{layout.LabelManaged: "true", layout.LabelRun: labelValue(k.opts.RunID), layout.LabelRole: s.role}
+	annotations := map[string]string{layout.LabelRun: k.opts.RunID}
 	if s.task != "" {
-		labels[LabelTask] = labelValue(s.task)
-		labels[LabelAttempt] = strconv.Itoa(s.attempt)
-		annotations[LabelTask] = s.task
-		annotations[LabelAttempt] = strconv.Itoa(s.attempt)
+		labels[layout.LabelTask] = labelValue(s.task)
+		labels[layout.LabelAttempt] = strconv.Itoa(s.attempt)
+		annotations[layout.LabelTask] = s.task
+		annotations[layout.LabelAttempt] = strconv.Itoa(s.attempt)
 	}
 	no := false
 	sc := restrictedContainer()
-	mounts := []corev1.VolumeMount{{Name: kubeVolume, MountPath: agentDir}, {Name: kubeTmpVolume, MountPath: "/tmp"}}
+	mounts := []corev1.VolumeMount{{Name: kubeVolume, MountPath: layout.AgentDir}, {Name: kubeTmpVolume, MountPath: "/tmp"}}
 	small := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
@@ -184,7 +185,7 @@ func (k *Kube) jobSpec(s podSpec) *batchv1.Job {
 		Name: "io", Image: k.opts.AgentImage, ImagePullPolicy: k.opts.PullPolicy,
 		// activeDeadlineSeconds ends it when planagent never collects.
 		Command: []string{"/bin/sh", "-c", fmt.Sprintf(`mkdir -p %[1]s/volumes %[1]s/run && until [ -e %[2]s ]; do sleep 0.2; done`,
-			agentDir, kubeCollected)},
+			layout.AgentDir, kubeCollected)},
 		Env:             []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
 		VolumeMounts:    mounts,
 		SecurityContext: sc,
@@ -240,7 +241,7 @@ func (k *Kube) restrictedPod(containers ...corev1.Container) corev1.PodSpec {
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		AutomountServiceAccountToken:  &no,
 		EnableServiceLinks:            &no,
-		TerminationGracePeriodSeconds: ptr(int64(stopGrace)),
+		TerminationGracePeriodSeconds: ptr(int64(layout.StopGrace)),
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/gateway"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // gatewayKube is a Kube with a real gateway on loopback and the given
@@ -81,7 +82,7 @@ func TestKubeGatewayRunMakesNoSecret(t *testing.T) {
 		t.Fatalf("a run with nothing secret for its pods under a Role without secrets: %v", err)
 	}
 	j := k.jobSpec(podSpec{name: jobName(k.opts.RunID, "alpha", 1), role: "attempt", task: "alpha", attempt: 1,
-		deadline: 60, command: []string{agentBinary, "watch"}, workdir: containerVolumes + "/attempts/x", withAgent: true, token: "t"})
+		deadline: 60, command: []string{layout.AgentBinary, "watch"}, workdir: layout.VolumesDir + "/attempts/x", withAgent: true, token: "t"})
 	if refs := secretRefs(j.Spec.Template.Spec.Containers[0].Env); len(refs) != 0 {
 		t.Errorf("the attempt's pod takes %v from a Secret that does not exist", refs)
 	}
@@ -103,8 +104,8 @@ func TestKubeStartDeletesTheRunsOldSecret(t *testing.T) {
 	k := gatewayKube(t, clientsetAPI{cs}, map[string]string{"OPENAI_API_KEY": kubeTestKey, "OPENAI_MODEL": "m"}, nil)
 	ctx := t.Context()
 	old := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName(k.opts.RunID), Namespace: "agents",
-		Labels:      map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID)},
-		Annotations: map[string]string{LabelRun: k.opts.RunID}},
+		Labels:      map[string]string{layout.LabelManaged: "true", layout.LabelRun: labelValue(k.opts.RunID)},
+		Annotations: map[string]string{layout.LabelRun: k.opts.RunID}},
 		Data: map[string][]byte{"OPENAI_API_KEY": []byte(kubeTestKey)}}
 	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team-llm", Namespace: "agents"}}
 	for _, s := range []*corev1.Secret{old, other} {

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // policyName is the name of the run's NetworkPolicy.
@@ -80,10 +82,10 @@ func (k *Kube) policySpec() (*networkingv1.NetworkPolicy, error) {
 	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: policyName(k.opts.RunID), Namespace: k.ns,
-			Labels:      map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID)},
-			Annotations: map[string]string{LabelRun: k.opts.RunID}},
+			Labels:      map[string]string{layout.LabelManaged: "true", layout.LabelRun: labelValue(k.opts.RunID)},
+			Annotations: map[string]string{layout.LabelRun: k.opts.RunID}},
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: labelValue(k.opts.RunID)}},
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{layout.LabelRun: labelValue(k.opts.RunID)}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{{
 				To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: cidr}}},

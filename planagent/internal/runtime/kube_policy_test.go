@@ -9,6 +9,9 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // Closed egress with the gateway: the run's NetworkPolicy selects the
@@ -33,7 +36,7 @@ func TestKubeNetworkPolicyAllowsOnlyTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Spec.PodSelector.MatchLabels[LabelRun]; got != labelValue(k.opts.RunID) {
+	if got := p.Spec.PodSelector.MatchLabels[layout.LabelRun]; got != labelValue(k.opts.RunID) {
 		t.Errorf("the policy selects pods of run label %q, want %q", got, labelValue(k.opts.RunID))
 	}
 	if len(p.Spec.PolicyTypes) != 2 || len(p.Spec.Ingress) != 0 {
@@ -77,8 +80,8 @@ func TestKubeNetworkPolicyAllowsOnlyTheGateway(t *testing.T) {
 // token or the key in the pod's environment fails the boundary.
 func TestKubeBoundaryJudge(t *testing.T) {
 	k := &Kube{key: kubeTestKey}
-	rep := func(checks map[string]bool, environ ...string) boundaryReport {
-		var r boundaryReport
+	rep := func(checks map[string]bool, environ ...string) boundary.Report {
+		var r boundary.Report
 		for name, ok := range checks {
 			r.Checks = append(r.Checks, struct {
 				Name   string `json:"name"`

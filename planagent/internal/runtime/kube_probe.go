@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 // probeName is the Job that checks, at start, that the images run.
@@ -33,12 +35,12 @@ func (k *Kube) probe(ctx context.Context) (string, error) {
 	} else {
 		containers[0].Command[2] = "test -x " + AgentImageBinary
 	}
-	labels := map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID), LabelRole: "probe"}
+	labels := map[string]string{layout.LabelManaged: "true", layout.LabelRun: labelValue(k.opts.RunID), layout.LabelRole: "probe"}
 	limit := k.opts.PendingTimeout
-	job := k.job(probeName(k.opts.RunID), labels, map[string]string{LabelRun: k.opts.RunID},
+	job := k.job(probeName(k.opts.RunID), labels, map[string]string{layout.LabelRun: k.opts.RunID},
 		int64(math.Ceil(limit.Seconds()))+60, k.restrictedPod(containers...))
 	// A probe left by a killed planagent of this run is replaced.
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 	_ = k.deleteJob(dctx, job.Name)
 	err := k.waitGone(dctx, job.Name)
 	cancel()
@@ -50,7 +52,7 @@ func (k *Kube) probe(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%w: create the image check job %s in namespace %s: %w", ErrClusterUnreachable, job.Name, k.ns, err)
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		defer cancel()
 		if err := k.deleteJob(dctx, job.Name); err != nil {
 			k.log.Warn("delete the image check job", "job", job.Name, "err", err)

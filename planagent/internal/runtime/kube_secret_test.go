@@ -17,6 +17,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/runlock"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 const (
@@ -46,7 +47,7 @@ func kubeWithMCP(t *testing.T, cs *fake.Clientset, secret string) (*Kube, error)
 func attemptJSON(t *testing.T, k *Kube) ([]byte, []corev1.EnvVar) {
 	t.Helper()
 	j := k.jobSpec(podSpec{name: jobName(k.opts.RunID, "alpha", 1), role: "attempt", task: "alpha", attempt: 1,
-		deadline: 60, command: []string{agentBinary, "watch"}, workdir: containerVolumes + "/attempts/x", withAgent: true})
+		deadline: 60, command: []string{layout.AgentBinary, "watch"}, workdir: layout.VolumesDir + "/attempts/x", withAgent: true})
 	b, err := json.Marshal(j)
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +157,8 @@ func TestKubePlacementAndRequests(t *testing.T) {
 	k.opts.NodeSelector = map[string]string{"disktype": "ssd"}
 	k.opts.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 	k.opts.CPURequest, k.opts.MemoryRequest = 0.5, "256m"
-	attempt := k.jobSpec(podSpec{name: "a", role: "attempt", task: "alpha", attempt: 1, deadline: 60, workdir: containerWorkspace, withAgent: true})
-	exec := k.jobSpec(podSpec{name: "x", role: "exec", deadline: 60, command: []string{"/bin/sh", "-c", "true"}, workdir: containerWorkspace})
+	attempt := k.jobSpec(podSpec{name: "a", role: "attempt", task: "alpha", attempt: 1, deadline: 60, workdir: layout.WorkspaceDir, withAgent: true})
+	exec := k.jobSpec(podSpec{name: "x", role: "exec", deadline: 60, command: []string{"/bin/sh", "-c", "true"}, workdir: layout.WorkspaceDir})
 	probeDone := make(chan error, 1)
 	k.opts.PendingTimeout = time.Minute
 	go func() { _, err := k.probe(t.Context()); probeDone <- err }()
@@ -212,7 +213,7 @@ func TestKubeStartDropsTheSecretsOfKilledRuns(t *testing.T) {
 	cs := fake.NewClientset()
 	for _, run := range []string{dead, alive, other, own} {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName(run), Namespace: "agents",
-			Labels: map[string]string{LabelManaged: "true", LabelRun: labelValue(run)}, Annotations: map[string]string{LabelRun: run}}}
+			Labels: map[string]string{layout.LabelManaged: "true", layout.LabelRun: labelValue(run)}, Annotations: map[string]string{layout.LabelRun: run}}}
 		if _, err := cs.CoreV1().Secrets("agents").Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
 const kubeTestKey = "sk-kube-unit-0123456789-SECRET"
@@ -62,17 +63,17 @@ func newTestKube(t *testing.T) (*Kube, *fake.Clientset) {
 func TestKubeJobSpec(t *testing.T) {
 	k, _ := newTestKube(t)
 	j := k.jobSpec(podSpec{name: jobName("run-20261125-1", "alpha", 2), role: "attempt", task: "alpha", attempt: 2,
-		deadline: 1200, command: []string{agentBinary, "watch", "--task", "alpha"}, workdir: containerVolumes + "/attempts/x", withAgent: true})
+		deadline: 1200, command: []string{layout.AgentBinary, "watch", "--task", "alpha"}, workdir: layout.VolumesDir + "/attempts/x", withAgent: true})
 	if j.Namespace != "agents" {
 		t.Errorf("namespace %q", j.Namespace)
 	}
-	want := map[string]string{LabelManaged: "true", LabelRun: "run-20261125-1", LabelTask: "alpha", LabelAttempt: "2", LabelRole: "attempt"}
+	want := map[string]string{layout.LabelManaged: "true", layout.LabelRun: "run-20261125-1", layout.LabelTask: "alpha", layout.LabelAttempt: "2", layout.LabelRole: "attempt"}
 	for key, v := range want {
 		if j.Labels[key] != v || j.Spec.Template.Labels[key] != v {
 			t.Errorf("label %s = %q (pod %q), want %q", key, j.Labels[key], j.Spec.Template.Labels[key], v)
 		}
 	}
-	if j.Annotations[LabelTask] != "alpha" || j.Annotations[LabelRun] != "run-20261125-1" {
+	if j.Annotations[layout.LabelTask] != "alpha" || j.Annotations[layout.LabelRun] != "run-20261125-1" {
 		t.Errorf("annotations %v", j.Annotations)
 	}
 	s := j.Spec
@@ -111,11 +112,11 @@ func TestKubeJobSpec(t *testing.T) {
 		}
 	}
 	agent, ioc := p.Containers[0], p.Containers[1]
-	if agent.Image != "toolchain:1" || ioc.Image != DefaultImage {
+	if agent.Image != "toolchain:1" || ioc.Image != layout.DefaultImage {
 		t.Errorf("images: agent %s, io %s", agent.Image, ioc.Image)
 	}
 	cmd := strings.Join(agent.Command, " ")
-	if !strings.Contains(cmd, kubeReady) || !strings.Contains(cmd, agentBinary+" watch --task alpha") {
+	if !strings.Contains(cmd, kubeReady) || !strings.Contains(cmd, layout.AgentBinary+" watch --task alpha") {
 		t.Errorf("agent command %q: want it to wait for %s, then run codingagent", cmd, kubeReady)
 	}
 	if got := agent.Resources.Limits.Memory().Value(); got != 1<<30 {
@@ -150,7 +151,7 @@ func TestKubeJobSpec(t *testing.T) {
 // An acceptance command's Job: no codingagent, no model settings.
 func TestKubeExecJobSpec(t *testing.T) {
 	k, _ := newTestKube(t)
-	j := k.jobSpec(podSpec{name: execJobName("run-20261125-1", 3), role: "exec", deadline: 60, command: []string{"/bin/sh", "-c", "make test"}, workdir: containerWorkspace})
+	j := k.jobSpec(podSpec{name: execJobName("run-20261125-1", 3), role: "exec", deadline: 60, command: []string{"/bin/sh", "-c", "make test"}, workdir: layout.WorkspaceDir})
 	p := j.Spec.Template.Spec
 	if len(p.InitContainers) != 0 {
 		t.Errorf("init containers %v", p.InitContainers)
@@ -160,8 +161,8 @@ func TestKubeExecJobSpec(t *testing.T) {
 			t.Errorf("the acceptance command gets %s", e.Name)
 		}
 	}
-	if j.Labels[LabelRole] != "exec" {
-		t.Errorf("role %q", j.Labels[LabelRole])
+	if j.Labels[layout.LabelRole] != "exec" {
+		t.Errorf("role %q", j.Labels[layout.LabelRole])
 	}
 }
 
@@ -201,9 +202,9 @@ func TestKubeStartStopCleanup(t *testing.T) {
 	k, cs := newTestKube(t)
 	ctx := t.Context()
 	leftover := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "ca-old", Namespace: "agents",
-		Labels: map[string]string{LabelManaged: "true", LabelRun: labelValue(k.opts.RunID)}}}
+		Labels: map[string]string{layout.LabelManaged: "true", layout.LabelRun: labelValue(k.opts.RunID)}}}
 	other := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "ca-other", Namespace: "agents",
-		Labels: map[string]string{LabelManaged: "true", LabelRun: "another-run"}}}
+		Labels: map[string]string{layout.LabelManaged: "true", layout.LabelRun: "another-run"}}}
 	for _, j := range []*batchv1.Job{leftover, other} {
 		if _, err := cs.BatchV1().Jobs("agents").Create(ctx, j, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

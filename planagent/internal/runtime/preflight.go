@@ -11,6 +11,9 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	containertypes "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 )
 
 // ErrModelUnreachable: the model server answers on the host but not from
@@ -25,12 +28,7 @@ var ErrImageNoShell = errors.New("image has no /bin/sh")
 // probeScript runs the probe through the image's shell, so an image
 // without /bin/sh is found at start, before planning, and not after a
 // task's first shell command or its acceptance.
-const probeScript = "exec " + agentBinary + " probe --timeout 10s"
-
-// LabelRole says what a container is for: "attempt" (one task attempt),
-// "exec" (an acceptance command) or "preflight" (the model check). Each
-// carries the run's other labels too so a crash's leftover is found.
-const LabelRole = "codeagent.role"
+const probeScript = "exec " + layout.AgentBinary + " probe --timeout 10s"
 
 // preflightTimeout bounds the whole check: create, start, probe, remove.
 const preflightTimeout = 30 * time.Second
@@ -67,7 +65,7 @@ func (d *Docker) preflight(ctx context.Context, compose string) error {
 		return fmt.Errorf("create the model preflight container from %s: %w", d.opts.Image, err)
 	}
 	defer func() {
-		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), stopDeadline)
+		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)
 		defer rmCancel()
 		if _, err := d.api.ContainerRemove(rmCtx, created.ID, client.ContainerRemoveOptions{Force: true}); !removed(err) {
 			d.log.Warn("remove the model preflight container", "container", shortID(created.ID), "err", err)
@@ -132,8 +130,8 @@ func (d *Docker) preflightCompose(ctx context.Context, id string) error {
 // probeFailed is the one-line error of a failed probe: the URL the
 // container used, the cause, the fix. where names a container other than
 // a fresh one like the agent's.
-func (d *Docker) probeFailed(code int, output, where string) error {
-	cause := strings.TrimPrefix(lastLine(output), "codingagent: ")
+func (d *Docker) probeFailed(code int, out, where string) error {
+	cause := strings.TrimPrefix(output.LastLine(out), "codingagent: ")
 	if strings.Contains(cause, `unknown command "probe"`) {
 		// An image built before the probe existed: no check rather than a
 		// false alarm (`make image` brings it).
@@ -171,11 +169,6 @@ func (d *Docker) probeFailed(code int, output, where string) error {
 	}
 	return fmt.Errorf("%w: %s. Make the server listen on 0.0.0.0 or the docker bridge (Ollama: OLLAMA_HOST=0.0.0.0), or set OPENAI_BASE_URL to a URL the container can reach",
 		ErrModelUnreachable, cause)
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // noShell tells whether a container could not start because its image has

@@ -1,17 +1,15 @@
-package runtime
+package heartbeat
 
 import (
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/codeagent/codeagent/internal/poll"
 	"github.com/codeagent/codeagent/internal/protocol"
 )
-
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // A heartbeat is fresh by the time it says it was written, whatever the
 // file's modification time (a copy, a restore or a touch changes that): the
@@ -63,5 +61,29 @@ func TestAlive(t *testing.T) {
 				t.Errorf("Alive = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// Keep writes a fresh heartbeat while its attempt is carried and removes
+// it when the carrier lets go.
+func TestKeep(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".watchers")
+	carried := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Keep(t.Context(), dir, "kube-job1", "job1", carried)
+	}()
+	if !poll.Wait(t.Context(), 30*time.Second, func() bool { return Alive(dir, time.Minute) }) {
+		t.Fatal("no fresh heartbeat while carried")
+	}
+	h, ok := protocol.LatestHeartbeat(dir)
+	if !ok || h.ID != "kube-job1" || h.Host != "job1" {
+		t.Errorf("heartbeat = %+v, %v", h, ok)
+	}
+	close(carried)
+	<-done
+	if _, err := os.Stat(protocol.HeartbeatFile(dir, "kube-job1")); !os.IsNotExist(err) {
+		t.Errorf("the heartbeat outlived its attempt: %v", err)
 	}
 }
