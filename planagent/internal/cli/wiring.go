@@ -24,6 +24,7 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/docker"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/local"
 )
 
@@ -268,7 +269,7 @@ func (s *session) addMCPEnv(env map[string]string) {
 // cli is where the runtimes and the interface that drives them meet: each
 // runtime cli builds is an orchestrator.Runtime, checked here at compile time.
 var (
-	_ orchestrator.Runtime = (*runtime.Docker)(nil)
+	_ orchestrator.Runtime = (*docker.Docker)(nil)
 	_ orchestrator.Runtime = (*runtime.Kube)(nil)
 	_ orchestrator.Runtime = (*local.Local)(nil)
 )

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -35,6 +36,22 @@ import (
 // ErrClusterUnreachable: no Kubernetes API server answers with the given
 // kubeconfig/context, or the namespace is missing or forbidden.
 var ErrClusterUnreachable = errors.New("kubernetes cluster not usable")
+
+// Gateway serves the model API to the pods with the provider's key, which
+// it alone holds (planagent/internal/gateway): a pod gets a token of its
+// own and the gateway's URL instead of the key.
+type Gateway interface {
+	// Listen serves on addr (port 0: any) and returns the address got.
+	Listen(addr string) (*net.TCPAddr, error)
+	// Issue makes a token for one attempt and the function that revokes it.
+	Issue(name string) (token string, revoke func(), err error)
+	// Grant takes again a token issued by an earlier process for name (an
+	// adopted attempt's, read back from its Job) until revoked.
+	Grant(name, token string) (revoke func(), err error)
+	// Path is the base path of the model API, which the pods' base URL
+	// keeps so their clients build the provider's paths.
+	Path() string
+}
 
 // KubeOptions configures the kubernetes runtime.
 type KubeOptions struct {
@@ -570,7 +587,7 @@ func (k *Kube) dropDeadRunsSecrets(ctx context.Context) {
 			continue
 		}
 		dir := k.opts.Volumes.Run(run)
-		if !dirExists(dir) {
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 			continue
 		}
 		if free, err := runlock.Free(dir); err != nil || !free {
