@@ -8,7 +8,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/kube"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
@@ -50,7 +50,7 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 	if err != nil {
 		return nil, err
 	}
-	opts := runtime.KubeOptions{
+	opts := kube.KubeOptions{
 		ClosedEgress: !policy.IsOpen(),
 		Volumes:      s.layout, RunID: runID, Image: s.cfg.Image, AgentImage: layout.DefaultImage,
 		Kubeconfig: s.cfg.Kubeconfig, Context: s.cfg.KubeContext, Namespace: s.cfg.KubeNamespace,
@@ -66,5 +66,5 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 	if gw != nil {
 		opts.Gateway = gw // none without a key: a nil *Gateway is no nil interface
 	}
-	return runtime.NewKube(ctx, opts)
+	return kube.NewKube(ctx, opts)
 }

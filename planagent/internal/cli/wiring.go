@@ -23,8 +23,8 @@ import (
 	"github.com/codeagent/codeagent/planagent/internal/gateway"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-	"github.com/codeagent/codeagent/planagent/internal/runtime"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/docker"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/kube"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/local"
 )
 
@@ -270,7 +270,7 @@ func (s *session) addMCPEnv(env map[string]string) {
 // runtime cli builds is an orchestrator.Runtime, checked here at compile time.
 var (
 	_ orchestrator.Runtime = (*docker.Docker)(nil)
-	_ orchestrator.Runtime = (*runtime.Kube)(nil)
+	_ orchestrator.Runtime = (*kube.Kube)(nil)
 	_ orchestrator.Runtime = (*local.Local)(nil)
 )
 

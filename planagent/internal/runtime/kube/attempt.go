@@ -1,4 +1,4 @@
-package runtime
+package kube
 
 import "github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 

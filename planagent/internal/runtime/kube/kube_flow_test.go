@@ -1,6 +1,6 @@
 //go:build clientgo
 
-package runtime
+package kube
 
 import (
 	"archive/tar"
