@@ -19,7 +19,7 @@ func newDockerRuntime(ctx context.Context, s *session, runID string, env map[str
 	if err != nil {
 		return nil, err
 	}
-	opts := docker.DockerOptions{
+	opts := docker.Options{
 		Volumes: s.layout, Image: s.cfg.Image, RunID: runID, Executable: s.f.Executable,
 		Memory: s.cfg.ContainerMemory, CPUs: s.cfg.ContainerCPUs, Pids: int64(s.cfg.ContainerPids),
 		Network: s.cfg.Network, Env: env, UID: os.Getuid(), GID: os.Getgid(),
@@ -33,5 +33,5 @@ func newDockerRuntime(ctx context.Context, s *session, runID string, env map[str
 	if gw != nil {
 		opts.Gateway = gw // only when there is one: a nil *Gateway is no nil interface
 	}
-	return docker.NewDocker(ctx, opts)
+	return docker.New(ctx, opts)
 }

@@ -50,7 +50,7 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 	if err != nil {
 		return nil, err
 	}
-	opts := kube.KubeOptions{
+	opts := kube.Options{
 		ClosedEgress: !policy.IsOpen(),
 		Volumes:      s.layout, RunID: runID, Image: s.cfg.Image, AgentImage: layout.DefaultImage,
 		Kubeconfig: s.cfg.Kubeconfig, Context: s.cfg.KubeContext, Namespace: s.cfg.KubeNamespace,
@@ -66,5 +66,5 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 	if gw != nil {
 		opts.Gateway = gw // none without a key: a nil *Gateway is no nil interface
 	}
-	return kube.NewKube(ctx, opts)
+	return kube.New(ctx, opts)
 }

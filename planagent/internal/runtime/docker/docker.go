@@ -31,9 +31,9 @@ var (
 	ErrWorkspaceMismatch = errors.New("compose watcher works in another workspace")
 )
 
-// DockerOptions configures the Docker backend. Zero values mean "no limit"
+// Options configures the Docker backend. Zero values mean "no limit"
 // for Memory, CPUs and Pids, and the engine's default network for Network.
-type DockerOptions struct {
+type Options struct {
 	Volumes volume.Layout
 	// Image is what each attempt's container and each acceptance command
 	// runs in: any image with /bin/sh (default DefaultImage).
@@ -115,7 +115,7 @@ var _ containerAPI = (*client.Client)(nil)
 // instead (Launch does nothing then).
 type Docker struct {
 	api    containerAPI
-	opts   DockerOptions
+	opts   Options
 	engine string // where the engine address came from, for messages
 	memory int64
 	log    *slog.Logger
@@ -139,12 +139,12 @@ type Docker struct {
 	ending sync.WaitGroup
 }
 
-// NewDocker connects to the engine named by the environment (DOCKER_HOST,
+// New connects to the engine named by the environment (DOCKER_HOST,
 // DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY) or the Docker
 // CLI's current context (dockercontext.go), finds the
 // codingagent binary and checks that the image is present. It creates
 // nothing but the short-lived preflight container.
-func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
+func New(ctx context.Context, opts Options) (*Docker, error) {
 	d, err := newDocker(opts)
 	if err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 }
 
 // newDocker checks the options; the engine and the binary come later.
-func newDocker(opts DockerOptions) (*Docker, error) {
+func newDocker(opts Options) (*Docker, error) {
 	if opts.RunID == "" {
 		return nil, errors.New("docker runtime: empty run id: the orchestrator must pass the run's id")
 	}

@@ -37,7 +37,7 @@ func BenchmarkAttemptStartToHeartbeat(b *testing.B) {
 	opts := testOptions(b, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Logger, opts.Env = discardLogger(), agentEnv(srv)
 	ctx := b.Context()
-	d, err := NewDocker(ctx, opts)
+	d, err := New(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func benchFourLaunches(b *testing.B, together bool) {
 	opts := testOptions(b, busyboxImage, runID, l, os.Getuid(), os.Getgid())
 	opts.Logger, opts.Env = discardLogger(), agentEnv(srv)
 	ctx := b.Context()
-	d, err := NewDocker(ctx, opts)
+	d, err := New(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

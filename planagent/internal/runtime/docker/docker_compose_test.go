@@ -117,9 +117,9 @@ func TestDockerComposeWatcherOtherWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewDocker(t.Context(), testOptions(t, image, "other-"+runID, other, os.Getuid(), os.Getgid()))
+	_, err = New(t.Context(), testOptions(t, image, "other-"+runID, other, os.Getuid(), os.Getgid()))
 	if !errors.Is(err, ErrWorkspaceMismatch) {
-		t.Fatalf("NewDocker = %v, want ErrWorkspaceMismatch", err)
+		t.Fatalf("New = %v, want ErrWorkspaceMismatch", err)
 	}
 	for _, want := range []string{l.Workspace(), other.Workspace(), "docker compose down", "--workspace"} {
 		if !strings.Contains(err.Error(), want) {

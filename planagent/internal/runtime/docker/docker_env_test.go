@@ -43,7 +43,7 @@ func TestContainerEnvHostNetworkKeepsLoopback(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run("network="+tc.network, func(t *testing.T) {
-			d := &Docker{opts: DockerOptions{Network: tc.network, Env: map[string]string{
+			d := &Docker{opts: Options{Network: tc.network, Env: map[string]string{
 				"OPENAI_BASE_URL": "http://localhost:9/v1", "OPENAI_API_KEY": testKey,
 			}}, log: discardLogger()}
 			env := d.containerEnv("")
@@ -59,7 +59,7 @@ func TestContainerEnvHostNetworkKeepsLoopback(t *testing.T) {
 // (no loopback rewrite: it is already an address the container reaches)
 // and the attempt's token; neither key variable.
 func TestContainerEnvThroughTheGateway(t *testing.T) {
-	d := &Docker{opts: DockerOptions{Env: map[string]string{
+	d := &Docker{opts: Options{Env: map[string]string{
 		"OPENAI_BASE_URL": "http://localhost:9/v1", "OPENAI_API_KEY": testKey, "ANTHROPIC_API_KEY": testKey, "OPENAI_MODEL": "m",
 	}}, gatewayBase: "http://172.17.0.1:4000/v1", log: discardLogger()}
 	env := d.containerEnv("tok")

@@ -234,7 +234,7 @@ func fakeDocker(t *testing.T, fake *fakeEngine) (*Docker, Attempt) {
 	// The key stays in Env (as a careless caller might leave it): the
 	// gateway's token must replace it in every container all the same.
 	gw := testGateway(t)
-	d := &Docker{api: fake, opts: DockerOptions{Volumes: l, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent",
+	d := &Docker{api: fake, opts: Options{Volumes: l, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent",
 		UID: 1000, GID: 1000, Env: map[string]string{"OPENAI_API_KEY": testKey}, Gateway: gw},
 		log: slog.New(slog.DiscardHandler), exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer)}
 	addr, err := gw.Listen("127.0.0.1:0")
@@ -664,7 +664,7 @@ func TestDockerFakeLeftoverClaimsFreed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := &Docker{api: fake, opts: DockerOptions{Volumes: l, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent", UID: 1000, GID: 1000},
+	d := &Docker{api: fake, opts: Options{Volumes: l, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent", UID: 1000, GID: 1000},
 		log: slog.New(slog.DiscardHandler), exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer)}
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ func newLeftoverVolumes(t *testing.T) leftoverVolumes {
 func TestIsLeftover(t *testing.T) {
 	v := newLeftoverVolumes(t)
 	ours := v.ours.Root
-	d := &Docker{opts: DockerOptions{Volumes: v.ours, RunID: "r1"}, log: slog.New(slog.DiscardHandler)}
+	d := &Docker{opts: Options{Volumes: v.ours, RunID: "r1"}, log: slog.New(slog.DiscardHandler)}
 	tests := []struct {
 		name  string
 		vols  string
@@ -130,7 +130,7 @@ func TestDockerFakeStartSparesLiveRunsContainers(t *testing.T) {
 		summary("never-agent", ours, "never", containertypes.StateExited),
 	}
 	log := &removalLog{fakeEngine: fake}
-	d := &Docker{api: log, opts: DockerOptions{Volumes: v.ours, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent", UID: 1000, GID: 1000},
+	d := &Docker{api: log, opts: Options{Volumes: v.ours, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent", UID: 1000, GID: 1000},
 		log: slog.New(slog.DiscardHandler), exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer)}
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)

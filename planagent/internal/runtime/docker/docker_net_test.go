@@ -30,7 +30,7 @@ func closedDocker(t *testing.T, network string, refused func(string, int, egress
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newDocker(DockerOptions{RunID: "r1", Volumes: l, Network: network, Egress: pol, Gateway: testGateway(t),
+	return newDocker(Options{RunID: "r1", Volumes: l, Network: network, Egress: pol, Gateway: testGateway(t),
 		Env: map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "OPENAI_API_KEY": testKey}, EgressRefused: refused})
 }
 
@@ -130,7 +130,7 @@ func TestOwnEgressAdmitsTheModelWithoutGateway(t *testing.T) {
 }
 
 func TestJudgeBoundary(t *testing.T) {
-	d := &Docker{opts: DockerOptions{Key: "sk-real-key"}}
+	d := &Docker{opts: Options{Key: "sk-real-key"}}
 	ok := boundary.Report{Environ: []string{"OPENAI_API_KEY=token", "PATH=/bin"}}
 	ok.Checks = append(ok.Checks, struct {
 		Name   string `json:"name"`

@@ -89,7 +89,7 @@ func TestDockerFakeLeftoverRemovalInProgress(t *testing.T) {
 	gone := engineRemoveErr(t, http.StatusNotFound, "No such container: bbbbbbbbbbbb")
 	broken := engineRemoveErr(t, http.StatusInternalServerError, "driver failed to remove root filesystem")
 	newDocker := func(fake *fakeEngine) *Docker {
-		return &Docker{api: fake, opts: DockerOptions{Volumes: l, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent", UID: 1000, GID: 1000},
+		return &Docker{api: fake, opts: Options{Volumes: l, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent", UID: 1000, GID: 1000},
 			log: slog.New(slog.DiscardHandler), exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer)}
 	}
 

@@ -36,8 +36,8 @@ const (
 	goImage      = "codeagent/go:local"      // busybox and the host's Go toolchain
 )
 
-func testOptions(t testing.TB, image, runID string, l volume.Layout, uid, gid int) DockerOptions {
-	return DockerOptions{
+func testOptions(t testing.TB, image, runID string, l volume.Layout, uid, gid int) Options {
+	return Options{
 		Volumes: l, Image: image, RunID: runID, Binary: staticCodingAgent(t),
 		Memory: "256m", CPUs: 1, Pids: 128,
 		Env: map[string]string{"OPENAI_API_KEY": testKey, "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_MODEL": "m"},
@@ -47,11 +47,11 @@ func testOptions(t testing.TB, image, runID string, l volume.Layout, uid, gid in
 	}
 }
 
-func startDocker(t *testing.T, opts DockerOptions) *Docker {
+func startDocker(t *testing.T, opts Options) *Docker {
 	t.Helper()
-	d, err := NewDocker(t.Context(), opts)
+	d, err := New(t.Context(), opts)
 	if err != nil {
-		t.Fatalf("NewDocker: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
 	if err := d.Start(t.Context()); err != nil {
@@ -413,7 +413,7 @@ func TestDockerRemovesLeftovers(t *testing.T) {
 	crashed := testRunID(t, cli)
 	opts := testOptions(t, busyboxImage, crashed, l, os.Getuid(), os.Getgid())
 	opts.Env = agentEnv(srv)
-	d, err := NewDocker(t.Context(), opts)
+	d, err := New(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestDockerEngineUnreachable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
 	l := testLayout(t, os.Getuid(), os.Getgid())
-	_, err := NewDocker(t.Context(), DockerOptions{Volumes: l, RunID: "r1", Env: map[string]string{"OPENAI_API_KEY": testKey}})
+	_, err := New(t.Context(), Options{Volumes: l, RunID: "r1", Env: map[string]string{"OPENAI_API_KEY": testKey}})
 	if !errors.Is(err, ErrEngineUnreachable) {
 		t.Fatalf("err = %v, want ErrEngineUnreachable", err)
 	}
@@ -481,7 +481,7 @@ func TestDockerImageMissing(t *testing.T) {
 		"codeagent/no-such-image:never":  "planagent never pulls",
 		layout.DefaultImage + "-missing": "not found",
 	} {
-		_, err := NewDocker(t.Context(), DockerOptions{Volumes: l, RunID: "r1", Binary: staticCodingAgent(t), Image: image})
+		_, err := New(t.Context(), Options{Volumes: l, RunID: "r1", Binary: staticCodingAgent(t), Image: image})
 		if !errors.Is(err, ErrImageMissing) || !strings.Contains(err.Error(), image) || !strings.Contains(err.Error(), want) {
 			t.Errorf("image %s: err = %v, want ErrImageMissing naming it and %q", image, err, want)
 		}

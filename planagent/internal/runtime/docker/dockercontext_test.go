@@ -89,8 +89,8 @@ func TestDockerUsesTheCurrentContext(t *testing.T) {
 	}
 
 	t.Setenv("DOCKER_CONTEXT", "nowhere")
-	_, err = NewDocker(t.Context(), DockerOptions{Volumes: testLayout(t, os.Getuid(), os.Getgid()), RunID: "r1"})
+	_, err = New(t.Context(), Options{Volumes: testLayout(t, os.Getuid(), os.Getgid()), RunID: "r1"})
 	if !errors.Is(err, ErrEngineUnreachable) || !strings.Contains(err.Error(), "docker context nowhere") || !strings.Contains(err.Error(), "none.sock") {
-		t.Errorf("NewDocker with an unreachable context: %v", err)
+		t.Errorf("New with an unreachable context: %v", err)
 	}
 }

@@ -15,7 +15,8 @@ import (
 
 // Gateway serves the model API to the attempts with the provider's key,
 // which it alone holds (planagent/internal/gateway): an attempt gets a
-// token of its own and the gateway's URL instead of the key.
+// token of its own and the gateway's URL instead of the key. (The kube
+// runtime declares its own, with Grant for the attempts it adopts.)
 type Gateway interface {
 	// ServeHTTP serves the model API: the docker runtime serves it on
 	// each container's socket under closed egress.
@@ -24,9 +25,6 @@ type Gateway interface {
 	Listen(addr string) (*net.TCPAddr, error)
 	// Issue makes a token for one attempt and the function that revokes it.
 	Issue(name string) (token string, revoke func(), err error)
-	// Grant takes again a token issued by an earlier process for name (an
-	// adopted attempt's, read back from its Job) until revoked.
-	Grant(name, token string) (revoke func(), err error)
 	// Path is the base path of the model API, which the attempts' base
 	// URL keeps so their clients build the provider's paths.
 	Path() string

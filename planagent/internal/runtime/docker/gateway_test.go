@@ -131,14 +131,14 @@ func TestDockerNetworkGateway(t *testing.T) {
 		{"none", "", "no gateway address"},
 		{"missing", "", "inspect docker network missing"},
 	} {
-		d := &Docker{api: nets, opts: DockerOptions{Network: tc.network}, log: discardLogger()}
+		d := &Docker{api: nets, opts: Options{Network: tc.network}, log: discardLogger()}
 		got, err := d.networkGateway(t.Context())
 		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("network %q: %q, %v; want %q, error with %q", tc.network, got, err, tc.want, tc.err)
 		}
 	}
 	gw := testGateway(t)
-	d := &Docker{api: nets, opts: DockerOptions{Network: "host", Gateway: gw}, log: discardLogger()}
+	d := &Docker{api: nets, opts: Options{Network: "host", Gateway: gw}, log: discardLogger()}
 	base, err := d.listenGateway(t.Context())
 	if err != nil || !strings.HasPrefix(base, "http://127.0.0.1:") || !strings.HasSuffix(base, "/v1") {
 		t.Errorf("--network host: %q, %v; want the gateway on loopback with the upstream's path", base, err)

@@ -53,8 +53,8 @@ type Gateway interface {
 	Path() string
 }
 
-// KubeOptions configures the kubernetes runtime.
-type KubeOptions struct {
+// Options configures the kubernetes runtime.
+type Options struct {
 	Volumes volume.Layout
 	RunID   string
 	// Image is the user's toolchain image the agent works in (any image
@@ -123,7 +123,7 @@ const (
 type Kube struct {
 	api    kubeAPI
 	exec   podExecer
-	opts   KubeOptions
+	opts   Options
 	ns     string
 	log    *slog.Logger
 	exited chan Exit
@@ -164,10 +164,10 @@ type Kube struct {
 	orphans map[string]*batchv1.Job
 }
 
-// NewKube loads the client configuration, checks that the API server
+// New loads the client configuration, checks that the API server
 // answers and that the namespace's Jobs can be listed: a wrong setup is
 // named here, before the run plans anything.
-func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
+func New(ctx context.Context, opts Options) (*Kube, error) {
 	cfg, ns, where, err := kubeClientConfig(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrClusterUnreachable, err)
@@ -216,7 +216,7 @@ func NewKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 
 // newKube checks the options; the tests pass client-go's fake clientset
 // (clientsetAPI).
-func newKube(api kubeAPI, ex podExecer, ns string, opts KubeOptions) (*Kube, error) {
+func newKube(api kubeAPI, ex podExecer, ns string, opts Options) (*Kube, error) {
 	if opts.RunID == "" {
 		return nil, errors.New("kubernetes runtime: empty run id: the orchestrator must pass the run's id")
 	}
@@ -301,7 +301,7 @@ func (k *Kube) mask(s string) string {
 
 // kubeClientConfig: an explicit kubeconfig or context wins; else the
 // in-cluster config when planagent runs in a pod; else kubectl's rules.
-func kubeClientConfig(opts KubeOptions) (*rest.Config, string, string, error) {
+func kubeClientConfig(opts Options) (*rest.Config, string, string, error) {
 	if opts.Kubeconfig == "" && opts.Context == "" && os.Getenv("KUBECONFIG") == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
 		cfg, err := rest.InClusterConfig()
 		if err != nil {

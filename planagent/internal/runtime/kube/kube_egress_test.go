@@ -79,7 +79,7 @@ func kubeClosedEgressProcess(t *testing.T, cs *fake.Clientset, l volume.Layout, 
 		t.Fatal(err)
 	}
 	refused := &refusalLog{}
-	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", KubeOptions{
+	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", Options{
 		Volumes: l, RunID: "run-20261128-7", Image: "toolchain:1", TaskTimeout: 20 * time.Minute,
 		Env:     map[string]string{"OPENAI_API_KEY": kubeTestKey, "OPENAI_MODEL": "m", "OPENAI_BASE_URL": "https://api.openai.com/v1"},
 		Gateway: gw, GatewayAddr: "127.0.0.1", ClosedEgress: true, Egress: pol, EgressRefused: refused.add,

@@ -46,7 +46,7 @@ func kubeProcess(t *testing.T, cs *fake.Clientset, l volume.Layout, addr string)
 	t.Cleanup(func() { _ = gw.Close() })
 	env := map[string]string{"OPENAI_API_KEY": kubeTestKey, "ANTHROPIC_API_KEY": kubeTestKey, "OPENAI_MODEL": "m",
 		"OPENAI_BASE_URL": "https://api.openai.com/v1", "GITHUB_TOKEN": mcpToken}
-	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", KubeOptions{
+	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", Options{
 		Volumes: l, RunID: "run-20261128-1", Image: "toolchain:1", TaskTimeout: 20 * time.Minute,
 		Env: env, SecretEnv: []string{"GITHUB_TOKEN", "OPENAI_API_KEY"}, Gateway: gw, GatewayAddr: addr,
 	})

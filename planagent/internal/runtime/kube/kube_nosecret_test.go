@@ -38,7 +38,7 @@ func gatewayKube(t *testing.T, api kubeAPI, env map[string]string, secretEnv []s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gw.Close() })
-	k, err := newKube(api, noExec{}, "agents", KubeOptions{
+	k, err := newKube(api, noExec{}, "agents", Options{
 		Volumes: l, RunID: "run-20261128-7", Image: "toolchain:1", TaskTimeout: 20 * time.Minute,
 		Env: env, SecretEnv: secretEnv, Gateway: gw, GatewayAddr: "127.0.0.1",
 	})

@@ -37,7 +37,7 @@ func kubeWithMCP(t *testing.T, cs *fake.Clientset, secret string) (*Kube, error)
 	if secret == "" {
 		secretEnv = append(secretEnv, "CODEAGENT_MCP_SERVERS")
 	}
-	return newKube(clientsetAPI{cs}, noExec{}, "agents", KubeOptions{
+	return newKube(clientsetAPI{cs}, noExec{}, "agents", Options{
 		Volumes: l, RunID: "run-20261125-2", Image: "toolchain:1", Secret: secret, SecretEnv: secretEnv,
 		Env: map[string]string{"OPENAI_API_KEY": kubeTestKey, "OPENAI_MODEL": "m", "GITHUB_TOKEN": mcpToken,
 			"CODEAGENT_MCP_SERVERS": `{"gh":{"url":"https://mcp.example/","headers":{"Authorization":"` + mcpLiteral + `","X-Token":"${GITHUB_TOKEN}"}}}`},
@@ -218,7 +218,7 @@ func TestKubeStartDropsTheSecretsOfKilledRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", KubeOptions{
+	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", Options{
 		Volumes: l, RunID: own, Image: "toolchain:1", Env: map[string]string{"OPENAI_API_KEY": kubeTestKey, "OPENAI_MODEL": "m"},
 	})
 	if err != nil {

@@ -38,12 +38,12 @@ current-context: ctx
 	return p
 }
 
-func setupOpts(t *testing.T, kubeconfig string) KubeOptions {
+func setupOpts(t *testing.T, kubeconfig string) Options {
 	l, err := volume.New(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return KubeOptions{Volumes: l, RunID: "r1", Kubeconfig: kubeconfig}
+	return Options{Volumes: l, RunID: "r1", Kubeconfig: kubeconfig}
 }
 
 // A wrong setup is named at start, in one line that says what to fix.
@@ -73,7 +73,7 @@ func TestNewKubeNamesTheSetupProblem(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := httptest.NewServer(c.handler)
 			defer srv.Close()
-			_, err := NewKube(t.Context(), setupOpts(t, kubeconfigFor(t, srv.URL)))
+			_, err := New(t.Context(), setupOpts(t, kubeconfigFor(t, srv.URL)))
 			if !errors.Is(err, ErrClusterUnreachable) {
 				t.Fatalf("err = %v, want ErrClusterUnreachable", err)
 			}
@@ -88,7 +88,7 @@ func TestNewKubeNamesTheSetupProblem(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		url := srv.URL
 		srv.Close()
-		_, err := NewKube(t.Context(), setupOpts(t, kubeconfigFor(t, url)))
+		_, err := New(t.Context(), setupOpts(t, kubeconfigFor(t, url)))
 		if !errors.Is(err, ErrClusterUnreachable) || !strings.Contains(err.Error(), "does not answer") || !strings.Contains(err.Error(), "--kubeconfig/--context") {
 			t.Errorf("err = %v", err)
 		}
@@ -96,7 +96,7 @@ func TestNewKubeNamesTheSetupProblem(t *testing.T) {
 	t.Run("no such context", func(t *testing.T) {
 		o := setupOpts(t, kubeconfigFor(t, "http://127.0.0.1:1"))
 		o.Context = "nope"
-		_, err := NewKube(t.Context(), o)
+		_, err := New(t.Context(), o)
 		if !errors.Is(err, ErrClusterUnreachable) || !strings.Contains(err.Error(), `--context "nope"`) {
 			t.Errorf("err = %v", err)
 		}

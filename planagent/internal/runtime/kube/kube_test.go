@@ -47,7 +47,7 @@ func newTestKube(t *testing.T) (*Kube, *fake.Clientset) {
 		t.Fatal(err)
 	}
 	cs := fake.NewClientset()
-	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", KubeOptions{
+	k, err := newKube(clientsetAPI{cs}, noExec{}, "agents", Options{
 		Volumes: l, RunID: "run-20261125-1", Image: "toolchain:1", TaskTimeout: 20 * time.Minute,
 		Memory: "1g", CPUs: 1.5,
 		Env: map[string]string{"OPENAI_API_KEY": kubeTestKey, "OPENAI_MODEL": "m", "OPENAI_BASE_URL": "http://10.0.0.1:8080/v1"},
