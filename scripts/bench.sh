@@ -43,7 +43,7 @@ run -bench 'GatewayOverhead' -benchtime 200x ./planagent/internal/gateway/
 run -bench 'StreamUpdate' -benchtime 100x ./planagent/internal/webui/
 if docker info >/dev/null 2>&1; then
   scripts/image.sh >/dev/null && scripts/test-images.sh >/dev/null
-  CODEAGENT_E2E=1 run -bench 'AttemptStartToHeartbeat' -benchtime 1x ./planagent/internal/runtime/
+  CODEAGENT_E2E=1 run -bench 'AttemptStartToHeartbeat' -benchtime 1x ./planagent/internal/runtime/docker/
 else
   echo "docker engine not reachable: BenchmarkAttemptStartToHeartbeat not run" | tee -a "$out"
 fi

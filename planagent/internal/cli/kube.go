@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/kube"
@@ -26,14 +24,6 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 	// The config was validated on load: these parse.
 	selector, _ := config.ParseNodeSelector(s.cfg.KubeNodeSelector)
 	tols, _ := config.ParseTolerations(s.cfg.KubeTolerations)
-	var tolerations []corev1.Toleration
-	for _, t := range tols {
-		op := corev1.TolerationOpExists
-		if t.Value != "" {
-			op = corev1.TolerationOpEqual
-		}
-		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: op, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
-	}
 	// The model gateway keeps the key in planagent: each attempt's pod
 	// gets a token of its own and the gateway's URL, and no Secret or Job
 	// spec holds the key. kube_gateway says where the pods reach this
@@ -56,7 +46,7 @@ func newKubeRuntime(ctx context.Context, s *session, runID string, env map[strin
 		Kubeconfig: s.cfg.Kubeconfig, Context: s.cfg.KubeContext, Namespace: s.cfg.KubeNamespace,
 		TaskTimeout: s.cfg.TaskTimeout, Memory: s.cfg.ContainerMemory, CPUs: s.cfg.ContainerCPUs,
 		CPURequest: s.cfg.KubeCPURequest, MemoryRequest: s.cfg.KubeMemoryRequest, PendingTimeout: s.cfg.KubePendingTimeout,
-		NodeSelector: selector, Tolerations: tolerations,
+		NodeSelector: selector, Tolerations: kube.Tolerations(tols),
 		Env: env, SecretEnv: secretEnv, Secret: s.cfg.KubeSecret, Logger: s.logger, Log: log, Verbose: s.verbose,
 		GatewayAddr: gatewayAddr,
 		// Under closed egress the pods reach the allow-list through

@@ -37,6 +37,21 @@ import (
 // kubeconfig/context, or the namespace is missing or forbidden.
 var ErrClusterUnreachable = errors.New("kubernetes cluster not usable")
 
+// Tolerations are the pods' tolerations for the parsed kube_tolerations
+// setting: with a value the taint must have it (Equal), without any value
+// (Exists). cli hands them over so, linking no Kubernetes API package.
+func Tolerations(ts []config.Toleration) []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, t := range ts {
+		op := corev1.TolerationOpExists
+		if t.Value != "" {
+			op = corev1.TolerationOpEqual
+		}
+		out = append(out, corev1.Toleration{Key: t.Key, Operator: op, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	return out
+}
+
 // Gateway serves the model API to the pods with the provider's key, which
 // it alone holds (planagent/internal/gateway): a pod gets a token of its
 // own and the gateway's URL instead of the key.

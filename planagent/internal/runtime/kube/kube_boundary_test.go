@@ -80,6 +80,9 @@ func (p logPods) GetLogs(name string, o *corev1.PodLogOptions) *rest.Request {
 // loopback, over the fake clientset and a podLogs server.
 func boundaryKube(t *testing.T) (*Kube, *fake.Clientset, *podLogs) {
 	t.Helper()
+	// Built before the probe starts: runProbePod plays the kubelet with it
+	// and the probe waits for its pod no longer than the pending timeout.
+	staticCodingAgent(t)
 	logs := &podLogs{text: map[string]string{}}
 	srv := httptest.NewServer(logs)
 	t.Cleanup(srv.Close)
