@@ -123,7 +123,7 @@ func (d *Docker) judge(rep boundary.Report, cs ...*boundary.Canary) boundary.Ver
 func (d *Docker) Boundary() boundary.Verdict { return d.boundary }
 
 // checkBoundary probes the boundary at the start of a run: a failure
-// stops the run (ErrBoundary) unless egress is open, where it is only
+// stops the run (boundary.ErrBreached) unless egress is open, where it is only
 // recorded.
 func (d *Docker) checkBoundary(ctx context.Context, compose string) error {
 	if compose != "" {

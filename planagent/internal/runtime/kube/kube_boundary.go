@@ -160,7 +160,7 @@ func reachOnly(b boundary.Verdict) bool {
 // on with a warning: the key stays behind the gateway either way, and
 // only the cluster's network plugin can close the network. A failure of
 // what planagent guards (the gateway took no token or any token, the key
-// in the pod) stops the run (ErrBoundary).
+// in the pod) stops the run (boundary.ErrBreached).
 func (k *Kube) checkBoundary(ctx context.Context) error {
 	if !k.opts.ClosedEgress || k.gatewayBase == "" {
 		return nil

@@ -24,7 +24,7 @@ import (
 // LabelAttempt, LabelRole): values sanitised, the exact run and task ids
 // in annotations of the same keys.
 const (
-	// The pod's one emptyDir, mounted at agentDir in every container:
+	// The pod's one emptyDir, mounted at layout.AgentDir in every container:
 	// bin/ (codingagent), volumes/ (the attempt's files), run/ (markers).
 	kubeVolume    = "codeagent"
 	kubeTmpVolume = "tmp"
