@@ -82,7 +82,7 @@ func testWatcherImage(t testing.TB, cli *client.Client) string {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := cli.ImageInspect(ctx, baseImage); cerrdefs.IsNotFound(err) {
-		script, _ := filepath.Abs(filepath.Join("..", "..", "..", "scripts", "base-image.sh"))
+		script, _ := filepath.Abs(filepath.Join("..", "..", "..", "..", "scripts", "base-image.sh"))
 		out, err := exec.CommandContext(ctx, script).CombinedOutput()
 		if err != nil {
 			t.Fatalf("build %s with %s: %v\n%s", baseImage, script, err, out)

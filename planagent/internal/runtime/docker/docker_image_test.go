@@ -41,7 +41,7 @@ func TestDockerComposeImage(t *testing.T) {
 	image := composeTestImage(t, cli)
 
 	dir := t.TempDir()
-	spec, err := os.ReadFile(filepath.Join("..", "..", "..", "docker-compose.yml"))
+	spec, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func composeTestImage(t *testing.T, cli *client.Client) string {
 	}
 	testWatcherImage(t, cli) // makes sure the local base exists
 	ctxDir := t.TempDir()
-	repo := filepath.Join("..", "..", "..")
+	repo := filepath.Join("..", "..", "..", "..")
 	for _, args := range [][]string{
 		{"-r", filepath.Join(repo, "docker"), ctxDir},
 		{filepath.Join(repo, ".dockerignore"), ctxDir},

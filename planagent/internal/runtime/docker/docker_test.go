@@ -110,7 +110,7 @@ func testImages(t testing.TB, cli *client.Client) {
 		if _, err := cli.ImageInspect(t.Context(), img); err == nil {
 			continue
 		}
-		script, _ := filepath.Abs(filepath.Join("..", "..", "..", "scripts", "test-images.sh"))
+		script, _ := filepath.Abs(filepath.Join("..", "..", "..", "..", "scripts", "test-images.sh"))
 		if out, err := exec.Command(script).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", script, err, out)
 		}
