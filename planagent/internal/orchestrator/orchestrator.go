@@ -41,8 +41,8 @@ import (
 
 // Runtime is what the orchestrator needs of a runtime backend: where each
 // task attempt's codingagent runs and where acceptance commands run. cli
-// builds one (planagent/internal/runtime: docker, kubernetes;
-// planagent/internal/runtime/local) and hands it over; the orchestrator
+// builds one (planagent/internal/runtime/docker, .../kube, .../local)
+// and hands it over; the orchestrator
 // imports none of them (depguard's orchestrator-runtimes rule).
 type Runtime interface {
 	// Start checks the runtime can work (an unusable engine, image or
