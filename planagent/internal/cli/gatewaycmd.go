@@ -18,6 +18,7 @@ import (
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
+	"github.com/codeagent/codeagent/planagent/internal/refusals"
 )
 
 // GatewayTokenEnv holds the token a watcher that planagent does not start
@@ -29,6 +30,7 @@ type gatewayFlags struct {
 	addr       string // TCP host:port
 	unix       string // the model gateway's unix socket
 	egressUnix string // the egress proxy's unix socket
+	refusals   string // the file each egress refusal is appended to
 }
 
 // NewCmdGateway builds `planagent gateway`: the model gateway as a service
@@ -50,17 +52,21 @@ network_mode none) on two unix sockets of a directory both share: the model
 gateway, and the egress proxy admitting only the egress allow-list (--egress,
 CODEAGENT_EGRESS or egress: in the config; none by default). The watcher's
 CODEAGENT_RELAY carries its loopback ports to them. Refusals are JSON lines on
-stderr. --addr is then served only when given. Stop it with Ctrl-C or SIGTERM.
-See docs/gateway.md.`,
+stderr and, with --refusals, in a file of the volumes that a planagent run
+reusing the watcher follows (each refusal an event of the run and part of its
+task's result; the file is rotated at 4 MiB to FILE.1). --addr is then served
+only when given. Stop it with Ctrl-C or SIGTERM. See docs/gateway.md.`,
 		Example: `  export ` + GatewayTokenEnv + `=$(openssl rand -hex 32)
   planagent gateway --addr 0.0.0.0:8080
-  planagent gateway --unix /run/codeagent/gateway.sock --egress-unix /run/codeagent/proxy.sock --egress proxy.golang.org`,
+  planagent gateway --unix /run/codeagent/gateway.sock --egress-unix /run/codeagent/proxy.sock --egress proxy.golang.org \
+    --refusals /app/volumes/egress/refusals.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGateway(cmd, f, fl) },
 	}
 	cmd.Flags().StringVar(&fl.addr, "addr", "0.0.0.0:8080", "host:port to listen on (not served when --unix is given, unless --addr is given too)")
 	cmd.Flags().StringVar(&fl.unix, "unix", "", "unix socket to serve the model gateway on (a watcher without a network relays to it)")
 	cmd.Flags().StringVar(&fl.egressUnix, "egress-unix", "", "unix socket to serve the egress proxy on, admitting only the egress allow-list")
+	cmd.Flags().StringVar(&fl.refusals, "refusals", "", "file to append each egress refusal to as a JSON line, for planagent runs to follow (VOLUMES/egress/refusals.jsonl; rotated at 4 MiB)")
 	cmdutil.SettingFlags(cmd.Flags(), "egress", "egress_hosts")
 	return cmd
 }
@@ -85,6 +91,9 @@ func runGateway(cmd *cobra.Command, f *cmdutil.Factory, fl gatewayFlags) error {
 	tcp := fl.addr != "" && (fl.unix == "" || cmd.Flags().Changed("addr"))
 	if !tcp && fl.unix == "" {
 		return cmdutil.UsageError(errors.New("nothing to listen on: give --addr HOST:PORT or --unix PATH"))
+	}
+	if fl.refusals != "" && fl.egressUnix == "" {
+		return cmdutil.UsageError(errors.New("--refusals is the egress proxy's file: give --egress-unix PATH too"))
 	}
 	policy, err := gatewayEgress(s, fl)
 	if err != nil {
@@ -113,7 +122,12 @@ func runGateway(cmd *cobra.Command, f *cmdutil.Factory, fl gatewayFlags) error {
 		where = append(where, fmt.Sprintf("unix:%s (path %s)", fl.unix, gw.Path()))
 	}
 	if fl.egressUnix != "" {
-		sockets[fl.egressUnix] = egress.New(egress.Options{Policy: policy, Logger: logger})
+		opts := egress.Options{Policy: policy, Logger: logger}
+		if w := refusalsFile(fl, logger); w != nil {
+			defer w.Close()
+			opts.OnRefuse = w.Add
+		}
+		sockets[fl.egressUnix] = egress.New(opts)
 	}
 	for path, h := range sockets {
 		srv, err := serveUnix(path, h, logger)
@@ -155,6 +169,22 @@ func gatewayEgress(s *session, fl gatewayFlags) (*egress.Policy, error) {
 		return nil, cmdutil.UsageError(errors.New("egress: open has no proxy: drop --egress-unix and give the watcher an open network (compose: docker/compose.open.yml, docs/gateway.md)"))
 	}
 	return p, nil
+}
+
+// refusalsFile opens the file of --refusals; nil without it. A file that
+// cannot be written is a warning, not a stop: the model gateway and the
+// proxy serve on, and the refusals are in the log.
+func refusalsFile(fl gatewayFlags, log *slog.Logger) *refusals.Writer {
+	if fl.refusals == "" {
+		return nil
+	}
+	w, err := refusals.Create(fl.refusals, 0, log)
+	if err != nil {
+		log.Warn("refusals go to this log only, not to a file planagent runs follow", "err", err,
+			"fix", "create the directory of --refusals owned by the gateway's user (compose: mkdir -p volumes/egress)")
+		return nil
+	}
+	return w
 }
 
 // serveUnix serves h on a unix socket at path. A socket left there by a

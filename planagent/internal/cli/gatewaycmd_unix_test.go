@@ -44,7 +44,8 @@ func (s *syncBuffer) String() string {
 // for a watcher with no network: the model API on one socket, answered
 // with the token and refused without it, the real key going only to the
 // model server; the egress proxy on the other, tunnelling to an allowed
-// host and refusing any other with a JSON line on stderr.
+// host and refusing any other with a JSON line on stderr and in the
+// --refusals file.
 func TestGatewayCommandServesUnixSockets(t *testing.T) {
 	t.Chdir(t.TempDir())
 	const key = "sk-the-provider-key-0123456789abcdef"
@@ -59,6 +60,7 @@ func TestGatewayCommandServesUnixSockets(t *testing.T) {
 
 	dir := t.TempDir()
 	gwSock, proxySock := filepath.Join(dir, "gateway.sock"), filepath.Join(dir, "proxy.sock")
+	refusalsFile := filepath.Join(t.TempDir(), "refusals.jsonl")
 	// A socket left by a killed gateway is replaced, not an error.
 	if l, err := net.Listen("unix", gwSock); err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func TestGatewayCommandServesUnixSockets(t *testing.T) {
 	f.IO.Err = errb
 	root := NewCmdRoot(f)
 	root.SetArgs([]string{"gateway", "--unix", gwSock, "--egress-unix", proxySock,
-		"--egress", fmt.Sprintf("allowed.test:%d", port), "--egress-hosts", "allowed.test=127.0.0.1"})
+		"--egress", fmt.Sprintf("allowed.test:%d", port), "--egress-hosts", "allowed.test=127.0.0.1", "--refusals", refusalsFile})
 	root.SetOut(io.Discard)
 	root.SetErr(errb)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -153,6 +155,28 @@ func TestGatewayCommandServesUnixSockets(t *testing.T) {
 	if strings.Contains(errb.String(), key) {
 		t.Errorf("stderr holds the key:\n%s", errb)
 	}
+	// The same refusals in the file, written before each 403 went out.
+	data, err := os.ReadFile(refusalsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inFile []string
+	for line := range strings.Lines(string(data)) {
+		var rec struct {
+			Time   time.Time `json:"time"`
+			Method string    `json:"method"`
+			Host   string    `json:"host"`
+			Port   int       `json:"port"`
+			Reason string    `json:"reason"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Time.IsZero() || rec.Port != port || rec.Reason == "" {
+			t.Errorf("refusals file line %q: %v", line, err)
+		}
+		inFile = append(inFile, rec.Method+" "+rec.Host)
+	}
+	if got := strings.Join(inFile, ","); got != "CONNECT denied.test,CONNECT 127.0.0.1" {
+		t.Errorf("the refusals file has %q, want denied.test then 127.0.0.1", got)
+	}
 }
 
 // waitFor waits until stderr says want, failing early if the command ended.
@@ -215,6 +239,7 @@ func TestGatewayCommandRefusesEgressWithoutProxy(t *testing.T) {
 		{"allow-list without a proxy", []string{"gateway", "--addr", "127.0.0.1:0", "--egress", "pypi.org"}, "give --egress-unix"},
 		{"open with a proxy", []string{"gateway", "--unix", "/nonexistent/g.sock", "--egress-unix", "/nonexistent/p.sock", "--egress", "open"}, "drop --egress-unix"},
 		{"nothing to listen on", []string{"gateway", "--addr", ""}, "give --addr"},
+		{"a refusals file without a proxy", []string{"gateway", "--addr", "127.0.0.1:0", "--refusals", "r.jsonl"}, "--refusals is the egress proxy's file"},
 		{"a bad entry", []string{"gateway", "--unix", "/nonexistent/g.sock", "--egress-unix", "/nonexistent/p.sock", "--egress", "not a host!"}, "egress entry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
