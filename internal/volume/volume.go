@@ -104,6 +104,12 @@ func (l Layout) Watchers() string { return filepath.Join(l.Reports(), ".watchers
 // Summary is reports/summary.md, the run summary.
 func (l Layout) Summary() string { return filepath.Join(l.Reports(), "summary.md") }
 
+// EgressRefusals is egress/refusals.jsonl, where the compose file's
+// gateway service (planagent gateway --refusals) appends what its egress
+// proxy refused, for the runs that reuse the compose watcher. Only the
+// gateway mounts egress/: the watcher has no way to it.
+func (l Layout) EgressRefusals() string { return filepath.Join(l.Root, "egress", "refusals.jsonl") }
+
 // ExplicitWorkspace reports whether the workspace was named (--workspace,
 // workspace_dir) rather than the default <volumes>/workspace. A named one
 // must exist: only the default is ours to create.

@@ -33,5 +33,12 @@ func newDockerRuntime(ctx context.Context, s *session, runID string, env map[str
 	if gw != nil {
 		opts.Gateway = gw // only when there is one: a nil *Gateway is no nil interface
 	}
-	return docker.New(ctx, opts)
+	d, err := docker.New(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	// A reused compose watcher's refusals come from its gateway's file:
+	// an attempt's result reads what is there by then.
+	s.refusals.follow(d.CatchUpRefusals)
+	return d, nil
 }

@@ -25,6 +25,17 @@ type egressRecord struct {
 	mu  sync.Mutex
 	got map[string][]string
 	n   map[string]int
+	// catchUp, when set, brings in the refusals that a file still holds
+	// (the compose gateway's, docker.Docker.CatchUpRefusals) before an
+	// attempt's are read.
+	catchUp func()
+}
+
+// follow has Refused call catchUp first.
+func (e *egressRecord) follow(catchUp func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.catchUp = catchUp
 }
 
 const maxRefusalsKept = 10
@@ -43,6 +54,12 @@ func (e *egressRecord) add(name, refusal string) {
 
 // Refused is the orchestrator's EgressLog.
 func (e *egressRecord) Refused(name string) []string {
+	e.mu.Lock()
+	catchUp := e.catchUp
+	e.mu.Unlock()
+	if catchUp != nil {
+		catchUp() // it adds through add: not under e.mu
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := slices.Clone(e.got[name])

@@ -133,6 +133,7 @@ type Docker struct {
 	mu       sync.Mutex
 	started  bool
 	compose  string                     // the reused compose watcher, or ""
+	refusals *composeRefusals           // its gateway's refusals file, followed (docker_refusals.go)
 	attempts map[string]*agentContainer // by attempt (Name: "task.n"): a task may run several at once
 	// ending: containers of attempts that ended on their own, being
 	// removed off the map; Stop waits for them so a run leaves none.
@@ -303,6 +304,9 @@ func (d *Docker) Start(ctx context.Context) error {
 		fmt.Fprintf(d.opts.Log, "using the compose codingagent watcher %s (docker compose up) on %s: one container for every attempt, not fenced per attempt (a trusted-model mode; stop it for a container per attempt)\n", shortID(id), d.opts.Volumes.Root)
 	}
 	d.compose, d.started = id, true
+	if id != "" {
+		d.followRefusals()
+	}
 	return nil
 }
 
@@ -348,6 +352,7 @@ func (d *Docker) Stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	d.ending.Wait()
+	d.endRefusals()
 	// The run's own-volumes dirs are gone with their containers; the
 	// directory of the run too unless one could not be fenced.
 	_ = os.Remove(filepath.Join(d.opts.Volumes.IO(), d.opts.RunID))

@@ -36,6 +36,7 @@ func (d *Docker) Launch(ctx context.Context, a Attempt) error {
 		return errors.New("docker runtime: Launch before Start: start the runtime first")
 	}
 	if d.compose != "" {
+		d.composeLaunched(a)
 		d.mu.Unlock()
 		return nil
 	}

@@ -3,8 +3,11 @@ package docker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/codeagent/codeagent/internal/volume"
+	"github.com/codeagent/codeagent/planagent/internal/egress"
+	"github.com/codeagent/codeagent/planagent/internal/refusals"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/heartbeat"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
@@ -48,6 +53,64 @@ func TestDockerReusesComposeWatcher(t *testing.T) {
 	in, err := cli.ContainerInspect(t.Context(), composeID, client.ContainerInspectOptions{})
 	if err != nil || !in.Container.State.Running {
 		t.Errorf("Stop must leave the compose watcher running: %v", err)
+	}
+}
+
+// TestDockerComposeRefusalsFile: with the compose watcher reused, what the
+// compose gateway appends to volumes/egress/refusals.jsonl reaches
+// EgressRefused under the attempt its client names, once the run catches
+// up (as the task's result does) or at Stop; what was there before Start,
+// and a client naming an attempt the run did not launch, are not a task's.
+func TestDockerComposeRefusalsFile(t *testing.T) {
+	cli := e2eEngine(t)
+	image := testWatcherImage(t, cli)
+	l := testLayout(t, os.Getuid(), os.Getgid())
+	runID := testRunID(t, cli)
+	startComposeLike(t, cli, image, l, runID)
+
+	if err := os.MkdirAll(filepath.Dir(l.EgressRefusals()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := refusals.Create(l.EgressRefusals(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	refuse := func(client, host string) {
+		gw.Add(egress.Refusal{Method: "CONNECT", Host: host, Port: 443, Reason: "not in the egress allow-list", Client: client})
+	}
+	refuse("t1.1", "before.example") // an earlier run's
+
+	var mu sync.Mutex
+	var got []string
+	opts := testOptions(t, image, "refusals-"+runID, l, os.Getuid(), os.Getgid())
+	opts.EgressRefused = func(task string, n int, r egress.Refusal) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("%s/%d/%s", task, n, r.Host))
+	}
+	seen := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(got, ",")
+	}
+	d := startDocker(t, opts)
+	if err := d.Launch(t.Context(), Attempt{RunID: "refusals-" + runID, TaskID: "t1", Attempt: 1, Dir: l.Workspace()}); err != nil {
+		t.Fatal(err)
+	}
+	refuse("t1.1", "denied.example")
+	refuse("", "watcher.example")
+	refuse("ghost.7", "framed.example")
+	d.CatchUpRefusals()
+	if want := "t1/1/denied.example,/0/watcher.example,/0/framed.example"; seen() != want {
+		t.Errorf("after catching up: %q, want %q", seen(), want)
+	}
+	refuse("t1.1", "late.example")
+	if err := d.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "t1/1/denied.example,/0/watcher.example,/0/framed.example,t1/1/late.example"; seen() != want {
+		t.Errorf("after Stop: %q, want %q (its last read)", seen(), want)
 	}
 }
 
