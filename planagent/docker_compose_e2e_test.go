@@ -161,7 +161,7 @@ func composeUpFiles(t *testing.T, e *runEnv, baseURL string, files []string, env
 		fileArgs = append(fileArgs, "-f", file)
 	}
 	// Bind sources that do not exist are created by the engine, as root.
-	for _, d := range []string{"context", "commands", "reports/.watchers", "workspace", "attempts"} {
+	for _, d := range []string{"context", "commands", "reports/.watchers", "workspace", "attempts", "egress"} {
 		if err := os.MkdirAll(filepath.Join(e.volumes, d), 0o755); err != nil {
 			t.Fatal(err)
 		}

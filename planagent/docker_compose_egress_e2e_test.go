@@ -3,10 +3,15 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
 // TestE2EDockerComposeClosedEgress brings up the repository's compose file
@@ -14,13 +19,21 @@ import (
 // traffic goes through the gateway service's unix socket (a run's tasks
 // complete), and its way out is the gateway's egress proxy: a name in
 // CODEAGENT_EGRESS is reached, another is refused and the refusal is a
-// JSON line of `compose logs gateway`; going direct reaches nothing.
+// JSON line of `compose logs gateway`; going direct reaches nothing. An
+// agent's refusal comes back to the run from the gateway's refusals file:
+// an egress_refused event of its task and attempt, and on that attempt's
+// result in status --json.
 func TestE2EDockerComposeClosedEgress(t *testing.T) {
 	cli := dockerE2E(t)
 	// On the docker bridge's address: the host as the gateway container
 	// reaches it, never the watcher.
 	allowed := serveCounting(t, "172.17.0.1:0", "ALLOWED-BODY")
-	f := &fakeModel{plan: threeTaskPlan, tasks: threeTasks()}
+	// alpha's agent tries a name the proxy does not admit: the gateway's
+	// refusal must come back to the run under alpha's first attempt.
+	tasks := threeTasks()
+	tasks[0].steps = append(tasks[0].steps, llmtest.Call("shell_exec", map[string]any{
+		"command": fmt.Sprintf("wget -q -O- http://denied.test:%d/ 2>&1; echo AGENT-DENIED-EXIT=$?", allowed.port)}))
+	f := &fakeModel{plan: threeTaskPlan, tasks: tasks}
 	e := newDockerRunEnv(t, f)
 	cp := composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1",
 		"CODEAGENT_EGRESS=allowed.test:"+strconv.Itoa(allowed.port), "CODEAGENT_EGRESS_HOSTS=allowed.test=172.17.0.1")
@@ -40,6 +53,57 @@ func TestE2EDockerComposeClosedEgress(t *testing.T) {
 	}
 	e.assertThreeTasksDone()
 	e.assertOwnedAndKeyFree()
+	if got := e.toolResult("AGENT-DENIED-EXIT"); !strings.Contains(got, "AGENT-DENIED-EXIT=1") {
+		t.Errorf("the agent's wget of denied.test was not refused: %q", got)
+	}
+	denied := "denied.test:" + strconv.Itoa(allowed.port)
+	// The gateway's refusal, from its file, is an event of the run with
+	// the task and attempt that the watcher named at the proxy.
+	var refused []string
+	for line := range strings.Lines(out) {
+		var ev struct {
+			Type   string         `json:"type"`
+			TaskID string         `json:"task_id"`
+			Data   map[string]any `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil || ev.Type != "egress_refused" {
+			continue
+		}
+		refused = append(refused, fmt.Sprintf("%s.%v %v:%v", ev.TaskID, ev.Data["attempt"], ev.Data["host"], ev.Data["port"]))
+	}
+	if want := "alpha.1 " + denied; len(refused) != 1 || refused[0] != want {
+		t.Errorf("egress_refused events %q, want one: %q\nstderr:\n%s", refused, want, stderr)
+	}
+	// And on alpha's result, not on the others'.
+	status, _, code := e.run("status", "--json")
+	if code != 0 {
+		t.Fatalf("status --json: exit %d", code)
+	}
+	var st struct {
+		Tasks []struct {
+			ID       string `json:"id"`
+			Attempts []struct {
+				Attempt       int      `json:"attempt"`
+				EgressRefused []string `json:"egress_refused"`
+			} `json:"attempt_results"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(status), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, status)
+	}
+	onTask := map[string][]string{}
+	for _, task := range st.Tasks {
+		for _, a := range task.Attempts {
+			onTask[fmt.Sprintf("%s.%d", task.ID, a.Attempt)] = a.EgressRefused
+		}
+	}
+	if got := onTask["alpha.1"]; len(got) != 1 || !strings.Contains(got[0], denied) || len(onTask["beta.1"])+len(onTask["gamma.1"]) != 0 {
+		t.Errorf("refusals on the tasks' results %v, want alpha's one of %s:\n%s", onTask, denied, status)
+	}
+	file, err := os.ReadFile(filepath.Join(e.volumes, "egress", "refusals.jsonl"))
+	if err != nil || !strings.Contains(string(file), `"client":"alpha.1"`) || strings.Contains(string(file), e2eKey) {
+		t.Errorf("the gateway's refusals file (%v) lacks alpha.1's refusal, or holds the key:\n%s", err, file)
+	}
 
 	// What `docker exec` (planagent's acceptance commands) gets in the
 	// watcher: its interfaces, and each try's exit (busybox wget exits 1
