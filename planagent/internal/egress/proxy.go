@@ -31,12 +31,18 @@ type Refusal struct {
 	Host   string // as asked: a name or an address
 	Port   int
 	Reason string
-	// Client is the user name the client sent in Proxy-Authorization (Basic),
-	// "" when none: the local runtime's watcher names each attempt so
-	// (config.AttemptProxyEnv). A label, not a credential: nothing is
-	// admitted or refused for it.
+	// Client is who sent the request. With Options.Authenticate it is
+	// the name its credential proves ("" for a request refused for want
+	// of one: whoever sent it is not known). Without, it is the user name
+	// the client sent in Proxy-Authorization (Basic), "" when none: the
+	// local runtime's watcher names each attempt so
+	// (config.AttemptProxyEnv), a label that proves nothing.
 	Client string
 }
+
+// ReasonNoCredential is the Reason of a request refused with 407 under
+// Options.Authenticate.
+const ReasonNoCredential = "no valid attempt credential"
 
 func (r Refusal) String() string {
 	return fmt.Sprintf("%s %s refused: %s", r.Method, net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), r.Reason)
@@ -53,7 +59,14 @@ type Options struct {
 	// OnRefuse hears of every refusal (for the run's events and the
 	// task's result); it must not block.
 	OnRefuse func(Refusal)
-	Logger   *slog.Logger
+	// Authenticate, when set, makes Proxy-Authorization (Basic) a
+	// credential: a request is served only when it returns ok for the
+	// user and password sent, and is then the client it names; any other
+	// is answered 407 and refused (ReasonNoCredential). nil: the user
+	// name only labels refusals (the local runtime, where the proxy is
+	// advice).
+	Authenticate func(user, pass string) (client string, ok bool)
+	Logger       *slog.Logger
 }
 
 // Proxy is an HTTP proxy: CONNECT for https (and anything else over TCP)
@@ -117,8 +130,13 @@ func New(opts Options) *Proxy {
 // host and port, an absolute http:// URL is forwarded; anything else is
 // not a proxy request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	client, ok := p.client(r)
+	if !ok {
+		p.unauthenticated(w, r)
+		return
+	}
 	if r.Method == http.MethodConnect {
-		p.connect(w, r)
+		p.connect(w, r, client)
 		return
 	}
 	if r.URL.Host == "" || r.URL.Scheme != "http" {
@@ -132,11 +150,50 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		port, _ = strconv.Atoi(ps)
 	}
 	if ref := p.methodRefused(r.Method, r.URL.Hostname(), port); ref != nil {
-		p.refused(w, clientOf(r), ref.r)
+		p.refused(w, client, ref.r)
 		return
 	}
 	ctx := context.WithValue(r.Context(), methodKey{}, r.Method)
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, clientKey{}, clientOf(r))))
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, clientKey{}, client)))
+}
+
+// client is who sent r: with Authenticate, the name its credential
+// proves (ok false: none valid); without, the label it sent.
+func (p *Proxy) client(r *http.Request) (string, bool) {
+	user, pass, sent := credentialOf(r)
+	if p.opts.Authenticate == nil {
+		return user, true
+	}
+	if !sent {
+		return "", false
+	}
+	return p.opts.Authenticate(user, pass)
+}
+
+// unauthenticated answers 407, which asks the client for its credential,
+// and records the refusal under no client: the name it may have sent is
+// what it claims, not what it is.
+func (p *Proxy) unauthenticated(w http.ResponseWriter, r *http.Request) {
+	host, port := r.URL.Hostname(), 80
+	target := r.URL.Host
+	if r.Method == http.MethodConnect {
+		target = r.Host
+	}
+	if h, ps, err := net.SplitHostPort(target); err == nil {
+		host = h
+		port, _ = strconv.Atoi(ps)
+	} else if target != "" {
+		host = strings.Trim(target, "[]")
+	}
+	ref := Refusal{Method: r.Method, Host: host, Port: port, Reason: ReasonNoCredential}
+	if user, _, sent := credentialOf(r); sent {
+		// Logged, never the password: which name was tried helps to find
+		// a pod that sends another's.
+		p.log.Warn("egress proxy credential refused", "claimed", user, "remote", r.RemoteAddr)
+	}
+	p.refusedTunnel(ref)
+	w.Header().Set("Proxy-Authenticate", `Basic realm="codeagent egress"`)
+	http.Error(w, "codeagent egress proxy: "+ref.String()+" (use the proxy URL of HTTPS_PROXY as given, with its user and password)", http.StatusProxyAuthRequired)
 }
 
 // methodRefused is the refusal of a request whose host the allow-list
@@ -156,7 +213,7 @@ func (p *Proxy) methodRefused(method, host string, port int) *refusedError {
 	return nil
 }
 
-func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, client string) {
 	target := r.Host
 	if _, _, err := net.SplitHostPort(target); err != nil {
 		http.Error(w, "codeagent egress proxy: CONNECT wants host:port, got "+target, http.StatusBadRequest)
@@ -166,7 +223,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var ref *refusedError
 		if errors.As(err, &ref) {
-			p.refused(w, clientOf(r), ref.r)
+			p.refused(w, client, ref.r)
 			return
 		}
 		http.Error(w, "codeagent egress proxy: "+err.Error(), http.StatusBadGateway)
@@ -178,13 +235,13 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "codeagent egress proxy: this connection cannot be tunnelled", http.StatusInternalServerError)
 		return
 	}
-	client, buf, err := hj.Hijack()
+	conn, buf, err := hj.Hijack()
 	if err != nil {
 		upstream.Close()
 		return
 	}
-	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
-		client.Close()
+	if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		conn.Close()
 		upstream.Close()
 		return
 	}
@@ -195,8 +252,8 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		pending, _ = buf.Reader.Peek(n)
 	}
 	host, port := hostPort(target)
-	checked := newCheckedConn(client, pending, host, func(reason string) {
-		p.refusedTunnel(Refusal{Method: http.MethodConnect, Host: host, Port: port, Reason: reason, Client: clientOf(r)})
+	checked := newCheckedConn(conn, pending, host, func(reason string) {
+		p.refusedTunnel(Refusal{Method: http.MethodConnect, Host: host, Port: port, Reason: reason, Client: client})
 	})
 	splice.Conns(checked, upstream)
 }
@@ -218,7 +275,7 @@ func (p *Proxy) dialContext(ctx context.Context, _, addr string) (net.Conn, erro
 
 type methodKey struct{}
 
-// clientKey carries clientOf the request to the reverse proxy's error
+// clientKey carries the request's client to the reverse proxy's error
 // handler, which sees the request without its hop-by-hop headers.
 type clientKey struct{}
 
@@ -323,23 +380,27 @@ func (p *Proxy) refused(w http.ResponseWriter, client string, r Refusal) {
 	http.Error(w, "codeagent egress proxy: "+r.String(), http.StatusForbidden)
 }
 
-// clientOf is the user name of req's Proxy-Authorization: Basic, "" when
-// there is none. Read leniently (busybox wget sends a user alone without
-// its colon): it only labels the refusal.
-func clientOf(req *http.Request) string {
+// credentialOf is the user and password of req's Proxy-Authorization:
+// Basic; sent is false when there is none. Read leniently (busybox wget
+// sends a user alone without its colon, and the userinfo as it is in the
+// URL, escapes and all).
+func credentialOf(req *http.Request) (user, pass string, sent bool) {
 	scheme, cred, ok := strings.Cut(req.Header.Get("Proxy-Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Basic") {
-		return ""
+		return "", "", false
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
 	if err != nil {
-		return ""
+		return "", "", false
 	}
-	user, _, _ := strings.Cut(string(raw), ":")
+	user, pass, _ = strings.Cut(string(raw), ":")
 	if u, err := url.PathUnescape(user); err == nil {
 		user = u
 	}
-	return user
+	if p, err := url.PathUnescape(pass); err == nil {
+		pass = p
+	}
+	return user, pass, true
 }
 
 // refusedTunnel logs and reports a refusal that has no HTTP answer: a
