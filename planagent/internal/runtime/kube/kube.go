@@ -168,6 +168,8 @@ type Kube struct {
 	proxy    *http.Server
 	proxyURL string
 	probing  atomic.Bool
+	// creds are the pods' credentials at the egress proxy.
+	creds proxyCreds
 	// execSeq numbers the acceptance commands' Jobs of this process.
 	execSeq atomic.Uint64
 
@@ -391,7 +393,7 @@ func (k *Kube) Start(ctx context.Context) error {
 	if err := k.ensureSecret(ctx); err != nil {
 		return err
 	}
-	if err := k.ensurePolicy(ctx); err != nil {
+	if _, err := k.ensurePolicy(ctx); err != nil {
 		return err
 	}
 	k.started = true

@@ -34,7 +34,7 @@ type kubeAttempt struct {
 	adopted   bool // the Job of a killed planagent: its inputs may be in already
 	cancel    context.CancelFunc
 	done      chan struct{}
-	revoke    func() // the attempt's gateway token
+	revoke    func() // the attempt's gateway token and egress proxy credential
 }
 
 // Launch creates the attempt's Job and returns; a goroutine then waits for
@@ -89,6 +89,14 @@ func (k *Kube) Launch(ctx context.Context, a Attempt) error {
 			return fmt.Errorf("task %s attempt %d: %w", a.TaskID, a.Attempt, err)
 		}
 	}
+	secret, revokeProxy, err := k.issueProxy(a.Name())
+	if err != nil {
+		revoke()
+		return fmt.Errorf("task %s attempt %d: %w", a.TaskID, a.Attempt, err)
+	}
+	spec.proxySecret = secret
+	revokeToken := revoke
+	revoke = func() { revokeToken(); revokeProxy() }
 	launched := false
 	defer func() {
 		if !launched {

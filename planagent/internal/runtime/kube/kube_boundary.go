@@ -53,11 +53,16 @@ func (k *Kube) verifyBoundary(ctx context.Context) (boundary.Verdict, error) {
 		return boundary.Verdict{}, err
 	}
 	defer revoke()
+	secret, revokeProxy, err := k.issueProxy(probeClient)
+	if err != nil {
+		return boundary.Verdict{}, err
+	}
+	defer revokeProxy()
 	sc := restrictedContainer()
 	c := corev1.Container{Name: "boundary", Image: k.opts.AgentImage, ImagePullPolicy: k.opts.PullPolicy, Command: args,
 		SecurityContext: sc, Resources: k.agentResources(),
 		Env: append([]corev1.EnvVar{{Name: "HOME", Value: "/tmp"}, {Name: "OPENAI_API_KEY", Value: token}, {Name: "OPENAI_BASE_URL", Value: k.gatewayBase}},
-			k.proxyEnv(probeClient, u.Hostname())...)}
+			k.proxyEnv(probeClient, secret, u.Hostname())...)}
 	// Its tries through the egress proxy are refused on purpose.
 	k.probing.Store(true)
 	defer k.probing.Store(false)
@@ -198,13 +203,19 @@ func (k *Kube) Boundary() boundary.Verdict {
 
 // probeBoundary runs the boundary probe at start (run, run --check,
 // resume) under the run's NetworkPolicy, made for it and removed after:
-// Start makes the run's own, which Stop removes.
+// Start makes the run's own, which Stop removes. One a killed process of
+// the run left is replaced and kept: the pods of that process, which this
+// one may adopt, stay under a policy.
 func (k *Kube) probeBoundary(ctx context.Context) error {
 	if !k.opts.ClosedEgress || k.gatewayBase == "" {
 		return nil
 	}
-	if err := k.ensurePolicy(ctx); err != nil {
+	replaced, err := k.ensurePolicy(ctx)
+	if err != nil {
 		return err
+	}
+	if replaced {
+		return k.checkBoundary(ctx)
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), layout.StopDeadline)

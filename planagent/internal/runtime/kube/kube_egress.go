@@ -1,6 +1,9 @@
 package kube
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -11,12 +14,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
@@ -26,14 +29,120 @@ import (
 // named in egress: are reached through planagent's CONNECT/forward proxy,
 // which listens beside the model gateway (same address, a port of its
 // own that the policy opens too). One proxy serves every pod of the run;
-// each pod's HTTP(S)_PROXY carries its attempt's name as the user
-// (config.AttemptProxyEnv), sent back in Proxy-Authorization, so a
-// refusal names its task and attempt. A name, not a proof: a pod can send
-// another, as with the local runtime.
+// each pod's HTTP(S)_PROXY carries its attempt's name as the user and a
+// random secret as the password (proxyCreds), sent back in
+// Proxy-Authorization: the proxy serves only a pod whose secret is valid
+// for the name it sends, so a refusal's task and attempt are proven and
+// one pod cannot go out as another.
+//
+// The secret is the proxy's own, not the attempt's gateway token: a proxy
+// URL is printed by many tools (pip, npm, git config, error messages) and
+// acceptance commands and the probe get one but no token; leaked, it
+// opens the allow-list under one attempt's name for that attempt's life,
+// never the model and its budget.
 
 // probeClient is the proxy user of the boundary probe's pod: its refusals
 // are expected, not the run's.
 const probeClient = "boundary"
+
+// runClient is the proxy user of an acceptance or setup command that runs
+// in no attempt's copy (the shared workspace): its refusals are the run's.
+// An attempt's name always has a dot, so it is none.
+const runClient = "run"
+
+// proxyCreds are the egress proxy's credentials: for each name (an
+// attempt's, probeClient, runClient) the secrets issued or taken again for
+// it, each valid until revoked (when its attempt, command or probe ends).
+type proxyCreds struct {
+	mu   sync.Mutex
+	seq  uint64
+	live map[string]map[uint64]string // name → grant → secret
+}
+
+// secretLen is the length of a secret: hex of 32 random bytes, which no
+// client escapes in a URL.
+const secretLen = 64
+
+// issue makes a new secret for name.
+func (c *proxyCreds) issue(name string) (string, func(), error) {
+	b := make([]byte, secretLen/2)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, fmt.Errorf("egress proxy credential: %w", err)
+	}
+	secret := hex.EncodeToString(b)
+	return secret, c.grant(name, secret), nil
+}
+
+// grant makes secret valid for name (one a killed process issued, read
+// back from its Job) until the returned function revokes it.
+func (c *proxyCreds) grant(name, secret string) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live == nil {
+		c.live = map[string]map[uint64]string{}
+	}
+	if c.live[name] == nil {
+		c.live[name] = map[uint64]string{}
+	}
+	c.seq++
+	id := c.seq
+	c.live[name][id] = secret
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			delete(c.live[name], id)
+			if len(c.live[name]) == 0 {
+				delete(c.live, name)
+			}
+		})
+	}
+}
+
+// authenticate is egress.Options.Authenticate: ok when pass is a live
+// secret of user, compared in constant time.
+func (c *proxyCreds) authenticate(user, pass string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok := false
+	for _, s := range c.live[user] {
+		if subtle.ConstantTimeCompare([]byte(s), []byte(pass)) == 1 {
+			ok = true
+		}
+	}
+	return user, ok && pass != ""
+}
+
+// validSecret reports whether s has the shape of an issued secret: a Job
+// of an older planagent (password "attempt") has none to take again.
+func validSecret(s string) bool {
+	if len(s) != secretLen {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// issueProxy is a credential for a pod named user at the egress proxy and
+// its revocation; none without the proxy.
+func (k *Kube) issueProxy(user string) (string, func(), error) {
+	if k.proxyURL == "" {
+		return "", func() {}, nil
+	}
+	return k.creds.issue(user)
+}
+
+// jobProxyCredential is the user and password of the egress proxy URL an
+// attempt's Job was given ("" none).
+func jobProxyCredential(j *batchv1.Job) (user, pass string) {
+	u, err := url.Parse(jobEnv(j, "HTTPS_PROXY"))
+	if err != nil || u.User == nil {
+		return "", ""
+	}
+	pass, _ = u.User.Password()
+	return u.User.Username(), pass
+}
 
 // egressStateFile keeps host:port of the run's egress proxy, so that a
 // resumed planagent listens where its adopted Jobs were told to go.
@@ -80,7 +189,8 @@ func (k *Kube) serveEgress(host string) error {
 		refuse = append(refuse, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}
 	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second,
-		Handler: egress.New(egress.Options{Policy: pol, Refuse: refuse, Logger: k.log.With("egress", "proxy"), OnRefuse: k.egressRefused})}
+		Handler: egress.New(egress.Options{Policy: pol, Refuse: refuse, Logger: k.log.With("egress", "proxy"), OnRefuse: k.egressRefused,
+			Authenticate: k.creds.authenticate})}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			k.log.Error("the egress proxy stopped serving", "err", err)
@@ -91,9 +201,10 @@ func (k *Kube) serveEgress(host string) error {
 	return nil
 }
 
-// egressRefused reports a refusal under the task and attempt the client
-// named, the run's when it named none; the boundary probe's while it
-// runs are expected and dropped (the proxy's log has them).
+// egressRefused reports a refusal under the task and attempt the client's
+// credential proves, the run's for one without a valid credential (or a
+// command of the run's); the boundary probe's while it runs are expected
+// and dropped (the proxy's log has them).
 func (k *Kube) egressRefused(r egress.Refusal) {
 	if r.Client == probeClient && k.probing.Load() {
 		return
@@ -113,25 +224,20 @@ func (k *Kube) closeEgress() {
 }
 
 // proxyEnv is a pod's way to the egress proxy: HTTP(S)_PROXY (both
-// spellings) with user as the proxy user ("" none: the run's), and
+// spellings) with user and its secret as the proxy's credential, and
 // NO_PROXY for loopback and direct (the gateway's host for a pod that
 // calls the model, which the policy lets it reach itself). None without
 // the proxy.
-func (k *Kube) proxyEnv(user string, direct ...string) []corev1.EnvVar {
+func (k *Kube) proxyEnv(user, secret string, direct ...string) []corev1.EnvVar {
 	if k.proxyURL == "" {
 		return nil
 	}
-	proxy := k.proxyURL
-	if user != "" {
-		if task, n, ok := attempt.ParseName(user); ok {
-			if env, err := config.AttemptProxyEnv(k.proxyURL, task, n); err == nil {
-				_, proxy, _ = strings.Cut(env[0], "=")
-			}
-		} else if u, err := url.Parse(k.proxyURL); err == nil {
-			u.User = url.UserPassword(user, "probe")
-			proxy = u.String()
-		}
+	u, err := url.Parse(k.proxyURL)
+	if err != nil {
+		return nil
 	}
+	u.User = url.UserPassword(user, secret)
+	proxy := u.String()
 	noProxy := strings.Join(append([]string{"localhost", "127.0.0.1", "::1"}, direct...), ",")
 	return []corev1.EnvVar{
 		{Name: "HTTPS_PROXY", Value: proxy}, {Name: "https_proxy", Value: proxy},

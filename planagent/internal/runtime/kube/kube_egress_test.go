@@ -294,12 +294,17 @@ func TestKubeAttemptPodGetsTheProxy(t *testing.T) {
 // tries it), under its own name, whose refusals are not the run's.
 func TestKubeBoundaryProbeUsesTheProxy(t *testing.T) {
 	k, _, refused := kubeClosedEgress(t, "http://127.0.0.1:9")
+	secret, revoke, err := k.issueProxy(probeClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer revoke()
 	env := map[string]string{}
-	for _, e := range k.proxyEnv(probeClient, k.gatewayHost()) {
+	for _, e := range k.proxyEnv(probeClient, secret, k.gatewayHost()) {
 		env[e.Name] = e.Value
 	}
 	proxy, err := url.Parse(env["HTTP_PROXY"])
-	if err != nil || proxy.User.Username() != probeClient {
+	if pass, _ := proxy.User.Password(); err != nil || proxy.User.Username() != probeClient || pass != secret {
 		t.Fatalf("the probe's HTTP_PROXY %q", env["HTTP_PROXY"])
 	}
 	k.probing.Store(true)

@@ -34,13 +34,20 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 	// At the egress proxy the command goes by the attempt whose copy it
 	// runs in (attempts/<run>/<task>.<n>, or its .accept copy), so its
 	// refusals are that task's; in the shared workspace, the run's.
-	var user string
+	user := runClient
 	if task, n, ok := k.opts.Volumes.AttemptOf(k.opts.RunID, dir); ok {
 		user = attempt.Name(task, n)
 	}
+	// Its credential lives as long as the command's Job: the attempt's own
+	// may be revoked already (acceptance runs after its agent ended).
+	secret, revoke, err := k.issueProxy(user)
+	if err != nil {
+		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
+	}
+	defer revoke()
 	job := k.jobSpec(podSpec{name: name, role: "exec",
 		deadline: int64(math.Ceil(timeout.Seconds())) + int64(math.Ceil(k.opts.PendingTimeout.Seconds())),
-		command:  []string{"/bin/sh", "-c", command}, workdir: workdir, proxyUser: user})
+		command:  []string{"/bin/sh", "-c", command}, workdir: workdir, proxyUser: user, proxySecret: secret})
 	made, err := k.api.Jobs(k.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: create job %s in namespace %s: %w", command, name, k.ns, err)
@@ -67,11 +74,14 @@ func (k *Kube) Exec(ctx context.Context, dir, command string, timeout time.Durat
 	if err != nil {
 		if ctx.Err() == nil && tctx.Err() != nil {
 			out, _ := k.podLog(context.WithoutCancel(ctx), pod)
-			return ExecResult{Output: out + fmt.Sprintf("\n[command timed out after %s]", timeout), ExitCode: layout.TimeoutExitCode}, nil
+			return ExecResult{Output: output.Redact(out, secret) + fmt.Sprintf("\n[command timed out after %s]", timeout), ExitCode: layout.TimeoutExitCode}, nil
 		}
 		return ExecResult{ExitCode: -1}, fmt.Errorf("acceptance command %q: %w", command, err)
 	}
+	// The output goes into the task's result: not its credential, dead
+	// as it is once the command ended.
 	out, err := k.podLog(ctx, pod)
+	out = output.Redact(out, secret)
 	if err != nil {
 		return ExecResult{Output: out, ExitCode: -1}, err
 	}

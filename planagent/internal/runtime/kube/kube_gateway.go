@@ -127,8 +127,9 @@ func jobGateway(j *batchv1.Job) string {
 }
 
 // regrant makes the gateway take the tokens of the adopted Jobs' pods
-// again (their tokens are in their Job specs, which only this namespace's
-// readers see, as before the kill); Launch keeps a grant when it adopts
+// again, and the egress proxy their credentials (both are in their Job
+// specs, which only this namespace's readers see, as before the kill;
+// planagent keeps them nowhere else); Launch keeps a grant when it adopts
 // the Job, DropUnadopted and Stop revoke the rest.
 func (k *Kube) regrant(jobs map[string]*batchv1.Job) error {
 	for name, j := range jobs {
@@ -137,9 +138,14 @@ func (k *Kube) regrant(jobs map[string]*batchv1.Job) error {
 		if err != nil || j.Annotations[layout.LabelTask] == "" || token == "" {
 			continue // not one of ours to adopt: DropUnadopted deletes it
 		}
-		revoke, err := k.opts.Gateway.Grant(attempt.Name(j.Annotations[layout.LabelTask], n), token)
+		who := attempt.Name(j.Annotations[layout.LabelTask], n)
+		revoke, err := k.opts.Gateway.Grant(who, token)
 		if err != nil {
 			return fmt.Errorf("take again the gateway token of job %s: %w", name, err)
+		}
+		if user, secret := jobProxyCredential(j); user == who && validSecret(secret) {
+			revokeToken, revokeProxy := revoke, k.creds.grant(who, secret)
+			revoke = func() { revokeToken(); revokeProxy() }
 		}
 		k.granted[name] = revoke
 	}
@@ -170,6 +176,11 @@ func (k *Kube) dropGrants() {
 func (k *Kube) adoptable(j *batchv1.Job) bool {
 	if jobProxy(j) != strings.TrimPrefix(k.proxyURL, "http://") {
 		return false // told another egress proxy, or none: its downloads would fail
+	}
+	if k.proxyURL != "" {
+		if _, ok := k.creds.authenticate(jobProxyCredential(j)); !ok {
+			return false // its credential was not taken again (an older planagent's name alone): the proxy would refuse it
+		}
 	}
 	if k.gatewayBase == "" {
 		return jobGateway(j) == ""

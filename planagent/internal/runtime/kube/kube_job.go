@@ -115,8 +115,9 @@ type podSpec struct {
 	withAgent  bool   // the inputs' stream brings codingagent, the env the model settings
 	token      string // the attempt's model gateway token (withAgent, with a gateway)
 	// proxyUser names the pod at the egress proxy (the attempt whose copy
-	// it works in, attempt.Name; "": the run's), under closed egress.
-	proxyUser string
+	// it works in, attempt.Name; runClient: the run's), under closed
+	// egress; proxySecret is its credential there (proxyCreds).
+	proxyUser, proxySecret string
 }
 
 // secretSpec is the run's Secret: the secret settings (the API key, the
@@ -263,11 +264,11 @@ func (k *Kube) podEnv(s podSpec) []corev1.EnvVar {
 	if !s.withAgent {
 		// Acceptance commands get none of the model settings (as with
 		// docker), only the way to the allow-list.
-		return append(env, k.proxyEnv(s.proxyUser)...)
+		return append(env, k.proxyEnv(s.proxyUser, s.proxySecret)...)
 	}
 	// The agent calls the gateway directly (the policy lets it), not
 	// through the proxy, which would refuse this host's address.
-	proxy := k.proxyEnv(s.proxyUser, k.gatewayHost())
+	proxy := k.proxyEnv(s.proxyUser, s.proxySecret, k.gatewayHost())
 	env = append(env, proxy...)
 	token := s.token
 	for _, key := range slices.Sorted(maps.Keys(k.opts.Env)) {

@@ -24,34 +24,40 @@ func policyName(run string) string { return kubeName("ca", run, "egress") }
 // address, on its port and the egress proxy's, and nowhere else, and
 // accept none. Only a CNI that
 // enforces NetworkPolicy makes this a wall (a plain bridge CNI ignores it);
-// the run's boundary record says so.
-func (k *Kube) ensurePolicy(ctx context.Context) error {
+// the run's boundary record says so. It reports whether it replaced one
+// that was there (a killed process's: its pods may still run under it).
+func (k *Kube) ensurePolicy(ctx context.Context) (bool, error) {
 	if !k.opts.ClosedEgress || k.gatewayBase == "" {
-		return nil
+		return false, nil
 	}
 	p, err := k.policySpec()
 	if err != nil {
-		return err
+		return false, err
 	}
+	replaced := false
 	_, err = k.api.NetworkPolicies(k.ns).Create(ctx, p, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// A killed process's: its ports may not be this one's (the gateway
 		// or the proxy could not listen where they did, or it predates the
-		// proxy). Made again, with the verbs the Role has (no update):
-		// for the moment between, the run's pods are under no policy.
-		if err = k.api.NetworkPolicies(k.ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err == nil || apierrors.IsNotFound(err) {
-			_, err = k.api.NetworkPolicies(k.ns).Create(ctx, p, metav1.CreateOptions{})
+		// proxy). Replaced in place, never deleted first: the pods it
+		// left (adopted, or about to be) are under a policy all along.
+		// Without a resourceVersion the update is unconditional: the name
+		// is the run's own, and this process its only writer.
+		replaced = true
+		_, err = k.api.NetworkPolicies(k.ns).Update(ctx, p, metav1.UpdateOptions{})
+		if apierrors.IsForbidden(err) {
+			return false, fmt.Errorf("replace the run's network policy %s in namespace %s (a killed process of this run left it) is forbidden: add the verb update on networkpolicies to the Role of docs/kubernetes.md (create, update, delete); the policy it left stays in place: %w", p.Name, k.ns, err)
 		}
 	}
 	switch {
 	case err == nil:
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("create the run's network policy in namespace %s is forbidden: bind the Role of docs/kubernetes.md (networkpolicies create/delete), or set egress: open: %w", k.ns, err)
+		return false, fmt.Errorf("create the run's network policy in namespace %s is forbidden: bind the Role of docs/kubernetes.md (networkpolicies create/update/delete), or set egress: open: %w", k.ns, err)
 	default:
-		return fmt.Errorf("create the run's network policy %s in namespace %s: %w", p.Name, k.ns, err)
+		return false, fmt.Errorf("make the run's network policy %s in namespace %s: %w", p.Name, k.ns, err)
 	}
 	k.policy = p.Name
-	return nil
+	return replaced, nil
 }
 
 // policySpec is the run's NetworkPolicy: the pods of the run (attempts,
