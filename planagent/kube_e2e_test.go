@@ -22,7 +22,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -389,13 +391,60 @@ func startUntilSlow(t *testing.T, e *runEnv, f *fakeModel) (*exec.Cmd, *strings.
 // model sees the slow task's start at most twice, never a new Job. (With
 // the gateway the agent cannot finish while planagent is down: it needs the
 // model, so the earlier "agent finished meanwhile" case cannot happen.)
+//
+// The run's NetworkPolicy the killed process left is replaced in place by
+// the resumed one: the same object (UID) updated, never deleted and made
+// again, so the adopted pod is under a policy all along.
 func TestE2EKubePlanagentKilledThenResumed(t *testing.T) {
 	f := slowThenQuick()
 	e := kubeRunEnv(t, f)
+	k := kubeE2E(t)
 	cmd, _ := startUntilSlow(t, e, f)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
+	policies := k.cs.NetworkingV1().NetworkPolicies("default")
+	sel := metav1.ListOptions{LabelSelector: layout.LabelManaged + "=true"}
+	left, err := policies.List(t.Context(), sel)
+	if err != nil || len(left.Items) != 1 {
+		t.Fatalf("the killed process's network policies: %v, %v; want the run's one", left, err)
+	}
+	uid := left.Items[0].UID
+	sel.ResourceVersion = left.ResourceVersion
+	w, err := policies.Watch(t.Context(), sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen, others []string
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*networkingv1.NetworkPolicy); ok {
+				seen = append(seen, string(ev.Type))
+				if p.UID != uid {
+					others = append(others, fmt.Sprintf("%s %s uid %s", ev.Type, p.Name, p.UID))
+				}
+			}
+		}
+	}()
 	out, stderr, code := e.run("resume", "-v")
+	w.Stop()
+	<-watched
+	if len(others) > 0 {
+		t.Errorf("network policies other than the killed process's (uid %s) after the kill: %v", uid, others)
+	}
+	// Modified (the probe's replacement, Start's), then Deleted by the
+	// resumed run's end, if the watch saw it before it stopped.
+	for i, ev := range seen {
+		if ev == string(watch.Added) || (ev == string(watch.Deleted) && i != len(seen)-1) {
+			t.Errorf("the run's policy was made again after the kill (events %v): a moment without one", seen)
+			break
+		}
+	}
+	if len(seen) == 0 || seen[0] != string(watch.Modified) {
+		t.Errorf("policy events after the kill %v, want it modified in place first", seen)
+	}
+	t.Logf("the run's policy after the kill: %v", seen)
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, stderr)
 	}

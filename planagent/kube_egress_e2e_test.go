@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
+	"github.com/codeagent/codeagent/planagent/internal/egress"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/layout"
 )
 
@@ -41,6 +42,10 @@ func TestE2EKubeEgressAcceptanceCommandsGoThroughTheProxy(t *testing.T) {
 		fmt.Sprintf("wget -q -O- http://denied.test:%d/; test $? = 1 || exit 11", allowed.port),
 		fmt.Sprintf("wget -q -O- http://%s:%d/; test $? = 1 || exit 12", kubeGateway(), host.port),
 		"wget -q -O- http://169.254.169.254/latest/meta-data/; test $? = 1 || exit 13",
+		// What the agent's shell found (below), and the same from here.
+		"grep -qx NOCRED=407 egress.txt && grep -qx OTHER=407 egress.txt && grep -qx OWN=ok egress.txt || exit 14",
+		credentialTries(allowed.port, "accept"),
+		"grep -qx NOCRED=407 /tmp/egress.txt && grep -qx OTHER=407 /tmp/egress.txt && grep -qx OWN=ok /tmp/egress.txt || exit 15",
 		"echo ACCEPTANCE-DONE",
 	}
 	acceptance, err := json.Marshal([]string{strings.Join(tries, "\n")})
@@ -49,7 +54,10 @@ func TestE2EKubeEgressAcceptanceCommandsGoThroughTheProxy(t *testing.T) {
 	}
 	// The agent's own shell goes the same way, and its model calls still
 	// reach the gateway directly (NO_PROXY), or the run would not finish.
-	agentLine := fmt.Sprintf("wget -q -O- http://allowed.test:%d/agent; wget -q -O- http://agent-denied.test/; echo WGET-EXIT=$?", allowed.port)
+	// Its shell also tries the proxy without a credential and as another
+	// attempt (its own password under that name): both 407; egress.txt
+	// in its copy says what it got, and the acceptance command checks it.
+	agentLine := fmt.Sprintf("wget -q -O- http://agent-denied.test/; echo WGET-EXIT=$?; %s; cp /tmp/egress.txt egress.txt", credentialTries(allowed.port, "agent"))
 	f := &fakeModel{tasks: []scriptTask{{token: "TOKEN-FETCH",
 		steps: []llmtest.ToolCall{
 			llmtest.Call("shell_exec", map[string]any{"command": agentLine}),
@@ -96,12 +104,13 @@ func TestE2EKubeEgressAcceptanceCommandsGoThroughTheProxy(t *testing.T) {
 		t.Fatalf("planagent: %v\nstderr:\n%s\nstatus:\n%s", runErr, errb.String(), status)
 	}
 	if n := allowed.hits.Load(); n < 2 {
-		t.Errorf("the allowed name was reached %d times through the proxy, want 2 (the agent's shell, the acceptance command)", n)
+		t.Errorf("the allowed name was reached %d times through the proxy, want at least 2 (the agent's shell, the acceptance command)", n)
 	}
 	if host.hits.Load() != 0 {
 		t.Errorf("a service on this host's address toward the pods was reached through the proxy (%d hits)", host.hits.Load())
 	}
 	refused := map[string]bool{}
+	unauthenticated := map[string]int{}
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -111,6 +120,15 @@ func TestE2EKubeEgressAcceptanceCommandsGoThroughTheProxy(t *testing.T) {
 			Data   map[string]any `json:"data"`
 		}
 		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Type != "egress_refused" {
+			continue
+		}
+		if ev.Data["reason"] == egress.ReasonNoCredential {
+			// No credential proves who sent it: the run's, never the
+			// attempt it claimed to be.
+			if ev.TaskID != "" {
+				t.Errorf("a refusal for want of a credential named task %q: %s", ev.TaskID, sc.Text())
+			}
+			unauthenticated[fmt.Sprint(ev.Data["host"])]++
 			continue
 		}
 		if ev.TaskID != "fetch" || fmt.Sprint(ev.Data["attempt"]) != "1" {
@@ -123,6 +141,10 @@ func TestE2EKubeEgressAcceptanceCommandsGoThroughTheProxy(t *testing.T) {
 		if !refused[want] {
 			t.Errorf("no egress_refused event for %s; got %v\nstderr:\n%s", want, refused, errb.String())
 		}
+	}
+	// The agent's shell and the acceptance command: none and another's, each.
+	if n := unauthenticated["allowed.test"]; n != 4 || len(unauthenticated) != 1 {
+		t.Errorf("refusals for want of a credential %v, want 4 for allowed.test (the agent's and the acceptance command's tries)", unauthenticated)
 	}
 	status, _, code := e.run("status", "--json")
 	if code != 0 || !strings.Contains(status, "ACCEPTANCE-DONE") {
@@ -142,5 +164,20 @@ func TestE2EKubeEgressAcceptanceCommandsGoThroughTheProxy(t *testing.T) {
 			t.Errorf("network policy %s opens ports %q, want the gateway's and the egress proxy's", name, ports)
 		}
 	}
-	t.Logf("refusals: %v; allowed hits %d; policy ports %v", refused, allowed.hits.Load(), policies)
+	t.Logf("refusals: %v; without a credential %v; allowed hits %d; policy ports %v", refused, unauthenticated, allowed.hits.Load(), policies)
+}
+
+// credentialTries is a shell line for a pod of the run: through the egress
+// proxy of its HTTP_PROXY with no credential, then under another
+// attempt's name with its own password, then as given, each to the
+// allowed name (tag tells them apart at the test server); what it got,
+// one line each, in /tmp/egress.txt. busybox wget reads http_proxy and
+// prints the status of a refusal.
+func credentialTries(port int, tag string) string {
+	return strings.Join([]string{
+		`P=${HTTP_PROXY##*@}; S=${HTTP_PROXY#http://}; S=${S%@*}; PASS=${S#*:}; : > /tmp/egress.txt`,
+		fmt.Sprintf(`http_proxy=http://$P wget -q -O- http://allowed.test:%d/%s-none 2>&1 | grep -q ' 407 ' && echo NOCRED=407 >> /tmp/egress.txt`, port, tag),
+		fmt.Sprintf(`http_proxy=http://other.1:$PASS@$P wget -q -O- http://allowed.test:%d/%s-other 2>&1 | grep -q ' 407 ' && echo OTHER=407 >> /tmp/egress.txt`, port, tag),
+		fmt.Sprintf(`wget -q -O- http://allowed.test:%d/%s | grep -q ALLOWED-BODY && echo OWN=ok >> /tmp/egress.txt`, port, tag),
+	}, "; ")
 }
