@@ -56,6 +56,9 @@ func (k *Kube) ensurePolicy(ctx context.Context) (bool, error) {
 	default:
 		return false, fmt.Errorf("make the run's network policy %s in namespace %s: %w", p.Name, k.ns, err)
 	}
+	if replaced {
+		k.log.Info("replaced in place the network policy a killed process of this run left", "policy", p.Name, "namespace", k.ns)
+	}
 	k.policy = p.Name
 	return replaced, nil
 }
