@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -37,6 +38,7 @@ func NewCmdBoundary(f *cmdutil.Factory) *cobra.Command {
 	var timeout time.Duration
 	var refused []string
 	var disallowed string
+	var proxyCredential bool
 	cmd := &cobra.Command{
 		Use:   "boundary",
 		Short: "Try the ways out of this container and print what held as JSON",
@@ -44,7 +46,9 @@ func NewCmdBoundary(f *cmdutil.Factory) *cobra.Command {
 it and with a wrong one; a host name not allowed, through the egress proxy
 (HTTPS_PROXY) and directly; and each --refused address (the cloud metadata
 address, the host's bridge gateway, a host loopback service) directly and
-through the proxy. Print one JSON line: each check and whether it held, and
+through the proxy. With --proxy-credential the proxy must take only the
+credential HTTP_PROXY carries: without one and with a wrong password it must
+answer 407. Print one JSON line: each check and whether it held, and
 the environment of this process and of PID 1, in which planagent looks for
 its key. planagent runs it at the start of every run.`,
 		Args:   cobra.NoArgs,
@@ -88,6 +92,9 @@ its key. planagent runs it at the start of every run.`,
 				code, err = status(direct, base+"/models", "sk-boundary-probe-invented")
 				add("gateway with an invented key", err == nil && code == http.StatusUnauthorized, "HTTP %d %v (want 401)", code, err)
 			}
+			if proxyCredential {
+				tryProxyCredential(ctx, timeout, disallowed, add)
+			}
 			if disallowed != "" {
 				if os.Getenv("HTTP_PROXY") != "" {
 					code, err := status(proxied, "http://"+disallowed+"/", "")
@@ -117,7 +124,45 @@ its key. planagent runs it at the start of every run.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long each try may take")
 	cmd.Flags().StringArrayVar(&refused, "refused", nil, "name=host:port that must not be reachable; repeatable")
 	cmd.Flags().StringVar(&disallowed, "disallowed", "", "a host name the allow-list does not hold")
+	cmd.Flags().BoolVar(&proxyCredential, "proxy-credential", false, "the egress proxy takes only HTTP_PROXY's user and password: try it without them and with a wrong password (want 407)")
 	return cmd
+}
+
+// tryProxyCredential asks the egress proxy of HTTP_PROXY, whose URL carries
+// this pod's credential, for target without a credential and with a wrong
+// password: both must be answered 407 before the proxy looks at the host,
+// or any client of the network could use it under any name.
+func tryProxyCredential(ctx context.Context, timeout time.Duration, target string, add func(string, bool, string, ...any)) {
+	u, err := url.Parse(os.Getenv("HTTP_PROXY"))
+	if err != nil || u.Host == "" || u.User == nil {
+		add("the egress proxy's credential", false, "HTTP_PROXY carries no credential to withhold")
+		return
+	}
+	if target == "" {
+		target = "boundary-probe.invalid"
+	}
+	user := u.User.Username()
+	for _, try := range []struct {
+		name string
+		cred *url.Userinfo
+	}{
+		{"the egress proxy without a credential", nil},
+		{"the egress proxy with a wrong password", url.UserPassword(user, "boundary-probe-wrong")},
+	} {
+		proxy := *u
+		proxy.User = try.cred
+		c := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: http.ProxyURL(&proxy)}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+target+"/", nil)
+		code := 0
+		if err == nil {
+			var resp *http.Response
+			if resp, err = c.Do(req); err == nil {
+				code = resp.StatusCode
+				resp.Body.Close()
+			}
+		}
+		add(try.name, code == http.StatusProxyAuthRequired, "HTTP %d %v (want 407)", code, err)
+	}
 }
 
 // environ is this process's environment and PID 1's (the agent's, in an

@@ -32,7 +32,8 @@ const notEnforced = "egress not enforced by this cluster"
 // policy allows the gateway's port only, so a connection to the canary
 // shows the cluster does not enforce it. Through the egress proxy (its
 // pod gets the proxy like the others') a name not allowed, the metadata
-// address and the canary must be refused. The probe runs from the codeagent
+// address and the canary must be refused, and the proxy must answer 407
+// without the pod's credential and with a wrong one. The probe runs from the codeagent
 // image, which holds codingagent; the pod's network is the attempts'.
 func (k *Kube) verifyBoundary(ctx context.Context) (boundary.Verdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.opts.PendingTimeout+boundary.Timeout)
@@ -47,6 +48,11 @@ func (k *Kube) verifyBoundary(ctx context.Context) (boundary.Verdict, error) {
 	defer beside.Close()
 	if beside != nil {
 		args = append(args, "--refused", "a service of this host beside planagent="+beside.Addr())
+	}
+	if k.proxyURL != "" {
+		// The proxy is reachable by whatever the policy lets in: only the
+		// credential of a pod of the run may use it.
+		args = append(args, "--proxy-credential")
 	}
 	token, revoke, err := k.opts.Gateway.Issue("boundary")
 	if err != nil {
@@ -152,7 +158,8 @@ func reachOnly(b boundary.Verdict) bool {
 	for _, f := range b.Failed {
 		// The egress proxy is planagent's: what it let through is no
 		// network plugin's doing.
-		if strings.HasPrefix(f, "gateway ") || strings.Contains(f, "provider key") || strings.Contains(f, "tried nothing") || strings.Contains(f, "through the proxy") {
+		if strings.HasPrefix(f, "gateway ") || strings.Contains(f, "provider key") || strings.Contains(f, "tried nothing") ||
+			strings.Contains(f, "through the proxy") || strings.HasPrefix(f, "the egress proxy") {
 			return false
 		}
 	}
