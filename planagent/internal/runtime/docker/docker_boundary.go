@@ -27,21 +27,8 @@ import (
 func (d *Docker) verifyBoundary(ctx context.Context) (boundary.Verdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, boundary.Timeout)
 	defer cancel()
-	args := []string{layout.AgentBinary, "boundary", "--disallowed", "boundary-probe.invalid",
-		"--refused", "the cloud metadata address=169.254.169.254:80"}
-	loop := boundary.NewCanary("127.0.0.1:0")
-	defer loop.Close()
-	if loop != nil {
-		args = append(args, "--refused", "a loopback service of the host="+loop.Addr())
-	}
-	var bridge *boundary.Canary
-	if ip, err := d.networkGateway(ctx); err == nil {
-		bridge = boundary.NewCanary(net.JoinHostPort(ip, "0"))
-		defer bridge.Close()
-		if bridge != nil {
-			args = append(args, "--refused", "the host's bridge gateway="+bridge.Addr())
-		}
-	}
+	args, canaries := d.probeArgs(ctx, layout.AgentBinary)
+	defer closeAll(canaries)
 	token, revoke, err := d.issueToken("boundary")
 	if err != nil {
 		return boundary.Verdict{}, err
@@ -87,7 +74,34 @@ func (d *Docker) verifyBoundary(ctx context.Context) (boundary.Verdict, error) {
 		// Never the output itself: it holds the probe's environment.
 		return boundary.Verdict{}, fmt.Errorf("the boundary probe exited %d without its report: %w", code, err)
 	}
-	return d.judge(rep, loop, bridge), nil
+	return d.judge(rep, canaries...), nil
+}
+
+// probeArgs is `codingagent boundary` (binary) with what it must not reach:
+// a name the allow-list lacks, the metadata address, and two canaries on
+// this host, one on loopback, one on the docker bridge's gateway address.
+// The caller closes the canaries after judging.
+func (d *Docker) probeArgs(ctx context.Context, binary string) ([]string, []*boundary.Canary) {
+	args := []string{binary, "boundary", "--disallowed", "boundary-probe.invalid",
+		"--refused", "the cloud metadata address=169.254.169.254:80"}
+	var canaries []*boundary.Canary
+	if loop := boundary.NewCanary("127.0.0.1:0"); loop != nil {
+		canaries = append(canaries, loop)
+		args = append(args, "--refused", "a loopback service of the host="+loop.Addr())
+	}
+	if ip, err := d.networkGateway(ctx); err == nil {
+		if bridge := boundary.NewCanary(net.JoinHostPort(ip, "0")); bridge != nil {
+			canaries = append(canaries, bridge)
+			args = append(args, "--refused", "the host's bridge gateway="+bridge.Addr())
+		}
+	}
+	return args, canaries
+}
+
+func closeAll(cs []*boundary.Canary) {
+	for _, c := range cs {
+		c.Close()
+	}
 }
 
 // judge turns the probe's report and the canaries into a Boundary.
@@ -125,12 +139,18 @@ func (d *Docker) Boundary() boundary.Verdict { return d.boundary }
 // checkBoundary probes the boundary at the start of a run: a failure
 // stops the run (boundary.ErrBreached) unless egress is open, where it is only
 // recorded.
+//
+// A compose watcher the run reuses is probed in place (composeBoundary):
+// one container serves every attempt, which is not fenced per attempt
+// (trusted mode), but its network is the attempts' and is verified.
 func (d *Docker) checkBoundary(ctx context.Context, compose string) error {
+	var b boundary.Verdict
+	var err error
 	if compose != "" {
-		d.boundary = boundary.Verdict{Note: "not verified: a compose watcher serves the attempts (trusted mode)"}
-		return nil
+		b, err = d.composeBoundary(ctx, compose)
+	} else {
+		b, err = d.verifyBoundary(ctx)
 	}
-	b, err := d.verifyBoundary(ctx)
 	if err != nil {
 		return err
 	}
@@ -140,6 +160,10 @@ func (d *Docker) checkBoundary(ctx context.Context, compose string) error {
 			d.log.Warn("egress is open: the attempts' boundary is not closed", "boundary", b.String())
 		}
 		return nil
+	}
+	if compose != "" {
+		return fmt.Errorf("%w: %s; the compose watcher %s reaches what the attempts must not: recreate it from the repository's docker-compose.yml alone, without docker/compose.open.yml (make image, then docker compose up -d --force-recreate codingagent), or set egress: open to run on it as it is",
+			boundary.ErrBreached, strings.Join(b.Failed, "; "), shortID(compose))
 	}
 	return fmt.Errorf("%w: %s; the attempts would reach what they must not: check the docker engine (NetworkMode none) or set egress: open to run anyway", boundary.ErrBreached, strings.Join(b.Failed, "; "))
 }

@@ -123,8 +123,7 @@ func (d *Docker) Exec(ctx context.Context, dir, command string, timeout time.Dur
 }
 
 // execInCompose runs command with sh -c in the compose watcher, in dir as
-// that container sees it, as its user. The API key is blanked in its
-// environment. The engine cannot kill an exec'd process, so timeout(1) in
+// that container sees it, as its user, with composeExecEnv. The engine cannot kill an exec'd process, so timeout(1) in
 // the container does.
 func (d *Docker) execInCompose(ctx context.Context, id, dir, command string, timeout time.Duration) (ExecResult, error) {
 	workdir, err := d.containerPath(dir)
@@ -140,9 +139,13 @@ func (d *Docker) execInCompose(ctx context.Context, id, dir, command string, tim
 		ctx, cancel = context.WithTimeout(ctx, timeout+(execKillAfter+5)*time.Second)
 		defer cancel()
 	}
+	env, err := d.composeExecEnv(ctx, id, dir)
+	if err != nil {
+		return ExecResult{}, err
+	}
 	started := time.Now()
 	created, err := d.api.ExecCreate(ctx, id, client.ExecCreateOptions{
-		AttachStdout: true, AttachStderr: true, WorkingDir: workdir, Env: []string{"OPENAI_API_KEY="}, Cmd: cmd,
+		AttachStdout: true, AttachStderr: true, WorkingDir: workdir, Env: env, Cmd: cmd,
 	})
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("create exec in the compose watcher %s: %w", shortID(id), err)
@@ -175,6 +178,45 @@ func (d *Docker) execInCompose(ctx context.Context, id, dir, command string, tim
 		output += fmt.Sprintf("\n[command timed out after %s]", timeout)
 	}
 	return ExecResult{Output: output, ExitCode: code}, nil
+}
+
+// composeExecEnv is what an acceptance command in the compose watcher
+// gets on top of the watcher's environment: the gateway token blanked
+// (the command has no model settings) and, when the watcher has an egress
+// proxy (CODEAGENT_EGRESS_PROXY, which compose.open.yml empties) and dir
+// is an attempt's copy, that proxy under the attempt's name, as the
+// watcher gives the attempt's own commands: the gateway's refusals then
+// name the task, and the run's follower takes the name as one of its own
+// (an attempt an earlier process launched, on resume, too).
+func (d *Docker) composeExecEnv(ctx context.Context, id, dir string) ([]string, error) {
+	env := []string{"OPENAI_API_KEY="}
+	task, n, ok := d.opts.Volumes.AttemptOf(d.opts.RunID, dir)
+	if !ok {
+		return env, nil
+	}
+	in, err := d.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("inspect the compose watcher %s for its egress proxy: %w", shortID(id), err)
+	}
+	proxy := ""
+	if c := in.Container.Config; c != nil {
+		for _, kv := range c.Env {
+			if v, found := strings.CutPrefix(kv, config.EgressProxyEnv+"="); found {
+				proxy = v
+			}
+		}
+	}
+	if proxy == "" {
+		return env, nil
+	}
+	named, err := config.AttemptProxyEnv(proxy, task, n)
+	if err != nil {
+		return nil, fmt.Errorf("the compose watcher %s: %w", shortID(id), err)
+	}
+	d.mu.Lock()
+	d.composeLaunched(Attempt{TaskID: task, Attempt: n})
+	d.mu.Unlock()
+	return append(env, named...), nil
 }
 
 // containerOutput reads an exited container's whole log (stdout and
