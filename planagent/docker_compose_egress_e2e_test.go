@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +34,14 @@ func TestE2EDockerComposeClosedEgress(t *testing.T) {
 	tasks := threeTasks()
 	tasks[0].steps = append(tasks[0].steps, llmtest.Call("shell_exec", map[string]any{
 		"command": fmt.Sprintf("wget -q -O- http://denied.test:%d/ 2>&1; echo AGENT-DENIED-EXIT=$?", allowed.port)}))
-	f := &fakeModel{plan: threeTaskPlan, tasks: tasks}
+	// alpha's acceptance, run by planagent in the watcher (docker exec),
+	// tries another: that refusal must land on alpha's attempt too.
+	plan := strings.Replace(threeTaskPlan, `"acceptance":["test -f hello.txt"]`, fmt.Sprintf(
+		`"acceptance":["test -f hello.txt","wget -q -O- http://accept-denied.test:%d/; test $? = 1"]`, allowed.port), 1)
+	if plan == threeTaskPlan {
+		t.Fatal("alpha's acceptance is not where the test puts its try")
+	}
+	f := &fakeModel{plan: plan, tasks: tasks}
 	e := newDockerRunEnv(t, f)
 	cp := composeUp(t, e, "http://127.0.0.1:"+strconv.Itoa(e.srv.Port())+"/v1",
 		"CODEAGENT_EGRESS=allowed.test:"+strconv.Itoa(allowed.port), "CODEAGENT_EGRESS_HOSTS=allowed.test=172.17.0.1")
@@ -57,22 +65,36 @@ func TestE2EDockerComposeClosedEgress(t *testing.T) {
 		t.Errorf("the agent's wget of denied.test was not refused: %q", got)
 	}
 	denied := "denied.test:" + strconv.Itoa(allowed.port)
-	// The gateway's refusal, from its file, is an event of the run with
-	// the task and attempt that the watcher named at the proxy.
+	acceptDenied := "accept-denied.test:" + strconv.Itoa(allowed.port)
+	// The gateway's refusals, from its file, are events of the run with
+	// the task and attempt that the watcher (the agent's command) and
+	// planagent (the acceptance command) named at the proxy; the boundary
+	// probe's own refusals, made before the run follows the file, are not.
 	var refused []string
+	var verdict any
 	for line := range strings.Lines(out) {
 		var ev struct {
 			Type   string         `json:"type"`
 			TaskID string         `json:"task_id"`
 			Data   map[string]any `json:"data"`
 		}
-		if json.Unmarshal([]byte(line), &ev) != nil || ev.Type != "egress_refused" {
+		if json.Unmarshal([]byte(line), &ev) != nil {
 			continue
 		}
-		refused = append(refused, fmt.Sprintf("%s.%v %v:%v", ev.TaskID, ev.Data["attempt"], ev.Data["host"], ev.Data["port"]))
+		switch ev.Type {
+		case "egress_refused":
+			refused = append(refused, fmt.Sprintf("%s.%v %v:%v", ev.TaskID, ev.Data["attempt"], ev.Data["host"], ev.Data["port"]))
+		case "plan_created":
+			verdict = ev.Data["boundary"]
+		}
 	}
-	if want := "alpha.1 " + denied; len(refused) != 1 || refused[0] != want {
-		t.Errorf("egress_refused events %q, want one: %q\nstderr:\n%s", refused, want, stderr)
+	slices.Sort(refused)
+	if want := []string{"alpha.1 " + acceptDenied, "alpha.1 " + denied}; !slices.Equal(refused, want) {
+		t.Errorf("egress_refused events %q, want %q\nstderr:\n%s", refused, want, stderr)
+	}
+	// The watcher's boundary was probed in it, and held.
+	if verdict != "verified" {
+		t.Errorf("plan_created boundary = %v, want verified\nstderr:\n%s", verdict, stderr)
 	}
 	// And on alpha's result, not on the others'.
 	status, _, code := e.run("status", "--json")
@@ -97,8 +119,15 @@ func TestE2EDockerComposeClosedEgress(t *testing.T) {
 			onTask[fmt.Sprintf("%s.%d", task.ID, a.Attempt)] = a.EgressRefused
 		}
 	}
-	if got := onTask["alpha.1"]; len(got) != 1 || !strings.Contains(got[0], denied) || len(onTask["beta.1"])+len(onTask["gamma.1"]) != 0 {
-		t.Errorf("refusals on the tasks' results %v, want alpha's one of %s:\n%s", onTask, denied, status)
+	if got := strings.Join(onTask["alpha.1"], "\n"); len(onTask["alpha.1"]) != 2 || !strings.Contains(got, denied) || !strings.Contains(got, acceptDenied) ||
+		len(onTask["beta.1"])+len(onTask["gamma.1"]) != 0 {
+		t.Errorf("refusals on the tasks' results %v, want alpha's two, of %s and %s:\n%s", onTask, denied, acceptDenied, status)
+	}
+	if !strings.Contains(status, `"boundary": "verified"`) {
+		t.Errorf("status --json does not record the boundary verified:\n%s", status)
+	}
+	if summary, err := os.ReadFile(filepath.Join(e.volumes, "reports", "summary.md")); err != nil || !strings.Contains(string(summary), "Boundary: verified") {
+		t.Errorf("summary.md (%v) does not record the boundary verified:\n%s", err, summary)
 	}
 	file, err := os.ReadFile(filepath.Join(e.volumes, "egress", "refusals.jsonl"))
 	if err != nil || !strings.Contains(string(file), `"client":"alpha.1"`) || strings.Contains(string(file), e2eKey) {
@@ -157,7 +186,10 @@ wget -q -O- -Y off http://172.17.0.1:%[1]d/; echo "DIRECT exit=$?"
 // way back to an open network, gives the watcher compose's bridge and no
 // proxy settings: a server on the docker bridge's address is reached
 // directly, while the model traffic still goes through the gateway's
-// socket (the key stays out of the watcher).
+// socket (the key stays out of the watcher). The boundary probe finds it
+// out: a run that did not set egress: open stops (exit 2) naming both
+// fixes, before planning; with egress: open the run goes through the
+// watcher and records what the watcher reaches.
 func TestE2EDockerComposeOpenOverride(t *testing.T) {
 	cli := dockerE2E(t)
 	bridge := serveCounting(t, "172.17.0.1:0", "BRIDGE-BODY")
@@ -177,10 +209,36 @@ func TestE2EDockerComposeOpenOverride(t *testing.T) {
 	if !strings.Contains(got, "BRIDGE-BODY BRIDGE exit=0") {
 		t.Errorf("the open watcher did not reach the bridge's server directly:\n%s", got)
 	}
+	bridgeHits := bridge.hits.Load()
 	out, stderr, code := e.run("run", "--runtime", "docker", "--yes", "--json", "write greeting files")
+	if code != 2 {
+		t.Fatalf("a closed run on the open watcher: exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"boundary does not hold", `the compose watcher has a network (network_mode "bridge", not none)`,
+		"docker/compose.open.yml", "egress: open"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the stop does not say %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, e2eKey) || strings.Contains(stderr, composeToken) {
+		t.Errorf("the stop shows the key or the watcher's token:\n%s", stderr)
+	}
+	if n := f.startCount("TOKEN-ALPHA"); n != 0 {
+		t.Errorf("alpha started %d times although the boundary stopped the run", n)
+	}
+	if bridge.hits.Load() != bridgeHits {
+		t.Error("the probe reached the bridge test server: it must try only its own canaries")
+	}
+
+	out, stderr, code = e.run("run", "--runtime", "docker", "--yes", "--json", "--egress", "open", "write greeting files")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	e.assertThreeTasksDone()
 	e.assertOwnedAndKeyFree()
+	status, _, code := e.run("status", "--json")
+	if code != 0 || !strings.Contains(status, `"boundary": "failed: `) || !strings.Contains(status, "the compose watcher has a network") ||
+		!strings.Contains(status, "the compose watcher has no egress proxy") {
+		t.Errorf("status --json (exit %d) does not record the open watcher's boundary:\n%s", code, status)
+	}
 }
