@@ -57,8 +57,8 @@ type Options struct {
 	// Gateway, when set, serves the model API to the attempts: each
 	// attempt's container gets a token of its own (revoked when the
 	// attempt ends) and the gateway's URL in place of Env's API key and
-	// base URL, so the key is in no container. A compose watcher keeps
-	// the key compose gave it (trusted mode).
+	// base URL, so the key is in no container. A compose watcher has the
+	// compose gateway service's token instead (docker-compose.yml).
 	Gateway Gateway
 	// Egress is what the attempts may reach besides the model gateway:
 	// nil or `egress: open` is the engine's network as configured
