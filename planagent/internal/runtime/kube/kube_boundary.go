@@ -22,6 +22,10 @@ import (
 // boundaryJobName is the Job of the start-of-run boundary probe.
 func boundaryJobName(run string) string { return kubeName("ca", run, "boundary") }
 
+// probeDisallowed is the name the probe asks the egress proxy for, which
+// no allow-list holds (.invalid never resolves).
+const probeDisallowed = "boundary-probe.invalid"
+
 // notEnforced prefixes the record of a cluster whose network plugin let
 // the probe through the run's NetworkPolicy.
 const notEnforced = "egress not enforced by this cluster"
@@ -42,7 +46,7 @@ func (k *Kube) verifyBoundary(ctx context.Context) (boundary.Verdict, error) {
 	if err != nil {
 		return boundary.Verdict{}, fmt.Errorf("the model gateway's URL %q: %w", k.gatewayBase, err)
 	}
-	args := []string{AgentImageBinary, "boundary", "--disallowed", "boundary-probe.invalid",
+	args := []string{AgentImageBinary, "boundary", "--disallowed", probeDisallowed,
 		"--refused", "the cloud metadata address=169.254.169.254:80"}
 	beside := boundary.NewCanary(net.JoinHostPort(u.Hostname(), "0"))
 	defer beside.Close()

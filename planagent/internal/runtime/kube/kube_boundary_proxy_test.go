@@ -26,7 +26,7 @@ import (
 
 // boundaryKubeEgress is boundaryKube with the run's egress proxy served
 // (an empty allow-list), so the probe's pod gets it with a credential.
-func boundaryKubeEgress(t *testing.T) (*Kube, *fake.Clientset, *podLogs) {
+func boundaryKubeEgress(t *testing.T) (*Kube, *fake.Clientset, *podLogs, *refusalLog) {
 	t.Helper()
 	staticCodingAgent(t)
 	logs := &podLogs{text: map[string]string{}}
@@ -53,10 +53,11 @@ func boundaryKubeEgress(t *testing.T) (*Kube, *fake.Clientset, *podLogs) {
 		t.Fatal(err)
 	}
 	cs := fake.NewClientset()
+	refused := &refusalLog{}
 	k, err := newKube(logsAPI{clientsetAPI{cs}, c}, noExec{}, "agents", Options{
 		Volumes: l, RunID: "run-20261128-7", Image: "toolchain:1", TaskTimeout: 20 * time.Minute,
 		Env:     map[string]string{"OPENAI_API_KEY": kubeTestKey, "OPENAI_MODEL": "m"},
-		Gateway: gw, GatewayAddr: "127.0.0.1", ClosedEgress: true, Egress: pol,
+		Gateway: gw, GatewayAddr: "127.0.0.1", ClosedEgress: true, Egress: pol, EgressRefused: refused.add,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func boundaryKubeEgress(t *testing.T) (*Kube, *fake.Clientset, *podLogs) {
 		t.Fatal("no egress proxy under closed egress")
 	}
 	t.Cleanup(k.closeEgress)
-	return k, cs, logs
+	return k, cs, logs, refused
 }
 
 // probeChecks is the report the probe's pod printed, by check.
@@ -90,9 +91,10 @@ func probeChecks(t *testing.T, logs *podLogs, pod string) map[string]bool {
 
 // The probe's pod tries the run's egress proxy without its credential and
 // with a wrong password: the proxy answers 407 to both, and those checks
-// hold (the verdict is about the network of this host only).
+// hold (the verdict is about the network of this host only). None of the
+// probe's refusals, those 407s included, is the run's.
 func TestKubeBoundaryProbeTriesTheProxyCredential(t *testing.T) {
-	k, cs, logs := boundaryKubeEgress(t)
+	k, cs, logs, refused := boundaryKubeEgress(t)
 	done, job := startProbe(t, k, cs)
 	if args := job.Spec.Template.Spec.Containers[0].Command; !slices.Contains(args, "--proxy-credential") {
 		t.Errorf("the probe runs %v, without --proxy-credential", args)
@@ -110,13 +112,24 @@ func TestKubeBoundaryProbeTriesTheProxyCredential(t *testing.T) {
 	if b := k.Boundary(); strings.Contains(b.String(), "egress proxy") {
 		t.Errorf("boundary %q names the egress proxy", b)
 	}
+	if got := refused.list(); len(got) != 0 {
+		t.Errorf("the probe's refusals reported as the run's: %q", got)
+	}
+	// Once the probe is over, a request without a credential is the run's
+	// refusal again, whatever name it asks for.
+	if code, _ := viaKubeProxy(t, k.proxyURL, "http://"+probeDisallowed+"/"); code != http.StatusProxyAuthRequired {
+		t.Errorf("without a credential after the probe: %d, want 407", code)
+	}
+	if got := refused.list(); len(got) != 1 {
+		t.Errorf("refusals after the probe: %q, want the one without a credential", got)
+	}
 }
 
 // A proxy that serves anyone (no credential asked) fails the boundary
 // and stops the run: it is planagent's own, not a network plugin's, so
 // it is never "egress not enforced by this cluster".
 func TestKubeBoundaryProbeProxyWithoutCredentialFails(t *testing.T) {
-	k, cs, logs := boundaryKubeEgress(t)
+	k, cs, logs, _ := boundaryKubeEgress(t)
 	open := egress.New(egress.Options{Policy: &egress.Policy{}})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -206,7 +206,9 @@ func (k *Kube) serveEgress(host string) error {
 // command of the run's); the boundary probe's while it runs are expected
 // and dropped (the proxy's log has them).
 func (k *Kube) egressRefused(r egress.Refusal) {
-	if r.Client == probeClient && k.probing.Load() {
+	if k.probing.Load() && (r.Client == probeClient || r.Reason == egress.ReasonNoCredential && r.Host == probeDisallowed) {
+		// The probe's own tries, those without its credential too: no
+		// credential names them, the name they ask for does.
 		return
 	}
 	if k.opts.EgressRefused == nil {
