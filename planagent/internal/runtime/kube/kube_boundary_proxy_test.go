@@ -20,8 +20,8 @@ import (
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/egress"
 	"github.com/codeagent/codeagent/planagent/internal/gateway"
-	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/boundary"
+	"github.com/codeagent/codeagent/planagent/internal/runtime/output"
 )
 
 // boundaryKubeEgress is boundaryKube with the run's egress proxy served
