@@ -147,9 +147,7 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 		}
 	}
 	r.objectFormat, r.objectsDir, r.commonDir = loc.objectFormat, loc.objects, loc.common
-	if err := r.prepareCopies(ctx); err != nil {
-		return nil, fmt.Errorf("checkpoints in %s: %w", ws, err)
-	}
+	r.prepareCopies(ctx)
 	r.clearStaleKeepLocks()
 	r.cat = &catFile{g: r.g}
 	r.store = &objectStore{cat: r.cat, objectFormat: r.objectFormat}
