@@ -57,6 +57,7 @@ type Repo struct {
 	converts     bool
 	objectFormat string
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
+	commonDir    string // the git directory a worktree shares with its repository (its refs)
 	// pending holds the objects of tasks not moved to yet (pending.go).
 	pending pendingObjects
 	// cache is where the copies' objects come from (cache.go).
@@ -115,15 +116,19 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 			r.exclude = append(r.exclude, rel)
 		}
 	}
-	top, err := git{dir: ws}.line(ctx, "rev-parse", "--show-toplevel")
-	if err == nil && samePath(top, ws) {
-		gd, err := git{dir: ws}.line(ctx, "rev-parse", "--absolute-git-dir")
+	// Each open asks git where things are in as few processes as it can:
+	// planagent opens the repository once per command, and each git
+	// process costs milliseconds, tens of them on a loaded machine.
+	loc, err := locate(ctx, git{dir: ws}, true)
+	if err == nil && samePath(loc.top, ws) {
+		r.mode, r.gitDir, r.g = "git", loc.gitDir, git{dir: ws}
+		// Fails on a HEAD with no commit; prints HEAD when it is detached.
+		head, err := r.g.line(ctx, "rev-parse", "--verify", "-q", "--symbolic-full-name", "HEAD")
 		if err != nil {
-			return nil, fmt.Errorf("checkpoints in %s: %w", ws, err)
-		}
-		r.mode, r.gitDir, r.g = "git", gd, git{dir: ws}
-		if _, err := r.g.line(ctx, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
 			return nil, fmt.Errorf("checkpoints in %s: the repository has no commit yet: commit something first (git commit --allow-empty -m init)", ws)
+		}
+		if head != "HEAD" {
+			r.branch = head
 		}
 	} else {
 		r.mode, r.gitDir = "shadow", shadowDir
@@ -131,14 +136,19 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 		if err := r.initShadow(ctx); err != nil {
 			return nil, fmt.Errorf("shadow repository for %s: %w", ws, err)
 		}
+		if loc, err = locate(ctx, r.g, false); err != nil {
+			return nil, fmt.Errorf("shadow repository for %s: %w", ws, err)
+		}
+		// symbolic-ref, not rev-parse: a shadow repository whose first
+		// commit was never made (planagent killed after its init) still
+		// names its branch.
+		if ref, err := r.g.line(ctx, "symbolic-ref", "-q", "HEAD"); err == nil {
+			r.branch = ref
+		}
 	}
-	if ref, err := r.g.line(ctx, "symbolic-ref", "-q", "HEAD"); err == nil {
-		r.branch = ref
-	}
-	if err := r.prepareCopies(ctx); err != nil {
-		return nil, fmt.Errorf("checkpoints in %s: %w", ws, err)
-	}
-	r.clearStaleKeepLocks(ctx)
+	r.objectFormat, r.objectsDir, r.commonDir = loc.objectFormat, loc.objects, loc.common
+	r.prepareCopies(ctx)
+	r.clearStaleKeepLocks()
 	r.cat = &catFile{g: r.g}
 	r.store = &objectStore{cat: r.cat, objectFormat: r.objectFormat}
 	// The parts last, once the store and the user's config are read: each
@@ -158,6 +168,44 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 		gitDir: r.gitDir, workTree: r.workTree, branch: r.branch, objectsDir: r.objectsDir,
 	}
 	return r, nil
+}
+
+// location is where a repository's parts are, as git reports them.
+type location struct {
+	top, gitDir, objectFormat, objects, common string
+}
+
+// locate asks git, in one rev-parse, where the repository of g is (top:
+// its work tree's top too, which fails outside a work tree). rev-parse
+// prints one line per option, in order; a relative path is relative to
+// g's directory.
+func locate(ctx context.Context, g git, top bool) (location, error) {
+	args := []string{"rev-parse", "--absolute-git-dir", "--show-object-format", "--git-path", "objects", "--git-common-dir"}
+	if top {
+		args = append(args[:1], append([]string{"--show-toplevel"}, args[1:]...)...)
+	}
+	out, err := g.run(ctx, args...)
+	if err != nil {
+		return location{}, err
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if !top {
+		lines = append([]string{""}, lines...)
+	}
+	if len(lines) != 5 {
+		return location{}, fmt.Errorf("git %s printed %d lines, not 5 (git older than 2.25?)", strings.Join(args, " "), len(lines))
+	}
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(g.dir, p)
+	}
+	loc := location{top: lines[0], gitDir: lines[1], objectFormat: lines[2], objects: abs(lines[3]), common: abs(lines[4])}
+	if loc.objectFormat == "" {
+		loc.objectFormat = "sha1"
+	}
+	return loc, nil
 }
 
 // Close ends the git process the repository keeps for reading objects

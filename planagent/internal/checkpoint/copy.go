@@ -61,24 +61,12 @@ type copyMaker struct {
 }
 
 // prepareCopies finds what making and reading copies needs from the
-// repository: where the copies' state goes, its object format, the user's
-// filter drivers (on in the commands that read or check out a copy),
-// merge drivers (off there), excludes and attributes files and line
-// endings.
-func (r *Repo) prepareCopies(ctx context.Context) error {
+// repository (its object format and objects directory are known): where
+// the copies' state goes, the user's filter drivers (on in the commands
+// that read or check out a copy), merge drivers (off there), excludes and
+// attributes files and line endings.
+func (r *Repo) prepareCopies(ctx context.Context) {
 	r.private = filepath.Join(r.gitDir, "codeagent", "copies")
-	r.objectFormat = "sha1"
-	if f, err := r.g.line(ctx, "rev-parse", "--show-object-format"); err == nil && f != "" {
-		r.objectFormat = f
-	}
-	od, err := r.g.line(ctx, "rev-parse", "--git-path", "objects")
-	if err != nil {
-		return err
-	}
-	if !filepath.IsAbs(od) {
-		od = filepath.Join(r.g.dir, od)
-	}
-	r.objectsDir = od
 	r.userConfig(ctx)
 	if _, err := os.Stat(filepath.Join(r.gitDir, "info", "attributes")); err == nil {
 		r.converts = true
@@ -88,7 +76,6 @@ func (r *Repo) prepareCopies(ctx context.Context) error {
 	r.preparePending()
 	r.quarantines.dir = filepath.Dir(r.private)
 	r.cache = newObjectCache(filepath.Join(filepath.Dir(r.private), "objects.git"), r.gitDir, r.objectFormat, r.pending.alternates())
-	return nil
 }
 
 // remake makes the copy in dir (new, or thrown away by an attempt) hold

@@ -31,19 +31,23 @@ type filter struct {
 // "=" cannot be passed and is left out: git then runs none for it), their
 // merge drivers turned off (an empty one is an error: git's own file
 // merge instead), the excludes and attributes files and line endings of
-// their global config (what their own git add reads).
+// their global config (what their own git add reads), and where their LFS
+// objects are.
 func (r *Repo) userConfig(ctx context.Context) {
 	r.filters = map[string]*filter{}
 	merges := map[string]bool{}
 	// Exit 1 is "no such key".
-	out, _ := r.g.run(ctx, "config", "-z", "--get-regexp", `^(filter|merge)\.|^core\.(excludesfile|attributesfile|autocrlf|eol)$`)
+	out, _ := r.g.run(ctx, "config", "-z", "--get-regexp", `^(filter|merge)\.|^core\.(excludesfile|attributesfile|autocrlf|eol)$|^lfs\.storage$`)
 	core := map[string]string{}
+	lfsStorage := ""
 	for _, kv := range splitZ(out) {
 		key, value, _ := strings.Cut(kv, "\n")
 		i, j := strings.Index(key, "."), strings.LastIndex(key, ".")
 		switch {
 		case strings.HasPrefix(key, "core."):
 			core[key] = value
+		case key == "lfs.storage":
+			lfsStorage = value // the last one set, as git config lfs.storage reads it
 		case i == j || strings.Contains(key, "="):
 		case strings.HasPrefix(key, "merge."):
 			merges[key[i+1:j]] = true
@@ -83,7 +87,7 @@ func (r *Repo) userConfig(ctx context.Context) {
 		// copy has its own .git, so it is pointed at the user's storage
 		// (where `git add` in the workspace would put them, and where the
 		// user's objects are to smudge the copy).
-		r.copyArgs = append(r.copyArgs, "-c", "lfs.storage="+r.lfsStorage(ctx))
+		r.copyArgs = append(r.copyArgs, "-c", "lfs.storage="+r.lfsStorage(lfsStorage))
 	}
 	for _, n := range sortedKeys(merges) {
 		r.copyArgs = append(r.copyArgs, "-c", "merge."+n+".driver=git merge-file -q %A %O %B")
@@ -103,14 +107,13 @@ func (r *Repo) userConfig(ctx context.Context) {
 }
 
 // lfsStorage is the user's LFS object storage: lfs.storage of their
-// config (relative to the common git directory, as git-lfs reads it), by
-// default lfs/ in that directory.
-func (r *Repo) lfsStorage(ctx context.Context) string {
-	common := r.gitDir
-	if c, err := r.g.line(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil && c != "" {
-		common = c
+// config (v, relative to the common git directory, as git-lfs reads it),
+// by default lfs/ in that directory.
+func (r *Repo) lfsStorage(v string) string {
+	common := r.commonDir
+	if common == "" {
+		common = r.gitDir
 	}
-	v, _ := r.g.line(ctx, "config", "lfs.storage")
 	switch {
 	case v == "":
 		return filepath.Join(common, "lfs")

@@ -90,18 +90,11 @@ const staleLockAge = time.Minute
 // planagent killed mid update-ref left in the repository: nothing else
 // takes them away, and each blocks that commit's keep ref for good. Only
 // our own namespace, only old ones; a failure costs nothing but the lock.
-func (r *Repo) clearStaleKeepLocks(ctx context.Context) {
-	common, err := r.g.line(ctx, "rev-parse", "--git-common-dir")
-	if err != nil {
+func (r *Repo) clearStaleKeepLocks() {
+	if r.commonDir == "" {
 		return
 	}
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(r.workTree, common)
-		if r.mode == "shadow" {
-			common = r.gitDir
-		}
-	}
-	locks, _ := filepath.Glob(filepath.Join(common, "refs", "codeagent", "keep", "*.lock"))
+	locks, _ := filepath.Glob(filepath.Join(r.commonDir, "refs", "codeagent", "keep", "*.lock"))
 	for _, l := range locks {
 		if fi, err := os.Lstat(l); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleLockAge {
 			_ = os.Remove(l)
@@ -114,7 +107,7 @@ func (r *Repo) clearStaleKeepLocks(ctx context.Context) {
 // the branch, and what was never merged may be garbage-collected.
 func (r *Repo) DropKeeps(ctx context.Context) error {
 	r.keeps.forget()
-	r.clearStaleKeepLocks(ctx)
+	r.clearStaleKeepLocks()
 	out, err := r.g.run(ctx, "for-each-ref", "--format=delete %(refname)", "refs/codeagent/keep/")
 	if err != nil || strings.TrimSpace(out) == "" {
 		return err

@@ -53,6 +53,7 @@ func (r *recordingRepo) DiscardCopy(dir string) error {
 // runtimes cannot stop it): its copy is deleted, never recycled for the
 // retry, which gets a clean copy; a completed attempt's copy is recycled.
 func TestDriveTimedOutCopyIsNeverRecycled(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	l := newLayout(t)
 	ws := l.Workspace()
@@ -125,6 +126,7 @@ func (failingCopyRepo) NewCopy(context.Context, string, string) error {
 // A run whose attempt's copy cannot be made ends interrupted (resumable)
 // with the cause in its saved state, not "running" for good.
 func TestDriveCopyThatCannotBeMadeEndsTheRun(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	l := newLayout(t)
 	ws := l.Workspace()

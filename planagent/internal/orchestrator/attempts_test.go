@@ -24,6 +24,7 @@ import (
 // completes it. The decider is never asked; attempt 2 is told the first
 // failure, attempt 3 deliberately not (next.EscalationHint).
 func TestDriveEscalatesATaskOfSeveralAttempts(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var mu sync.Mutex
 	hints := map[int][]string{}
@@ -84,6 +85,7 @@ func TestDriveEscalatesATaskOfSeveralAttempts(t *testing.T) {
 // The run's attempts setting is the default of the tasks that do not say;
 // a task that passes first time costs one attempt (escalate).
 func TestDriveAttemptsDefaultEscalatesOnlyOnFailure(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, completed)
 	st := newTestState(t, plan.Task{ID: "easy", Description: "passes", Acceptance: []string{"true"}})
@@ -148,6 +150,7 @@ func newCheckpointedState(t *testing.T, l volume.Layout, tasks ...plan.Task) (*c
 // ref (it is on the branch), and the attempt that reported failure
 // without a commit has none either.
 func TestDriveKeepsTheUnmergedAttemptsAsRefs(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var mu sync.Mutex
 	accepted := 0

@@ -31,6 +31,7 @@ func deciderOn(t *testing.T, reply llmtest.Reply) (*LLMDecider, *llmtest.Server)
 func decide(args string) llmtest.Reply { return llmtest.Calls(llmtest.Call("decide", args)) }
 
 func TestLLMDecider(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		reply       llmtest.Reply
@@ -85,6 +86,7 @@ func TestLLMDecider(t *testing.T) {
 // TestDriveDecisions runs a plan whose task "bad" fails once, with the real
 // decider answering, and checks that each decision is applied.
 func TestDriveDecisions(t *testing.T) {
+	t.Parallel()
 	tasks := []plan.Task{
 		{ID: "bad", Description: "fails on its first attempt"},
 		{ID: "child", Description: "after bad", Dependencies: []string{"bad"}},

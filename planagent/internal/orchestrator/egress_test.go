@@ -18,6 +18,7 @@ func (e egressLog) Refused(name string) []string { return e[name] }
 // What the egress proxy refused an attempt is on that attempt's result,
 // so status --json and the summary say why a download in it failed.
 func TestEgressRefusalsAreOnTheAttemptsResult(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report { return completed(c) })
 	st := newTestState(t, plan.Task{ID: "fetch", Description: "get a module"}, plan.Task{ID: "quiet", Description: "offline"})
@@ -50,6 +51,7 @@ func (e *lateEgressLog) Refused(name string) []string {
 // A refusal of the task's acceptance command, which runs after the
 // attempt's report, is on that attempt's result too.
 func TestEgressRefusalsOfTheAcceptanceCommandAreOnTheResult(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report { return completed(c) })
 	log := &lateEgressLog{got: map[string][]string{}}

@@ -79,6 +79,7 @@ func resumed(t *testing.T, l volume.Layout, st *runrecord.State, rt Runtime) {
 // start it: ENOSPC from the engine) stops the run resumable; a plain
 // resume redoes the task without --retry-failed.
 func TestDriveFullDiskInAcceptanceIsResumable(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var full atomic.Bool
 	full.Store(true)
@@ -102,6 +103,7 @@ func TestDriveFullDiskInAcceptanceIsResumable(t *testing.T) {
 // The engine that stops answering during an acceptance command is the
 // machine's fault too, not the task's.
 func TestDriveEngineGoneInAcceptanceIsResumable(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var gone atomic.Bool
 	gone.Store(true)
@@ -122,6 +124,7 @@ func TestDriveEngineGoneInAcceptanceIsResumable(t *testing.T) {
 // An acceptance command that fails writing to a full device (a real
 // ENOSPC: /dev/full) names it in its output: the run stops resumable.
 func TestDriveAcceptanceOnAFullDeviceIsResumable(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Fatalf("this test writes to /dev/full (Linux): %v", err)
 	}
@@ -142,6 +145,7 @@ func TestDriveAcceptanceOnAFullDeviceIsResumable(t *testing.T) {
 // The agent that fails writing a file on a full disk (its report's error
 // says so) leaves its task to the resume, not failed.
 func TestDriveAgentOnAFullDiskIsResumable(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var full atomic.Bool
 	full.Store(true)
@@ -167,6 +171,7 @@ func TestDriveAgentOnAFullDiskIsResumable(t *testing.T) {
 // workspace is a 256 KiB tmpfs, the agent's write of a file fills it, and
 // after the file is removed a plain resume finishes the run.
 func TestDriveRealTmpfsFullIsResumable(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root (CI runs as root); TestDriveAgentOnAFullDiskIsResumable and TestDriveAcceptanceOnAFullDeviceIsResumable cover the same path with a real ENOSPC from /dev/full and an injected one")
 	}

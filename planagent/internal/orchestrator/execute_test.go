@@ -73,6 +73,7 @@ func (advanceFails) RemoveCopy(string) error  { return nil }
 func (advanceFails) DiscardCopy(string) error { return nil }
 
 func TestCompleteThatCannotReachTheWorkspaceComesBackAsAnEvent(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{Repo: advanceFails{}}, chain(1)...)
 	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
 	if err := r.g.Start("t000"); err != nil {
@@ -97,6 +98,7 @@ func TestCompleteThatCannotReachTheWorkspaceComesBackAsAnEvent(t *testing.T) {
 }
 
 func TestRecordReportAddsUpTheAttempts(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{}, chain(1)...)
 	for n := 1; n <= 2; n++ {
 		r.recordReport("t000", "t000", &protocol.Report{ID: "t000", Attempt: n, Summary: "try", Reason: protocol.ReasonModel,
@@ -109,6 +111,7 @@ func TestRecordReportAddsUpTheAttempts(t *testing.T) {
 }
 
 func TestFailSkipsTheDependantsAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{}, chain(2)...)
 	if err := r.g.Start("t000"); err != nil {
 		t.Fatal(err)
@@ -129,6 +132,7 @@ func TestFailSkipsTheDependantsAndSaysWhy(t *testing.T) {
 }
 
 func TestRequeueSendsTheTaskAgainWithANote(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{}, chain(1)...)
 	if err := r.g.Start("t000"); err != nil {
 		t.Fatal(err)
@@ -148,6 +152,7 @@ func TestRequeueSendsTheTaskAgainWithANote(t *testing.T) {
 }
 
 func TestRetryCarriesTheHints(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{}, chain(1)...)
 	_ = r.g.Start("t000")
 	_ = r.g.Fail("t000", "broke")
@@ -162,6 +167,7 @@ func TestRetryCarriesTheHints(t *testing.T) {
 // Reading the view changes nothing; the budget is announced once, by its
 // next.Action, and the view then no longer asks for it.
 func TestNoteBudgetAnnouncesOnce(t *testing.T) {
+	t.Parallel()
 	var logged []string
 	sink := events.Func(func(e events.Event) {
 		if e.Type == events.Log {
@@ -188,6 +194,7 @@ func TestNoteBudgetAnnouncesOnce(t *testing.T) {
 }
 
 func TestFinishSavesWhyTheRunStopped(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{Budget: Budget{Tokens: 100}}, chain(1)...)
 	r.spent.agents = protocol.Tokens{Prompt: 150} // and the planner's 120 of the state
 	if err := r.finish(t.Context(), next.ActFinish{Status: next.RunPaused, Paused: "token budget reached"}); err != nil {
@@ -203,6 +210,7 @@ func TestFinishSavesWhyTheRunStopped(t *testing.T) {
 }
 
 func TestDecideRecordsAndTells(t *testing.T) {
+	t.Parallel()
 	var got []events.Event
 	r := newTestRun(t, Options{Events: events.Func(func(e events.Event) { got = append(got, e) })}, chain(1)...)
 	if err := r.decide(next.ActDecide{ID: "t000", Action: "retry", Reason: "flaky", Hints: []string{"again"}}); err != nil {
@@ -225,6 +233,7 @@ func (s *stopCounting) Stop(ctx context.Context) error {
 }
 
 func TestAbandonStopsTheAttemptAndComesBackAsATimeout(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{}, chain(2)...)
 	r.underway.launched("t000", r.newFlight("t000", 2))
 	r.underway.launched("t001", r.newFlight("t001", 1))
@@ -243,6 +252,7 @@ func TestAbandonStopsTheAttemptAndComesBackAsATimeout(t *testing.T) {
 }
 
 func TestStopSilentWatcherStopsItAndReturnsItsTasks(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := &stopCounting{fakeRuntime: newFakeRuntime(l, completed)}
 	r := newTestRun(t, Options{Runtime: rt}, chain(2)...)
@@ -267,6 +277,7 @@ func TestStopSilentWatcherStopsItAndReturnsItsTasks(t *testing.T) {
 }
 
 func TestFreeClaimLetsTheNextAttemptBeTakenAfresh(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{}, chain(1)...)
 	l := r.o.opts.Layout
 	for _, p := range []string{l.ClaimFile("t000"), l.OwnerFile("t000")} {
@@ -288,6 +299,7 @@ func TestFreeClaimLetsTheNextAttemptBeTakenAfresh(t *testing.T) {
 // The agents can write commands/: a .claimed planted as a link to a host
 // dir does not have the host's <id>.md removed.
 func TestFreeClaimDoesNotFollowALink(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{}, chain(1)...)
 	l := r.o.opts.Layout
 	outside := t.TempDir()
@@ -309,6 +321,7 @@ func TestFreeClaimDoesNotFollowALink(t *testing.T) {
 }
 
 func TestDropStaleReportSaysSoOnce(t *testing.T) {
+	t.Parallel()
 	var logs strings.Builder
 	r := newTestRun(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, chain(1)...)
 	r.underway.launched("t000", r.newFlight("t000", 2))
@@ -324,6 +337,7 @@ func TestDropStaleReportSaysSoOnce(t *testing.T) {
 }
 
 func TestRecordReportStopsTheWait(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{}, chain(1)...)
 	r.underway.launched("t000", r.newFlight("t000", 1))
 	r.recordReport("t000", "t000", &protocol.Report{ID: "t000", Attempt: 1})
@@ -355,6 +369,7 @@ func (s squashSignal) Squash(_ context.Context, _, base, subject, _ string) (str
 // merged before it, so it runs beside the merge ahead (with parallel
 // tasks, off the queue's one line).
 func TestQueuedAttemptsSquashWhileTheyWait(t *testing.T) {
+	t.Parallel()
 	ran := make(chan string, 2)
 	r := newTestRun(t, Options{Repo: squashSignal{ran: ran}}, fanOut(2)...)
 	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
@@ -373,6 +388,7 @@ func TestQueuedAttemptsSquashWhileTheyWait(t *testing.T) {
 }
 
 func TestStartMergeTakesTheQueueHeadOneAtATime(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{Repo: squashNothing{}}, fanOut(2)...)
 	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
 	r.enqueueMerge(t.Context(), "p0")
@@ -411,6 +427,7 @@ func (a advanceRecorder) Advance(_ context.Context, old, new string) error {
 }
 
 func TestFinishMergeMovesAgainAndRecordsTheCheckpoint(t *testing.T) {
+	t.Parallel()
 	var moves [][2]string
 	r := newTestRun(t, Options{Repo: advanceRecorder{moves: &moves}}, chain(1)...)
 	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
@@ -427,6 +444,7 @@ func TestFinishMergeMovesAgainAndRecordsTheCheckpoint(t *testing.T) {
 }
 
 func TestForgetMergeLeavesTheTaskToBeMergedAgain(t *testing.T) {
+	t.Parallel()
 	var moves [][2]string
 	r := newTestRun(t, Options{Repo: advanceRecorder{moves: &moves}}, chain(1)...)
 	r.st.Checkpoints = &runrecord.Checkpoints{Mode: "shadow", Start: "c1", Head: "c1"}
@@ -440,6 +458,7 @@ func TestForgetMergeLeavesTheTaskToBeMergedAgain(t *testing.T) {
 }
 
 func TestResendWritesTheCommandAgain(t *testing.T) {
+	t.Parallel()
 	r := newTestRun(t, Options{}, chain(1)...)
 	if err := r.g.Start("t000"); err != nil {
 		t.Fatal(err)
@@ -466,6 +485,7 @@ func (l launchRecorder) Launch(_ context.Context, a attempt.Attempt) error {
 }
 
 func TestRelaunchLaunchesTheResumedAttempt(t *testing.T) {
+	t.Parallel()
 	var launched []attempt.Attempt
 	l := newLayout(t)
 	r := newTestRun(t, Options{Runtime: launchRecorder{fakeRuntime: newFakeRuntime(l, completed), launched: &launched}}, chain(1)...)

@@ -16,13 +16,20 @@ import (
 
 // TestMain fails the package when a test leaves a goroutine running: every
 // goroutine Drive starts is owned and waited for before it returns.
+//
+// The package's tests run in parallel (t.Parallel first): each has its own
+// temporary volumes and repository and sets no working directory, no
+// environment and no package variable, and most of their time is spent
+// waiting on git processes and file events, so two at once shorten the
+// package. A test that needs the process to itself stays sequential.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
 // A decider still returning from a cancelled call (an HTTP client
 // noticing the cancel) is waited for: when Drive returns, nothing it
-// started is still running.
+// started is still running. Sequential: its goroutine check would see a
+// parallel test's goroutines.
 func TestDriveWaitsForTheDecider(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	l := newLayout(t)
@@ -58,6 +65,7 @@ func TestDriveWaitsForTheDecider(t *testing.T) {
 // An acceptance command still running when the run is interrupted is cut
 // short and waited for.
 func TestDriveWaitsForTheAcceptance(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, completed)
 	started := make(chan struct{})

@@ -23,6 +23,7 @@ import (
 // one blocks until a writer appears, deaf to signals; planagent must
 // refuse it at once, fail the task and go on (in a run and in a resume).
 func TestDriveRefusesAFIFOReport(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.ID == "t000" {
@@ -58,6 +59,7 @@ func TestDriveRefusesAFIFOReport(t *testing.T) {
 }
 
 func TestResumeRefusesAFIFOReport(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	st := newTestState(t, chain(1)...)
 	killedAfterDispatch(t, l, st, "t000")
@@ -105,6 +107,7 @@ func killedAfterDispatch(t *testing.T, l volume.Layout, st *runrecord.State, id 
 // resume, nothing outside changes, and the run still completes with its
 // task contexts archived.
 func TestLinksInTheContextAreNotFollowed(t *testing.T) {
+	t.Parallel()
 	tasks := []plan.Task{{ID: "t1", Description: "task t1", Dependencies: []string{}},
 		{ID: "t3", Description: "task t3", Dependencies: []string{"t1"}}}
 	for _, resume := range []bool{false, true} {

@@ -64,6 +64,7 @@ func fanOut(n int) []plan.Task {
 // At --parallel 4, the four ready tasks' launches are under way at the
 // same time, not one after the other.
 func TestDriveLaunchesTogether(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := &slowLaunches{fakeRuntime: newFakeRuntime(l, completed), want: 4, all: make(chan struct{})}
 	st := newTestState(t, fanOut(6)...)
@@ -81,6 +82,7 @@ func TestDriveLaunchesTogether(t *testing.T) {
 // A launch that fails among others fails the run with its error, after
 // the others' launches are done (the runtime's Stop removes what started).
 func TestDriveLaunchFailsAmongOthers(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := &slowLaunches{fakeRuntime: newFakeRuntime(l, completed), want: 3, all: make(chan struct{}), fail: "p2"}
 	st := newTestState(t, fanOut(3)...)
@@ -97,6 +99,7 @@ func TestDriveLaunchFailsAmongOthers(t *testing.T) {
 // attempt is under way (a container that exits after its report was
 // archived), does not take the next attempt for dead.
 func TestDriveStaleDeathIgnored(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var rt *fakeRuntime
 	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {

@@ -89,6 +89,7 @@ func billed(calls int) protocol.Tokens {
 // With the gateway the tokens booked are the model's bill, whatever the
 // report claims: per task, for the run, and in the saved state.
 func TestMeterBooksTheGatewaysCountNotTheReport(t *testing.T) {
+	t.Parallel()
 	agent, _ := newMeteredAgent(t, 3)
 	l := newLayout(t)
 	rt := newFakeRuntime(l, agent.answer(t))
@@ -116,6 +117,7 @@ func TestMeterBooksTheGatewaysCountNotTheReport(t *testing.T) {
 // Without a gateway counting an attempt (a shared watcher's token), its
 // report's figures are booked, as before.
 func TestMeterKeepsTheReportWhereTheGatewayDoesNotCount(t *testing.T) {
+	t.Parallel()
 	agent, _ := newMeteredAgent(t, 1)
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
@@ -137,6 +139,7 @@ func TestMeterKeepsTheReportWhereTheGatewayDoesNotCount(t *testing.T) {
 // flag), the task goes back to pending whatever its report claims, and the
 // run pauses at the budget with the gateway's figures, resumable.
 func TestMeterRunBudgetStopsAtTheGateway(t *testing.T) {
+	t.Parallel()
 	agent, srv := newMeteredAgent(t, 10)
 	l := newLayout(t)
 	rt := newFakeRuntime(l, agent.answer(t))
@@ -172,6 +175,7 @@ func TestMeterRunBudgetStopsAtTheGateway(t *testing.T) {
 // task stopped at its budget (the decision step hears "budget"), though
 // its report says it completed.
 func TestMeterTaskBudgetStopsAtTheGateway(t *testing.T) {
+	t.Parallel()
 	agent, _ := newMeteredAgent(t, 10)
 	l := newLayout(t)
 	rt := newFakeRuntime(l, agent.answer(t))

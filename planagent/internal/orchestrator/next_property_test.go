@@ -401,6 +401,7 @@ func randomGraph(rng *rand.Rand) (*taskgraph.Graph, error) {
 // the workspace only from the state it was merged onto (one merged onto a
 // state a failed move never reached is merged again), and the run ends.
 func TestNextProperties(t *testing.T) {
+	t.Parallel()
 	check := func(seed uint64) bool {
 		rng := rand.New(rand.NewPCG(seed, seed>>7))
 		g, err := randomGraph(rng)

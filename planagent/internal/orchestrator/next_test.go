@@ -40,6 +40,7 @@ func reportA(s protocol.Status) *protocol.Report {
 // TestNext is the decision table: for a graph, what is under way and an
 // event, exactly which actions follow.
 func TestNext(t *testing.T) {
+	t.Parallel()
 	const (
 		P  = taskgraph.Pending
 		IP = taskgraph.InProgress
@@ -696,6 +697,7 @@ func TestNext(t *testing.T) {
 }
 
 func TestBudgetExceeded(t *testing.T) {
+	t.Parallel()
 	perToken := func(u protocol.Tokens) float64 { return float64(u.Prompt)*1e-6 + float64(u.Completion)*2e-6 }
 	for _, tt := range []struct {
 		b       Budget

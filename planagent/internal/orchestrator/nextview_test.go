@@ -12,6 +12,7 @@ import (
 // decides on without importing the packages that define them (they do
 // I/O): the values must stay the same.
 func TestNextSpeaksTheRecordsValues(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ next, theirs string }{
 		{string(next.ReportCompleted), string(protocol.StatusCompleted)},
 		{string(next.ReportInterrupted), string(protocol.StatusInterrupted)},

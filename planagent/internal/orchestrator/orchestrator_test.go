@@ -31,6 +31,7 @@ func status(st *runrecord.State) map[string]taskgraph.Status {
 }
 
 func TestDriveChainCompletes(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, completed)
 	st := newTestState(t, chain(3)...)
@@ -70,6 +71,7 @@ func TestDriveChainCompletes(t *testing.T) {
 // with that run when this run sends the task, not lost and not mistaken for
 // this run's attempt.
 func TestDriveArchivesAnEarlierRunsReportWithThatRun(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	old := &protocol.Report{ID: "t000", RunID: "run-old", Attempt: 2, Status: protocol.StatusCompleted, Summary: "old work"}
 	if err := os.MkdirAll(l.Run("run-old"), 0o755); err != nil {
@@ -96,6 +98,7 @@ func TestDriveArchivesAnEarlierRunsReportWithThatRun(t *testing.T) {
 }
 
 func TestDriveFailureSkipsDownstreamAndRetries(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.ID == "bad" {
@@ -131,6 +134,7 @@ func TestDriveFailureSkipsDownstreamAndRetries(t *testing.T) {
 }
 
 func TestDriveAcceptanceDecides(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, completed)
 	st := newTestState(t,
@@ -153,6 +157,7 @@ func TestDriveAcceptanceDecides(t *testing.T) {
 }
 
 func TestDriveParallel(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	release := make(chan struct{})
 	var rt *fakeRuntime
@@ -180,6 +185,7 @@ func TestDriveParallel(t *testing.T) {
 }
 
 func TestDriveResumeReadsReportThatArrivedWhileDown(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	st := newTestState(t, chain(2)...)
 	// The state of a planagent killed after dispatching t000 ...
@@ -201,6 +207,7 @@ func TestDriveResumeReadsReportThatArrivedWhileDown(t *testing.T) {
 }
 
 func TestDriveResumeResendsLostCommand(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	st := newTestState(t, chain(1)...)
 	g, _ := taskgraph.New(st.Tasks)
@@ -218,6 +225,7 @@ func TestDriveResumeResendsLostCommand(t *testing.T) {
 }
 
 func TestDriveRuntimeDeathRetriesOnFreshRuntime(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var rt *fakeRuntime
 	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
@@ -243,6 +251,7 @@ func TestDriveRuntimeDeathRetriesOnFreshRuntime(t *testing.T) {
 // without planagent owning it) is stopped and replaced, and its task is sent
 // again on the fresh one.
 func TestDriveSilentWatcherIsReplaced(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	clock := newTestClock()
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
@@ -274,6 +283,7 @@ func TestDriveSilentWatcherIsReplaced(t *testing.T) {
 // come while the agent has no heartbeat; the second is received only once
 // the loop is done with the first.
 func TestDriveNewAttemptGetsTheHeartbeatTimeoutToBeat(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var mu sync.Mutex
 	now := time.Now()
@@ -321,6 +331,7 @@ func TestDriveNewAttemptGetsTheHeartbeatTimeoutToBeat(t *testing.T) {
 }
 
 func TestDriveInterrupted(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
@@ -339,6 +350,7 @@ func TestDriveInterrupted(t *testing.T) {
 }
 
 func TestDriveTimeout(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	clock := newTestClock()
 	rt := newFakeRuntime(l, func(*protocol.Command) *protocol.Report { // never reports
@@ -362,6 +374,7 @@ func TestDriveTimeout(t *testing.T) {
 }
 
 func TestDriveTaskThatKillsEveryAgentFails(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var rt *fakeRuntime
 	rt = newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
@@ -393,6 +406,7 @@ func TestDriveTaskThatKillsEveryAgentFails(t *testing.T) {
 // Acceptance runs beside the loop: a slow acceptance command does not hold
 // up the other task's report (with a blocking loop this run never ends).
 func TestDriveAcceptanceDoesNotBlockTheLoop(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, completed)
 	otherDone := make(chan struct{})
@@ -426,6 +440,7 @@ func TestDriveAcceptanceDoesNotBlockTheLoop(t *testing.T) {
 // Ctrl-C reaches a decider that is still thinking: Drive returns at once
 // with the run saved as interrupted.
 func TestDriveInterruptStopsTheDecider(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		r := completed(c)

@@ -98,6 +98,7 @@ func isolatedDrive(t testing.TB, tasks []plan.Task, parallel int) (*runrecord.St
 // merge (a squash, an apply, a move of the workspace) takes far longer than
 // an instant agent, so without the bound the queue and its copies grow.
 func TestDriveParallelBoundsTheMergeQueue(t *testing.T) {
+	t.Parallel()
 	const parallel = 2
 	st, most, _ := isolatedDrive(t, benchFanOut(6), parallel)
 	if most > parallel {
@@ -166,6 +167,7 @@ func (r *gatedRepo) NewCopy(ctx context.Context, dir, commit string) error {
 // dispatched (a's move frees the slot c takes, b's merge starts then): made
 // on the loop, the copy would wait for a move the loop never gets to.
 func TestDriveMakesCopiesOffTheLoop(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	l, repo, st, _, rt := isolatedSetup(t, 0, plan.Task{ID: "a", Description: "a"}, plan.Task{ID: "b", Description: "b"}, plan.Task{ID: "c", Description: "c"})
 	ws := l.Workspace()
@@ -236,6 +238,7 @@ func (r *movingRepo) Advance(ctx context.Context, old, new string) error {
 // state the workspace never reached: it is merged again onto the state it
 // is at, and only that result reaches the workspace.
 func TestDriveMergesAgainWhenTheMoveBeforeFailed(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	l, repo, st, _, rt := isolatedSetup(t, 0, plan.Task{ID: "a", Description: "a"}, plan.Task{ID: "b", Description: "b"})
 	ws := l.Workspace()

@@ -94,6 +94,7 @@ func ranks(st *runrecord.State, id string) map[int]runrecord.AttemptResult {
 // copy, under its own files), all pass, and the smallest diff wins; the
 // others are kept as refs with their ranks.
 func TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	ag := newSeveralAgent(t, 3, map[int]int{1: 20, 2: 3, 3: 9})
 	rt := newFakeRuntime(l, nil)
@@ -154,6 +155,7 @@ func TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest(t *testing.T) {
 
 // --parallel 2 holds a 3-attempt parallel task to two attempts at once.
 func TestSeveralParallelRespectsTheLimit(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var mu sync.Mutex
 	inFlight, most := 0, 0
@@ -186,6 +188,7 @@ func TestSeveralParallelRespectsTheLimit(t *testing.T) {
 // escalate: attempt 1 fails its check, then 2 and 3 run together from
 // the same base; 2 passes with a large diff, 3 with a small one: 3 merges.
 func TestSeveralEscalateRunsOneThenTheRestTogether(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var mu sync.Mutex
 	var order []int
@@ -250,6 +253,7 @@ func sizedAgent(t *testing.T, l interface {
 // A judge command that prints a higher number for the larger diff makes
 // it win over the smaller one.
 func TestSeveralJudgeChangesTheWinner(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 2, 2: 8}))
 	rt.execDir = func(dir, command string) attempt.ExecResult {
@@ -275,6 +279,7 @@ func TestSeveralJudgeChangesTheWinner(t *testing.T) {
 // The gate (the acceptance commands on the merged result) rejects the
 // best candidate: the next-ranked is merged, the rejected one kept.
 func TestSeveralGateRejectionFallsBackToTheNextRanked(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 2, 2: 8}))
 	var mu sync.Mutex
@@ -316,6 +321,7 @@ func TestSeveralGateRejectionFallsBackToTheNextRanked(t *testing.T) {
 // first_pass_wins: the first attempt to pass wins at once; the others,
 // still running, are abandoned and said to be stopped.
 func TestSeveralFirstPassWinsStopsTheOthers(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	sized := sizedAgent(t, l, map[int]int{1: 5})
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
@@ -348,6 +354,7 @@ func TestSeveralFirstPassWinsStopsTheOthers(t *testing.T) {
 // counted against it) and the run pauses; the resume starts a whole
 // series afresh and completes it.
 func TestSeveralBudgetStopsTheAttemptsTogether(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.Attempt != 1 {
@@ -403,6 +410,13 @@ func TestSeveralBudgetStopsTheAttemptsTogether(t *testing.T) {
 // and resumed: attempt 1 is neither run nor checked again, 2 and 3 are
 // waited for under their own files, one winner is chosen and merged as
 // the task's one commit.
+//
+// Sequential, alone in the process: the resume's look at each attempt's
+// files (observe.go) checks the claim before the command, so the watcher
+// claiming a command between the two looks makes Drive send it again
+// (attempt 2 seen twice after the resume: 3 of 40 runs alone at load
+// 16, most runs beside the package's parallel tests).
+// The fix is in observe.go: look at the command first, then the claim.
 func TestSeveralResumeKeepsTheHeldCandidate(t *testing.T) {
 	l := newLayout(t)
 	rt := newFakeRuntime(l, nil)
@@ -486,6 +500,7 @@ func TestSeveralResumeKeepsTheHeldCandidate(t *testing.T) {
 // size, same tokens); the model, asked once with both diffs, picks the
 // second, which is merged with the model's reasoning on its record.
 func TestSeveralLLMJudgeBreaksATie(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 4, 2: 4}))
 	srv := llmtest.New(t)
@@ -522,6 +537,7 @@ func TestSeveralLLMJudgeBreaksATie(t *testing.T) {
 // No attempt of the series passes: the task fails as any task does, and
 // its retry (--max-retries) runs one attempt, told why the task failed.
 func TestSeveralSeriesFailsThenRetriesOneAttempt(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	var mu sync.Mutex
 	hints := map[int][]string{}
@@ -564,6 +580,7 @@ func TestSeveralSeriesFailsThenRetriesOneAttempt(t *testing.T) {
 // The run is cut short while an attempt's check runs: resume checks it
 // again (its copy was kept) without running its agent again.
 func TestSeveralResumeChecksACheckCutShort(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 4, 2: 2}))
 	ctx, cancel := context.WithCancel(t.Context())

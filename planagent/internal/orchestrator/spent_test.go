@@ -12,6 +12,7 @@ import (
 // booking counts once: the agents' in the running total, the run's own
 // model calls on the record, where the next resume finds them.
 func TestSpentBooksEachKindOnce(t *testing.T) {
+	t.Parallel()
 	st := &runrecord.State{Usage: llm.Usage{Prompt: 120, Completion: 5},
 		Info: map[string]*runrecord.TaskInfo{
 			"a": {Tokens: protocol.Tokens{Prompt: 10, Completion: 1}},

@@ -10,6 +10,7 @@ import (
 )
 
 func TestStopOf(t *testing.T) {
+	t.Parallel()
 	failed := func(id, err string) taskgraph.Task {
 		return taskgraph.Task{ID: id, Status: taskgraph.Failed, Error: err}
 	}

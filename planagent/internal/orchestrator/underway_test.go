@@ -20,6 +20,7 @@ func viewOf(u *underway) next.View {
 // An end with no start of its kind is a bug in the executor: it panics,
 // naming what ended, instead of leaving a count next would misread.
 func TestUnderwayEndWithoutStartPanics(t *testing.T) {
+	t.Parallel()
 	ends := map[string]func(u *underway){
 		"copies made":               func(u *underway) { u.copied(1) },
 		"acceptance run ended":      func(u *underway) { u.acceptEnded() },
@@ -55,6 +56,7 @@ func TestUnderwayEndWithoutStartPanics(t *testing.T) {
 }
 
 func TestUnderwayMoreCopiesMadeThanStartedPanics(t *testing.T) {
+	t.Parallel()
 	u := newUnderway()
 	u.copyStarted(2)
 	defer func() {
@@ -68,6 +70,7 @@ func TestUnderwayMoreCopiesMadeThanStartedPanics(t *testing.T) {
 // next counts acceptance runs, merges, checks and reviews as one: each
 // holds a slot of --parallel until it ends.
 func TestUnderwayViewCountsEachKindUntilItEnds(t *testing.T) {
+	t.Parallel()
 	u := newUnderway()
 	u.copyStarted(3)
 	u.acceptStarted()
@@ -98,6 +101,7 @@ func TestUnderwayViewCountsEachKindUntilItEnds(t *testing.T) {
 }
 
 func TestUnderwayFlightsAreTheViewsAndGivingUpKeepsTheCopy(t *testing.T) {
+	t.Parallel()
 	u := newUnderway()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i, key := range []string{"t001", "t000.2", "t000.1"} {
@@ -136,6 +140,7 @@ func TestUnderwayFlightsAreTheViewsAndGivingUpKeepsTheCopy(t *testing.T) {
 // Any order of starts and ends that pairs each end with a start leaves
 // the view equal to a plain count of what is under way.
 func TestUnderwayViewMatchesACountAlongRandomRuns(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(41, 1))
 	for range 200 {
 		u := newUnderway()
@@ -175,6 +180,7 @@ func TestUnderwayViewMatchesACountAlongRandomRuns(t *testing.T) {
 // Merges go one at a time, in the order they were queued; the last one
 // merged can be queued again at the head, and only it.
 func TestUnderwayMergesOneAtATimeInOrder(t *testing.T) {
+	t.Parallel()
 	u := newUnderway()
 	u.mergeQueued(mergeJob{id: "t001", attempt: 2})
 	u.mergeQueued(mergeJob{id: "t002"})

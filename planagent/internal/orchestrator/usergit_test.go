@@ -137,6 +137,7 @@ func (u *userGitRun) userIntact() {
 // merge), and the next task starts from there. Both the user's commit and
 // the tasks' work are on the branch; the user's untracked file stays.
 func TestUserCommitDuringATaskIsKept(t *testing.T) {
+	t.Parallel()
 	var userCommit string
 	u := newUserGitRun(t, func(u *userGitRun) {
 		u.write("README", "project, edited by the user\n")
@@ -174,6 +175,7 @@ func TestUserCommitDuringATaskIsKept(t *testing.T) {
 // commit and files stay, the task's work is kept (its merge saved). Once
 // the user reverts their commit, the resumed run merges the task on top.
 func TestUserCommitThatConflictsStopsTheRun(t *testing.T) {
+	t.Parallel()
 	u := newUserGitRun(t, func(u *userGitRun) {
 		u.write("notes.txt", "one\ntwo\nTHREE by the user\nfour\n")
 		u.git("commit", "-q", "-am", "the user's commit")
@@ -222,6 +224,7 @@ func TestUserCommitThatConflictsStopsTheRun(t *testing.T) {
 // user left does not move, and nothing of the task's is written or staged
 // in the checkout. Switched back, the resumed run merges it.
 func TestUserSwitchDuringATaskStopsTheRun(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, now string
 		switchTo  []string
@@ -284,6 +287,7 @@ func TestUserSwitchDuringATaskStopsTheRun(t *testing.T) {
 // refuses to write over it and the run stops, naming the file, with the
 // change and the task's work kept; stashed, the resumed run merges it.
 func TestUserUncommittedChangeStopsTheMerge(t *testing.T) {
+	t.Parallel()
 	u := newUserGitRun(t, func(u *userGitRun) { u.write("notes.txt", "one\ntwo\nthree, being edited\nfour\n") })
 	err := u.drive()
 	var ug *userGitError
