@@ -27,7 +27,6 @@ import (
 // and tells next what of each attempt is on disk: next decides whether it
 // waits, is launched again, or gets its command (and copy) again first.
 func (r *run) adoptInProgress(ctx context.Context) error {
-	l := r.o.opts.Layout
 	var evs []event
 	for _, t := range r.g.Tasks() {
 		if t.Status != taskgraph.InProgress {
@@ -42,8 +41,7 @@ func (r *run) adoptInProgress(ctx context.Context) error {
 			continue
 		}
 		r.underway.launched(t.ID, r.newFlight(t.ID, r.info(t.ID).Attempt))
-		evs = append(evs, next.EvResumedInFlight{ID: t.ID, Report: exists(l.ReportFile(t.ID)),
-			Claim: exists(l.ClaimFile(t.ID)), Command: exists(l.CommandFile(t.ID))})
+		evs = append(evs, r.onDisk(t.ID))
 	}
 	return r.handle(ctx, evs)
 }
@@ -53,7 +51,6 @@ func (r *run) adoptInProgress(ctx context.Context) error {
 // tried for the merge and not merged is held again, a check cut short is
 // made again, and each running attempt is waited for under its own key.
 func (r *run) adoptSeries(ctx context.Context, id string) ([]event, error) {
-	l := r.o.opts.Layout
 	info := r.info(id)
 	var live []int
 	for _, res := range info.Results {
@@ -80,11 +77,24 @@ func (r *run) adoptSeries(ctx context.Context, id string) ([]event, error) {
 		case "running":
 			key := protocol.Stem(id, res.Attempt)
 			r.underway.launched(key, r.newFlight(id, res.Attempt))
-			evs = append(evs, next.EvResumedInFlight{ID: key, Report: exists(l.ReportFile(key)),
-				Claim: exists(l.ClaimFile(key)), Command: exists(l.CommandFile(key))})
+			evs = append(evs, r.onDisk(key))
 		}
 	}
 	return evs, nil
+}
+
+// onDisk is what of attempt key's files a resumed run finds. A live
+// watcher moves an attempt along command, claim, report while this looks:
+// looking in that order sees it in at least one place wherever it is
+// between two looks, where another order could miss it (claim looked at
+// before it is made, command after it is gone) and send it again.
+func (r *run) onDisk(key string) next.EvResumedInFlight {
+	l := r.o.opts.Layout
+	ev := next.EvResumedInFlight{ID: key}
+	ev.Command = exists(l.CommandFile(key))
+	ev.Claim = exists(l.ClaimFile(key))
+	ev.Report = exists(l.ReportFile(key))
+	return ev
 }
 
 // resend writes a resumed attempt's command again, its copy made again

@@ -409,15 +409,12 @@ func TestSeveralBudgetStopsTheAttemptsTogether(t *testing.T) {
 // others) and attempts 2 and 3 run; the state is loaded again from disk
 // and resumed: attempt 1 is neither run nor checked again, 2 and 3 are
 // waited for under their own files, one winner is chosen and merged as
-// the task's one commit.
-//
-// Sequential, alone in the process: the resume's look at each attempt's
-// files (observe.go) checks the claim before the command, so the watcher
-// claiming a command between the two looks makes Drive send it again
-// (attempt 2 seen twice after the resume: 3 of 40 runs alone at load
-// 16, most runs beside the package's parallel tests).
-// The fix is in observe.go: look at the command first, then the claim.
+// the task's one commit. It found that the resume looked at the claim
+// before the command, so a claim made between the two looks sent the
+// command again (attempt 2 run twice: 3 of 40 runs alone at load 16);
+// run.onDisk looks in the order a command moves.
 func TestSeveralResumeKeepsTheHeldCandidate(t *testing.T) {
+	t.Parallel()
 	l := newLayout(t)
 	rt := newFakeRuntime(l, nil)
 	sized := sizedAgent(t, l, map[int]int{1: 10})
