@@ -71,35 +71,19 @@ func e2eEngine(t testing.TB) *client.Client {
 	return engine(t)
 }
 
-var (
-	buildOnce   sync.Once
-	builtBinary string
-	buildErr    error
-)
+// codingAgent is built at most once for this test binary.
+var codingAgent runtimetest.CodingAgentOnce
 
 // staticCodingAgent builds codingagent once per test binary, static as
 // `make build` does, for the runtime to bind-mount into any image.
 func staticCodingAgent(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "codeagent-runtime-test-") //nolint:usetesting // shared by every test of the binary, so not the first caller's t.TempDir(): TestMain removes it
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBinary, buildErr = runtimetest.BuildCodingAgent(dir)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBinary
+	return codingAgent.Path(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if builtBinary != "" {
-		_ = os.RemoveAll(filepath.Dir(builtBinary))
-	}
+	codingAgent.Remove()
 	os.Exit(code)
 }
 

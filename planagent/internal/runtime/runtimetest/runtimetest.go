@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,40 @@ func BuildCodingAgent(dir string) (string, error) {
 		return "", errors.New("go build codingagent: " + err.Error() + "\n" + string(out))
 	}
 	return bin, nil
+}
+
+// CodingAgentOnce builds codingagent at most once for a test binary, in a
+// directory of its own: shared by every test of the binary, so not the
+// first caller's t.TempDir(). TestMain calls Remove after m.Run.
+type CodingAgentOnce struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Path builds codingagent on the first call and returns its path; a failed
+// build fails every test that asks.
+func (c *CodingAgentOnce) Path(t testing.TB) string {
+	t.Helper()
+	c.once.Do(func() {
+		dir, err := os.MkdirTemp("", "codeagent-runtime-test-") //nolint:usetesting // outlives the first caller's test: Remove takes it
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.path, c.err = BuildCodingAgent(dir)
+	})
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	return c.path
+}
+
+// Remove deletes what Path built, if anything.
+func (c *CodingAgentOnce) Remove() {
+	if c.path != "" {
+		_ = os.RemoveAll(filepath.Dir(c.path))
+	}
 }
 
 // LogWriter routes a runtime's output (slog or the agent's lines) into the test log.
