@@ -13,8 +13,15 @@ import (
 
 // userRepo makes a git repository as a user has one: a commit with a
 // tracked file, a .gitignore, the user's own identity.
+//
+// Each test gets a copy of one template (fixture_test.go) when git's
+// environment is the one the template was made under, else a repository
+// made afresh.
 func userRepo(t *testing.T) string {
 	t.Helper()
+	if dir := copyOfUserRepo(t); dir != "" {
+		return dir
+	}
 	dir := t.TempDir()
 	sh(t, dir, "git init -q -b main && git config user.name U && git config user.email u@example.com")
 	write(t, dir, "notes.txt", "one\ntwo\nthree\n")

@@ -28,7 +28,20 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(runTests(m))
+}
+
+// runTests runs the tests with fixtures, the directory of the templates
+// they copy, removed after them.
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "checkpoint-fixtures-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	fixtures = dir
+	return m.Run()
 }
 
 // A process running Advance killed with SIGKILL (with the git commands it
