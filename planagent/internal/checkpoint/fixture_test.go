@@ -15,19 +15,17 @@ import (
 // userRepoTemplate is the repository userRepo hands out, made once per
 // test binary by real git and copied for each test: making it takes seven
 // processes (git init, two configs, add, commit and their shells), the
-// copy one (the index refresh). It lives under fixtures, the binary's
-// own temporary directory (TestMain).
+// copy one (the index refresh). The test binary's one package variable:
+// TestMain sets root, a temporary directory it removes after the tests.
 type userRepoTemplate struct {
+	root string
 	once sync.Once
 	dir  string
 	env  string // the environment git read when it made the template
 	err  error
 }
 
-var (
-	fixtures     string // set by TestMain, removed when the tests end
-	userRepoTmpl userRepoTemplate
-)
+var userRepoTmpl userRepoTemplate
 
 // gitEnvironment is what of the environment decides what git init, config
 // and commit write: a test that points git at another global config (as
@@ -46,15 +44,15 @@ func gitEnvironment() string {
 
 // copyOfUserRepo copies the template into a new temporary directory of t,
 // or returns "" when the template cannot serve: TestMain did not set
-// fixtures up, or t changed git's environment.
+// its root, or t changed git's environment.
 func copyOfUserRepo(t *testing.T) string {
 	t.Helper()
-	if fixtures == "" {
+	if userRepoTmpl.root == "" {
 		return ""
 	}
 	userRepoTmpl.once.Do(func() {
 		userRepoTmpl.env = gitEnvironment()
-		userRepoTmpl.dir = filepath.Join(fixtures, "user-repo")
+		userRepoTmpl.dir = filepath.Join(userRepoTmpl.root, "user-repo")
 		userRepoTmpl.err = makeUserRepo(userRepoTmpl.dir)
 	})
 	if userRepoTmpl.err != nil {

@@ -31,8 +31,8 @@ func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
 
-// runTests runs the tests with fixtures, the directory of the templates
-// they copy, removed after them.
+// runTests runs the tests with a directory for the templates they copy
+// (fixture_test.go), removed after them.
 func runTests(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "checkpoint-fixtures-")
 	if err != nil {
@@ -40,7 +40,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	fixtures = dir
+	userRepoTmpl.root = dir
 	return m.Run()
 }
 
