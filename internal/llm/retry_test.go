@@ -28,7 +28,7 @@ func asError(t *testing.T, err error) *llm.Error {
 }
 
 func TestRetryHonoursRetryAfter(t *testing.T) {
-	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
+	t.Parallel()
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			t.Parallel()
@@ -38,19 +38,21 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 			c := newClient(t, s, func(cfg *llm.Config) {
 				cfg.OnRetry = func(_ int, wait time.Duration, _ error) { waits = append(waits, wait) }
 			})
+			// The wait is the client's fake sleep: the DownGrace tests
+			// sleep their backoffs for real.
+			clock := &fakeClock{}
+			llm.SetSleep(c, clock.sleep)
 			req := hello()
 			req.Stream = stream
-			start := time.Now()
 			resp, err := c.Chat(t.Context(), req, nil)
-			elapsed := time.Since(start)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if resp.Message.Content != "done" || len(s.Requests()) != 2 {
 				t.Fatalf("content %q after %d requests", resp.Message.Content, len(s.Requests()))
 			}
-			if elapsed < time.Second || len(waits) != 1 || waits[0] < time.Second {
-				t.Errorf("waited %v (backoffs %v), want at least the Retry-After of 1s", elapsed, waits)
+			if clock.elapsed() < time.Second || len(waits) != 1 || waits[0] < time.Second || len(clock.waits) != 1 || clock.waits[0] != waits[0] {
+				t.Errorf("slept %v (backoffs %v), want one wait of at least the Retry-After of 1s", clock.waits, waits)
 			}
 		})
 	}
@@ -367,6 +369,7 @@ func TestDownGraceWaitsForTheServer(t *testing.T) {
 // The grace is bounded: nothing listening for longer fails the request,
 // and says for how long it waited.
 func TestDownGraceIsBounded(t *testing.T) {
+	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
 	s := llmtest.New(t)
 	url := s.URL
 	s.Close()
@@ -388,6 +391,7 @@ func TestDownGraceIsBounded(t *testing.T) {
 // killed mid-request) is waited for too, past MaxRetries 0, until its
 // successor answers at the same address.
 func TestDownGraceOutlastsCutConnections(t *testing.T) {
+	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -108,6 +108,7 @@ func TestRetryAfterOutranksTheSchedule(t *testing.T) {
 // its headers is cut after the idle timeout and retried, long before the
 // request timeout.
 func TestStalledBodyIsRetried(t *testing.T) {
+	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
 	s := llmtest.New(t)
 	s.Enqueue(llmtest.Reply{StallBody: true}, llmtest.Text("complete"))
 	var why []string
