@@ -62,9 +62,12 @@ func (d *Docker) composeBoundary(ctx context.Context, id string) (boundary.Verdi
 		return boundary.Verdict{Failed: []string{"the compose watcher's codingagent has no boundary probe (its image is older than this planagent)"}}, nil
 	}
 	var rep boundary.Report
-	if err := json.Unmarshal([]byte(output.LastLine(out.String())), &rep); err != nil || inspected.ExitCode != 0 {
-		// Never the output itself: it holds the watcher's environment.
+	// Never the output itself in these errors: it holds the watcher's environment.
+	if err := json.Unmarshal([]byte(output.LastLine(out.String())), &rep); err != nil {
 		return boundary.Verdict{}, fmt.Errorf("the boundary probe in the compose watcher %s exited %d without its report: %w", shortID(id), inspected.ExitCode, err)
+	}
+	if inspected.ExitCode != 0 {
+		return boundary.Verdict{}, fmt.Errorf("the boundary probe in the compose watcher %s exited %d: recreate the watcher from this planagent's image (make image; docker compose up -d --force-recreate codingagent)", shortID(id), inspected.ExitCode)
 	}
 	return d.judgeCompose(rep, mode, canaries...), nil
 }

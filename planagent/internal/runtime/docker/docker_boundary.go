@@ -70,9 +70,12 @@ func (d *Docker) verifyBoundary(ctx context.Context) (boundary.Verdict, error) {
 	_, _ = stdcopy.StdCopy(&out, &out, logs)
 	logs.Close()
 	var rep boundary.Report
-	if err := json.Unmarshal([]byte(output.LastLine(out.String())), &rep); err != nil || code != 0 {
-		// Never the output itself: it holds the probe's environment.
+	// Never the output itself in these errors: it holds the probe's environment.
+	if err := json.Unmarshal([]byte(output.LastLine(out.String())), &rep); err != nil {
 		return boundary.Verdict{}, fmt.Errorf("the boundary probe exited %d without its report: %w", code, err)
+	}
+	if code != 0 {
+		return boundary.Verdict{}, fmt.Errorf("the boundary probe exited %d after its report: it failed in image %s (its output is not shown: it holds the probe's environment)", code, d.opts.Image)
 	}
 	return d.judge(rep, canaries...), nil
 }

@@ -60,7 +60,8 @@ func (d *Docker) followRefusals() {
 	d.refusals = c
 }
 
-// composeLaunched notes an attempt the compose watcher carries out.
+// composeLaunched notes an attempt the compose watcher carries out; the
+// caller holds d.mu.
 func (d *Docker) composeLaunched(a Attempt) {
 	if c := d.refusals; c != nil {
 		c.mu.Lock()
