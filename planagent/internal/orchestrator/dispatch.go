@@ -121,9 +121,12 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 	info := r.info(id)
 	n := t.Attempts
 	info.Attempt = n
-	info.DispatchedAt = r.o.opts.Now()
+	at, err := r.attempts.Dispatched(id, n, several)
+	if err != nil {
+		return nil, 0, err
+	}
+	info.DispatchedAt = at
 	if several {
-		info.OpenAttemptSpan(n, info.DispatchedAt)
 		// A fresh dispatch (the task was pending) begins its series.
 		if fresh {
 			r.series.Begin(id, info, n, bestOf(t, r.o.opts.Attempts), r.st.Checkpoints.Head)
@@ -131,10 +134,7 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 		if err := r.series.Started(id, n); err != nil {
 			return nil, 0, err
 		}
-	} else {
-		info.OpenSpan(n, info.DispatchedAt)
 	}
-	info.Result(n).Status = "running"
 	r.traceAttempt(ctx, id, n)
 	if r.isolated() {
 		info.Base = r.st.Checkpoints.Head
@@ -202,17 +202,23 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, ke
 		// Side by side, the series' attempts are told why its first failed.
 		if s.FirstError != "" && n > s.From && next.EscalationHint(n-s.From+1) {
 			hints = append(hints, "The previous attempt failed: "+oneLine(s.FirstError, 1000))
-			info.Result(n).Hinted = true
+			if err := r.attempts.Hinted(t.ID, n); err != nil {
+				return err
+			}
 		}
 		// A series after a retry starts as any retry does: told why the
 		// task failed.
 		if n == s.From && n > 1 && t.Error != "" {
 			hints = append(hints, "The previous attempt failed: "+oneLine(t.Error, 1000))
-			info.Result(n).Hinted = true
+			if err := r.attempts.Hinted(t.ID, n); err != nil {
+				return err
+			}
 		}
 	case t.Error != "" && n > 1 && (bestOf(t, r.o.opts.Attempts) <= 1 || next.EscalationHint(n)):
 		hints = append(hints, "The previous attempt failed: "+oneLine(t.Error, 1000))
-		info.Result(n).Hinted = true
+		if err := r.attempts.Hinted(t.ID, n); err != nil {
+			return err
+		}
 	}
 	cmd := &protocol.Command{
 		ID: t.ID, RunID: r.st.RunID, Attempt: n, Title: titleOf(t),
@@ -290,7 +296,7 @@ func (r *run) afterReport(id string) error {
 func (r *run) end(id, status string) {
 	t, _ := r.g.Get(id)
 	info := r.info(id)
-	info.CloseSpan(status, r.o.opts.Now())
+	r.attempts.Closed(id, status)
 	r.endTrace(id, status)
 	elapsed := r.o.opts.Now().Sub(info.DispatchedAt).Round(time.Millisecond) // elapsed_ms and the text agree
 	// " — ", not " … ": a title cut with "…" must not run into the status.

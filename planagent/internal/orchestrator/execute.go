@@ -80,7 +80,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		}
 		r.recordReport(a.ID, keyOr(a.Key, a.ID), rep.Report)
 	case next.ActCheck:
-		r.startCheck(ctx, a.ID, a.Attempt)
+		return r.startCheck(ctx, a.ID, a.Attempt)
 	case next.ActEndAttempt:
 		return r.endAttempt(a)
 	case next.ActChoose:
@@ -220,11 +220,12 @@ func (r *run) recordReport(id, key string, rep *protocol.Report) {
 		n = f.Attempt
 	}
 	info := r.info(id)
+	summary := "" // one at a time the task's summary is its attempt's
 	if key == id {
 		info.Attempt = n
 	} else {
 		r.endTrace(key, string(rep.Status)) // its agent is done; its check is not the agent's
-		info.Result(n).Summary = rep.Summary
+		summary = rep.Summary
 	}
 	info.Summary = rep.Summary
 	info.FilesChanged = rep.FilesChanged
@@ -235,9 +236,7 @@ func (r *run) recordReport(id, key string, rep *protocol.Report) {
 	r.spent.agentUsed(rep.Tokens)
 	r.syncGate()
 	info.Duration += time.Duration(rep.Duration)
-	res := info.Result(n)
-	res.Tokens.Add(rep.Tokens)
-	res.Duration += time.Duration(rep.Duration)
+	r.attempts.Reported(id, n, summary, rep.Tokens, time.Duration(rep.Duration))
 	info.Reason = rep.Reason
 	r.noteEgress(id, n)
 }
@@ -261,21 +260,21 @@ func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 			return nil
 		}
 	}
-	several := r.several(a.ID)
-	if several {
-		r.completeSeries(ctx, a.ID) // its copy went with its check; the others kept as refs
+	info := r.info(a.ID)
+	if r.several(a.ID) {
+		// Its copy went with its check; the others are kept as refs.
+		if err := r.completeSeries(ctx, a.ID); err != nil {
+			return err
+		}
 	} else {
 		r.recycleCopy(ctx, a.ID)
+		if err := r.attempts.Completed(a.ID, info.Attempt, false); err != nil {
+			return err
+		}
 	}
-	info := r.info(a.ID)
 	info.Acceptance = a.Acceptance
 	r.checkpointed(info)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(a.Summary, 300)))
-	res := info.Result(info.Attempt)
-	res.Status, res.Error = "completed", ""
-	if !several || res.Rank == 0 {
-		res.Rank = 1 // one at a time, the first passing attempt is the one merged
-	}
 	if err := r.g.Complete(a.ID, oneLine(a.Summary, 500)); err != nil {
 		return err
 	}
@@ -296,8 +295,9 @@ func (r *run) fail(a next.ActFail) error {
 	} else {
 		r.dropCopy(a.ID)
 		info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
-		res := info.Result(info.Attempt)
-		res.Status, res.Error = "failed", oneLine(a.Reason, 500)
+		if err := r.attempts.Failed(a.ID, info.Attempt, oneLine(a.Reason, 500), false); err != nil {
+			return err
+		}
 	}
 	if err := r.g.Fail(a.ID, a.Reason); err != nil {
 		return err
@@ -336,9 +336,9 @@ func (r *run) requeue(a next.ActRequeue) error {
 	r.dropCopy(a.ID)
 	info := r.info(a.ID)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: %s", info.Attempt, a.Note))
-	res := info.Result(info.Attempt)
-	res.Status, res.Error = "interrupted", oneLine(a.Note, 500)
-	info.CloseSpan("interrupted", r.o.opts.Now())
+	if err := r.attempts.Interrupted(a.ID, info.Attempt, oneLine(a.Note, 500)); err != nil {
+		return err
+	}
 	r.endTrace(a.ID, "interrupted")
 	if err := r.g.Fail(a.ID, a.Note); err != nil {
 		return err

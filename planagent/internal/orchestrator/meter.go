@@ -186,7 +186,7 @@ func (r *run) bookUnreportedAttempt(id string, n int) {
 	}
 	info.Tokens.Add(used)
 	if r.several(id) {
-		info.Result(n).Tokens.Add(used)
+		r.attempts.Used(id, n, used)
 	}
 	r.spent.agentUsed(used)
 	r.syncGate()
