@@ -28,7 +28,8 @@
 // Its own package, so that nothing but these methods needs the record's
 // result and span helpers (TaskInfo.Result, OpenSpan, CloseAttemptSpan…);
 // the orchestrator's TestOneOwnerOfTheResults keeps it so. It reads no
-// files and starts nothing; the loop's goroutine alone calls it.
+// files and starts nothing. The run's one writer calls it: the loop's
+// goroutine, or `planagent pick` on a run no planagent drives.
 package attempts
 
 import (
@@ -296,6 +297,42 @@ func (b *Results) Kept(id string, n int, ref string) {
 	if res := find(b.info(id), n); res != nil {
 		res.Ref = ref
 	}
+}
+
+// Picked: a person chose attempt n, which passed and was not merged, over
+// the one merged (`planagent pick`, on a run no planagent drives): n is
+// merged now, rank 1, and the one merged before (was; 0 none) takes n's
+// rank. Side by side their statuses say it too: n completed, was passed.
+func (b *Results) Picked(id string, n int) (was int, err error) {
+	in := b.info(id)
+	p := find(in, n)
+	switch {
+	case p == nil:
+		return 0, fmt.Errorf("attempts: attempt %d of task %s picked while not dispatched", n, id)
+	case p.Rank == 1:
+		return 0, fmt.Errorf("attempts: attempt %d of task %s picked while it is the one merged", n, id)
+	case p.Rank == 0:
+		return 0, fmt.Errorf("attempts: attempt %d of task %s picked while it did not pass", n, id)
+	}
+	var w *runrecord.AttemptResult
+	for i := range in.Results {
+		if in.Results[i].Rank == 1 {
+			w = &in.Results[i]
+		}
+	}
+	rank := p.Rank
+	p.Rank, p.Picked = 1, true
+	if p.Status == Passed {
+		p.Status = Completed
+		if w != nil && w.Status == Completed {
+			w.Status = Passed
+		}
+	}
+	if w == nil {
+		return 0, nil
+	}
+	w.Rank, w.Picked = rank, false
+	return w.Attempt, nil
 }
 
 // Closed: task id's attempt ended with status, one at a time; its span

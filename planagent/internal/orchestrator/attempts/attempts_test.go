@@ -2,6 +2,8 @@ package attempts
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -284,5 +286,45 @@ func TestResultsUnkept(t *testing.T) {
 		tried(3), func(b *Results) error { b.Kept("t1", 2, "refs/2"); return nil }, completed(3, true)})
 	if got := b.Unkept("t1"); len(got) != 1 || got[0] != 1 {
 		t.Errorf("unkept %v, want [1]", got)
+	}
+}
+
+// A pick (planagent pick) swaps the ranks of the attempt picked and the
+// one merged, and side by side their statuses; what it cannot pick it
+// refuses, the record unchanged.
+func TestResultsPicked(t *testing.T) {
+	merged := []op{dispatched(1, true), dispatched(2, true), dispatched(3, true), checking(1), checking(2), checking(3),
+		checked(1, true), checked(2, true), checked(3, false), failed(3, true),
+		func(b *Results) error { b.Ranked("t1", []int{1, 2}); return nil }, tried(1), completed(1, true)}
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{1, "attempt 1 of task t1 picked while it is the one merged"},
+		{3, "attempt 3 of task t1 picked while it did not pass"},
+		{4, "attempt 4 of task t1 picked while not dispatched"},
+	} {
+		b, in := newResults()
+		apply(t, b, merged)
+		was := record(t, in)
+		if _, err := b.Picked("t1", tc.n); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("pick of %d: got error %v, want one saying %q", tc.n, err, tc.want)
+		}
+		if now := record(t, in); now != was {
+			t.Errorf("a refused pick changed the record:\nbefore %s\nafter  %s", was, now)
+		}
+	}
+	b, in := newResults()
+	apply(t, b, merged)
+	was, err := b.Picked("t1", 2)
+	if err != nil || was != 1 {
+		t.Fatalf("Picked = %d, %v; want 1, nil", was, err)
+	}
+	got := map[int]string{}
+	for _, r := range in.Results {
+		got[r.Attempt] = fmt.Sprintf("%s %d %v", r.Status, r.Rank, r.Picked)
+	}
+	if want := map[int]string{1: "passed 2 false", 2: "completed 1 true", 3: "failed 0 false"}; !maps.Equal(got, want) {
+		t.Errorf("after the pick %v, want %v", got, want)
 	}
 }
