@@ -135,7 +135,7 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 			return nil, 0, err
 		}
 	}
-	r.traceAttempt(ctx, id, n)
+	r.traces.start(ctx, r.key(id, n), id, n)
 	if r.isolated() {
 		info.Base = r.st.Checkpoints.Head
 	}
@@ -177,13 +177,13 @@ func (r *run) sendCommand(id string, n int, key string) error {
 // the command file (atomically, so the watcher sees it complete).
 func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, key string) error {
 	l := r.o.opts.Layout
-	archive, attempt := r.archiveOf(key, n-1)
+	archive, archived := r.archiveOf(key, n-1)
 	if err := r.root.MkdirAll(archive); err != nil {
 		return fmt.Errorf("archive reports: %w", err)
 	}
 	for _, p := range []string{l.ReportFile(key), l.EventsFile(key)} {
 		if exists(p) {
-			dst := filepath.Join(archive, fmt.Sprintf("%s.attempt-%d%s", t.ID, attempt, strings.TrimPrefix(filepath.Base(p), key)))
+			dst := filepath.Join(archive, fmt.Sprintf("%s.attempt-%d%s", t.ID, archived, strings.TrimPrefix(filepath.Base(p), key)))
 			if err := r.root.Rename(p, dst); err != nil {
 				return fmt.Errorf("archive %s: %w", p, err)
 			}
@@ -223,7 +223,7 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, ke
 	cmd := &protocol.Command{
 		ID: t.ID, RunID: r.st.RunID, Attempt: n, Title: titleOf(t),
 		Dependencies: deps, Hints: hints, Acceptance: t.Acceptance,
-		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description, TraceParent: r.traceparents[key],
+		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description, TraceParent: r.traces.parent(key),
 		Setup: r.o.opts.SetupCommand,
 	}
 	if r.isolated() {
@@ -231,7 +231,7 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, ke
 	}
 	cmd.BudgetTokens = r.taskBudget(t.ID)
 	// Counted at the gateway from before any agent can read the command.
-	r.metering(t.ID, n, cmd.BudgetTokens)
+	r.gate.opened(attempt.Name(t.ID, n), cmd.BudgetTokens)
 	if err := protocol.WriteCommand(l.CommandFile(key), cmd); err != nil {
 		return fmt.Errorf("send task %s: %w", t.ID, err)
 	}
@@ -297,7 +297,7 @@ func (r *run) end(id, status string) {
 	t, _ := r.g.Get(id)
 	info := r.info(id)
 	r.attempts.Closed(id, status)
-	r.endTrace(id, status)
+	r.traces.end(id, status)
 	elapsed := r.o.opts.Now().Sub(info.DispatchedAt).Round(time.Millisecond) // elapsed_ms and the text agree
 	// " — ", not " … ": a title cut with "…" must not run into the status.
 	text := fmt.Sprintf("%s %s — %s in %s", r.position(id), titleOf(t), status, protocol.FormatDuration(elapsed))

@@ -113,7 +113,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		return r.resend(ctx, a)
 	case next.ActRelaunch:
 		id, n := r.attemptOf(a.ID)
-		r.metering(id, n, r.taskBudget(id))
+		r.gate.opened(attempt.Name(id, n), r.taskBudget(id))
 		return r.launch(ctx, id, n, a.ID)
 	case next.ActFinishMerge:
 		return r.finishMerge(ctx, a)
@@ -224,7 +224,7 @@ func (r *run) recordReport(id, key string, rep *protocol.Report) {
 	if key == id {
 		info.Attempt = n
 	} else {
-		r.endTrace(key, string(rep.Status)) // its agent is done; its check is not the agent's
+		r.traces.end(key, string(rep.Status)) // its agent is done; its check is not the agent's
 		summary = rep.Summary
 	}
 	info.Summary = rep.Summary
@@ -234,7 +234,7 @@ func (r *run) recordReport(id, key string, rep *protocol.Report) {
 		info.Subagents = append(info.Subagents, runrecord.Subagent{Attempt: n, ID: s.ID, Goal: s.Goal, Tokens: s.Tokens})
 	}
 	r.spent.agentUsed(rep.Tokens)
-	r.syncGate()
+	r.gate.sync(r.spent.booked())
 	info.Duration += time.Duration(rep.Duration)
 	r.attempts.Reported(id, n, summary, rep.Tokens, time.Duration(rep.Duration))
 	info.Reason = rep.Reason
@@ -339,7 +339,7 @@ func (r *run) requeue(a next.ActRequeue) error {
 	if err := r.attempts.Interrupted(a.ID, info.Attempt, oneLine(a.Note, 500)); err != nil {
 		return err
 	}
-	r.endTrace(a.ID, "interrupted")
+	r.traces.end(a.ID, "interrupted")
 	if err := r.g.Fail(a.ID, a.Note); err != nil {
 		return err
 	}

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/fswatch"
@@ -249,16 +248,14 @@ type run struct {
 	// reads (spent.go).
 	spent *spent
 	// gate is what the model gateway's budget check reads (nil without a Meter).
-	gate *gate
-	// traces: each attempt's invoke_agent span, and its traceparent for the command.
-	traces       map[string]trace.Span
-	traceparents map[string]string
+	gate   *gate
+	traces *traces // each attempt's invoke_agent span (trace.go)
 }
 
 func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, root *safefs.Root, ctxm *projectctx.Manager) *run {
 	r := &run{o: o, st: st, g: g, root: root, ctxm: ctxm,
 		underway: newUnderway(), series: series.New(), spent: newSpent(st), results: make(chan event), stopped: make(chan struct{}),
-		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
+		traces: newTraces(st.RunID)}
 	r.attempts = attempts.New(r.info, o.opts.Now)
 	return r
 }
@@ -301,7 +298,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	defer cutShort()
 	defer r.copies.Wait() // after stopped is closed: their EvCopied is dropped
 	defer close(r.stopped)
-	defer r.endTraces()
+	defer r.traces.endAll()
 	defer st.Close()
 	r.started, r.elapsed = o.opts.Now(), st.Elapsed
 	r.meterOn()
@@ -386,7 +383,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 // carrying it out turns up (a merged result that cannot reach the
 // workspace) comes back as an event, decided on before the rest.
 func (r *run) handle(ctx context.Context, evs []event) error {
-	defer r.syncGate() // the planner's and the decider's tokens, and what was booked
+	defer func() { r.gate.sync(r.spent.booked()) }() // the planner's and the decider's tokens, and what was booked
 	for len(evs) > 0 {
 		if rep, ok := evs[0].(reported); ok {
 			r.meterReport(rep.ID, rep.Report)

@@ -27,8 +27,9 @@ import (
 // carried out. docs/attempts.md.
 
 // What the loop keeps of a task's current series besides the attempts'
-// results on the record is run.series, a series.Tracker: these functions
-// tell it what happened and it alone changes it.
+// results on the record is run.series, a series.Tracker; the results are
+// run.attempts' (attempts.Results). These functions tell both what
+// happened, and each alone changes what it keeps.
 
 // several reports whether task id's attempts run side by side. An
 // attempt in progress without a series (a run resumed from a version
@@ -204,7 +205,7 @@ func (r *run) endAttempt(a next.ActEndAttempt) error {
 		return err
 	}
 	r.dropAttemptCopy(a.ID, a.Attempt)
-	r.endTrace(key, "failed")
+	r.traces.end(key, "failed")
 	if err := r.attempts.Failed(a.ID, a.Attempt, oneLine(a.Reason, 500), true); err != nil {
 		return err
 	}
@@ -251,7 +252,7 @@ func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
 		stopped = append(stopped, n)
 		if running {
 			r.bookUnreportedAttempt(a.ID, n)
-			r.endTrace(key, "stopped")
+			r.traces.end(key, "stopped")
 			r.underway.gaveUp(key)
 			if err := r.o.opts.Runtime.Abandon(ctx, a.ID, f.Attempt); err != nil {
 				r.o.opts.Logger.Warn("stop the attempt", "task", a.ID, "attempt", n, "err", err)
