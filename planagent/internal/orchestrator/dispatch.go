@@ -50,7 +50,7 @@ func (r *run) dispatch(ctx context.Context, ids ...string) error {
 		errs := make([]error, len(ids))
 		var wg sync.WaitGroup
 		for i, id := range ids {
-			wg.Go(func() { errs[i] = r.makeCopy(ctx, id, jobs[i].attempt, jobs[i].dir, jobs[i].base) })
+			wg.Go(func() { errs[i] = r.work.makeCopy(ctx, id, jobs[i].attempt, jobs[i].dir, jobs[i].base) })
 		}
 		wg.Wait()
 		r.send(next.EvCopied{IDs: keys, Err: errors.Join(errs...)})

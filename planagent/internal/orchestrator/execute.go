@@ -428,15 +428,15 @@ func (r *run) startAcceptance(ctx context.Context, id string) {
 	summary := r.info(id).Summary
 	r.underway.acceptStarted()
 	r.offLoop.Go(func() {
-		failure, output, env := r.accept(ctx, t)
+		failure, output, env := r.work.accept(ctx, t)
 		r.send(next.EvAccepted{ID: id, Failure: failure, Summary: summary, Output: output, Env: env})
 	})
 }
 
 // accept runs the acceptance commands in the shared workspace (a run
 // without checkpoints); "" means all passed.
-func (r *run) accept(ctx context.Context, t taskgraph.Task) (failure, output string, env error) {
-	return r.runAcceptance(ctx, r.o.opts.Layout.Workspace(), t.Acceptance, false)
+func (w *worker) accept(ctx context.Context, t taskgraph.Task) (failure, output string, env error) {
+	return w.runAcceptance(ctx, w.opts.Layout.Workspace(), t.Acceptance, false)
 }
 
 // runAcceptance runs commands in dir through the runtime; failure "" means
@@ -446,22 +446,22 @@ func (r *run) accept(ctx context.Context, t taskgraph.Task) (failure, output str
 // only what git tracks and the included ignored files. env is a command
 // that could not run for a fault of the machine (a full disk, the engine
 // gone): not the task's failure.
-func (r *run) runAcceptance(ctx context.Context, dir string, commands []string, isolated bool) (failure, output string, env error) {
+func (w *worker) runAcceptance(ctx context.Context, dir string, commands []string, isolated bool) (failure, output string, env error) {
 	var out strings.Builder
 	type step struct{ command, what string }
 	var steps []step
-	if setup := r.o.opts.SetupCommand; setup != "" && isolated {
+	if setup := w.opts.SetupCommand; setup != "" && isolated {
 		steps = append(steps, step{setup, "setup command"})
 	}
 	for _, c := range commands {
 		steps = append(steps, step{c, "acceptance command"})
 	}
 	for _, s := range steps {
-		timeout := r.o.opts.AcceptTime
+		timeout := w.opts.AcceptTime
 		if s.what == "setup command" {
-			timeout = r.o.opts.TaskTimeout
+			timeout = w.opts.TaskTimeout
 		}
-		res, err := r.o.opts.Runtime.Exec(ctx, dir, s.command, timeout)
+		res, err := w.opts.Runtime.Exec(ctx, dir, s.command, timeout)
 		if err != nil {
 			failure = fmt.Sprintf("%s %q could not run: %v", s.what, s.command, err)
 			if envfault.Is(err) {

@@ -112,7 +112,7 @@ func (r *run) resend(ctx context.Context, a next.ActResend) error {
 		if info.Series != nil && a.ID != id {
 			base = info.Series.Base
 		}
-		if err := r.makeCopy(ctx, id, n, r.o.opts.Layout.Attempt(r.st.RunID, id, n), base); err != nil {
+		if err := r.work.makeCopy(ctx, id, n, r.o.opts.Layout.Attempt(r.st.RunID, id, n), base); err != nil {
 			return err
 		}
 	}

@@ -250,12 +250,13 @@ type run struct {
 	// gate is what the model gateway's budget check reads (nil without a Meter).
 	gate   *gate
 	traces *traces // each attempt's invoke_agent span (trace.go)
+	work   *worker // what runs off the loop (worker.go)
 }
 
 func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, root *safefs.Root, ctxm *projectctx.Manager) *run {
 	r := &run{o: o, st: st, g: g, root: root, ctxm: ctxm,
 		underway: newUnderway(), series: series.New(), spent: newSpent(st), results: make(chan event), stopped: make(chan struct{}),
-		traces: newTraces(st.RunID)}
+		traces: newTraces(st.RunID), work: &worker{opts: &o.opts}}
 	r.attempts = attempts.New(r.info, o.opts.Now)
 	return r
 }

@@ -82,14 +82,14 @@ func (r *run) startCheck(ctx context.Context, id string, n int) error {
 	subject, runID := id+": "+titleOf(t), r.st.RunID
 	r.underway.checkStarted()
 	r.merges.Go(func() {
-		ev := r.check(ctx, t, n, dir, base, subject, summary, runID)
+		ev := r.work.check(ctx, t, n, dir, base, subject, summary, runID)
 		r.send(ev)
 	})
 	return nil
 }
 
-func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, subject, summary, runID string) (out checked) {
-	repo := r.o.opts.Repo
+func (w *worker) check(ctx context.Context, t taskgraph.Task, n int, dir, base, subject, summary, runID string) (out checked) {
+	repo := w.opts.Repo
 	out.EvChecked = next.EvChecked{ID: t.ID, Attempt: n}
 	commit, removed, err := repo.Squash(ctx, dir, base, subject, summary)
 	if err != nil {
@@ -106,14 +106,14 @@ func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, sub
 		return out
 	}
 	cand := &runrecord.Candidate{Commit: commit, Base: base, Summary: summary, Commands: len(t.Acceptance),
-		Diff: diffLines(patch), Finished: r.o.opts.Now()}
+		Diff: diffLines(patch), Finished: w.opts.Now()}
 	// The name of the merge's acceptance copy: the runtime (the egress
 	// proxy) knows whose copy a command runs in by it (volume.AttemptOf),
 	// and this attempt's merge, if it comes, makes its own after.
 	accept := dir + volume.AcceptSuffix
 	defer func() {
 		if err := repo.RemoveCopy(accept); err != nil {
-			r.o.opts.Logger.Warn("remove the check's copy", "dir", accept, "err", err)
+			w.opts.Logger.Warn("remove the check's copy", "dir", accept, "err", err)
 		}
 	}()
 	if err := repo.RemoveCopy(accept); err != nil {
@@ -124,11 +124,11 @@ func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, sub
 		out.Failure, out.Env = fmt.Sprintf("copy the attempt's result for its acceptance commands: %v", err), envErr("copy the attempt's result", err)
 		return out
 	}
-	out.Failure, out.output, out.Env = r.runAcceptance(ctx, accept, t.Acceptance, true)
+	out.Failure, out.output, out.Env = w.runAcceptance(ctx, accept, t.Acceptance, true)
 	if out.Failure != "" {
 		if commit != base && out.Env == nil {
 			if err := repo.KeepAttempt(ctx, runID, t.ID, n, commit); err != nil {
-				r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", t.ID, "attempt", n, "err", err)
+				w.opts.Logger.Warn("keep the attempt's result under its ref", "task", t.ID, "attempt", n, "err", err)
 			} else {
 				out.ref = checkpoint.AttemptRef(runID, t.ID, n)
 			}
@@ -136,8 +136,8 @@ func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, sub
 		return out
 	}
 	cand.Passed = cand.Commands
-	if j := r.o.opts.Judge; j != "" && j != "llm" {
-		res, err := r.o.opts.Runtime.Exec(ctx, accept, j, r.o.opts.AcceptTime)
+	if j := w.opts.Judge; j != "" && j != "llm" {
+		res, err := w.opts.Runtime.Exec(ctx, accept, j, w.opts.AcceptTime)
 		if err != nil {
 			out.Failure, out.Env = fmt.Sprintf("judge command %q could not run: %v", j, err), envErr("run the judge command", err)
 			return out
