@@ -41,8 +41,10 @@ func failed(n int, side bool) op {
 	return func(b *Results) error { return b.Failed("t1", n, "boom", side) }
 }
 func stopped(n int) op { return func(b *Results) error { return b.Stopped("t1", n, "another won") } }
-func interrupted(n int) op {
-	return func(b *Results) error { return b.Interrupted("t1", n, "the agent died") }
+
+// interrupted: attempt 1, one at a time, requeued.
+func interrupted() op {
+	return func(b *Results) error { return b.Interrupted("t1", 1, "the agent died") }
 }
 func completed(n int, side bool) op {
 	return func(b *Results) error { return b.Completed("t1", n, side) }
@@ -121,8 +123,8 @@ func TestResultsRefuseTheImpossible(t *testing.T) {
 		{"a stop of no attempt", nil, stopped(1), "attempt 1 of task t1 stopped while not dispatched"},
 		{"a stop of an attempt being checked", append(side[:1:1], checking(1)), stopped(1), "stopped while checking"},
 		{"a stop twice", append(side[:1:1], stopped(1)), stopped(1), "stopped while stopped"},
-		{"an interruption of a merged attempt", []op{dispatched(1, false), completed(1, false)}, interrupted(1), "attempt 1 of task t1 interrupted while completed"},
-		{"an interruption twice", []op{dispatched(1, false), interrupted(1)}, interrupted(1), "interrupted while interrupted"},
+		{"an interruption of a merged attempt", []op{dispatched(1, false), completed(1, false)}, interrupted(), "attempt 1 of task t1 interrupted while completed"},
+		{"an interruption twice", []op{dispatched(1, false), interrupted()}, interrupted(), "interrupted while interrupted"},
 		{"a merge of an attempt not tried", held, completed(1, true), "attempt 1 of task t1 completed while held"},
 		{"a merge of a side-by-side attempt running", side, completed(1, true), "completed while running"},
 		{"a merge twice", []op{dispatched(1, false), completed(1, false)}, completed(1, false), "completed while completed"},
@@ -174,7 +176,7 @@ func TestResultsTransitions(t *testing.T) {
 		},
 		{
 			name:  "one at a time, interrupted, then dispatched again under its number (refunded)",
-			ops:   []op{dispatched(1, false), interrupted(1), dispatched(1, false)},
+			ops:   []op{dispatched(1, false), interrupted(), dispatched(1, false)},
 			want:  []runrecord.AttemptResult{{Attempt: 1, Status: Running, Error: "the agent died"}},
 			spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(2), Status: "interrupted"}, {Attempt: 1, Start: at(3)}},
 		},
