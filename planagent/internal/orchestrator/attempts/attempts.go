@@ -113,13 +113,15 @@ func (b *Results) Dispatched(id string, n int, side bool) (time.Time, error) {
 	return at, nil
 }
 
-// Hinted: attempt n's command tells it why an earlier one failed.
+// Hinted: attempt n's command tells it why an earlier one failed (sent
+// again on resume too, where a record of a version before the results
+// has none for it: made here).
 func (b *Results) Hinted(id string, n int) error {
-	_, res, err := b.from(id, n, "hinted", Running)
+	in, _, err := b.from(id, n, "hinted", "", Running)
 	if err != nil {
 		return err
 	}
-	res.Hinted = true
+	in.Result(n).Hinted = true
 	return nil
 }
 

@@ -103,7 +103,7 @@ func TestResultsRefuseTheImpossible(t *testing.T) {
 		{"a dispatch of an attempt being checked", append(side[:1:1], checking(1)), dispatched(1, true), "dispatched while checking"},
 		{"a dispatch of an attempt held", held, dispatched(1, true), "dispatched while held"},
 		{"a dispatch of an attempt merged", []op{dispatched(1, false), completed(1, false)}, dispatched(1, false), "dispatched while completed"},
-		{"a hint to no attempt", nil, hinted(1), "attempt 1 of task t1 hinted while not dispatched"},
+		{"a hint to an attempt being checked", append(side[:1:1], checking(1)), hinted(1), "attempt 1 of task t1 hinted while checking"},
 		{"a hint to an attempt that failed", []op{dispatched(1, false), failed(1, false)}, hinted(1), "hinted while failed"},
 		{"a check of no attempt", nil, checking(1), "attempt 1 of task t1 checked while not dispatched"},
 		{"a check of a held attempt", held, checking(1), "checked while held"},
