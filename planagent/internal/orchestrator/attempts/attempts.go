@@ -16,7 +16,8 @@
 //
 // A number comes back to running after failed, stopped or interrupted
 // because a refunded attempt (taskgraph.Refund) or a replanned task
-// counts its attempts again from there.
+// counts its attempts again from there. One at a time, an attempt with no
+// result (a record of a version before the results) is taken as running.
 //
 // It is beside series.Tracker, not in it: a series is the loop's state of
 // a task of several attempts and dies with the loop, while every attempt,
@@ -337,8 +338,9 @@ func (b *Results) Picked(id string, n int) (was int, err error) {
 	return w.Attempt, nil
 }
 
-// Closed: task id's attempt ended with status, one at a time; its span
-// ends (none is open side by side: each attempt's ended with it).
+// Closed: task id ended with status: the last span, if still open, ends,
+// named for the task's attempt (TaskInfo.CloseSpan). One at a time that
+// is its attempt's; side by side each attempt's span ended with it.
 func (b *Results) Closed(id, status string) { b.info(id).CloseSpan(status, b.now()) }
 
 // What an attempt's agent and its commands left, booked on its result
