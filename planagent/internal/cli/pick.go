@@ -13,6 +13,7 @@ import (
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/attempts"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -107,7 +108,9 @@ func runPick(cmd *cobra.Command, f *cmdutil.Factory, opts *PickOptions) error {
 			return fmt.Errorf("pick: %w", err)
 		}
 	}
-	j = recordPick(st, p, time.Now())
+	if j, err = recordPick(st, p, time.Now()); err != nil {
+		return err
+	}
 	// The journal: the task's new commit and ranks, the move, saved before
 	// the first file changes (rollback's journal, finished the same way by
 	// the next pick, rollback or resume).
@@ -216,21 +219,17 @@ func checkPick(ctx context.Context, st *runrecord.State, repo *checkpoint.Repo, 
 // recordPick puts the pick into the run's state: the task's new commit,
 // the ranks swapped, a line of history and a decision, and the journal of
 // the move.
-func recordPick(st *runrecord.State, p *picking, now time.Time) *runrecord.Rollback {
+func recordPick(st *runrecord.State, p *picking, now time.Time) (*runrecord.Rollback, error) {
 	in := p.in
-	rank := p.picked.Rank
-	p.picked.Rank, p.picked.Picked = 1, true
-	reason := fmt.Sprintf("attempt %d merged in place of ", p.picked.Attempt)
-	// Attempts side by side say which one is merged in their status too.
-	if p.picked.Status == "passed" {
-		p.picked.Status = "completed"
-		if p.was != nil && p.was.Status == "completed" {
-			p.was.Status = "passed"
-		}
+	// The attempts' ranks and statuses change as the run's do: through
+	// their one owner.
+	was, err := attempts.New(func(string) *runrecord.TaskInfo { return in }, func() time.Time { return now }).Picked(p.task, p.picked.Attempt)
+	if err != nil {
+		return nil, fmt.Errorf("pick: %w", err)
 	}
-	if p.was != nil {
-		p.was.Rank, p.was.Picked = rank, false
-		reason += fmt.Sprintf("attempt %d (kept as %s)", p.was.Attempt, checkpoint.AttemptRef(st.RunID, p.task, p.was.Attempt))
+	reason := fmt.Sprintf("attempt %d merged in place of ", p.picked.Attempt)
+	if was != 0 {
+		reason += fmt.Sprintf("attempt %d (kept as %s)", was, checkpoint.AttemptRef(st.RunID, p.task, was))
 	} else {
 		reason += "the result merged"
 	}
@@ -240,7 +239,7 @@ func recordPick(st *runrecord.State, p *picking, now time.Time) *runrecord.Rollb
 	st.Decisions = append(st.Decisions, runrecord.Decision{Time: now, Task: p.task, Action: "pick", Reason: reason})
 	j := &runrecord.Rollback{From: p.from, To: p.to, Keep: st.Checkpoints.Merges, Task: p.task, Pick: p.picked.Attempt}
 	st.Checkpoints.Rollback = j
-	return j
+	return j, nil
 }
 
 // reportPick says what the branch holds now.

@@ -54,6 +54,6 @@ func (r *run) budgetHit() limitHit {
 	// Every token of the run: the agents', the planner's and the
 	// decider's.
 	used := r.spent.booked()
-	used.Add(r.openUsage()) // the gateway's count of the attempts under way
+	used.Add(r.gate.openUsage()) // the gateway's count of the attempts under way
 	return r.o.opts.Budget.exceeded(used, r.elapsed+r.o.opts.Now().Sub(r.started))
 }

@@ -50,7 +50,7 @@ func (r *run) dispatch(ctx context.Context, ids ...string) error {
 		errs := make([]error, len(ids))
 		var wg sync.WaitGroup
 		for i, id := range ids {
-			wg.Go(func() { errs[i] = r.makeCopy(ctx, id, jobs[i].attempt, jobs[i].dir, jobs[i].base) })
+			wg.Go(func() { errs[i] = r.work.makeCopy(ctx, id, jobs[i].attempt, jobs[i].dir, jobs[i].base) })
 		}
 		wg.Wait()
 		r.send(next.EvCopied{IDs: keys, Err: errors.Join(errs...)})
@@ -121,9 +121,12 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 	info := r.info(id)
 	n := t.Attempts
 	info.Attempt = n
-	info.DispatchedAt = r.o.opts.Now()
+	at, err := r.attempts.Dispatched(id, n, several)
+	if err != nil {
+		return nil, 0, err
+	}
+	info.DispatchedAt = at
 	if several {
-		info.OpenAttemptSpan(n, info.DispatchedAt)
 		// A fresh dispatch (the task was pending) begins its series.
 		if fresh {
 			r.series.Begin(id, info, n, bestOf(t, r.o.opts.Attempts), r.st.Checkpoints.Head)
@@ -131,11 +134,8 @@ func (r *run) prepare(ctx context.Context, id string) (*runrecord.TaskInfo, int,
 		if err := r.series.Started(id, n); err != nil {
 			return nil, 0, err
 		}
-	} else {
-		info.OpenSpan(n, info.DispatchedAt)
 	}
-	info.Result(n).Status = "running"
-	r.traceAttempt(ctx, id, n)
+	r.traces.start(ctx, r.key(id, n), id, n)
 	if r.isolated() {
 		info.Base = r.st.Checkpoints.Head
 	}
@@ -177,13 +177,13 @@ func (r *run) sendCommand(id string, n int, key string) error {
 // the command file (atomically, so the watcher sees it complete).
 func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, key string) error {
 	l := r.o.opts.Layout
-	archive, attempt := r.archiveOf(key, n-1)
+	archive, archived := r.archiveOf(key, n-1)
 	if err := r.root.MkdirAll(archive); err != nil {
 		return fmt.Errorf("archive reports: %w", err)
 	}
 	for _, p := range []string{l.ReportFile(key), l.EventsFile(key)} {
 		if exists(p) {
-			dst := filepath.Join(archive, fmt.Sprintf("%s.attempt-%d%s", t.ID, attempt, strings.TrimPrefix(filepath.Base(p), key)))
+			dst := filepath.Join(archive, fmt.Sprintf("%s.attempt-%d%s", t.ID, archived, strings.TrimPrefix(filepath.Base(p), key)))
 			if err := r.root.Rename(p, dst); err != nil {
 				return fmt.Errorf("archive %s: %w", p, err)
 			}
@@ -202,22 +202,28 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, ke
 		// Side by side, the series' attempts are told why its first failed.
 		if s.FirstError != "" && n > s.From && next.EscalationHint(n-s.From+1) {
 			hints = append(hints, "The previous attempt failed: "+oneLine(s.FirstError, 1000))
-			info.Result(n).Hinted = true
+			if err := r.attempts.Hinted(t.ID, n); err != nil {
+				return err
+			}
 		}
 		// A series after a retry starts as any retry does: told why the
 		// task failed.
 		if n == s.From && n > 1 && t.Error != "" {
 			hints = append(hints, "The previous attempt failed: "+oneLine(t.Error, 1000))
-			info.Result(n).Hinted = true
+			if err := r.attempts.Hinted(t.ID, n); err != nil {
+				return err
+			}
 		}
 	case t.Error != "" && n > 1 && (bestOf(t, r.o.opts.Attempts) <= 1 || next.EscalationHint(n)):
 		hints = append(hints, "The previous attempt failed: "+oneLine(t.Error, 1000))
-		info.Result(n).Hinted = true
+		if err := r.attempts.Hinted(t.ID, n); err != nil {
+			return err
+		}
 	}
 	cmd := &protocol.Command{
 		ID: t.ID, RunID: r.st.RunID, Attempt: n, Title: titleOf(t),
 		Dependencies: deps, Hints: hints, Acceptance: t.Acceptance,
-		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description, TraceParent: r.traceparents[key],
+		Timeout: protocol.Duration(r.o.opts.TaskTimeout), Body: t.Description, TraceParent: r.traces.parent(key),
 		Setup: r.o.opts.SetupCommand,
 	}
 	if r.isolated() {
@@ -225,7 +231,7 @@ func (r *run) writeCommand(t taskgraph.Task, info *runrecord.TaskInfo, n int, ke
 	}
 	cmd.BudgetTokens = r.taskBudget(t.ID)
 	// Counted at the gateway from before any agent can read the command.
-	r.metering(t.ID, n, cmd.BudgetTokens)
+	r.gate.opened(attempt.Name(t.ID, n), cmd.BudgetTokens)
 	if err := protocol.WriteCommand(l.CommandFile(key), cmd); err != nil {
 		return fmt.Errorf("send task %s: %w", t.ID, err)
 	}
@@ -290,8 +296,8 @@ func (r *run) afterReport(id string) error {
 func (r *run) end(id, status string) {
 	t, _ := r.g.Get(id)
 	info := r.info(id)
-	info.CloseSpan(status, r.o.opts.Now())
-	r.endTrace(id, status)
+	r.attempts.Closed(id, status)
+	r.traces.end(id, status)
 	elapsed := r.o.opts.Now().Sub(info.DispatchedAt).Round(time.Millisecond) // elapsed_ms and the text agree
 	// " — ", not " … ": a title cut with "…" must not run into the status.
 	text := fmt.Sprintf("%s %s — %s in %s", r.position(id), titleOf(t), status, protocol.FormatDuration(elapsed))

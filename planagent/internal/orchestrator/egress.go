@@ -16,6 +16,6 @@ func (r *run) noteEgress(id string, n int) {
 		return
 	}
 	if refused := r.o.opts.Egress.Refused(attempt.Name(id, n)); len(refused) > 0 {
-		r.info(id).Result(n).EgressRefused = refused
+		r.attempts.Refused(id, n, refused)
 	}
 }

@@ -80,7 +80,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		}
 		r.recordReport(a.ID, keyOr(a.Key, a.ID), rep.Report)
 	case next.ActCheck:
-		r.startCheck(ctx, a.ID, a.Attempt)
+		return r.startCheck(ctx, a.ID, a.Attempt)
 	case next.ActEndAttempt:
 		return r.endAttempt(a)
 	case next.ActChoose:
@@ -113,7 +113,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 		return r.resend(ctx, a)
 	case next.ActRelaunch:
 		id, n := r.attemptOf(a.ID)
-		r.metering(id, n, r.taskBudget(id))
+		r.gate.opened(attempt.Name(id, n), r.taskBudget(id))
 		return r.launch(ctx, id, n, a.ID)
 	case next.ActFinishMerge:
 		return r.finishMerge(ctx, a)
@@ -220,11 +220,12 @@ func (r *run) recordReport(id, key string, rep *protocol.Report) {
 		n = f.Attempt
 	}
 	info := r.info(id)
+	summary := "" // one at a time the task's summary is its attempt's
 	if key == id {
 		info.Attempt = n
 	} else {
-		r.endTrace(key, string(rep.Status)) // its agent is done; its check is not the agent's
-		info.Result(n).Summary = rep.Summary
+		r.traces.end(key, string(rep.Status)) // its agent is done; its check is not the agent's
+		summary = rep.Summary
 	}
 	info.Summary = rep.Summary
 	info.FilesChanged = rep.FilesChanged
@@ -233,11 +234,9 @@ func (r *run) recordReport(id, key string, rep *protocol.Report) {
 		info.Subagents = append(info.Subagents, runrecord.Subagent{Attempt: n, ID: s.ID, Goal: s.Goal, Tokens: s.Tokens})
 	}
 	r.spent.agentUsed(rep.Tokens)
-	r.syncGate()
+	r.gate.sync(r.spent.booked())
 	info.Duration += time.Duration(rep.Duration)
-	res := info.Result(n)
-	res.Tokens.Add(rep.Tokens)
-	res.Duration += time.Duration(rep.Duration)
+	r.attempts.Reported(id, n, summary, rep.Tokens, time.Duration(rep.Duration))
 	info.Reason = rep.Reason
 	r.noteEgress(id, n)
 }
@@ -261,21 +260,21 @@ func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 			return nil
 		}
 	}
-	several := r.several(a.ID)
-	if several {
-		r.completeSeries(ctx, a.ID) // its copy went with its check; the others kept as refs
+	info := r.info(a.ID)
+	if r.several(a.ID) {
+		// Its copy went with its check; the others are kept as refs.
+		if err := r.completeSeries(ctx, a.ID); err != nil {
+			return err
+		}
 	} else {
 		r.recycleCopy(ctx, a.ID)
+		if err := r.attempts.Completed(a.ID, info.Attempt, false); err != nil {
+			return err
+		}
 	}
-	info := r.info(a.ID)
 	info.Acceptance = a.Acceptance
 	r.checkpointed(info)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: completed: %s", info.Attempt, oneLine(a.Summary, 300)))
-	res := info.Result(info.Attempt)
-	res.Status, res.Error = "completed", ""
-	if !several || res.Rank == 0 {
-		res.Rank = 1 // one at a time, the first passing attempt is the one merged
-	}
 	if err := r.g.Complete(a.ID, oneLine(a.Summary, 500)); err != nil {
 		return err
 	}
@@ -296,8 +295,9 @@ func (r *run) fail(a next.ActFail) error {
 	} else {
 		r.dropCopy(a.ID)
 		info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))
-		res := info.Result(info.Attempt)
-		res.Status, res.Error = "failed", oneLine(a.Reason, 500)
+		if err := r.attempts.Failed(a.ID, info.Attempt, oneLine(a.Reason, 500), false); err != nil {
+			return err
+		}
 	}
 	if err := r.g.Fail(a.ID, a.Reason); err != nil {
 		return err
@@ -336,10 +336,10 @@ func (r *run) requeue(a next.ActRequeue) error {
 	r.dropCopy(a.ID)
 	info := r.info(a.ID)
 	info.History = append(info.History, fmt.Sprintf("attempt %d: %s", info.Attempt, a.Note))
-	res := info.Result(info.Attempt)
-	res.Status, res.Error = "interrupted", oneLine(a.Note, 500)
-	info.CloseSpan("interrupted", r.o.opts.Now())
-	r.endTrace(a.ID, "interrupted")
+	if err := r.attempts.Interrupted(a.ID, info.Attempt, oneLine(a.Note, 500)); err != nil {
+		return err
+	}
+	r.traces.end(a.ID, "interrupted")
 	if err := r.g.Fail(a.ID, a.Note); err != nil {
 		return err
 	}
@@ -428,15 +428,15 @@ func (r *run) startAcceptance(ctx context.Context, id string) {
 	summary := r.info(id).Summary
 	r.underway.acceptStarted()
 	r.offLoop.Go(func() {
-		failure, output, env := r.accept(ctx, t)
+		failure, output, env := r.work.accept(ctx, t)
 		r.send(next.EvAccepted{ID: id, Failure: failure, Summary: summary, Output: output, Env: env})
 	})
 }
 
 // accept runs the acceptance commands in the shared workspace (a run
 // without checkpoints); "" means all passed.
-func (r *run) accept(ctx context.Context, t taskgraph.Task) (failure, output string, env error) {
-	return r.runAcceptance(ctx, r.o.opts.Layout.Workspace(), t.Acceptance, false)
+func (w *worker) accept(ctx context.Context, t taskgraph.Task) (failure, output string, env error) {
+	return w.runAcceptance(ctx, w.opts.Layout.Workspace(), t.Acceptance, false)
 }
 
 // runAcceptance runs commands in dir through the runtime; failure "" means
@@ -446,22 +446,22 @@ func (r *run) accept(ctx context.Context, t taskgraph.Task) (failure, output str
 // only what git tracks and the included ignored files. env is a command
 // that could not run for a fault of the machine (a full disk, the engine
 // gone): not the task's failure.
-func (r *run) runAcceptance(ctx context.Context, dir string, commands []string, isolated bool) (failure, output string, env error) {
+func (w *worker) runAcceptance(ctx context.Context, dir string, commands []string, isolated bool) (failure, output string, env error) {
 	var out strings.Builder
 	type step struct{ command, what string }
 	var steps []step
-	if setup := r.o.opts.SetupCommand; setup != "" && isolated {
+	if setup := w.opts.SetupCommand; setup != "" && isolated {
 		steps = append(steps, step{setup, "setup command"})
 	}
 	for _, c := range commands {
 		steps = append(steps, step{c, "acceptance command"})
 	}
 	for _, s := range steps {
-		timeout := r.o.opts.AcceptTime
+		timeout := w.opts.AcceptTime
 		if s.what == "setup command" {
-			timeout = r.o.opts.TaskTimeout
+			timeout = w.opts.TaskTimeout
 		}
-		res, err := r.o.opts.Runtime.Exec(ctx, dir, s.command, timeout)
+		res, err := w.opts.Runtime.Exec(ctx, dir, s.command, timeout)
 		if err != nil {
 			failure = fmt.Sprintf("%s %q could not run: %v", s.what, s.command, err)
 			if envfault.Is(err) {

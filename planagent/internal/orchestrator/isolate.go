@@ -105,11 +105,11 @@ func (r *run) isolated() bool {
 // makeCopy makes the copy of commit base for attempt of task id in dir,
 // replacing whatever a crashed earlier try left at that path. It touches
 // only the repository: dispatch runs it off the loop.
-func (r *run) makeCopy(ctx context.Context, id string, attempt int, dir, base string) error {
-	if err := r.o.opts.Repo.RemoveCopy(dir); err != nil {
+func (w *worker) makeCopy(ctx context.Context, id string, attempt int, dir, base string) error {
+	if err := w.opts.Repo.RemoveCopy(dir); err != nil {
 		return fmt.Errorf("task %s: clear the attempt's copy: %w", id, err)
 	}
-	if err := r.o.opts.Repo.NewCopy(ctx, dir, base); err != nil {
+	if err := w.opts.Repo.NewCopy(ctx, dir, base); err != nil {
 		return fmt.Errorf("task %s: copy the workspace for attempt %d: %w", id, attempt, err)
 	}
 	return nil
@@ -197,7 +197,7 @@ func (r *run) startMerge(ctx context.Context, a next.ActStartMerge) error {
 		onto = r.st.Checkpoints.Head
 	}
 	r.merges.Go(func() {
-		ev, after := r.merge(ctx, job, onto)
+		ev, after := r.work.merge(ctx, job, onto)
 		r.send(ev)
 		after()
 	})
@@ -210,8 +210,8 @@ func (r *run) startMerge(ctx context.Context, a next.ActStartMerge) error {
 // once the verdict is sent: it throws the acceptance copy away, remade at
 // the merged state when that passed, as the next task's copy is likely to
 // be (RecycleCopy), while the loop moves the workspace.
-func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.EvMerged, after func()) {
-	repo := r.o.opts.Repo
+func (w *worker) merge(ctx context.Context, job mergeJob, onto string) (out next.EvMerged, after func()) {
+	repo := w.opts.Repo
 	out = next.EvMerged{ID: job.id, Summary: job.body, Onto: onto, Attempt: job.attempt}
 	after = func() {}
 	var s squashResult
@@ -223,7 +223,7 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 			return
 		}
 		if err := repo.KeepAttempt(ctx, job.runID, job.id, job.attempt, s.commit); err != nil {
-			r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", job.id, "attempt", job.attempt, "err", err)
+			w.opts.Logger.Warn("keep the attempt's result under its ref", "task", job.id, "attempt", job.attempt, "err", err)
 			return
 		}
 		out.Kept = checkpoint.AttemptRef(job.runID, job.id, job.attempt)
@@ -235,7 +235,7 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 	}
 	commit, removed, err := s.commit, s.removed, s.err
 	for _, what := range removed {
-		r.o.opts.Logger.Warn("removed from the attempt's copy before its commit", "task", job.id, "removed", what)
+		w.opts.Logger.Warn("removed from the attempt's copy before its commit", "task", job.id, "removed", what)
 	}
 	if len(removed) > 0 {
 		out.Summary = strings.TrimSpace(out.Summary + "\n\n(planagent removed from the task's copy: " + strings.Join(removed, "; ") + ")")
@@ -272,7 +272,7 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 			remove = func(dir string) error { return repo.RecycleCopy(ctx, dir, out.Candidate) }
 		}
 		if err := remove(dir); err != nil {
-			r.o.opts.Logger.Warn("remove the acceptance copy", "dir", dir, "err", err)
+			w.opts.Logger.Warn("remove the acceptance copy", "dir", dir, "err", err)
 		}
 	}
 	if err := repo.RemoveCopy(dir); err != nil {
@@ -285,7 +285,7 @@ func (r *run) merge(ctx context.Context, job mergeJob, onto string) (out next.Ev
 		out.Env = envErr("copy the merged tree for the acceptance commands", err)
 		return out, after
 	}
-	out.Failure, out.Acceptance, out.Env = r.runAcceptance(ctx, dir, job.acceptance, true)
+	out.Failure, out.Acceptance, out.Env = w.runAcceptance(ctx, dir, job.acceptance, true)
 	return out, after
 }
 

@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/codeagent/codeagent/internal/protocol"
-	"github.com/codeagent/codeagent/internal/telemetry"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 )
@@ -105,64 +102,65 @@ func (r *run) meterOn() {
 		return
 	}
 	r.gate = &gate{meter: r.o.opts.Meter, budget: r.o.opts.Budget, open: map[string]int{}, refused: map[string]refusal{}}
-	r.syncGate()
+	r.gate.sync(r.spent.booked())
 	r.o.opts.Meter.SetAdmit(r.gate.admit)
 }
 
-// syncGate copies the run's booked tokens to the gate.
-func (r *run) syncGate() {
-	if r.gate == nil {
+// The loop's side of the gate. A nil *gate is a run without a gateway:
+// it counts nothing, and the reports' figures are booked.
+
+// sync copies the run's booked tokens to the gate.
+func (g *gate) sync(booked protocol.Tokens) {
+	if g == nil {
 		return
 	}
-	booked := r.spent.booked()
-	r.gate.mu.Lock()
-	r.gate.booked = booked
-	r.gate.mu.Unlock()
+	g.mu.Lock()
+	g.booked = booked
+	g.mu.Unlock()
 }
 
-// metering notes attempt n of task id, which the gateway counts, before
-// its command goes out.
-func (r *run) metering(id string, n, taskBudget int) {
-	if r.gate == nil {
+// opened notes attempt name, which the gateway counts, with its task's
+// token budget, before its command goes out.
+func (g *gate) opened(name string, taskBudget int) {
+	if g == nil {
 		return
 	}
-	r.gate.mu.Lock()
-	r.gate.open[attempt.Name(id, n)] = taskBudget
-	r.gate.mu.Unlock()
+	g.mu.Lock()
+	g.open[name] = taskBudget
+	g.mu.Unlock()
 }
 
 // openUsage is what the gateway counted for the attempts not yet booked.
-func (r *run) openUsage() protocol.Tokens {
+func (g *gate) openUsage() protocol.Tokens {
 	var used protocol.Tokens
-	if r.gate == nil {
+	if g == nil {
 		return used
 	}
-	r.gate.mu.Lock()
-	defer r.gate.mu.Unlock()
-	for n := range r.gate.open {
-		u, _ := r.gate.meter.Usage(n)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for n := range g.open {
+		u, _ := g.meter.Usage(n)
 		used.Add(u)
 	}
 	return used
 }
 
-// metered is what the gateway counted for attempt n of task id, taken off
-// the open attempts (booked once), with the refusal the gateway answered
-// it with, if any. ok is false when the gateway does not count that
-// attempt (or has no gateway): the report's figures stand.
-func (r *run) metered(id string, n int) (used protocol.Tokens, refused *refusal, ok bool) {
-	if r.gate == nil {
+// take is what the gateway counted for attempt name, taken off the open
+// attempts (booked once), with the refusal the gateway answered it with,
+// if any. ok is false when the gateway does not count that attempt (or
+// there is none): the report's figures stand.
+func (g *gate) take(name string) (used protocol.Tokens, refused *refusal, ok bool) {
+	if g == nil {
 		return used, nil, false
 	}
-	name := attempt.Name(id, n)
-	r.gate.mu.Lock()
-	defer r.gate.mu.Unlock()
-	if _, open := r.gate.open[name]; !open {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, open := g.open[name]; !open {
 		return used, nil, false
 	}
-	delete(r.gate.open, name)
-	used, ok = r.gate.meter.Usage(name)
-	if f, was := r.gate.refused[name]; was {
+	delete(g.open, name)
+	used, ok = g.meter.Usage(name)
+	if f, was := g.refused[name]; was {
 		refused = &f
 	}
 	return used, refused, ok
@@ -180,26 +178,17 @@ func (r *run) bookUnreported(id string) {
 func (r *run) bookUnreportedAttempt(id string, n int) {
 	info := r.info(id)
 	r.noteEgress(id, n)
-	used, _, ok := r.metered(id, n)
+	used, _, ok := r.gate.take(attempt.Name(id, n))
 	if !ok {
 		return
 	}
 	info.Tokens.Add(used)
 	if r.several(id) {
-		info.Result(n).Tokens.Add(used)
+		r.attempts.Used(id, n, used)
 	}
 	r.spent.agentUsed(used)
-	r.syncGate()
-	r.spanUsage(r.key(id, n), used)
-}
-
-// spanUsage puts the gateway's count on the invoke_agent span of the
-// attempt of key id.
-func (r *run) spanUsage(id string, used protocol.Tokens) {
-	if span, ok := r.traces[id]; ok {
-		span.SetAttributes(telemetry.InputTokens.Int(used.Prompt), telemetry.OutputTokens.Int(used.Completion),
-			attribute.String("codeagent.usage.counted_by", "gateway"))
-	}
+	r.gate.sync(r.spent.booked())
+	r.traces.usage(r.key(id, n), used)
 }
 
 // meterReport replaces what a report says it used with the gateway's
@@ -211,7 +200,7 @@ func (r *run) meterReport(id string, rep *protocol.Report) {
 	if rep.RunID != r.st.RunID {
 		return // an earlier run's, dropped as stale: its attempt is not this one
 	}
-	used, refused, ok := r.metered(id, rep.Attempt)
+	used, refused, ok := r.gate.take(attempt.Name(id, rep.Attempt))
 	if !ok {
 		return
 	}
@@ -222,7 +211,7 @@ func (r *run) meterReport(id string, rep *protocol.Report) {
 	// The subagents' figures stay the report's breakdown: they are in
 	// their attempt's count (one token serves the attempt), never added.
 	rep.Tokens = used
-	r.spanUsage(r.key(id, rep.Attempt), used)
+	r.traces.usage(r.key(id, rep.Attempt), used)
 	if refused == nil {
 		return
 	}

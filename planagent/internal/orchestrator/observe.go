@@ -13,6 +13,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/envfault"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/attempts"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
@@ -54,7 +55,7 @@ func (r *run) adoptSeries(ctx context.Context, id string) ([]event, error) {
 	info := r.info(id)
 	var live []int
 	for _, res := range info.Results {
-		if res.Attempt >= info.Series.From && (res.Status == "checking" || res.Status == "running") {
+		if res.Attempt >= info.Series.From && (res.Status == attempts.Checking || res.Status == attempts.Running) {
 			live = append(live, res.Attempt)
 		}
 	}
@@ -62,19 +63,22 @@ func (r *run) adoptSeries(ctx context.Context, id string) ([]event, error) {
 		return nil, err
 	}
 	var evs []event
-	for i := range info.Results {
-		res := &info.Results[i]
+	for _, res := range info.Results {
 		if res.Attempt < info.Series.From {
 			continue
 		}
 		switch res.Status {
-		case "passed":
+		case attempts.Passed:
 			if res.Candidate != nil && info.Merging == "" {
-				res.Status = "held"
+				if err := r.attempts.Retaken(id, res.Attempt); err != nil {
+					return nil, err
+				}
 			}
-		case "checking":
-			r.startCheck(ctx, id, res.Attempt)
-		case "running":
+		case attempts.Checking:
+			if err := r.startCheck(ctx, id, res.Attempt); err != nil {
+				return nil, err
+			}
+		case attempts.Running:
 			key := protocol.Stem(id, res.Attempt)
 			r.underway.launched(key, r.newFlight(id, res.Attempt))
 			evs = append(evs, r.onDisk(key))
@@ -108,7 +112,7 @@ func (r *run) resend(ctx context.Context, a next.ActResend) error {
 		if info.Series != nil && a.ID != id {
 			base = info.Series.Base
 		}
-		if err := r.makeCopy(ctx, id, n, r.o.opts.Layout.Attempt(r.st.RunID, id, n), base); err != nil {
+		if err := r.work.makeCopy(ctx, id, n, r.o.opts.Layout.Attempt(r.st.RunID, id, n), base); err != nil {
 			return err
 		}
 	}

@@ -22,13 +22,13 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/judge"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/attempts"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/series"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
@@ -226,12 +226,13 @@ type run struct {
 	g         *taskgraph.Graph
 	root      *safefs.Root // the volumes, written without following links the agents planted
 	ctxm      *projectctx.Manager
-	underway  *underway       // what next reads of the work under way (underway.go)
-	series    *series.Tracker // the series of the tasks of several attempts under way (several.go)
-	copies    sync.WaitGroup  // the copies being made
-	squashing sync.WaitGroup  // the queued attempts' squashes (enqueueMerge)
-	merges    sync.WaitGroup  // merges off the loop, until their acceptance copy is thrown away
-	offLoop   sync.WaitGroup  // acceptance runs and decider calls (startAcceptance, startDecision)
+	underway  *underway         // what next reads of the work under way (underway.go)
+	series    *series.Tracker   // the series of the tasks of several attempts under way (several.go)
+	attempts  *attempts.Results // the attempts' statuses and spans on the record
+	copies    sync.WaitGroup    // the copies being made
+	squashing sync.WaitGroup    // the queued attempts' squashes (enqueueMerge)
+	merges    sync.WaitGroup    // merges off the loop, until their acceptance copy is thrown away
+	offLoop   sync.WaitGroup    // acceptance runs and decider calls (startAcceptance, startDecision)
 	issues    []string
 	done      bool
 	results   chan event
@@ -247,16 +248,17 @@ type run struct {
 	// reads (spent.go).
 	spent *spent
 	// gate is what the model gateway's budget check reads (nil without a Meter).
-	gate *gate
-	// traces: each attempt's invoke_agent span, and its traceparent for the command.
-	traces       map[string]trace.Span
-	traceparents map[string]string
+	gate   *gate
+	traces *traces // each attempt's invoke_agent span (trace.go)
+	work   *worker // what runs off the loop (worker.go)
 }
 
 func (o *Orchestrator) newRun(st *runrecord.State, g *taskgraph.Graph, root *safefs.Root, ctxm *projectctx.Manager) *run {
-	return &run{o: o, st: st, g: g, root: root, ctxm: ctxm,
+	r := &run{o: o, st: st, g: g, root: root, ctxm: ctxm,
 		underway: newUnderway(), series: series.New(), spent: newSpent(st), results: make(chan event), stopped: make(chan struct{}),
-		traces: map[string]trace.Span{}, traceparents: map[string]string{}}
+		traces: newTraces(st.RunID), work: &worker{opts: &o.opts}}
+	r.attempts = attempts.New(r.info, o.opts.Now)
+	return r
 }
 
 // Drive runs st until every task is finished, the model aborts, or ctx is
@@ -297,7 +299,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 	defer cutShort()
 	defer r.copies.Wait() // after stopped is closed: their EvCopied is dropped
 	defer close(r.stopped)
-	defer r.endTraces()
+	defer r.traces.endAll()
 	defer st.Close()
 	r.started, r.elapsed = o.opts.Now(), st.Elapsed
 	r.meterOn()
@@ -382,7 +384,7 @@ func (o *Orchestrator) Drive(ctx context.Context, st *runrecord.State) (err erro
 // carrying it out turns up (a merged result that cannot reach the
 // workspace) comes back as an event, decided on before the rest.
 func (r *run) handle(ctx context.Context, evs []event) error {
-	defer r.syncGate() // the planner's and the decider's tokens, and what was booked
+	defer func() { r.gate.sync(r.spent.booked()) }() // the planner's and the decider's tokens, and what was booked
 	for len(evs) > 0 {
 		if rep, ok := evs[0].(reported); ok {
 			r.meterReport(rep.ID, rep.Report)
@@ -419,13 +421,12 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 			r.spent.modelUsed(ev.Verdict.Usage)
 		case next.EvAccepted:
 			r.underway.acceptEnded()
-			r.info(ev.ID).Result(r.info(ev.ID).Attempt).Acceptance = ev.Output
+			r.attempts.Accepted(ev.ID, r.info(ev.ID).Attempt, ev.Output)
 			// The acceptance commands go out through the egress proxy too.
 			r.noteEgress(ev.ID, r.info(ev.ID).Attempt)
 		case next.EvMerged:
 			if job := r.underway.mergeEnded(); job.id == ev.ID {
-				res := r.info(ev.ID).Result(job.attempt)
-				res.Ref, res.Acceptance = ev.Kept, ev.Acceptance
+				r.attempts.Merged(ev.ID, job.attempt, ev.Kept, ev.Acceptance)
 				r.noteEgress(ev.ID, job.attempt)
 			}
 		case next.EvCopied:

@@ -11,6 +11,7 @@ import (
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/judge"
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/attempts"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
@@ -26,8 +27,9 @@ import (
 // carried out. docs/attempts.md.
 
 // What the loop keeps of a task's current series besides the attempts'
-// results on the record is run.series, a series.Tracker: these functions
-// tell it what happened and it alone changes it.
+// results on the record is run.series, a series.Tracker; the results are
+// run.attempts' (attempts.Results). These functions tell both what
+// happened, and each alone changes what it keeps.
 
 // several reports whether task id's attempts run side by side. An
 // attempt in progress without a series (a run resumed from a version
@@ -70,23 +72,24 @@ type checked struct {
 // startCheck squashes attempt n of task id and runs its acceptance
 // commands and the judge on its own result, off the loop; its copy is
 // thrown away after. A commit that fails is kept under its ref.
-func (r *run) startCheck(ctx context.Context, id string, n int) {
+func (r *run) startCheck(ctx context.Context, id string, n int) error {
+	if err := r.attempts.Checking(id, n); err != nil {
+		return err
+	}
 	t, _ := r.g.Get(id)
-	info := r.info(id)
-	res := info.Result(n)
-	res.Status = "checking"
-	base, summary := info.Series.Base, res.Summary
+	base, summary := r.info(id).Series.Base, r.attempts.Of(id, n).Summary
 	dir := r.o.opts.Layout.Attempt(r.st.RunID, id, n)
 	subject, runID := id+": "+titleOf(t), r.st.RunID
 	r.underway.checkStarted()
 	r.merges.Go(func() {
-		ev := r.check(ctx, t, n, dir, base, subject, summary, runID)
+		ev := r.work.check(ctx, t, n, dir, base, subject, summary, runID)
 		r.send(ev)
 	})
+	return nil
 }
 
-func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, subject, summary, runID string) (out checked) {
-	repo := r.o.opts.Repo
+func (w *worker) check(ctx context.Context, t taskgraph.Task, n int, dir, base, subject, summary, runID string) (out checked) {
+	repo := w.opts.Repo
 	out.EvChecked = next.EvChecked{ID: t.ID, Attempt: n}
 	commit, removed, err := repo.Squash(ctx, dir, base, subject, summary)
 	if err != nil {
@@ -103,14 +106,14 @@ func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, sub
 		return out
 	}
 	cand := &runrecord.Candidate{Commit: commit, Base: base, Summary: summary, Commands: len(t.Acceptance),
-		Diff: diffLines(patch), Finished: r.o.opts.Now()}
+		Diff: diffLines(patch), Finished: w.opts.Now()}
 	// The name of the merge's acceptance copy: the runtime (the egress
 	// proxy) knows whose copy a command runs in by it (volume.AttemptOf),
 	// and this attempt's merge, if it comes, makes its own after.
 	accept := dir + volume.AcceptSuffix
 	defer func() {
 		if err := repo.RemoveCopy(accept); err != nil {
-			r.o.opts.Logger.Warn("remove the check's copy", "dir", accept, "err", err)
+			w.opts.Logger.Warn("remove the check's copy", "dir", accept, "err", err)
 		}
 	}()
 	if err := repo.RemoveCopy(accept); err != nil {
@@ -121,11 +124,11 @@ func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, sub
 		out.Failure, out.Env = fmt.Sprintf("copy the attempt's result for its acceptance commands: %v", err), envErr("copy the attempt's result", err)
 		return out
 	}
-	out.Failure, out.output, out.Env = r.runAcceptance(ctx, accept, t.Acceptance, true)
+	out.Failure, out.output, out.Env = w.runAcceptance(ctx, accept, t.Acceptance, true)
 	if out.Failure != "" {
 		if commit != base && out.Env == nil {
 			if err := repo.KeepAttempt(ctx, runID, t.ID, n, commit); err != nil {
-				r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", t.ID, "attempt", n, "err", err)
+				w.opts.Logger.Warn("keep the attempt's result under its ref", "task", t.ID, "attempt", n, "err", err)
 			} else {
 				out.ref = checkpoint.AttemptRef(runID, t.ID, n)
 			}
@@ -133,8 +136,8 @@ func (r *run) check(ctx context.Context, t taskgraph.Task, n int, dir, base, sub
 		return out
 	}
 	cand.Passed = cand.Commands
-	if j := r.o.opts.Judge; j != "" && j != "llm" {
-		res, err := r.o.opts.Runtime.Exec(ctx, accept, j, r.o.opts.AcceptTime)
+	if j := w.opts.Judge; j != "" && j != "llm" {
+		res, err := w.opts.Runtime.Exec(ctx, accept, j, w.opts.AcceptTime)
 		if err != nil {
 			out.Failure, out.Env = fmt.Sprintf("judge command %q could not run: %v", j, err), envErr("run the judge command", err)
 			return out
@@ -167,19 +170,20 @@ func diffLines(patch string) int {
 // attempt is held, on the record, before next hears of it.
 func (r *run) onChecked(ev checked) error {
 	r.underway.checkEnded()
-	info := r.info(ev.ID)
-	res := info.Result(ev.Attempt)
-	res.Acceptance, res.Ref = ev.output, ev.ref
+	c := attempts.Check{Acceptance: ev.output, Ref: ev.ref}
 	if ev.Env != nil {
 		// A fault of the machine: the attempt stays "checking", its copy
 		// kept, for resume to check it again; the run halts.
-		return nil
+		return r.attempts.Checked(ev.ID, ev.Attempt, c)
 	}
 	if err := r.series.Checked(ev.ID, ev.Attempt); err != nil {
 		return err
 	}
+	c.Candidate = ev.cand
+	if err := r.attempts.Checked(ev.ID, ev.Attempt, c); err != nil {
+		return err
+	}
 	if ev.cand != nil {
-		res.Status, res.Candidate = "held", ev.cand
 		r.note(fmt.Sprintf("task %s: attempt %d passed its acceptance commands (%d lines changed): held until the task's attempts have ended", ev.ID, ev.Attempt, ev.cand.Diff))
 	}
 	if err := r.record(ev.ID); err != nil {
@@ -201,10 +205,10 @@ func (r *run) endAttempt(a next.ActEndAttempt) error {
 		return err
 	}
 	r.dropAttemptCopy(a.ID, a.Attempt)
-	r.endTrace(key, "failed")
-	info.CloseAttemptSpan(a.Attempt, "failed", r.o.opts.Now())
-	res := info.Result(a.Attempt)
-	res.Status, res.Error, res.Rank = "failed", oneLine(a.Reason, 500), 0
+	r.traces.end(key, "failed")
+	if err := r.attempts.Failed(a.ID, a.Attempt, oneLine(a.Reason, 500), true); err != nil {
+		return err
+	}
 	info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", a.Attempt, oneLine(a.Reason, 300)))
 	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, TaskID: a.ID,
 		Text: fmt.Sprintf("task %s: attempt %d failed: %s", a.ID, a.Attempt, oneLine(a.Reason, 200)),
@@ -231,25 +235,24 @@ func (r *run) dropAttemptCopy(id string, n int) {
 // won (first_pass_wins). The running ones are abandoned in the runtime;
 // one whose copy is being made is not launched.
 func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
-	info := r.info(a.ID)
 	var stopped []int
 	for _, n := range r.series.Live(a.ID) {
 		key := r.key(a.ID, n)
 		f := r.underway.flight(key)
 		running := f != nil
-		if !running && info.Result(n).Status == "checking" {
+		if !running && r.attempts.Of(a.ID, n).Status == attempts.Checking {
 			continue // its check ends it; it may yet be the next-ranked
 		}
 		if err := r.series.Stopped(a.ID, n, a.Reason); err != nil {
 			return err
 		}
+		if err := r.attempts.Stopped(a.ID, n, a.Reason); err != nil {
+			return err
+		}
 		stopped = append(stopped, n)
-		res := info.Result(n)
-		res.Status, res.Error = "stopped", a.Reason
-		info.CloseAttemptSpan(n, "interrupted", r.o.opts.Now())
 		if running {
 			r.bookUnreportedAttempt(a.ID, n)
-			r.endTrace(key, "stopped")
+			r.traces.end(key, "stopped")
 			r.underway.gaveUp(key)
 			if err := r.o.opts.Runtime.Abandon(ctx, a.ID, f.Attempt); err != nil {
 				r.o.opts.Logger.Warn("stop the attempt", "task", a.ID, "attempt", n, "err", err)
@@ -271,7 +274,7 @@ func (r *run) choose(ctx context.Context, id string) error {
 	var cs []next.Candidate
 	for _, res := range info.Results {
 		c := res.Candidate
-		if c == nil || res.Attempt < info.Series.From || res.Status != "held" && res.Status != "passed" {
+		if c == nil || res.Attempt < info.Series.From || res.Status != attempts.Held && res.Status != attempts.Passed {
 			continue
 		}
 		nc := next.Candidate{Attempt: res.Attempt, Passed: c.Passed, Commands: c.Commands, Judged: c.Judged, JudgeOK: c.JudgeOK,
@@ -282,7 +285,7 @@ func (r *run) choose(ctx context.Context, id string) error {
 		cs = append(cs, nc)
 	}
 	ranked := next.Rank(cs)
-	held := func(n int) bool { return info.Result(n).Status == "held" }
+	held := func(n int) bool { return r.attempts.Of(id, n).Status == attempts.Held }
 	if r.o.opts.Judge == "llm" && r.o.opts.Reviewer != nil && !info.Series.Reviewed {
 		if tied := tiedBest(ranked, held); len(tied) >= 2 {
 			if err := r.startReview(ctx, id, tied); err != nil {
@@ -295,10 +298,10 @@ func (r *run) choose(ctx context.Context, id string) error {
 		ranked = pickFirst(ranked, p)
 	}
 	winner := 0
+	order := make([]int, len(ranked))
 	for i, c := range ranked {
-		res := info.Result(c.Attempt)
-		res.Rank = i + 1
-		if winner == 0 && res.Status == "held" {
+		order[i] = c.Attempt
+		if winner == 0 && held(c.Attempt) {
 			winner = c.Attempt
 		}
 	}
@@ -308,49 +311,42 @@ func (r *run) choose(ctx context.Context, id string) error {
 	if err := r.series.Chosen(id, winner); err != nil {
 		return err
 	}
-	res := info.Result(winner)
+	judgeReason := ""
 	if winner == info.Series.Pick {
-		res.JudgeReason = info.Series.Reason
+		judgeReason = info.Series.Reason
 	}
-	res.Status = "passed" // tried: the merge says whether it is the one
-	info.Attempt, info.Summary, info.Base = winner, res.Candidate.Summary, res.Candidate.Base
-	order := make([]int, len(ranked))
-	for i, c := range ranked {
-		order[i] = c.Attempt
+	// Tried: the merge says whether it is the one.
+	if err := r.attempts.Tried(id, winner, judgeReason); err != nil {
+		return err
 	}
+	r.attempts.Ranked(id, order)
+	cand := r.attempts.Of(id, winner).Candidate
+	info.Attempt, info.Summary, info.Base = winner, cand.Summary, cand.Base
 	r.note(fmt.Sprintf("task %s: attempts ranked %v: attempt %d goes to the merge", id, order, winner))
 	t, _ := r.g.Get(id)
-	sq := &squashing{done: make(chan struct{}), res: squashResult{commit: res.Candidate.Commit}}
+	sq := &squashing{done: make(chan struct{}), res: squashResult{commit: cand.Commit}}
 	close(sq.done)
-	r.underway.mergeQueued(mergeJob{id: id, subject: id + ": " + titleOf(t), body: res.Candidate.Summary,
-		dir: r.o.opts.Layout.Attempt(r.st.RunID, id, winner), base: res.Candidate.Base,
+	r.underway.mergeQueued(mergeJob{id: id, subject: id + ": " + titleOf(t), body: cand.Summary,
+		dir: r.o.opts.Layout.Attempt(r.st.RunID, id, winner), base: cand.Base,
 		acceptance: t.Acceptance, attempt: winner, runID: r.st.RunID, squashed: sq})
 	return r.record(id)
 }
 
 // completeSeries records the merged attempt of a task of several as its
 // winner and keeps every other passing one under its ref.
-func (r *run) completeSeries(ctx context.Context, id string) {
-	info := r.info(id)
-	winner := info.Attempt
-	now := r.o.opts.Now()
-	info.CloseAttemptSpan(winner, "completed", now)
-	for i := range info.Results {
-		res := &info.Results[i]
-		if res.Candidate == nil || res.Attempt == winner || res.Ref != "" {
+func (r *run) completeSeries(ctx context.Context, id string) error {
+	if err := r.attempts.Completed(id, r.info(id).Attempt, true); err != nil {
+		return err
+	}
+	for _, n := range r.attempts.Unkept(id) {
+		if err := r.o.opts.Repo.KeepAttempt(ctx, r.st.RunID, id, n, r.attempts.Of(id, n).Candidate.Commit); err != nil {
+			r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", id, "attempt", n, "err", err)
 			continue
 		}
-		if res.Status == "held" {
-			res.Status = "passed"
-		}
-		info.CloseAttemptSpan(res.Attempt, "passed", now)
-		if err := r.o.opts.Repo.KeepAttempt(ctx, r.st.RunID, id, res.Attempt, res.Candidate.Commit); err != nil {
-			r.o.opts.Logger.Warn("keep the attempt's result under its ref", "task", id, "attempt", res.Attempt, "err", err)
-			continue
-		}
-		res.Ref = checkpoint.AttemptRef(r.st.RunID, id, res.Attempt)
+		r.attempts.Kept(id, n, checkpoint.AttemptRef(r.st.RunID, id, n))
 	}
 	r.series.Finished(id)
+	return nil
 }
 
 // requeueSeries puts a task whose series the budget stopped back to
@@ -359,7 +355,7 @@ func (r *run) completeSeries(ctx context.Context, id string) {
 func (r *run) requeueSeries(a next.ActRequeue) error {
 	info := r.info(a.ID)
 	for _, res := range info.Results {
-		if res.Attempt >= info.Series.From && res.Status == "stopped" {
+		if res.Attempt >= info.Series.From && res.Status == attempts.Stopped {
 			if err := r.g.Refund(a.ID); err != nil {
 				return err
 			}
@@ -425,7 +421,7 @@ func (r *run) startReview(ctx context.Context, id string, tied []next.Candidate)
 	base := info.Series.Base
 	commits := make(map[int]string, len(tied))
 	for _, c := range tied {
-		commits[c.Attempt] = info.Result(c.Attempt).Candidate.Commit
+		commits[c.Attempt] = r.attempts.Of(id, c.Attempt).Candidate.Commit
 	}
 	if err := r.series.UnderReview(id); err != nil {
 		return err

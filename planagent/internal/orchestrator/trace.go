@@ -3,30 +3,47 @@ package orchestrator
 import (
 	"context"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/telemetry"
 )
 
-// traceAttempt starts the invoke_agent span of task id's attempt, under
-// the run's span in ctx; its traceparent goes into the command, so the
-// coding agent's spans of the attempt join it.
-//
-// The spans are kept by the attempt's key (run.key): a task of several
-// attempts side by side has one open per attempt.
-func (r *run) traceAttempt(ctx context.Context, id string, attempt int) {
-	key := r.key(id, attempt)
-	r.endTrace(key, "interrupted") // a span left open by an attempt that never ended
-	actx, span := telemetry.Start(telemetry.WithTask(ctx, id), "invoke_agent codingagent",
-		telemetry.OperationName.String("invoke_agent"), telemetry.AgentName.String("codingagent"),
-		telemetry.RunID.String(r.st.RunID), telemetry.Attempt.Int(attempt))
-	r.traces[key] = span
-	r.traceparents[key] = telemetry.TraceParent(actx)
+// traces are the attempts' invoke_agent spans, open from the dispatch to
+// the agent's end, each with the traceparent its command carries so the
+// coding agent's spans of the attempt join it. They are kept by the
+// attempt's key (run.key): a task of several attempts side by side has
+// one open per attempt. Only the loop's goroutine touches them.
+type traces struct {
+	runID   string
+	open    map[string]trace.Span
+	parents map[string]string
 }
 
-// endTrace ends the span of the attempt of key id with its outcome.
-func (r *run) endTrace(id, status string) {
-	span, ok := r.traces[id]
+func newTraces(runID string) *traces {
+	return &traces{runID: runID, open: map[string]trace.Span{}, parents: map[string]string{}}
+}
+
+// start opens the span of attempt n of task id, under key, under the
+// run's span in ctx.
+func (t *traces) start(ctx context.Context, key, id string, n int) {
+	t.end(key, "interrupted") // a span left open by an attempt that never ended
+	actx, span := telemetry.Start(telemetry.WithTask(ctx, id), "invoke_agent codingagent",
+		telemetry.OperationName.String("invoke_agent"), telemetry.AgentName.String("codingagent"),
+		telemetry.RunID.String(t.runID), telemetry.Attempt.Int(n))
+	t.open[key] = span
+	t.parents[key] = telemetry.TraceParent(actx)
+}
+
+// parent is the traceparent of the attempt of key for its command, ""
+// when its span is not open.
+func (t *traces) parent(key string) string { return t.parents[key] }
+
+// end ends the span of the attempt of key with its outcome.
+func (t *traces) end(key, status string) {
+	span, ok := t.open[key]
 	if !ok {
 		return
 	}
@@ -34,13 +51,21 @@ func (r *run) endTrace(id, status string) {
 		span.SetStatus(codes.Error, status)
 	}
 	span.End()
-	delete(r.traces, id)
-	delete(r.traceparents, id)
+	delete(t.open, key)
+	delete(t.parents, key)
 }
 
-// endTraces ends what is still open when Drive returns (Ctrl-C, an error).
-func (r *run) endTraces() {
-	for id := range r.traces {
-		r.endTrace(id, "interrupted")
+// endAll ends what is still open when Drive returns (Ctrl-C, an error).
+func (t *traces) endAll() {
+	for key := range t.open {
+		t.end(key, "interrupted")
+	}
+}
+
+// usage puts the gateway's count on the span of the attempt of key.
+func (t *traces) usage(key string, used protocol.Tokens) {
+	if span, ok := t.open[key]; ok {
+		span.SetAttributes(telemetry.InputTokens.Int(used.Prompt), telemetry.OutputTokens.Int(used.Completion),
+			attribute.String("codeagent.usage.counted_by", "gateway"))
 	}
 }

@@ -93,7 +93,10 @@ type TaskInfo struct {
 // AttemptResult is one attempt of a task as it ended (docs/attempts.md).
 type AttemptResult struct {
 	Attempt int `json:"attempt"`
-	// Status: running, then completed (merged), failed or interrupted.
+	// Status: running, then completed (merged), failed or interrupted;
+	// side by side also checking, held, passed and stopped. The
+	// orchestrator's attempts.Results alone changes it, through the
+	// transitions its package comment draws.
 	Status string `json:"status"`
 	// Error is why it failed (its report, its acceptance, its merge).
 	Error string `json:"error,omitempty"`

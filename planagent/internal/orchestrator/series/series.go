@@ -10,6 +10,12 @@
 // the executor can change a series but through the operations below,
 // each named for what happened and refusing what cannot happen. It reads
 // no files and starts nothing; the loop's goroutine alone calls it.
+//
+// What each attempt became (its status, result and span on the record) is
+// not here but beside it, in package attempts: a series lives only while
+// the loop runs it, and only for a task of several attempts, where an
+// attempt's result is every task's and stays on the record; the View
+// below reads those results.
 package series
 
 import (
@@ -17,6 +23,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/codeagent/codeagent/planagent/internal/orchestrator/attempts"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
@@ -248,9 +255,9 @@ func (t *Tracker) View(id string, in *runrecord.TaskInfo, inProgress bool, tk *n
 		switch {
 		case res.Attempt < in.Series.From:
 			continue
-		case res.Attempt == in.Series.From && res.Status == "failed":
+		case res.Attempt == in.Series.From && res.Status == attempts.Failed:
 			tk.FirstFailed = true
-		case res.Status == "held" && res.Attempt != s.chosen:
+		case res.Status == attempts.Held && res.Attempt != s.chosen:
 			tk.Held++
 		}
 		tk.Started++
