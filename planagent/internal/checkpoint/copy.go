@@ -172,31 +172,26 @@ func (c *copyMaker) remakeFrom(ctx context.Context, dir, was, commit string, tru
 func (c *copyMaker) initCopyGitDir(ctx context.Context, dir, gd string) error {
 	c.initMu.Lock()
 	head, config := c.copyHead, c.copyConfig
-	c.initMu.Unlock()
 	if head == nil {
+		// Held through the git init: copies made at once (a run's first
+		// parallel tasks) wait milliseconds for its files rather than each
+		// run a git init of its own.
+		defer c.initMu.Unlock()
 		// git init keeps and reads what it finds: nothing of the agent's.
 		if err := removeAll(gd); err != nil {
 			return err
 		}
-		if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+c.objectFormat, gd); err != nil {
+		if err := initCopy(ctx, dir, c.objectFormat); err != nil {
 			return err
-		}
-		cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true}
-		// No reflog: a logs/ directory would be made and removed per copy.
-		for _, kv := range [][2]string{{"core.bare", "false"}, {"core.logAllRefUpdates", "false"}} {
-			if _, err := cg.run(ctx, "config", kv[0], kv[1]); err != nil {
-				return err
-			}
 		}
 		head, herr := os.ReadFile(filepath.Join(gd, "HEAD"))
 		config, cerr := os.ReadFile(filepath.Join(gd, "config"))
 		if herr == nil && cerr == nil {
-			c.initMu.Lock()
 			c.copyHead, c.copyConfig = head, config
-			c.initMu.Unlock()
 		}
 		return nil
 	}
+	c.initMu.Unlock()
 	kept, err := tidyGitDir(gd)
 	if err != nil {
 		return fmt.Errorf("clear the copy's git directory: %w", err)
@@ -212,6 +207,24 @@ func (c *copyMaker) initCopyGitDir(ctx context.Context, dir, gd string) error {
 		return err
 	}
 	return writeCopyFile(filepath.Join(gd, "config"), config)
+}
+
+// initCopy makes dir/.git a new, empty repository with dir its work tree,
+// by one `git init`. No reflog (a logs/ directory would be made and
+// removed per copy): git init takes core.logAllRefUpdates from a template's
+// config, and writes core.bare and what it probes beside it, so no
+// `git config` of its own follows.
+func initCopy(ctx context.Context, dir, objectFormat string) error {
+	tmpl, err := os.MkdirTemp("", "codeagent-copy-template-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmpl)
+	if err := os.WriteFile(filepath.Join(tmpl, "config"), []byte("[core]\n\tlogAllRefUpdates = false\n"), 0o600); err != nil {
+		return err
+	}
+	_, err = (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--template="+tmpl, "--object-format="+objectFormat, dir)
+	return err
 }
 
 // copyObjects copies the packs of the object cache, which holds commit
