@@ -349,20 +349,28 @@ func (r *Repo) pathspecExcludes() []string {
 
 // Submodules lists the submodules (gitlinks) of commit's tree. An attempt's
 // copy holds them as empty directories: a task cannot change them.
-// A commit (an id: what a name resolves to may move) found without any is
-// remembered so, and the first squash onto it lists nothing again.
 func (r *Repo) Submodules(ctx context.Context, commit string) ([]string, error) {
-	if r.store.isPlain(commit) {
+	return r.store.submodules(ctx, r.g, commit)
+}
+
+// submodules lists commit's submodules by git's ls-tree. A commit (an id:
+// what a name resolves to may move) found without any is remembered so:
+// the first squash onto the run's start, listed when the run starts, and
+// the squashes onto one base at once list it once.
+func (ob *objectStore) submodules(ctx context.Context, g git, commit string) ([]string, error) {
+	ob.listMu.Lock()
+	defer ob.listMu.Unlock()
+	if ob.isPlain(commit) {
 		return nil, nil
 	}
-	subs, err := submodules(ctx, r.g, commit)
-	if err == nil && len(subs) == 0 && r.store.isID(commit) {
-		r.store.markPlain(commit)
+	subs, err := lsSubmodules(ctx, g, commit)
+	if err == nil && len(subs) == 0 && ob.isID(commit) {
+		ob.markPlain(commit)
 	}
 	return subs, err
 }
 
-func submodules(ctx context.Context, g git, commit string) ([]string, error) {
+func lsSubmodules(ctx context.Context, g git, commit string) ([]string, error) {
 	out, err := g.run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit)
 	if err != nil {
 		return nil, err

@@ -363,15 +363,9 @@ func moveObject(from, to string) error {
 
 // checkSubmodules refuses a copy with anything inside a submodule's path.
 func (sq *squasher) checkSubmodules(ctx context.Context, dir, base string) error {
-	if sq.store.isPlain(base) {
-		return nil
-	}
-	subs, err := submodules(ctx, sq.g, base)
+	subs, err := sq.store.submodules(ctx, sq.g, base)
 	if err != nil {
 		return err
-	}
-	if len(subs) == 0 {
-		sq.store.markPlain(base)
 	}
 	var written []string
 	for _, s := range subs {
