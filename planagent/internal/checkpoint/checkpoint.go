@@ -46,18 +46,10 @@ type Repo struct {
 	// The copies' own state, where no container reaches: the index each
 	// copy had when it was made (copyState). In the repository's git dir.
 	private string
-	// copyArgs are the -c settings of the hardened commands that read or
-	// check out a copy: the user's filter drivers (their repository's and
-	// global config's, read here, never a copy's), merge drivers off, the
-	// user's global excludes and attributes files and line endings kept
-	// (a task's commit is what the user's own git add would make).
-	// filters are the user's filter drivers, by name.
-	copyArgs []string
-	filters  map[string]*filter
-	// converts says the user's config or attributes outside the tree may
-	// make git's checkout of a copy convert content (autocrlf, an
-	// attributes file): then git checks copies out.
-	converts     bool
+	// user are the settings of the hardened commands that read or check
+	// out a copy, from the user's config (userConfig), shared with the
+	// parts that run such commands.
+	user         *userSettings
 	objectFormat string
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
 	commonDir    string // the git directory a worktree shares with its repository (its refs)
@@ -154,20 +146,21 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 		}
 	}
 	r.objectFormat, r.objectsDir, r.commonDir = loc.objectFormat, loc.objects, loc.common
-	r.prepareCopies(ctx)
+	r.prepareCopies()
 	r.clearStaleKeepLocks()
 	r.cat = &catFile{g: r.g}
 	r.store = &objectStore{cat: r.cat, objectFormat: r.objectFormat}
-	// The parts last, once the store and the user's config are read: each
-	// gets the settings fixed from here on as values, and the state parts
-	// share (the pool, the keep refs, the quarantines) by pointer.
+	// The parts last, once the store is made: each gets the settings fixed
+	// from here on as values, and the state parts share (the pool, the
+	// keep refs, the quarantines, the user's config read on first use) by
+	// pointer.
 	r.copies = &copyMaker{
 		states: r.states, pool: &r.pool, cache: r.cache, store: r.store, cat: r.cat,
-		workTree: r.workTree, copyArgs: r.copyArgs, objectFormat: r.objectFormat,
-		userAttributes: userAttributesFile(), converts: r.converts, umask: processUmask(),
+		workTree: r.workTree, user: r.user, objectFormat: r.objectFormat,
+		userAttributes: userAttributesFile(), umask: processUmask(),
 	}
 	r.squashes = &squasher{
-		g: r.g, gitDir: r.gitDir, workTree: r.workTree, copyArgs: r.copyArgs,
+		g: r.g, gitDir: r.gitDir, workTree: r.workTree, user: r.user,
 		states: r.states, pool: &r.pool, store: r.store, cache: r.cache, pending: r.pending, quarantines: &r.quarantines,
 	}
 	r.move = &workspaceMove{
@@ -462,7 +455,7 @@ func (r *Repo) mergeTree(ctx context.Context, quarantine string, cached bool, co
 	}
 	env := []string{"GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
 	g := r.g
-	g.extra = r.copyArgs
+	g.extra = r.user.get(ctx).copyArgs
 	out, err := g.runEnv(ctx, env, nil, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", onto, commit)
 	fields := splitZ(out)
 	if err != nil {

@@ -38,9 +38,9 @@ type copyMaker struct {
 	store    *objectStore
 	cat      *catFile
 	workTree string
-	// copyArgs are the repository's (Repo.copyArgs): a copy's checkout
-	// smudges with the user's filters, as the squash's add cleans.
-	copyArgs     []string
+	// user are the repository's (Repo.user): a copy's checkout smudges
+	// with the user's filters, as the squash's add cleans.
+	user         *userSettings
 	objectFormat string
 	// include are the workspace's ignored files every copy gets
 	// (Repo.SetInclude, before the first copy; read-only after).
@@ -52,7 +52,7 @@ type copyMaker struct {
 	// What the copies' checkout done here needs: whether the user has an
 	// attributes file or a config that converts (then git does it), and
 	// the umask new files get.
-	userAttributes, converts bool
+	userAttributes bool
 	umask                    os.FileMode
 	// neutral is what neutralAttributes said of each attributes file's
 	// blob seen so far.
@@ -62,15 +62,13 @@ type copyMaker struct {
 
 // prepareCopies finds what making and reading copies needs from the
 // repository (its object format and objects directory are known): where
-// the copies' state goes, the user's filter drivers (on in the commands
-// that read or check out a copy), merge drivers (off there), excludes and
-// attributes files and line endings.
-func (r *Repo) prepareCopies(ctx context.Context) {
+// the copies' state goes, and how the user's filter drivers (on in the
+// commands that read or check out a copy), merge drivers (off there),
+// excludes and attributes files and line endings are read when first
+// needed.
+func (r *Repo) prepareCopies() {
 	r.private = filepath.Join(r.gitDir, "codeagent", "copies")
-	r.userConfig(ctx)
-	if _, err := os.Stat(filepath.Join(r.gitDir, "info", "attributes")); err == nil {
-		r.converts = true
-	}
+	r.user = &userSettings{read: r.userConfig}
 	r.states = copyStates{dir: r.private}
 	r.pool.states = r.states
 	r.preparePending()
@@ -114,7 +112,7 @@ func (c *copyMaker) remakeFrom(ctx context.Context, dir, was, commit string, tru
 	}
 	// The user's smudge filters and line endings, as the squash's add
 	// cleans with theirs.
-	cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: c.copyArgs}
+	cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: c.user.get(ctx).copyArgs}
 	st := readStamps(filepath.Join(c.states.of(dir), "packs"))
 	if err := c.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack"), &st); err != nil {
 		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)

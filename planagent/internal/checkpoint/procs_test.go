@@ -230,14 +230,15 @@ func TestFirstTaskGitProcesses(t *testing.T) {
 		step     string
 		got, max int
 	}{
-		// rev-parse (where the repository is, and HEAD), config (the
-		// user's filters, excludes, line endings)
-		{"Open", openProcs, 2},
+		// rev-parse (where the repository is, and HEAD)
+		{"Open", openProcs, 1},
 		// update-ref (the keep ref of the start), git init (the copy's
 		// .git, reflog off by its template's config), git init (the
 		// object cache), pack-objects (the start's objects into it),
-		// checkout; the cat-file --batch Head started reads the rest
-		{"the first copy", copyProcs[0], 5},
+		// config (the user's filters, excludes, line endings: read on
+		// first use), checkout; the cat-file --batch Head started reads
+		// the rest
+		{"the first copy", copyProcs[0], 6},
 		// ls-tree (the start's submodules: none, remembered), add (the
 		// trees and commit written here)
 		{"the first squash", squashProcs[0], 2},
