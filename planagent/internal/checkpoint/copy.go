@@ -50,10 +50,10 @@ type copyMaker struct {
 	initMu               sync.Mutex
 	copyHead, copyConfig []byte
 	// What the copies' checkout done here needs: whether the user has an
-	// attributes file or a config that converts (then git does it), and
-	// the umask new files get.
+	// attributes file (then git does it, as when their config converts:
+	// user), and the umask new files get.
 	userAttributes bool
-	umask                    os.FileMode
+	umask          os.FileMode
 	// neutral is what neutralAttributes said of each attributes file's
 	// blob seen so far.
 	attrMu  sync.Mutex
