@@ -26,10 +26,11 @@ func AttemptRef(run, task string, n int) string {
 // (a resume keeping it again) is left as it is.
 func (r *Repo) KeepAttempt(ctx context.Context, run, task string, n int, commit string) error {
 	ref := AttemptRef(run, task, n)
-	if _, err := r.g.run(ctx, "check-ref-format", ref); err != nil {
-		return fmt.Errorf("keep attempt %d of task %s: %q is not a valid ref name: %w", n, task, ref, err)
-	}
-	if at, err := r.g.line(ctx, "rev-parse", "-q", "--verify", ref+"^{commit}"); err == nil && at == commit {
+	// Read by the long-lived cat-file, which resolves a ref as rev-parse
+	// does (a name git refuses names nothing; update-ref below refuses it).
+	if at, err := r.cat.get(ref + "^{commit}"); err != nil {
+		return fmt.Errorf("keep attempt %d of task %s: read %s: %w", n, task, ref, err)
+	} else if !at.missing && at.id == commit {
 		return nil
 	}
 	if err := r.admitReachable(ctx, commit); err != nil {

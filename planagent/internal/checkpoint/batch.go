@@ -224,6 +224,10 @@ type objectStore struct {
 	parents      map[string]string // commits' first parents (firstParent)
 	plain        map[string]bool   // commits known to have no submodule
 	treeData     treeCache         // trees' contents, read or written lately
+	// listMu makes the squashes of one base that run at once (a run's
+	// parallel first tasks) list its submodules once: the others wait for
+	// that listing and find the base plain.
+	listMu sync.Mutex
 }
 
 // commitTree is the tree of commit, read once and then remembered.

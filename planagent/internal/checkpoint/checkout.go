@@ -152,8 +152,8 @@ func neutralAttributes(data []byte) bool {
 // A trusted copy's files are taken to be as its saved index says: only
 // the paths that differ between the two commits are looked at, and the
 // directories their removal empties are removed (no clean follows).
-func (c *copyMaker) checkoutCopy(_ context.Context, dir, was, commit string, trusted bool) error {
-	if was == "" || !c.plainCheckout() {
+func (c *copyMaker) checkoutCopy(ctx context.Context, dir, was, commit string, trusted bool) error {
+	if was == "" || !c.plainCheckout(ctx) {
 		return errGitCheckout
 	}
 	co, err := c.startCheckout(dir, was, commit, trusted)
@@ -355,8 +355,8 @@ func (co *copyCheckout) finish() error {
 // plainCheckout reports whether the copies' checkout is done here: git's
 // own would write nothing different (no attributes file of the user's,
 // links and exec bits kept, case kept).
-func (c *copyMaker) plainCheckout() bool {
-	if c.userAttributes || c.converts {
+func (c *copyMaker) plainCheckout(ctx context.Context) bool {
+	if c.userAttributes || c.user.get(ctx).converts {
 		return false
 	}
 	c.initMu.Lock()

@@ -39,22 +39,17 @@ type Repo struct {
 	workTree string
 	branch   string   // refs/heads/…, or "" for a detached HEAD
 	exclude  []string // workspace-relative paths never committed nor counted
+	// snapshotted says Open made the shadow repository, its first commit
+	// the workspace as it was then: Snapshot has nothing to add.
+	snapshotted bool
 
 	// The copies' own state, where no container reaches: the index each
 	// copy had when it was made (copyState). In the repository's git dir.
 	private string
-	// copyArgs are the -c settings of the hardened commands that read or
-	// check out a copy: the user's filter drivers (their repository's and
-	// global config's, read here, never a copy's), merge drivers off, the
-	// user's global excludes and attributes files and line endings kept
-	// (a task's commit is what the user's own git add would make).
-	// filters are the user's filter drivers, by name.
-	copyArgs []string
-	filters  map[string]*filter
-	// converts says the user's config or attributes outside the tree may
-	// make git's checkout of a copy convert content (autocrlf, an
-	// attributes file): then git checks copies out.
-	converts     bool
+	// user are the settings of the hardened commands that read or check
+	// out a copy, from the user's config (userConfig), shared with the
+	// parts that run such commands.
+	user         *userSettings
 	objectFormat string
 	objectsDir   string // the repository's objects (a worktree's are in its common dir)
 	commonDir    string // the git directory a worktree shares with its repository (its refs)
@@ -119,48 +114,53 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 	// Each open asks git where things are in as few processes as it can:
 	// planagent opens the repository once per command, and each git
 	// process costs milliseconds, tens of them on a loaded machine.
-	loc, err := locate(ctx, git{dir: ws}, true)
-	if err == nil && samePath(loc.top, ws) {
+	loc, _ := locate(ctx, git{dir: ws}, true) // no repository here: a shadow one
+	if loc.gitDir != "" && samePath(loc.top, ws) {
 		r.mode, r.gitDir, r.g = "git", loc.gitDir, git{dir: ws}
-		// Fails on a HEAD with no commit; prints HEAD when it is detached.
-		head, err := r.g.line(ctx, "rev-parse", "--verify", "-q", "--symbolic-full-name", "HEAD")
-		if err != nil {
+		if loc.head == "" {
 			return nil, fmt.Errorf("checkpoints in %s: the repository has no commit yet: commit something first (git commit --allow-empty -m init)", ws)
 		}
-		if head != "HEAD" {
-			r.branch = head
+		if loc.head != "HEAD" { // HEAD itself when it is detached
+			r.branch = loc.head
 		}
 	} else {
 		r.mode, r.gitDir = "shadow", shadowDir
 		r.g = git{dir: ws, gitDir: shadowDir, workTree: ws}
-		if err := r.initShadow(ctx); err != nil {
+		made, err := r.initShadow(ctx)
+		if err != nil {
 			return nil, fmt.Errorf("shadow repository for %s: %w", ws, err)
 		}
-		if loc, err = locate(ctx, r.g, false); err != nil {
+		r.snapshotted = made
+		if loc, err = locate(ctx, r.g, false); loc.gitDir == "" {
 			return nil, fmt.Errorf("shadow repository for %s: %w", ws, err)
 		}
-		// symbolic-ref, not rev-parse: a shadow repository whose first
-		// commit was never made (planagent killed after its init) still
-		// names its branch.
-		if ref, err := r.g.line(ctx, "symbolic-ref", "-q", "HEAD"); err == nil {
-			r.branch = ref
+		r.branch = loc.head
+		if loc.head == "" || loc.head == "HEAD" {
+			// symbolic-ref, not rev-parse: a shadow repository whose first
+			// commit was never made (planagent killed after its init) still
+			// names its branch.
+			r.branch = ""
+			if ref, err := r.g.line(ctx, "symbolic-ref", "-q", "HEAD"); err == nil {
+				r.branch = ref
+			}
 		}
 	}
 	r.objectFormat, r.objectsDir, r.commonDir = loc.objectFormat, loc.objects, loc.common
-	r.prepareCopies(ctx)
+	r.prepareCopies()
 	r.clearStaleKeepLocks()
 	r.cat = &catFile{g: r.g}
 	r.store = &objectStore{cat: r.cat, objectFormat: r.objectFormat}
-	// The parts last, once the store and the user's config are read: each
-	// gets the settings fixed from here on as values, and the state parts
-	// share (the pool, the keep refs, the quarantines) by pointer.
+	// The parts last, once the store is made: each gets the settings fixed
+	// from here on as values, and the state parts share (the pool, the
+	// keep refs, the quarantines, the user's config read on first use) by
+	// pointer.
 	r.copies = &copyMaker{
 		states: r.states, pool: &r.pool, cache: r.cache, store: r.store, cat: r.cat,
-		workTree: r.workTree, copyArgs: r.copyArgs, objectFormat: r.objectFormat,
-		userAttributes: userAttributesFile(), converts: r.converts, umask: processUmask(),
+		workTree: r.workTree, user: r.user, objectFormat: r.objectFormat,
+		userAttributes: userAttributesFile(), umask: processUmask(),
 	}
 	r.squashes = &squasher{
-		g: r.g, gitDir: r.gitDir, workTree: r.workTree, copyArgs: r.copyArgs,
+		g: r.g, gitDir: r.gitDir, workTree: r.workTree, user: r.user,
 		states: r.states, pool: &r.pool, store: r.store, cache: r.cache, pending: r.pending, quarantines: &r.quarantines,
 	}
 	r.move = &workspaceMove{
@@ -170,30 +170,36 @@ func Open(ctx context.Context, workspace, shadowDir string, exclude []string) (*
 	return r, nil
 }
 
-// location is where a repository's parts are, as git reports them.
+// location is where a repository's parts are, as git reports them, and
+// what HEAD is: its branch's full name, "HEAD" when it is detached, ""
+// when it names no commit (a repository with none yet).
 type location struct {
-	top, gitDir, objectFormat, objects, common string
+	top, gitDir, objectFormat, objects, common, head string
 }
 
 // locate asks git, in one rev-parse, where the repository of g is (top:
-// its work tree's top too, which fails outside a work tree). rev-parse
-// prints one line per option, in order; a relative path is relative to
-// g's directory.
+// its work tree's top too, which fails outside a work tree) and what HEAD
+// is. rev-parse prints one line per option, in order, and HEAD's name
+// last: with no commit it fails there, having printed the rest, so a
+// location with a git directory and no head is a repository without a
+// commit, and one without a git directory is no repository (err says why).
+// A relative path is relative to g's directory.
 func locate(ctx context.Context, g git, top bool) (location, error) {
-	args := []string{"rev-parse", "--absolute-git-dir", "--show-object-format", "--git-path", "objects", "--git-common-dir"}
+	args := []string{"rev-parse", "--absolute-git-dir", "--show-object-format", "--git-path", "objects", "--git-common-dir",
+		"--verify", "-q", "--symbolic-full-name", "HEAD"}
 	if top {
 		args = append(args[:1], append([]string{"--show-toplevel"}, args[1:]...)...)
 	}
 	out, err := g.run(ctx, args...)
-	if err != nil {
-		return location{}, err
-	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if !top {
 		lines = append([]string{""}, lines...)
 	}
-	if len(lines) != 5 {
-		return location{}, fmt.Errorf("git %s printed %d lines, not 5 (git older than 2.25?)", strings.Join(args, " "), len(lines))
+	switch {
+	case err != nil && len(lines) != 5:
+		return location{}, err
+	case err == nil && len(lines) != 6:
+		return location{}, fmt.Errorf("git %s printed %d lines, not 6 (git older than 2.25?)", strings.Join(args, " "), len(lines))
 	}
 	abs := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
@@ -202,10 +208,13 @@ func locate(ctx context.Context, g git, top bool) (location, error) {
 		return filepath.Join(g.dir, p)
 	}
 	loc := location{top: lines[0], gitDir: lines[1], objectFormat: lines[2], objects: abs(lines[3]), common: abs(lines[4])}
+	if len(lines) == 6 {
+		loc.head = lines[5]
+	}
 	if loc.objectFormat == "" {
 		loc.objectFormat = "sha1"
 	}
-	return loc, nil
+	return loc, err
 }
 
 // Close ends the git process the repository keeps for reading objects
@@ -216,19 +225,19 @@ func (r *Repo) Close() error {
 }
 
 // initShadow makes the shadow repository on first use, with a first
-// commit of the workspace as it is.
-func (r *Repo) initShadow(ctx context.Context) error {
+// commit of the workspace as it is, and says whether it made it.
+func (r *Repo) initShadow(ctx context.Context) (bool, error) {
 	if _, err := os.Stat(filepath.Join(r.gitDir, "HEAD")); err == nil {
-		return nil
+		return false, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(r.gitDir), 0o755); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := (git{dir: r.workTree}).run(ctx, "init", "-q", "--bare", "-b", "codeagent", r.gitDir); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := r.g.run(ctx, "config", "core.bare", "false"); err != nil {
-		return err
+		return false, err
 	}
 	// The shadow repository itself and the excluded paths never enter its commits.
 	var ex []string
@@ -239,24 +248,29 @@ func (r *Repo) initShadow(ctx context.Context) error {
 		ex = append(ex, "/"+e)
 	}
 	if err := os.MkdirAll(filepath.Join(r.gitDir, "info"), 0o755); err != nil {
-		return err
+		return false, err
 	}
 	if err := os.WriteFile(filepath.Join(r.gitDir, "info", "exclude"), []byte(strings.Join(ex, "\n")+"\n"), 0o644); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := r.g.run(ctx, "add", "-A"); err != nil {
-		return err
+		return false, err
 	}
 	_, err := r.g.run(ctx, "commit", "-q", "--no-verify", "--allow-empty", "-m", "workspace before the first run")
-	return err
+	return err == nil, err
 }
 
 // Snapshot makes the shadow repository's HEAD hold the workspace as it is
 // now (a commit of whatever the user changed since the last run), so a new
 // run starts from exactly the user's files. In mode "git" it does nothing:
-// the user's own commits are the start.
+// the user's own commits are the start. Nor right after Open made the
+// shadow repository: its first commit is the workspace of this command.
 func (r *Repo) Snapshot(ctx context.Context) error {
 	if r.mode != "shadow" {
+		return nil
+	}
+	if r.snapshotted {
+		r.snapshotted = false // once: a later Snapshot looks at the workspace again
 		return nil
 	}
 	if _, err := r.g.run(ctx, "add", "-A"); err != nil {
@@ -329,10 +343,27 @@ func (r *Repo) pathspecExcludes() []string {
 // Submodules lists the submodules (gitlinks) of commit's tree. An attempt's
 // copy holds them as empty directories: a task cannot change them.
 func (r *Repo) Submodules(ctx context.Context, commit string) ([]string, error) {
-	return submodules(ctx, r.g, commit)
+	return r.store.submodules(ctx, r.g, commit)
 }
 
-func submodules(ctx context.Context, g git, commit string) ([]string, error) {
+// submodules lists commit's submodules by git's ls-tree. A commit (an id:
+// what a name resolves to may move) found without any is remembered so:
+// the first squash onto the run's start, listed when the run starts, and
+// the squashes onto one base at once list it once.
+func (ob *objectStore) submodules(ctx context.Context, g git, commit string) ([]string, error) {
+	ob.listMu.Lock()
+	defer ob.listMu.Unlock()
+	if ob.isPlain(commit) {
+		return nil, nil
+	}
+	subs, err := lsSubmodules(ctx, g, commit)
+	if err == nil && len(subs) == 0 && ob.isID(commit) {
+		ob.markPlain(commit)
+	}
+	return subs, err
+}
+
+func lsSubmodules(ctx context.Context, g git, commit string) ([]string, error) {
 	out, err := g.run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit)
 	if err != nil {
 		return nil, err
@@ -424,7 +455,7 @@ func (r *Repo) mergeTree(ctx context.Context, quarantine string, cached bool, co
 	}
 	env := []string{"GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
 	g := r.g
-	g.extra = r.copyArgs
+	g.extra = r.user.get(ctx).copyArgs
 	out, err := g.runEnv(ctx, env, nil, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", onto, commit)
 	fields := splitZ(out)
 	if err != nil {

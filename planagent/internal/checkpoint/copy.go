@@ -38,9 +38,9 @@ type copyMaker struct {
 	store    *objectStore
 	cat      *catFile
 	workTree string
-	// copyArgs are the repository's (Repo.copyArgs): a copy's checkout
-	// smudges with the user's filters, as the squash's add cleans.
-	copyArgs     []string
+	// user are the repository's (Repo.user): a copy's checkout smudges
+	// with the user's filters, as the squash's add cleans.
+	user         *userSettings
 	objectFormat string
 	// include are the workspace's ignored files every copy gets
 	// (Repo.SetInclude, before the first copy; read-only after).
@@ -50,10 +50,10 @@ type copyMaker struct {
 	initMu               sync.Mutex
 	copyHead, copyConfig []byte
 	// What the copies' checkout done here needs: whether the user has an
-	// attributes file or a config that converts (then git does it), and
-	// the umask new files get.
-	userAttributes, converts bool
-	umask                    os.FileMode
+	// attributes file (then git does it, as when their config converts:
+	// user), and the umask new files get.
+	userAttributes bool
+	umask          os.FileMode
 	// neutral is what neutralAttributes said of each attributes file's
 	// blob seen so far.
 	attrMu  sync.Mutex
@@ -62,15 +62,13 @@ type copyMaker struct {
 
 // prepareCopies finds what making and reading copies needs from the
 // repository (its object format and objects directory are known): where
-// the copies' state goes, the user's filter drivers (on in the commands
-// that read or check out a copy), merge drivers (off there), excludes and
-// attributes files and line endings.
-func (r *Repo) prepareCopies(ctx context.Context) {
+// the copies' state goes, and how the user's filter drivers (on in the
+// commands that read or check out a copy), merge drivers (off there),
+// excludes and attributes files and line endings are read when first
+// needed.
+func (r *Repo) prepareCopies() {
 	r.private = filepath.Join(r.gitDir, "codeagent", "copies")
-	r.userConfig(ctx)
-	if _, err := os.Stat(filepath.Join(r.gitDir, "info", "attributes")); err == nil {
-		r.converts = true
-	}
+	r.user = &userSettings{read: r.userConfig}
 	r.states = copyStates{dir: r.private}
 	r.pool.states = r.states
 	r.preparePending()
@@ -114,7 +112,7 @@ func (c *copyMaker) remakeFrom(ctx context.Context, dir, was, commit string, tru
 	}
 	// The user's smudge filters and line endings, as the squash's add
 	// cleans with theirs.
-	cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: c.copyArgs}
+	cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: c.user.get(ctx).copyArgs}
 	st := readStamps(filepath.Join(c.states.of(dir), "packs"))
 	if err := c.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack"), &st); err != nil {
 		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)
@@ -172,31 +170,26 @@ func (c *copyMaker) remakeFrom(ctx context.Context, dir, was, commit string, tru
 func (c *copyMaker) initCopyGitDir(ctx context.Context, dir, gd string) error {
 	c.initMu.Lock()
 	head, config := c.copyHead, c.copyConfig
-	c.initMu.Unlock()
 	if head == nil {
+		// Held through the git init: copies made at once (a run's first
+		// parallel tasks) wait milliseconds for its files rather than each
+		// run a git init of its own.
+		defer c.initMu.Unlock()
 		// git init keeps and reads what it finds: nothing of the agent's.
 		if err := removeAll(gd); err != nil {
 			return err
 		}
-		if _, err := (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--bare", "--template=", "--object-format="+c.objectFormat, gd); err != nil {
+		if err := initCopy(ctx, dir, c.objectFormat); err != nil {
 			return err
-		}
-		cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true}
-		// No reflog: a logs/ directory would be made and removed per copy.
-		for _, kv := range [][2]string{{"core.bare", "false"}, {"core.logAllRefUpdates", "false"}} {
-			if _, err := cg.run(ctx, "config", kv[0], kv[1]); err != nil {
-				return err
-			}
 		}
 		head, herr := os.ReadFile(filepath.Join(gd, "HEAD"))
 		config, cerr := os.ReadFile(filepath.Join(gd, "config"))
 		if herr == nil && cerr == nil {
-			c.initMu.Lock()
 			c.copyHead, c.copyConfig = head, config
-			c.initMu.Unlock()
 		}
 		return nil
 	}
+	c.initMu.Unlock()
 	kept, err := tidyGitDir(gd)
 	if err != nil {
 		return fmt.Errorf("clear the copy's git directory: %w", err)
@@ -212,6 +205,24 @@ func (c *copyMaker) initCopyGitDir(ctx context.Context, dir, gd string) error {
 		return err
 	}
 	return writeCopyFile(filepath.Join(gd, "config"), config)
+}
+
+// initCopy makes dir/.git a new, empty repository with dir its work tree,
+// by one `git init`. No reflog (a logs/ directory would be made and
+// removed per copy): git init takes core.logAllRefUpdates from a template's
+// config, and writes core.bare and what it probes beside it, so no
+// `git config` of its own follows.
+func initCopy(ctx context.Context, dir, objectFormat string) error {
+	tmpl, err := os.MkdirTemp("", "codeagent-copy-template-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmpl)
+	if err := os.WriteFile(filepath.Join(tmpl, "config"), []byte("[core]\n\tlogAllRefUpdates = false\n"), 0o600); err != nil {
+		return err
+	}
+	_, err = (git{dir: dir, hardened: true}).run(ctx, "init", "-q", "--template="+tmpl, "--object-format="+objectFormat, dir)
+	return err
 }
 
 // copyObjects copies the packs of the object cache, which holds commit

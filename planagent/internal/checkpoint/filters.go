@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // A task's files are cleaned, and its copy's files smudged, with the
@@ -25,6 +26,39 @@ type filter struct {
 	required               bool
 }
 
+// userSettings are what of the user's config the hardened commands that
+// read or check out a copy get (userConfig), read on first use: a command
+// that makes no copy, squash nor merge (status, diff, rollback) starts no
+// git process for them.
+type userSettings struct {
+	once sync.Once
+	read func(context.Context) userConfig
+	cfg  userConfig
+}
+
+// userConfig is what userSettings hold.
+type userConfig struct {
+	// copyArgs are the -c settings: the user's filter drivers (their
+	// repository's and global config's, never a copy's), merge drivers
+	// off, the user's global excludes and attributes files and line
+	// endings kept (a task's commit is what the user's own git add would
+	// make).
+	copyArgs []string
+	// filters are the user's filter drivers, by name.
+	filters map[string]*filter
+	// converts says the user's config or attributes outside the tree may
+	// make git's checkout of a copy convert content (autocrlf, an
+	// attributes file): then git checks copies out.
+	converts bool
+}
+
+// get reads the settings once; not cut short by ctx (a read cut short
+// would leave a copy without the user's filters for the rest of the run).
+func (u *userSettings) get(ctx context.Context) userConfig {
+	u.once.Do(func() { u.cfg = u.read(context.WithoutCancel(ctx)) })
+	return u.cfg
+}
+
 // userConfig reads, in one git process with the user's environment,
 // what of their config the hardened commands that read or check out a
 // copy get as -c settings: their filter drivers (a driver whose name holds
@@ -32,9 +66,13 @@ type filter struct {
 // merge drivers turned off (an empty one is an error: git's own file
 // merge instead), the excludes and attributes files and line endings of
 // their global config (what their own git add reads), and where their LFS
-// objects are.
-func (r *Repo) userConfig(ctx context.Context) {
-	r.filters = map[string]*filter{}
+// objects are. An attributes file of the repository's converts too.
+func (r *Repo) userConfig(ctx context.Context) userConfig {
+	var u userConfig
+	if _, err := os.Stat(filepath.Join(r.gitDir, "info", "attributes")); err == nil {
+		u.converts = true
+	}
+	u.filters = map[string]*filter{}
 	merges := map[string]bool{}
 	// Exit 1 is "no such key".
 	out, _ := r.g.run(ctx, "config", "-z", "--get-regexp", `^(filter|merge)\.|^core\.(excludesfile|attributesfile|autocrlf|eol)$|^lfs\.storage$`)
@@ -53,10 +91,10 @@ func (r *Repo) userConfig(ctx context.Context) {
 			merges[key[i+1:j]] = true
 		default:
 			name := key[i+1 : j]
-			f := r.filters[name]
+			f := u.filters[name]
 			if f == nil {
 				f = &filter{name: name}
-				r.filters[name] = f
+				u.filters[name] = f
 			}
 			switch key[j+1:] {
 			case "clean":
@@ -70,27 +108,27 @@ func (r *Repo) userConfig(ctx context.Context) {
 			}
 		}
 	}
-	for _, n := range sortedKeys(r.filters) {
+	for _, n := range sortedKeys(u.filters) {
 		// Only what is set: an empty process is one git tries to start.
-		f, pre := r.filters[n], "filter."+n+"."
+		f, pre := u.filters[n], "filter."+n+"."
 		for _, kv := range [][2]string{{"clean", f.clean}, {"smudge", f.smudge}, {"process", f.process}} {
 			if kv[1] != "" {
-				r.copyArgs = append(r.copyArgs, "-c", pre+kv[0]+"="+kv[1])
+				u.copyArgs = append(u.copyArgs, "-c", pre+kv[0]+"="+kv[1])
 			}
 		}
 		if f.required {
-			r.copyArgs = append(r.copyArgs, "-c", pre+"required=true")
+			u.copyArgs = append(u.copyArgs, "-c", pre+"required=true")
 		}
 	}
-	if _, ok := r.filters["lfs"]; ok {
+	if _, ok := u.filters["lfs"]; ok {
 		// git-lfs keeps its objects under the repository it runs in: a
 		// copy has its own .git, so it is pointed at the user's storage
 		// (where `git add` in the workspace would put them, and where the
 		// user's objects are to smudge the copy).
-		r.copyArgs = append(r.copyArgs, "-c", "lfs.storage="+r.lfsStorage(lfsStorage))
+		u.copyArgs = append(u.copyArgs, "-c", "lfs.storage="+r.lfsStorage(lfsStorage))
 	}
 	for _, n := range sortedKeys(merges) {
-		r.copyArgs = append(r.copyArgs, "-c", "merge."+n+".driver=git merge-file -q %A %O %B")
+		u.copyArgs = append(u.copyArgs, "-c", "merge."+n+".driver=git merge-file -q %A %O %B")
 	}
 	home, _ := os.UserHomeDir()
 	for _, key := range []string{"core.excludesfile", "core.attributesfile", "core.autocrlf", "core.eol"} {
@@ -101,9 +139,10 @@ func (r *Repo) userConfig(ctx context.Context) {
 		if rest, ok := strings.CutPrefix(v, "~/"); ok && strings.HasSuffix(key, "file") && home != "" {
 			v = filepath.Join(home, rest)
 		}
-		r.copyArgs = append(r.copyArgs, "-c", key+"="+v)
-		r.converts = r.converts || key == "core.attributesfile" || (key == "core.autocrlf" && !isFalse(v))
+		u.copyArgs = append(u.copyArgs, "-c", key+"="+v)
+		u.converts = u.converts || key == "core.attributesfile" || (key == "core.autocrlf" && !isFalse(v))
 	}
+	return u
 }
 
 // lfsStorage is the user's LFS object storage: lfs.storage of their
@@ -164,8 +203,9 @@ func (e *FilterError) Error() string {
 // CheckFilters refuses, before a run does anything, a required filter
 // driver of the user's config whose clean program cannot be run.
 func (r *Repo) CheckFilters(ctx context.Context) error {
-	for _, n := range sortedKeys(r.filters) {
-		f := r.filters[n]
+	filters := r.user.get(ctx).filters
+	for _, n := range sortedKeys(filters) {
+		f := filters[n]
 		if !f.required {
 			continue
 		}

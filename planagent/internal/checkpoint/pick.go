@@ -17,11 +17,15 @@ func (r *Repo) AttemptCommit(ctx context.Context, run, task string, n int) (stri
 	if out == "" {
 		return "", nil
 	}
-	commit, err := r.g.line(ctx, "rev-parse", "--verify", "--end-of-options", ref+"^{commit}")
+	// Peeled by the long-lived cat-file, as rev-parse would.
+	o, err := r.cat.get(ref + "^{commit}")
 	if err != nil {
-		return "", fmt.Errorf("%s does not name a commit: %w", ref, err)
+		return "", fmt.Errorf("read %s: %w", ref, err)
 	}
-	return commit, nil
+	if o.missing || o.typ != "commit" {
+		return "", fmt.Errorf("%s does not name a commit", ref)
+	}
+	return o.id, nil
 }
 
 // Replay makes commit (an attempt's squashed result: one commit on top

@@ -179,3 +179,90 @@ func TestFanOutMergeGitProcesses(t *testing.T) {
 		t.Errorf("the workspace after the merge:\n%s", out)
 	}
 }
+
+// TestFirstTaskGitProcesses pins the git processes of a run's start, cold:
+// the repository opened, the first attempt's copy made (no pooled copy,
+// no object cache yet), its checkpoint (the squash), the move to it, and
+// a second task of the same base merged onto the moved head. Each step's
+// sequence is in its comment: a step that gains a process fails here.
+func TestFirstTaskGitProcesses(t *testing.T) {
+	ws := userRepo(t)
+	ctx := t.Context()
+	copies := t.TempDir()
+	count := gitCounter(t)
+	r := open(t, ws)
+	openProcs := count()
+	head, err := r.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetPool(filepath.Join(copies, ".pool"), 2)
+	count()
+	var dirs, commits []string
+	var copyProcs, squashProcs []int
+	for _, name := range []string{"a.txt", "b.txt"} {
+		dir := filepath.Join(copies, name)
+		if err := r.NewCopy(ctx, dir, head); err != nil {
+			t.Fatal(err)
+		}
+		copyProcs = append(copyProcs, count())
+		write(t, dir, name, name+"\n")
+		c, _, err := r.Squash(ctx, dir, head, "write "+name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		squashProcs = append(squashProcs, count())
+		dirs, commits = append(dirs, dir), append(commits, c)
+	}
+	if err := r.Advance(ctx, head, commits[0]); err != nil {
+		t.Fatal(err)
+	}
+	moveProcs := count()
+	merged, err := r.Apply(ctx, dirs[1], head, commits[1], commits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Advance(ctx, commits[0], merged); err != nil {
+		t.Fatal(err)
+	}
+	mergeProcs := count()
+	for _, c := range []struct {
+		step     string
+		got, max int
+	}{
+		// rev-parse (where the repository is, and HEAD)
+		{"Open", openProcs, 1},
+		// update-ref (the keep ref of the start), git init (the copy's
+		// .git, reflog off by its template's config), git init (the
+		// object cache), pack-objects (the start's objects into it),
+		// config (the user's filters, excludes, line endings: read on
+		// first use), checkout; the cat-file --batch Head started reads
+		// the rest
+		{"the first copy", copyProcs[0], 6},
+		// ls-tree (the start's submodules: none, remembered), add (the
+		// trees and commit written here)
+		{"the first squash", squashProcs[0], 2},
+		// checkout (.git written here as the first's was; its objects
+		// copied from the cache)
+		{"the second copy", copyProcs[1], 1},
+		// add
+		{"the second squash", squashProcs[1], 1},
+		// read-tree (the files and the index), update-ref (the branch and
+		// the commit's keep ref, one transaction)
+		{"the move", moveProcs, 2},
+		// merge-tree; read-tree, update-ref
+		{"the merge and its move", mergeProcs, 3},
+	} {
+		if c.got > c.max {
+			t.Errorf("%s ran %d git processes, want at most %d", c.step, c.got, c.max)
+		} else {
+			t.Logf("%s: %d git processes", c.step, c.got)
+		}
+	}
+	if got := read(t, ws, "a.txt") + read(t, ws, "b.txt"); got != "a.txt\nb.txt\n" {
+		t.Errorf("the workspace holds %q", got)
+	}
+	if out := sh(t, ws, "git status --porcelain"); out != "" {
+		t.Errorf("the workspace is not at the merge:\n%s", out)
+	}
+}

@@ -24,7 +24,7 @@ type squasher struct {
 	g           git // the repository's, for what its commits hold
 	gitDir      string
 	workTree    string
-	copyArgs    []string
+	user        *userSettings
 	states      copyStates
 	pool        *copyPool
 	store       *objectStore
@@ -166,7 +166,7 @@ func (sq *squasher) squashInto(ctx context.Context, quarantine string, cached bo
 	}
 	idx := filepath.Join(quarantine, "index")
 	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
-	g := git{dir: dir, gitDir: sq.gitDir, workTree: dir, hardened: true, extra: sq.copyArgs}
+	g := git{dir: dir, gitDir: sq.gitDir, workTree: dir, hardened: true, extra: sq.user.get(ctx).copyArgs}
 	var tree string
 	var news []string // with known, what the quarantine can hold (see below)
 	known := false
@@ -363,15 +363,9 @@ func moveObject(from, to string) error {
 
 // checkSubmodules refuses a copy with anything inside a submodule's path.
 func (sq *squasher) checkSubmodules(ctx context.Context, dir, base string) error {
-	if sq.store.isPlain(base) {
-		return nil
-	}
-	subs, err := submodules(ctx, sq.g, base)
+	subs, err := sq.store.submodules(ctx, sq.g, base)
 	if err != nil {
 		return err
-	}
-	if len(subs) == 0 {
-		sq.store.markPlain(base)
 	}
 	var written []string
 	for _, s := range subs {

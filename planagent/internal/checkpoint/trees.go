@@ -192,6 +192,16 @@ func (ob *objectStore) isPlain(commit string) bool {
 	return ob.plain[commit]
 }
 
+// isID reports whether s is an object id (full length, lower-case hex) of
+// the repository's format, not a name that may come to mean another.
+func (ob *objectStore) isID(s string) bool {
+	if len(s) != 2*ob.idSize() || strings.ToLower(s) != s {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
 func (ob *objectStore) markPlain(commit string) {
 	ob.msgMu.Lock()
 	defer ob.msgMu.Unlock()

@@ -131,6 +131,10 @@ func newCheckpointedState(t *testing.T, l volume.Layout, tasks ...plan.Task) (*c
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = repo.Close() })
+	// A pool of thrown-away copies, as planagent's own (openCheckpoints)
+	// keeps one per parallel task and one for acceptance: the copies are
+	// made as a run makes them, most from a pooled copy, not by git.
+	repo.SetPool(filepath.Join(l.Attempts(), ".pool"), 5)
 	if err := repo.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
