@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -20,6 +21,12 @@ type Factory struct {
 	// Executable is the running program's path (the local runtime finds
 	// codingagent next to it).
 	Executable string
+	// Traces installs the program's tracer provider and returns what
+	// flushes it at exit (export.Setup, set by each program's Main); nil:
+	// no traces. A field rather than an import, so that this package, and
+	// every test binary that links it, does not link the OTLP exporter, the
+	// SDK and the gRPC and protobuf packages they bring.
+	Traces func(ctx context.Context, service string) (shutdown func(context.Context) error, err error)
 	// keyErr is a failure to read the key from KeyFDEnv's descriptor,
 	// reported by Config.
 	keyErr error
