@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/codeagent/codeagent/internal/config"
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 )
 
 // Factory builds what commands need, lazily, so `--help` never needs an API
@@ -89,16 +89,16 @@ func (f *Factory) Config(cmd *cobra.Command) (*config.Loaded, error) {
 }
 
 // LLM builds the LLM client for cfg. A missing key surfaces at the first call.
-func (f *Factory) LLM(cfg config.Config) *llm.Client {
+func (f *Factory) LLM(cfg config.Config) *llmclient.Client {
 	return f.LLMWithRetries(cfg, nil)
 }
 
 // LLMWithRetries is LLM with onRetry told about every retry before its
 // wait, so a command can show why nothing happens for a while (a 429's
 // Retry-After may be minutes).
-func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wait time.Duration, err error)) *llm.Client {
+func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wait time.Duration, err error)) *llmclient.Client {
 	grace, _ := time.ParseDuration(f.Getenv(config.ModelDownGraceEnv)) // set by planagent, not by people
-	return llm.New(llm.Config{
+	return llmclient.New(llmclient.Config{
 		DownGrace:       max(grace, 0),
 		BaseURL:         cfg.BaseURL,
 		API:             cfg.API,

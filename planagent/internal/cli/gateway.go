@@ -13,7 +13,7 @@ import (
 )
 
 // anthropicDefault is where the anthropic api goes when base_url still
-// names OpenAI's default host (internal/llm's anthropicURL decides the
+// names OpenAI's default host (internal/llmclient's anthropicURL decides the
 // same for a client that holds the key itself).
 const anthropicDefault = "https://api.anthropic.com/v1"
 

@@ -1,8 +1,9 @@
-package llm
+package llmclient
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"net/http"
 	"strconv"
@@ -102,7 +103,7 @@ func (b *costBody) scan(data []byte) {
 }
 
 // apply adds what the raw response said to u.
-func (e *usageExtra) apply(u *Usage) {
+func (e *usageExtra) apply(u *llm.Usage) {
 	u.CostUSD = e.costUSD
 	u.CacheWrite = e.cacheWrite
 	if u.Cached == 0 && e.cacheHit > 0 {

@@ -1,10 +1,11 @@
-package llm
+package llmclient
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"sort"
 	"strings"
@@ -64,41 +65,41 @@ func (d *responsesDialect) request(r dialectRequest) openai.CreateResponseReques
 // become instructions, later ones developer messages; assistant turns
 // become their reasoning items, an output message and function_call items;
 // tool messages function_call_output items.
-func responsesInput(msgs []Message) (string, []any) {
+func responsesInput(msgs []llm.Message) (string, []any) {
 	var instructions []string
 	i := 0
-	for ; i < len(msgs) && (msgs[i].Role == RoleSystem || msgs[i].Role == RoleDeveloper); i++ {
+	for ; i < len(msgs) && (msgs[i].Role == llm.RoleSystem || msgs[i].Role == llm.RoleDeveloper); i++ {
 		instructions = append(instructions, msgs[i].Content)
 	}
 	items := []any{}
 	for _, m := range msgs[i:] {
 		switch m.Role {
-		case RoleAssistant:
+		case llm.RoleAssistant:
 			var st responsesState
-			if providerState(m, APIResponses, &st) {
+			if providerState(m, llm.APIResponses, &st) {
 				for _, raw := range st.Reasoning {
 					items = append(items, raw)
 				}
 			}
-			if text := m.Content; strings.TrimSpace(text) != "" && !(text == NoContent && len(m.ToolCalls) > 0) {
+			if text := m.Content; strings.TrimSpace(text) != "" && !(text == llm.NoContent && len(m.ToolCalls) > 0) {
 				items = append(items, map[string]any{"type": "message", "role": "assistant",
 					"content": []map[string]string{{"type": "output_text", "text": text}}})
 			}
 			for _, tc := range m.ToolCalls {
 				items = append(items, map[string]string{"type": "function_call", "call_id": tc.ID, "name": tc.Name, "arguments": tc.Arguments})
 			}
-		case RoleTool:
+		case llm.RoleTool:
 			items = append(items, openai.ResponseFunctionCallOutput{Type: "function_call_output", CallID: m.ToolCallID, Output: m.Content})
-		case RoleSystem, RoleDeveloper:
-			items = append(items, openai.ResponseInputMessage{Type: "message", Role: RoleDeveloper, Content: m.Content})
+		case llm.RoleSystem, llm.RoleDeveloper:
+			items = append(items, openai.ResponseInputMessage{Type: "message", Role: llm.RoleDeveloper, Content: m.Content})
 		default:
-			items = append(items, openai.ResponseInputMessage{Type: "message", Role: RoleUser, Content: m.Content})
+			items = append(items, openai.ResponseInputMessage{Type: "message", Role: llm.RoleUser, Content: m.Content})
 		}
 	}
 	return strings.Join(instructions, "\n\n"), items
 }
 
-func (d *responsesDialect) send(ctx context.Context, r dialectRequest) (*Response, error) {
+func (d *responsesDialect) send(ctx context.Context, r dialectRequest) (*llm.Response, error) {
 	req := d.request(r)
 	if !r.stream {
 		resp, err := d.api.CreateResponse(ctx, req)
@@ -183,7 +184,7 @@ type responsesFailure struct{ code, message string }
 func (f *responsesFailure) Error() string { return f.code + ": " + f.message }
 
 // responsesAnswer converts the finished response and its output items.
-func responsesAnswer(resp *openai.CreateResponseResponse, items []json.RawMessage) (*Response, error) {
+func responsesAnswer(resp *openai.CreateResponseResponse, items []json.RawMessage) (*llm.Response, error) {
 	if resp.Status == openai.ResponseStatusFailed {
 		f := &responsesFailure{code: "server_error", message: "the response failed"}
 		if resp.Error != nil {
@@ -191,7 +192,7 @@ func responsesAnswer(resp *openai.CreateResponseResponse, items []json.RawMessag
 		}
 		return nil, f
 	}
-	msg := Message{Role: RoleAssistant}
+	msg := llm.Message{Role: llm.RoleAssistant}
 	var text, reasoning strings.Builder
 	var st responsesState
 	for _, raw := range items {
@@ -224,12 +225,12 @@ func responsesAnswer(resp *openai.CreateResponseResponse, items []json.RawMessag
 			}
 			st.Reasoning = append(st.Reasoning, raw)
 		case "function_call":
-			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})
 		}
 	}
 	msg.Content, msg.ReasoningContent = text.String(), reasoning.String()
 	if len(st.Reasoning) > 0 {
-		msg.ProviderState = withProviderState(APIResponses, st)
+		msg.ProviderState = withProviderState(llm.APIResponses, st)
 	}
 	finish := "stop"
 	switch {
@@ -241,19 +242,19 @@ func responsesAnswer(resp *openai.CreateResponseResponse, items []json.RawMessag
 			finish = "content_filter"
 		}
 	}
-	var usage Usage
+	var usage llm.Usage
 	if u := resp.Usage; u != nil {
 		// input_tokens includes the cached ones, as prompt_tokens does.
-		usage = Usage{Prompt: u.InputTokens, Completion: u.OutputTokens}
+		usage = llm.Usage{Prompt: u.InputTokens, Completion: u.OutputTokens}
 		if u.InputTokensDetails != nil {
 			usage.Cached = u.InputTokensDetails.CachedTokens
 		}
 	}
-	return &Response{Message: msg, FinishReason: finish, Usage: usage}, nil
+	return &llm.Response{Message: msg, FinishReason: finish, Usage: usage}, nil
 }
 
 // classify reads go-openai's errors and a failed response.
-func (*responsesDialect) classify(err error, e *Error) bool {
+func (*responsesDialect) classify(err error, e *llm.Error) bool {
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	var failed *responsesFailure

@@ -1,6 +1,7 @@
-package llm
+package llmclient
 
 import (
+	"github.com/codeagent/codeagent/internal/llm"
 	"net/http"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1,"prompt_cac
 data: [DONE]
 `
 	x := parseExtras([]byte(raw), true)
-	msg := Message{ToolCalls: []ToolCall{{ID: "x"}, {ID: "x"}}}
+	msg := llm.Message{ToolCalls: []llm.ToolCall{{ID: "x"}, {ID: "x"}}}
 	x.apply(&msg)
 	if msg.ReasoningContent != "ab" {
 		t.Errorf("reasoning %q, want ab", msg.ReasoningContent)

@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -111,7 +112,7 @@ func TestSanitizedHistoryIsAccepted(t *testing.T) {
 			cfg := openai.DefaultConfig(testKey)
 			cfg.BaseURL = s.URL
 			_, err := openai.NewClientWithConfig(cfg).CreateChatCompletion(t.Context(),
-				openai.ChatCompletionRequest{Model: "test-model", Messages: llm.WireMessages(tt.history), Tools: llm.WireTools(tools)})
+				openai.ChatCompletionRequest{Model: "test-model", Messages: llmclient.WireMessages(tt.history), Tools: llmclient.WireTools(tools)})
 			var apiErr *openai.APIError
 			if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 400 || !strings.Contains(apiErr.Message, tt.raw) {
 				t.Fatalf("raw history: err = %v, want HTTP 400 containing %q", err, tt.raw)
@@ -160,7 +161,7 @@ func FuzzSanitize(f *testing.F) {
 		if len(got) == 0 {
 			return
 		}
-		raw, err := json.Marshal(openai.ChatCompletionRequest{Model: "m", Messages: llm.WireMessages(got), Tools: llm.WireTools(tools)})
+		raw, err := json.Marshal(openai.ChatCompletionRequest{Model: "m", Messages: llmclient.WireMessages(got), Tools: llmclient.WireTools(tools)})
 		if err != nil {
 			t.Fatal(err)
 		}

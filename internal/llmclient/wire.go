@@ -1,13 +1,14 @@
-package llm
+package llmclient
 
 import (
+	"github.com/codeagent/codeagent/internal/llm"
 	openai "github.com/sashabaranov/go-openai"
 )
 
 // The conversions below are the only place the project's types meet
 // go-openai's: the rest of the code never sees the wire library.
 
-func wireMessages(msgs []Message) []openai.ChatCompletionMessage {
+func wireMessages(msgs []llm.Message) []openai.ChatCompletionMessage {
 	out := make([]openai.ChatCompletionMessage, len(msgs))
 	for i, m := range msgs {
 		out[i] = openai.ChatCompletionMessage{
@@ -20,7 +21,7 @@ func wireMessages(msgs []Message) []openai.ChatCompletionMessage {
 	return out
 }
 
-func wireCalls(calls []ToolCall) []openai.ToolCall {
+func wireCalls(calls []llm.ToolCall) []openai.ToolCall {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -35,7 +36,7 @@ func wireCalls(calls []ToolCall) []openai.ToolCall {
 	return out
 }
 
-func wireTools(tools []Tool) []openai.Tool {
+func wireTools(tools []llm.Tool) []openai.Tool {
 	if len(tools) == 0 {
 		return nil
 	}
@@ -49,10 +50,10 @@ func wireTools(tools []Tool) []openai.Tool {
 }
 
 // fromWire is the assistant message of a non-streamed answer.
-func fromWire(m openai.ChatCompletionMessage) Message {
-	out := Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent}
+func fromWire(m openai.ChatCompletionMessage) llm.Message {
+	out := llm.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent}
 	for _, c := range m.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 	}
 	return out
 }

@@ -1,10 +1,11 @@
-package llm_test
+package llmclient_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -61,7 +62,7 @@ func TestEchoRefusedOnceThenDropped(t *testing.T) {
 	s := llmtest.New(t, llmtest.WithMode(llmtest.ModeNoReasoningBack))
 	s.Enqueue(llmtest.Calls(llmtest.Call("read_file", map[string]string{"path": "a.go"})),
 		llmtest.Calls(llmtest.Call("read_file", map[string]string{"path": "b.go"})), llmtest.Text("done"))
-	c := newClient(t, s, func(cfg *llm.Config) { cfg.MaxRetries = 0 })
+	c := newClient(t, s, func(cfg *llmclient.Config) { cfg.MaxRetries = 0 })
 	rtools := []llm.Tool{{Name: "read_file", Parameters: []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`)}}
 	msgs := []llm.Message{userMsg("read a.go and b.go")}
 	for turn := 1; turn <= 3; turn++ {

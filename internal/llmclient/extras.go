@@ -1,8 +1,9 @@
-package llm
+package llmclient
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"strings"
 )
@@ -116,6 +117,21 @@ type callSignature struct {
 	id    string
 	index *int
 	sig   string
+}
+
+// extraContent is Gemini's per-call extension of the OpenAI shape, as an
+// answer carries it (llm.ToolCall reads and writes it in session files).
+type extraContent struct {
+	Google *struct {
+		ThoughtSignature string `json:"thought_signature"`
+	} `json:"google"`
+}
+
+func (e *extraContent) signature() string {
+	if e == nil || e.Google == nil {
+		return ""
+	}
+	return e.Google.ThoughtSignature
 }
 
 type rawMessage struct {
@@ -241,7 +257,7 @@ func (x *extras) sameItem(it map[string]any) map[string]any {
 // apply puts the extras into the answer's message, before its calls get
 // ids of their own (a signature is matched by the server's id, else by
 // the stream index, else by order).
-func (x *extras) apply(msg *Message) {
+func (x *extras) apply(msg *llm.Message) {
 	if x == nil {
 		return
 	}

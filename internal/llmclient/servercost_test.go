@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -36,7 +37,7 @@ func TestServerReportedCost(t *testing.T) {
 			t.Run(fmt.Sprintf("%s stream=%v", tt.name, stream), func(t *testing.T) {
 				srv := llmtest.New(t)
 				srv.Enqueue(tt.reply)
-				c := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "k", Model: "m"})
+				c := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "k", Model: "m"})
 				resp, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: stream}, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -63,7 +64,7 @@ func TestDeepSeekCacheHitTokens(t *testing.T) {
 "usage":{"prompt_tokens":1200,"completion_tokens":10,"total_tokens":1210,"prompt_cache_hit_tokens":1024,"prompt_cache_miss_tokens":176}}`)
 	}))
 	defer srv.Close()
-	c := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "k", Model: "deepseek-chat"})
+	c := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "k", Model: "deepseek-chat"})
 	resp, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -35,13 +36,13 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 			s := llmtest.New(t)
 			s.Enqueue(llmtest.Reply{Status: 429, RetryAfter: "1"}, llmtest.Text("done"))
 			var waits []time.Duration
-			c := newClient(t, s, func(cfg *llm.Config) {
+			c := newClient(t, s, func(cfg *llmclient.Config) {
 				cfg.OnRetry = func(_ int, wait time.Duration, _ error) { waits = append(waits, wait) }
 			})
 			// The wait is the client's fake sleep: the DownGrace tests
 			// sleep their backoffs for real.
 			clock := &fakeClock{}
-			llm.SetSleep(c, clock.sleep)
+			llmclient.SetSleep(c, clock.sleep)
 			req := hello()
 			req.Stream = stream
 			resp, err := c.Chat(t.Context(), req, nil)
@@ -76,7 +77,7 @@ func TestRetryTransientFailures(t *testing.T) {
 			s := llmtest.New(t)
 			s.Enqueue(tt.first, llmtest.Text("complete"))
 			// Long enough that a loaded machine does not stall the good answer.
-			c := newClient(t, s, func(cfg *llm.Config) { cfg.IdleTimeout = 500 * time.Millisecond })
+			c := newClient(t, s, func(cfg *llmclient.Config) { cfg.IdleTimeout = 500 * time.Millisecond })
 			req := hello()
 			req.Stream = true
 			var tokens strings.Builder
@@ -173,23 +174,23 @@ func TestFailedAttempts(t *testing.T) {
 		name    string
 		stream  bool
 		reply   llmtest.Reply
-		cfg     func(*llm.Config)
+		cfg     func(*llmclient.Config)
 		wantMsg string
 	}{
 		{name: "idle between chunks", stream: true, reply: llmtest.Reply{Hang: true},
-			cfg: func(c *llm.Config) { c.IdleTimeout = 100 * time.Millisecond }, wantMsg: "no data from the server for 100ms"},
+			cfg: func(c *llmclient.Config) { c.IdleTimeout = 100 * time.Millisecond }, wantMsg: "no data from the server for 100ms"},
 		{name: "whole request", reply: llmtest.Reply{Hang: true},
-			cfg: func(c *llm.Config) { c.RequestTimeout = 100 * time.Millisecond }, wantMsg: "no complete answer within 100ms"},
+			cfg: func(c *llmclient.Config) { c.RequestTimeout = 100 * time.Millisecond }, wantMsg: "no complete answer within 100ms"},
 		{name: "stream cut before finish_reason", stream: true, reply: llmtest.Reply{Content: "half of an answer", CutStream: true},
-			cfg: func(*llm.Config) {}, wantMsg: "stream ended without a finish_reason"},
+			cfg: func(*llmclient.Config) {}, wantMsg: "stream ended without a finish_reason"},
 		{name: "error event inside the stream", stream: true, reply: llmtest.Reply{Content: "some text", StreamError: "generation failed"},
-			cfg: func(*llm.Config) {}, wantMsg: "HTTP 200: generation failed"},
+			cfg: func(*llmclient.Config) {}, wantMsg: "HTTP 200: generation failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := llmtest.New(t)
 			s.Enqueue(tt.reply)
-			c := newClient(t, s, tt.cfg, func(c *llm.Config) { c.MaxRetries = 0 })
+			c := newClient(t, s, tt.cfg, func(c *llmclient.Config) { c.MaxRetries = 0 })
 			req := hello()
 			req.Stream = tt.stream
 			_, err := c.Chat(t.Context(), req, nil)
@@ -205,7 +206,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 	s := llmtest.New(t)
 	s.Enqueue(llmtest.Reply{Status: 429, RetryAfter: "60"})
 	ctx, cancel := context.WithCancel(t.Context())
-	c := newClient(t, s, func(cfg *llm.Config) {
+	c := newClient(t, s, func(cfg *llmclient.Config) {
 		cfg.OnRetry = func(int, time.Duration, error) { cancel() }
 	})
 	start := time.Now()
@@ -222,7 +223,7 @@ func TestConnectionRefused(t *testing.T) {
 	s := llmtest.New(t)
 	url := s.URL
 	s.Close()
-	c := llm.New(llm.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 1, BackoffBase: time.Millisecond})
+	c := llmclient.New(llmclient.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 1, BackoffBase: time.Millisecond})
 	_, err := c.Chat(t.Context(), hello(), nil)
 	e := asError(t, err)
 	if e.Status != 0 || !e.Retriable || !strings.Contains(err.Error(), "connection failed") || !strings.Contains(err.Error(), url) {
@@ -278,21 +279,21 @@ func TestSetupErrors(t *testing.T) {
 	down.Close()
 	tests := []struct {
 		name     string
-		edit     func(cfg *llm.Config, s *llmtest.Server)
+		edit     func(cfg *llmclient.Config, s *llmtest.Server)
 		reply    llmtest.Reply
 		setup    bool
 		mentions string
 	}{
-		{name: "wrong key", edit: func(cfg *llm.Config, _ *llmtest.Server) { cfg.APIKey = "sk-wrong-key-000" },
+		{name: "wrong key", edit: func(cfg *llmclient.Config, _ *llmtest.Server) { cfg.APIKey = "sk-wrong-key-000" },
 			setup: true, mentions: "check OPENAI_API_KEY"},
-		{name: "base URL without /v1", edit: func(cfg *llm.Config, s *llmtest.Server) { cfg.BaseURL = strings.TrimSuffix(s.URL, "/v1") },
+		{name: "base URL without /v1", edit: func(cfg *llmclient.Config, s *llmtest.Server) { cfg.BaseURL = strings.TrimSuffix(s.URL, "/v1") },
 			setup: true, mentions: "check OPENAI_BASE_URL (most servers want it to end in /v1) and OPENAI_MODEL"},
 		{name: "unknown model", reply: llmtest.Reply{Status: 404, ErrorBody: `{"error":{"message":"The model 'nope' does not exist","type":"invalid_request_error","code":"model_not_found"}}`},
 			setup: true, mentions: "and OPENAI_MODEL"},
 		{name: "key not allowed", reply: llmtest.Reply{Status: 403}, setup: true, mentions: "may use model test-model"},
-		{name: "server not running", edit: func(cfg *llm.Config, _ *llmtest.Server) { cfg.BaseURL = downURL },
+		{name: "server not running", edit: func(cfg *llmclient.Config, _ *llmtest.Server) { cfg.BaseURL = downURL },
 			setup: true, mentions: "is the server running? check OPENAI_BASE_URL"},
-		{name: "no key", edit: func(cfg *llm.Config, _ *llmtest.Server) { cfg.APIKey = "" }, setup: true, mentions: "OPENAI_API_KEY"},
+		{name: "no key", edit: func(cfg *llmclient.Config, _ *llmtest.Server) { cfg.APIKey = "" }, setup: true, mentions: "OPENAI_API_KEY"},
 		{name: "bad request", reply: llmtest.Reply{Status: 400}},
 		{name: "server error", reply: llmtest.Reply{Status: 500}},
 		{name: "stream cut", reply: llmtest.Reply{Content: "half an answer", CutStream: true}},
@@ -301,7 +302,7 @@ func TestSetupErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := llmtest.New(t, llmtest.WithKey(testKey))
 			s.Handle(func(llmtest.Request) llmtest.Reply { return tt.reply })
-			c := newClient(t, s, func(cfg *llm.Config) {
+			c := newClient(t, s, func(cfg *llmclient.Config) {
 				cfg.MaxRetries = 0
 				if tt.edit != nil {
 					tt.edit(cfg, s)
@@ -340,7 +341,7 @@ func TestDownGraceWaitsForTheServer(t *testing.T) {
 			url := first.URL
 			first.Close()
 			var refused int
-			c := llm.New(llm.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 1,
+			c := llmclient.New(llmclient.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 1,
 				BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond, DownGrace: time.Minute,
 				OnRetry: func(int, time.Duration, error) { refused++ }})
 			up := make(chan *llmtest.Server, 1)
@@ -373,7 +374,7 @@ func TestDownGraceIsBounded(t *testing.T) {
 	s := llmtest.New(t)
 	url := s.URL
 	s.Close()
-	c := llm.New(llm.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 0,
+	c := llmclient.New(llmclient.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 0,
 		BackoffBase: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond, DownGrace: 300 * time.Millisecond})
 	start := time.Now()
 	_, err := c.Chat(t.Context(), hello(), nil)
@@ -409,7 +410,7 @@ func TestDownGraceOutlastsCutConnections(t *testing.T) {
 			c.Close()
 		}
 	}()
-	c := llm.New(llm.Config{BaseURL: "http://" + addr + "/v1", APIKey: testKey, Model: "m", MaxRetries: 0,
+	c := llmclient.New(llmclient.Config{BaseURL: "http://" + addr + "/v1", APIKey: testKey, Model: "m", MaxRetries: 0,
 		BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond, DownGrace: time.Minute})
 	up := make(chan *llmtest.Server, 1)
 	go func() {

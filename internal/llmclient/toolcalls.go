@@ -1,7 +1,8 @@
-package llm
+package llmclient
 
 import (
 	"encoding/json"
+	"github.com/codeagent/codeagent/internal/llm"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -12,7 +13,7 @@ import (
 // differ: Ollama omits the index, some resend the name (and id) in every
 // chunk, some number every call 0 but give each its own id.
 type callAccumulator struct {
-	calls   []ToolCall
+	calls   []llm.ToolCall
 	byIndex map[int]int // server index → position in calls
 }
 
@@ -26,7 +27,7 @@ func (a *callAccumulator) add(d openai.ToolCall) {
 	switch {
 	case c.Oversize > 0:
 		c.Oversize += len(d.Function.Arguments)
-	case len(c.Arguments)+len(d.Function.Arguments) > MaxToolArguments:
+	case len(c.Arguments)+len(d.Function.Arguments) > llm.MaxToolArguments:
 		// Dropped from here on; a short head stays so that the next
 		// deltas are still told apart from a new call (startsNewCall).
 		c.Oversize = len(c.Arguments) + len(d.Function.Arguments)
@@ -62,7 +63,7 @@ func (a *callAccumulator) position(d openai.ToolCall) int {
 
 // startsNewCall decides, for a delta without an index, whether it begins
 // another call rather than continuing the last one.
-func (a *callAccumulator) startsNewCall(last ToolCall, d openai.ToolCall) bool {
+func (a *callAccumulator) startsNewCall(last llm.ToolCall, d openai.ToolCall) bool {
 	if d.ID != "" {
 		return last.ID != "" && d.ID != last.ID
 	}
@@ -81,7 +82,7 @@ func (a *callAccumulator) startsNewCall(last ToolCall, d openai.ToolCall) bool {
 }
 
 func (a *callAccumulator) start() int {
-	a.calls = append(a.calls, ToolCall{})
+	a.calls = append(a.calls, llm.ToolCall{})
 	return len(a.calls) - 1
 }
 

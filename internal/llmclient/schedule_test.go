@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -35,10 +36,10 @@ func (f *fakeClock) elapsed() time.Duration {
 }
 
 // defaultClient is a client with the default retry schedule on clock.
-func defaultClient(t *testing.T, s *llmtest.Server, clock *fakeClock) *llm.Client {
+func defaultClient(t *testing.T, s *llmtest.Server, clock *fakeClock) *llmclient.Client {
 	t.Helper()
-	c := llm.New(llm.Config{BaseURL: s.URL, APIKey: testKey, Model: "test-model", MaxRetries: llm.DefaultMaxRetries})
-	llm.SetSleep(c, clock.sleep)
+	c := llmclient.New(llmclient.Config{BaseURL: s.URL, APIKey: testKey, Model: "test-model", MaxRetries: llm.DefaultMaxRetries})
+	llmclient.SetSleep(c, clock.sleep)
 	return c
 }
 
@@ -112,7 +113,7 @@ func TestStalledBodyIsRetried(t *testing.T) {
 	s := llmtest.New(t)
 	s.Enqueue(llmtest.Reply{StallBody: true}, llmtest.Text("complete"))
 	var why []string
-	c := newClient(t, s, func(cfg *llm.Config) {
+	c := newClient(t, s, func(cfg *llmclient.Config) {
 		cfg.IdleTimeout = 300 * time.Millisecond
 		cfg.RequestTimeout = 10 * time.Minute
 		cfg.OnRetry = func(_ int, _ time.Duration, err error) { why = append(why, err.Error()) }

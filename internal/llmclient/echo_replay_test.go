@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
@@ -57,7 +58,7 @@ func TestEchoReplayAvian(t *testing.T) {
 		_, _ = io.WriteString(w, c.Interactions[n].Response.Body)
 	}))
 	t.Cleanup(srv.Close)
-	client := llm.New(llm.Config{BaseURL: srv.URL + "/v1", APIKey: testKey, Model: "moonshotai/kimi-k2.5"})
+	client := llmclient.New(llmclient.Config{BaseURL: srv.URL + "/v1", APIKey: testKey, Model: "moonshotai/kimi-k2.5"})
 	if p := client.Profile(); p.Reasoning != llm.ReasoningEcho {
 		t.Fatalf("profile %s sends reasoning %s, want echo", p.Name, p.Reasoning)
 	}

@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"runtime"

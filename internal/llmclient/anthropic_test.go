@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"encoding/json"
@@ -11,19 +11,20 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest/anthropictest"
 )
 
-func newAnthropicClient(t *testing.T, s *anthropictest.Server, edit ...func(*llm.Config)) *llm.Client {
+func newAnthropicClient(t *testing.T, s *anthropictest.Server, edit ...func(*llmclient.Config)) *llmclient.Client {
 	t.Helper()
-	cfg := llm.Config{
+	cfg := llmclient.Config{
 		API: llm.APIAnthropic, BaseURL: s.URL + "/v1", APIKey: testKey, Model: "claude-test",
 		MaxRetries: 2, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond,
 	}
 	for _, e := range edit {
 		e(&cfg)
 	}
-	return llm.New(cfg)
+	return llmclient.New(cfg)
 }
 
 var anthropicTools = []llm.Tool{
@@ -33,7 +34,7 @@ var anthropicTools = []llm.Tool{
 
 // loop runs a tool loop the way the agent does: each call answered with a
 // tool message, until the model answers without calls.
-func loop(t *testing.T, c *llm.Client, stream bool, turns int) (*llm.Response, []llm.Message) {
+func loop(t *testing.T, c *llmclient.Client, stream bool, turns int) (*llm.Response, []llm.Message) {
 	t.Helper()
 	msgs := []llm.Message{
 		{Role: llm.RoleSystem, Content: "You are a coding agent."},
@@ -66,7 +67,7 @@ func TestAnthropicToolLoopWithThinking(t *testing.T) {
 				}},
 				anthropictest.Reply{Thinking: "Tests pass now.", Text: "Fixed the off-by-one."},
 			)
-			c := newAnthropicClient(t, s, func(c *llm.Config) { c.ThinkingBudget = 2048 })
+			c := newAnthropicClient(t, s, func(c *llmclient.Config) { c.ThinkingBudget = 2048 })
 			resp, msgs := loop(t, c, stream, 4)
 			if rej := s.Rejections(); len(rej) > 0 {
 				t.Fatalf("the fake refused: %q", rej)
@@ -134,7 +135,7 @@ func TestAnthropicHistorySurvivesJSON(t *testing.T) {
 		anthropictest.Reply{Thinking: "plan", Calls: []anthropictest.Call{{Name: "run", Input: `{"cmd":"ls"}`}}},
 		anthropictest.Reply{Text: "ok"},
 	)
-	c := newAnthropicClient(t, s, func(c *llm.Config) { c.ThinkingBudget = 1024; c.MaxTokens = 4096 })
+	c := newAnthropicClient(t, s, func(c *llmclient.Config) { c.ThinkingBudget = 1024; c.MaxTokens = 4096 })
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: "go"}}
 	resp, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: anthropicTools}, nil)
 	if err != nil {
@@ -162,7 +163,7 @@ func TestAnthropicHistorySurvivesJSON(t *testing.T) {
 // rather than being refused.
 func TestAnthropicThinkingWithoutState(t *testing.T) {
 	s := anthropictest.New(t, anthropictest.Reply{Text: "done"})
-	c := newAnthropicClient(t, s, func(c *llm.Config) { c.ThinkingBudget = 1024 })
+	c := newAnthropicClient(t, s, func(c *llmclient.Config) { c.ThinkingBudget = 1024 })
 	msgs := []llm.Message{
 		{Role: llm.RoleUser, Content: "go"},
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "run", Arguments: `{"cmd":"ls"}`}}},
@@ -244,7 +245,7 @@ func TestAnthropicErrorsRetry(t *testing.T) {
 		anthropictest.Reply{Text: "fine"},
 	)
 	var retries []error
-	c := newAnthropicClient(t, s, func(c *llm.Config) {
+	c := newAnthropicClient(t, s, func(c *llmclient.Config) {
 		c.MaxRetries = 3
 		c.OnRetry = func(_ int, _ time.Duration, err error) { retries = append(retries, err) }
 	})
@@ -317,7 +318,7 @@ func TestAnthropicSetupMessages(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Errorf("401: %v", err)
 	}
-	_, err = newAnthropicClient(t, s, func(c *llm.Config) { c.APIKey = "" }).Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
+	_, err = newAnthropicClient(t, s, func(c *llmclient.Config) { c.APIKey = "" }).Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil)
 	if !errors.Is(err, llm.ErrNoAPIKey) || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Errorf("no key: %v", err)
 	}
@@ -327,7 +328,7 @@ func TestAnthropicIdleStreamRetried(t *testing.T) {
 	t.Parallel() // waits out a timeout: overlapped with the other waiting tests
 	s := anthropictest.New(t, anthropictest.Reply{Text: "partial", Stall: true}, anthropictest.Reply{Text: "whole"})
 	var retries []error
-	c := newAnthropicClient(t, s, func(c *llm.Config) {
+	c := newAnthropicClient(t, s, func(c *llmclient.Config) {
 		c.IdleTimeout = time.Second // generous: a loaded machine must not stall a healthy stream this long
 		c.OnRetry = func(_ int, _ time.Duration, err error) { retries = append(retries, err) }
 	})
@@ -367,7 +368,7 @@ func TestAnthropicEffortTurnsOnThinking(t *testing.T) {
 		anthropictest.Reply{Thinking: "Read it first.", Calls: []anthropictest.Call{{Name: "read_file", Input: `{"path":"main.go"}`}}},
 		anthropictest.Reply{Thinking: "Done.", Text: "It is fine."},
 	)
-	c := newAnthropicClient(t, s, func(c *llm.Config) { c.ReasoningEffort = "high"; c.MaxTokens = 8192 })
+	c := newAnthropicClient(t, s, func(c *llmclient.Config) { c.ReasoningEffort = "high"; c.MaxTokens = 8192 })
 	resp, _ := loop(t, c, false, 3)
 	if rej := s.Rejections(); len(rej) > 0 {
 		t.Fatalf("the fake refused: %q", rej)

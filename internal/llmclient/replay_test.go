@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
@@ -171,7 +172,7 @@ func replayProvider(t *testing.T, dir string) {
 	for k, v := range fx.Compat {
 		compat[k] = v
 	}
-	c := llm.New(llm.Config{BaseURL: srv.URL + "/v1", APIKey: testKey, Model: first.Model, Compat: compat, MaxTokens: 4000})
+	c := llmclient.New(llmclient.Config{BaseURL: srv.URL + "/v1", APIKey: testKey, Model: first.Model, Compat: compat, MaxTokens: 4000})
 	var tools []llm.Tool
 	for _, tl := range first.Tools {
 		tools = append(tools, llm.Tool{Name: tl.Function.Name, Description: tl.Function.Description, Parameters: tl.Function.Parameters})

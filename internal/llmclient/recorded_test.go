@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
@@ -99,7 +100,7 @@ var weatherTool = llm.Tool{Name: "weather", Description: "Get weather informatio
 
 // weatherLoop runs the recordings' conversation: ask, answer the call with
 // "40 C", take the final answer.
-func weatherLoop(t *testing.T, c *llm.Client, stream bool) (first, final *llm.Response) {
+func weatherLoop(t *testing.T, c *llmclient.Client, stream bool) (first, final *llm.Response) {
 	t.Helper()
 	msgs := []llm.Message{
 		{Role: llm.RoleSystem, Content: "You are a helpful assistant"},
@@ -175,7 +176,7 @@ func TestRecordedAnthropicThinkingToolTurn(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := newReplay(t, tc.file)
-			c := llm.New(llm.Config{API: llm.APIAnthropic, BaseURL: r.URL, APIKey: testKey,
+			c := llmclient.New(llmclient.Config{API: llm.APIAnthropic, BaseURL: r.URL, APIKey: testKey,
 				Model: "claude-sonnet-4-20250514", MaxTokens: 4096, ThinkingBudget: 4000,
 				BackoffBase: time.Millisecond})
 			first, final := weatherLoop(t, c, tc.stream)
@@ -237,7 +238,7 @@ func TestRecordedResponsesReasoningToolTurn(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := newReplay(t, tc.file)
-			c := llm.New(llm.Config{API: llm.APIResponses, BaseURL: r.URL + "/v1", APIKey: testKey, Model: tc.model,
+			c := llmclient.New(llmclient.Config{API: llm.APIResponses, BaseURL: r.URL + "/v1", APIKey: testKey, Model: tc.model,
 				BackoffBase: time.Millisecond})
 			first, final := weatherLoop(t, c, tc.stream)
 			if r.paths[0] != "/v1/responses" {
@@ -312,7 +313,7 @@ func firstReasoning(t *testing.T, body string) map[string]any {
 // request Anthropic accepted (which carried cache_control breakpoints too).
 func TestRecordedAnthropicParallelCalls(t *testing.T) {
 	r := newReplay(t, "TestAnthropicCommonWithCacheControl/claude-sonnet-4/multi_tool_streaming.yaml")
-	c := llm.New(llm.Config{API: llm.APIAnthropic, BaseURL: r.URL, APIKey: testKey,
+	c := llmclient.New(llmclient.Config{API: llm.APIAnthropic, BaseURL: r.URL, APIKey: testKey,
 		Model: "claude-sonnet-4-20250514", MaxTokens: 4000, BackoffBase: time.Millisecond})
 	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer","description":"first number"},"b":{"type":"integer","description":"second number"}},"required":["a","b"]}`)
 	tools := []llm.Tool{{Name: "add", Description: "Add two numbers", Parameters: schema}, {Name: "multiply", Description: "Multiply two numbers", Parameters: schema}}

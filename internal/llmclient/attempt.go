@@ -1,10 +1,11 @@
-package llm
+package llmclient
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"strings"
 	"time"
@@ -13,7 +14,7 @@ import (
 )
 
 // attempt is one try of a request, bounded by RequestTimeout.
-func (c *Client) attempt(ctx context.Context, cl call, onToken func(string)) (*Response, error) {
+func (c *Client) attempt(ctx context.Context, cl call, onToken func(string)) (*llm.Response, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
 	defer cancel()
 	ctx, rec, cancelIdle := withExchange(ctx, cl.patch, c.idle)
@@ -31,7 +32,7 @@ func (c *Client) attempt(ctx context.Context, cl call, onToken func(string)) (*R
 		return nil, c.attemptError(ctx, creq.Model, rec, err)
 	}
 	if len(resp.Choices) == 0 {
-		return nil, &Error{BaseURL: c.baseURL, Model: creq.Model, Status: 200, Retriable: true,
+		return nil, &llm.Error{BaseURL: c.baseURL, Model: creq.Model, Status: 200, Retriable: true,
 			Message: "the response has no choices"}
 	}
 	choice := resp.Choices[0]
@@ -43,7 +44,7 @@ func (c *Client) attempt(ctx context.Context, cl call, onToken func(string)) (*R
 
 // stream reads a streaming answer, cancelling the attempt when the server
 // stays silent for IdleTimeout.
-func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, sent []Message, rec *exchange, onToken func(string)) (*Response, error) {
+func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, sent []llm.Message, rec *exchange, onToken func(string)) (*llm.Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(c.idle, func() { cancel(errIdle) })
@@ -71,8 +72,8 @@ func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, 
 		// dropped the upstream: the answer may be incomplete.
 		return nil, c.attemptError(ctx, creq.Model, rec, errCutStream)
 	}
-	msg := Message{
-		Role:             RoleAssistant,
+	msg := llm.Message{
+		Role:             llm.RoleAssistant,
 		Content:          acc.content.String(),
 		ReasoningContent: acc.reasoning.String(),
 		ToolCalls:        acc.calls.calls,
@@ -116,10 +117,10 @@ func (s *streamed) add(chunk openai.ChatCompletionStreamResponse, onToken func(s
 
 // response completes an answer: what go-openai did not read added from the
 // raw body, tool calls made sendable, usage measured or estimated.
-func (c *Client) response(tools []openai.Tool, sent []Message, msg Message, finish string, u *openai.Usage, x *extras) *Response {
-	msg.Role = RoleAssistant
+func (c *Client) response(tools []openai.Tool, sent []llm.Message, msg llm.Message, finish string, u *openai.Usage, x *extras) *llm.Response {
+	msg.Role = llm.RoleAssistant
 	if msg.ReasoningContent != "" {
-		msg.ReasoningField = ReasoningContent // go-openai reads only that one
+		msg.ReasoningField = llm.ReasoningContent // go-openai reads only that one
 	}
 	x.apply(&msg)
 	if msg.ReasoningField == "" && msg.ReasoningContent != "" {
@@ -132,33 +133,33 @@ func (c *Client) response(tools []openai.Tool, sent []Message, msg Message, fini
 	}
 	usage, ok := usageFrom(u)
 	if !ok {
-		usage = Usage{
-			Prompt:     EstimateTokens(sent) + toolTokens(tools),
-			Completion: EstimateTokens([]Message{msg}),
+		usage = llm.Usage{
+			Prompt:     llm.EstimateTokens(sent) + toolTokens(tools),
+			Completion: llm.EstimateTokens([]llm.Message{msg}),
 			Estimated:  true,
 		}
 	}
 	if usage.Cached == 0 && x != nil {
 		usage.Cached = x.cacheHit // DeepSeek reports its cache hits apart
 	}
-	return &Response{Message: msg, FinishReason: finish, Usage: usage}
+	return &llm.Response{Message: msg, FinishReason: finish, Usage: usage}
 }
 
 // normalizeCalls gives every call what the API needs when the call is sent
 // back in the history: a unique id and arguments ("{}" when empty,
 // since go-openai would drop an empty string and some servers then 400).
-func (c *Client) normalizeCalls(calls []ToolCall) []ToolCall {
+func (c *Client) normalizeCalls(calls []llm.ToolCall) []llm.ToolCall {
 	if len(calls) == 0 {
 		return nil
 	}
-	out := make([]ToolCall, 0, len(calls))
+	out := make([]llm.ToolCall, 0, len(calls))
 	seen := map[string]bool{}
 	for _, tc := range calls {
 		if tc.ID == "" || seen[tc.ID] {
 			tc.ID = fmt.Sprintf("call_%d", c.callSeq.Add(1))
 		}
 		seen[tc.ID] = true
-		if tc.Oversize == 0 && len(tc.Arguments) > MaxToolArguments {
+		if tc.Oversize == 0 && len(tc.Arguments) > llm.MaxToolArguments {
 			tc.Oversize = len(tc.Arguments) // a non-streamed answer's
 		}
 		if tc.Oversize > 0 {
@@ -172,11 +173,11 @@ func (c *Client) normalizeCalls(calls []ToolCall) []ToolCall {
 	return out
 }
 
-func usageFrom(u *openai.Usage) (Usage, bool) {
+func usageFrom(u *openai.Usage) (llm.Usage, bool) {
 	if u == nil || u.PromptTokens+u.CompletionTokens == 0 {
-		return Usage{}, false
+		return llm.Usage{}, false
 	}
-	out := Usage{Prompt: u.PromptTokens, Completion: u.CompletionTokens}
+	out := llm.Usage{Prompt: u.PromptTokens, Completion: u.CompletionTokens}
 	if u.PromptTokensDetails != nil {
 		out.Cached = u.PromptTokensDetails.CachedTokens
 	}

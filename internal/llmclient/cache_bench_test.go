@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest/anthropictest"
 )
 
@@ -45,7 +46,7 @@ func cachedTask(tb testing.TB, noCache bool) llm.Usage {
 	}
 	replies = append(replies, anthropictest.Reply{Text: "All files read; the fix is in pkg/file07.go."})
 	s := anthropictest.New(tb, replies...)
-	c := llm.New(llm.Config{
+	c := llmclient.New(llmclient.Config{
 		API: llm.APIAnthropic, BaseURL: s.URL, APIKey: testKey, Model: "claude-bench",
 		MaxTokens: 8192, NoPromptCache: noCache, BackoffBase: time.Millisecond,
 	})

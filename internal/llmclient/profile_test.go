@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -35,7 +36,7 @@ func TestCompatOverrides(t *testing.T) {
 	}
 	// A bad compat map fails the first call, naming the key, and sends nothing.
 	s := llmtest.New(t)
-	c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = map[string]string{"reasoning": "maybe"} })
+	c := newClient(t, s, func(cfg *llmclient.Config) { cfg.Compat = map[string]string{"reasoning": "maybe"} })
 	if _, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{userMsg("hi")}}, nil); err == nil || !strings.Contains(err.Error(), "compat key reasoning") {
 		t.Fatalf("err = %v, want one naming compat key reasoning", err)
 	}
@@ -60,7 +61,7 @@ func TestEmptyReasoningOnToolCallsForKimi(t *testing.T) {
 		t.Run(tt.profile, func(t *testing.T) {
 			s := llmtest.New(t, llmtest.WithMode(llmtest.ModeKimi))
 			s.Enqueue(llmtest.Text("done"))
-			c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = map[string]string{"profile": tt.profile}; cfg.MaxRetries = 0 })
+			c := newClient(t, s, func(cfg *llmclient.Config) { cfg.Compat = map[string]string{"profile": tt.profile}; cfg.MaxRetries = 0 })
 			_, err := c.Chat(t.Context(), llm.Request{Messages: history, Tools: tools}, nil)
 			if (err == nil) != tt.ok {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
@@ -102,7 +103,7 @@ func TestReasoningStateInSessionJSON(t *testing.T) {
 func TestMistralToolCallIDs(t *testing.T) {
 	s := llmtest.New(t, llmtest.WithMode(llmtest.ModeMistral))
 	s.Enqueue(llmtest.Text("done"))
-	c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = map[string]string{"profile": "mistral"} })
+	c := newClient(t, s, func(cfg *llmclient.Config) { cfg.Compat = map[string]string{"profile": "mistral"} })
 	history := []llm.Message{
 		userMsg("go"),
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "read_file", Arguments: "{}"}, {ID: "D681PevKs", Name: "read_file", Arguments: "{}"}}},
@@ -162,7 +163,7 @@ func TestProfileTopLevelFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := llmtest.New(t)
 			s.Enqueue(llmtest.Text("ok"))
-			c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat, cfg.ReasoningEffort = tt.compat, tt.effort })
+			c := newClient(t, s, func(cfg *llmclient.Config) { cfg.Compat, cfg.ReasoningEffort = tt.compat, tt.effort })
 			msgs := []llm.Message{{Role: llm.RoleDeveloper, Content: "be brief"}, userMsg("hi")}
 			if _, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: tools, Stream: true, Temperature: &temp}, nil); err != nil {
 				t.Fatal(err)

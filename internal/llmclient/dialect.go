@@ -1,10 +1,11 @@
-package llm
+package llmclient
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codeagent/codeagent/internal/llm"
 	"net/http"
 
 	"go.opentelemetry.io/otel/codes"
@@ -20,31 +21,31 @@ type dialect interface {
 	// send makes one attempt. ctx carries the attempt's deadline and its
 	// exchange record; a failure is returned as the dialect's library
 	// reported it, for dialectError to classify.
-	send(ctx context.Context, r dialectRequest) (*Response, error)
+	send(ctx context.Context, r dialectRequest) (*llm.Response, error)
 	// classify fills what e needs from a failure of send that carries a
 	// server's answer (status, message, code); false when err is not one.
-	classify(err error, e *Error) bool
+	classify(err error, e *llm.Error) bool
 }
 
 // dialectRequest is one request in the project's terms, sanitised.
 type dialectRequest struct {
 	model   string
-	sent    []Message
-	tools   []Tool
+	sent    []llm.Message
+	tools   []llm.Tool
 	stream  bool
 	onToken func(string)
 }
 
 // newDialect returns the dialect cfg.API asks for, nil for Chat Completions.
 func newDialect(c *Client, doer httpDoer) dialect {
-	api, _, err := ResolveAPI(c.cfg.API, c.cfg.BaseURL, c.cfg.Model)
+	api, _, err := llm.ResolveAPI(c.cfg.API, c.cfg.BaseURL, c.cfg.Model)
 	if err != nil {
 		return badDialect{err: err}
 	}
 	switch api {
-	case APIAnthropic:
+	case llm.APIAnthropic:
 		return newAnthropic(c, doer)
-	case APIResponses:
+	case llm.APIResponses:
 		return newResponses(c, doer)
 	}
 	return nil
@@ -60,35 +61,35 @@ type httpDoer interface {
 type badDialect struct{ err error }
 
 func (badDialect) provider() string { return "unknown" }
-func (d badDialect) send(context.Context, dialectRequest) (*Response, error) {
+func (d badDialect) send(context.Context, dialectRequest) (*llm.Response, error) {
 	return nil, d.err
 }
-func (badDialect) classify(error, *Error) bool { return false }
+func (badDialect) classify(error, *llm.Error) bool { return false }
 
 // chatDialect is Chat for the dialects other than Chat Completions.
-func (c *Client) chatDialect(ctx context.Context, req Request, onToken func(string)) (*Response, error) {
+func (c *Client) chatDialect(ctx context.Context, req llm.Request, onToken func(string)) (*llm.Response, error) {
 	if c.cfg.APIKey == "" {
 		if _, ok := c.dialect.(*anthropicDialect); ok {
-			return nil, fmt.Errorf("llm %s: %w (for the anthropic api, ANTHROPIC_API_KEY serves too)", c.baseURL, ErrNoAPIKey)
+			return nil, fmt.Errorf("llm %s: %w (for the anthropic api, ANTHROPIC_API_KEY serves too)", c.baseURL, llm.ErrNoAPIKey)
 		}
-		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, llm.ErrNoAPIKey)
 	}
 	model := req.Model
 	if model == "" {
 		model = c.cfg.Model
 	}
 	if model == "" {
-		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoModel)
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, llm.ErrNoModel)
 	}
-	sent := Sanitize(req.Messages)
+	sent := llm.Sanitize(req.Messages)
 	if len(sent) == 0 {
-		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, model, ErrNoMessages)
+		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, model, llm.ErrNoMessages)
 	}
 	ctx, span := telemetry.StartClient(ctx, "chat "+model, telemetry.OperationName.String("chat"),
 		telemetry.ProviderName.String(c.dialect.provider()), telemetry.RequestModel.String(model))
 	defer span.End()
 	r := dialectRequest{model: model, sent: sent, tools: req.Tools, stream: req.Stream, onToken: onToken}
-	resp, err := c.retrying(ctx, model, func(ctx context.Context) (*Response, error) {
+	resp, err := c.retrying(ctx, model, func(ctx context.Context) (*llm.Response, error) {
 		return c.dialectAttempt(ctx, r)
 	})
 	if err != nil {
@@ -103,7 +104,7 @@ func (c *Client) chatDialect(ctx context.Context, req Request, onToken func(stri
 }
 
 // dialectAttempt is one try, bounded by RequestTimeout.
-func (c *Client) dialectAttempt(ctx context.Context, r dialectRequest) (*Response, error) {
+func (c *Client) dialectAttempt(ctx context.Context, r dialectRequest) (*llm.Response, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
 	defer cancel()
 	ctx, rec, cancelIdle := withExchange(ctx, nil, c.idle)
@@ -112,12 +113,12 @@ func (c *Client) dialectAttempt(ctx context.Context, r dialectRequest) (*Respons
 	if err != nil {
 		return nil, c.dialectError(ctx, r.model, rec, err)
 	}
-	resp.Message.Role = RoleAssistant
+	resp.Message.Role = llm.RoleAssistant
 	resp.Message.ToolCalls = c.normalizeCalls(resp.Message.ToolCalls)
 	if resp.Usage.Prompt+resp.Usage.Completion == 0 {
-		resp.Usage = Usage{
-			Prompt:     EstimateTokens(r.sent) + toolDefTokens(r.tools),
-			Completion: EstimateTokens([]Message{resp.Message}),
+		resp.Usage = llm.Usage{
+			Prompt:     llm.EstimateTokens(r.sent) + toolDefTokens(r.tools),
+			Completion: llm.EstimateTokens([]llm.Message{resp.Message}),
 			Estimated:  true,
 		}
 	}
@@ -130,7 +131,7 @@ func (c *Client) dialectError(ctx context.Context, model string, rec *exchange, 
 	if _, bad := c.dialect.(badDialect); bad {
 		return fmt.Errorf("llm %s (model %s): %w", c.baseURL, model, err)
 	}
-	e := &Error{BaseURL: c.baseURL, Model: model, Err: err}
+	e := &llm.Error{BaseURL: c.baseURL, Model: model, Err: err}
 	switch {
 	case errors.Is(context.Cause(ctx), errIdle) || errors.Is(err, errIdle):
 		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no data from the server for %s", c.idle), errIdle
@@ -162,7 +163,7 @@ func (r redactedError) Error() string { return r.msg }
 func (r redactedError) Unwrap() error { return r.err }
 
 // toolDefTokens estimates what the tool definitions add to a prompt.
-func toolDefTokens(tools []Tool) int {
+func toolDefTokens(tools []llm.Tool) int {
 	n := 0
 	for _, t := range tools {
 		n += len(t.Name) + len(t.Description) + len(t.Parameters)
@@ -172,7 +173,7 @@ func toolDefTokens(tools []Tool) int {
 
 // providerState reads this dialect's part of a message's ProviderState
 // into v; false when there is none (a message another dialect wrote).
-func providerState(m Message, api string, v any) bool {
+func providerState(m llm.Message, api string, v any) bool {
 	if len(m.ProviderState) == 0 {
 		return false
 	}

@@ -1,10 +1,11 @@
-package llm_test
+package llmclient_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -69,7 +70,7 @@ func twoTurns(t *testing.T, mode llmtest.Mode, quirks llmtest.Quirk, compat map[
 	first := llmtest.Calls(llmtest.Call("read_file", map[string]string{"path": "a.go"}), llmtest.Call("read_file", map[string]string{"path": "b.go"}))
 	first.Quirks = quirks
 	s.Enqueue(first, llmtest.Text("done"))
-	c := newClient(t, s, func(cfg *llm.Config) { cfg.Compat = compat; cfg.MaxRetries = 0 })
+	c := newClient(t, s, func(cfg *llmclient.Config) { cfg.Compat = compat; cfg.MaxRetries = 0 })
 	tools := []llm.Tool{{Name: "read_file", Parameters: []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`)}}
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: "You code."}, userMsg("read a.go and b.go")}
 	resp, err := c.Chat(t.Context(), llm.Request{Messages: msgs, Tools: tools, Stream: stream}, nil)

@@ -1,7 +1,7 @@
 // These tests check the test server against go-openai itself, the client
-// that production uses; they live here because only package llm may import
+// that production uses; they live here because only the client (this package) imports
 // go-openai.
-package llm_test
+package llmclient_test
 
 import (
 	"context"

@@ -1,15 +1,19 @@
-// Package llm is the model client both programs use: Chat Completions
-// through go-openai against any OpenAI-compatible server, or, chosen by
-// Config.API, Anthropic's Messages API or OpenAI's Responses API
+// Package llmclient is the model client both programs use: Chat
+// Completions through go-openai against any OpenAI-compatible server, or,
+// chosen by Config.API, Anthropic's Messages API or OpenAI's Responses API
 // (dialect.go), with streaming tool calls, retries, timeouts, usage
-// metering and a history sanitiser that keeps requests the API would
-// reject from being sent.
-package llm
+// metering, a chat span per call (internal/telemetry) and the history
+// sanitised (llm.Sanitize) before it is sent. The conversation's types are
+// package llm's, which links none of the SDKs: only where a client is
+// built (the commands' wiring, the tests that talk to a fake server)
+// imports this package.
+package llmclient
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -36,10 +40,10 @@ type Client struct {
 	baseURL string // for messages: user info removed
 	timeout time.Duration
 	idle    time.Duration
-	meter   Meter
+	meter   llm.Meter
 	callSeq atomic.Int64 // numbers the tool call ids this client makes up
 	dialect dialect      // nil: Chat Completions through api
-	profile Profile      // what the server accepts (llmconf/profile.go)
+	profile llm.Profile  // what the server accepts (llmconf/profile.go)
 	// profileErr is a bad Config.Compat, reported by the first Chat like a
 	// missing key (config.Load reports it before).
 	profileErr error
@@ -75,9 +79,9 @@ func New(cfg Config) *Client {
 	// Proxies such as OpenRouter send comment lines as keep-alives while a
 	// model thinks; go-openai fails a stream after this many in a row.
 	oc.EmptyMessagesLimit = 1 << 20
-	profile, _, perr := ResolveProfile(cfg.BaseURL, cfg.Compat, cfg.ReasoningEffort)
+	profile, _, perr := llm.ResolveProfile(cfg.BaseURL, cfg.Compat, cfg.ReasoningEffort)
 	if perr != nil {
-		profile, _, _ = ResolveProfile(cfg.BaseURL, nil, "")
+		profile, _, _ = llm.ResolveProfile(cfg.BaseURL, nil, "")
 	}
 	c := &Client{
 		cfg:        cfg,
@@ -94,14 +98,14 @@ func New(cfg Config) *Client {
 }
 
 // Profile is the provider profile this client sends by.
-func (c *Client) Profile() Profile { return c.profile }
+func (c *Client) Profile() llm.Profile { return c.profile }
 
 // sendProfile is the profile of the next request: the echo profile sends
 // no reasoning once the server refused it.
 func (c *Client) sendProfile() wireProfile {
 	p := c.profile
-	if p.Reasoning == ReasoningEcho && c.echoOff.Load() {
-		p.Reasoning = ReasoningNone
+	if p.Reasoning == llm.ReasoningEcho && c.echoOff.Load() {
+		p.Reasoning = llm.ReasoningNone
 	}
 	return wireProfile(p)
 }
@@ -110,7 +114,7 @@ func (c *Client) sendProfile() wireProfile {
 // names a reasoning field sent back as one it does not take, rather than
 // one it misses.
 func refusesReasoning(err error) bool {
-	var e *Error
+	var e *llm.Error
 	if !errors.As(err, &e) || (e.Status != http.StatusBadRequest && e.Status != http.StatusUnprocessableEntity) {
 		return false
 	}
@@ -142,28 +146,28 @@ func displayURL(raw string) string {
 func (c *Client) Model() string { return c.cfg.Model }
 
 // Usage is the total over every successful call of this client.
-func (c *Client) Usage() Usage { return c.meter.Total() }
+func (c *Client) Usage() llm.Usage { return c.meter.Total() }
 
 // Chat sends one request, retrying what is worth retrying, and returns the
 // assistant's message. onToken, when not nil, receives content deltas of a
 // streaming request as they arrive; after a retry it sees the new attempt's
 // deltas from the start, so the Response is the authoritative text.
-func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*Response, error) {
+func (c *Client) Chat(ctx context.Context, req llm.Request, onToken func(string)) (*llm.Response, error) {
 	if c.dialect != nil {
 		return c.chatDialect(ctx, req, onToken)
 	}
 	if c.cfg.APIKey == "" {
-		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoAPIKey)
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, llm.ErrNoAPIKey)
 	}
 	if c.profileErr != nil {
 		return nil, fmt.Errorf("llm %s: compat setting: %w", c.baseURL, c.profileErr)
 	}
 	creq, sent := c.request(req)
 	if creq.Model == "" {
-		return nil, fmt.Errorf("llm %s: %w", c.baseURL, ErrNoModel)
+		return nil, fmt.Errorf("llm %s: %w", c.baseURL, llm.ErrNoModel)
 	}
 	if len(creq.Messages) == 0 {
-		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, ErrNoMessages)
+		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, llm.ErrNoMessages)
 	}
 	profile := c.sendProfile()
 	patch, err := profile.patch(sent, req, c.cfg.MaxTokens)
@@ -175,7 +179,7 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 		telemetry.ProviderName.String("openai"), telemetry.RequestModel.String(creq.Model))
 	defer span.End()
 	cl := call{creq: creq, patch: patch, sent: sent}
-	resp, err := c.retrying(ctx, creq.Model, func(ctx context.Context) (*Response, error) {
+	resp, err := c.retrying(ctx, creq.Model, func(ctx context.Context) (*llm.Response, error) {
 		return c.attempt(ctx, cl, onToken)
 	})
 	if err != nil && profile.echoes(sent) && refusesReasoning(err) && ctx.Err() == nil {
@@ -185,7 +189,7 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 		if cl.patch, err = c.sendProfile().patch(sent, req, c.cfg.MaxTokens); err != nil {
 			return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, creq.Model, err)
 		}
-		resp, err = c.retrying(ctx, creq.Model, func(ctx context.Context) (*Response, error) {
+		resp, err = c.retrying(ctx, creq.Model, func(ctx context.Context) (*llm.Response, error) {
 			return c.attempt(ctx, cl, onToken)
 		})
 	}
@@ -206,12 +210,12 @@ func (c *Client) Chat(ctx context.Context, req Request, onToken func(string)) (*
 type call struct {
 	creq  openai.ChatCompletionRequest
 	patch *bodyPatch
-	sent  []Message
+	sent  []llm.Message
 }
 
 // retrying runs try (one attempt of a request to model) until it
 // succeeds, fails for good or ctx ends.
-func (c *Client) retrying(ctx context.Context, model string, try func(context.Context) (*Response, error)) (*Response, error) {
+func (c *Client) retrying(ctx context.Context, model string, try func(context.Context) (*llm.Response, error)) (*llm.Response, error) {
 	// retries count against MaxRetries; step is the backoff's exponent,
 	// which refused connections raise too; downSince is the first of the
 	// refused connections in a row (DownGrace).
@@ -226,7 +230,7 @@ func (c *Client) retrying(ctx context.Context, model string, try func(context.Co
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("llm request to %s (model %s) stopped: %w", c.baseURL, model, ctx.Err())
 		}
-		var e *Error
+		var e *llm.Error
 		if !errors.As(err, &e) || !e.Retriable {
 			return nil, err
 		}
@@ -234,7 +238,7 @@ func (c *Client) retrying(ctx context.Context, model string, try func(context.Co
 			e.Message += fmt.Sprintf(" (the server asks to wait %s: not retrying)", e.RetryAfter)
 			return nil, e
 		}
-		down := c.cfg.DownGrace > 0 && e.Status == 0 && (unreachable(e.Err) || cutOff(e.Err))
+		down := c.cfg.DownGrace > 0 && e.Status == 0 && (llm.Unreachable(e.Err) || cutOff(e.Err))
 		switch {
 		case !down:
 			downSince = time.Time{}
@@ -279,12 +283,12 @@ func cutOff(err error) bool {
 // sent is the sanitised history, from which usage is estimated when the
 // server reports none. The fields that differ between providers (messages'
 // extras, token limit, stream_options, …) are the profile's patch.
-func (c *Client) request(req Request) (creq openai.ChatCompletionRequest, sent []Message) {
+func (c *Client) request(req llm.Request) (creq openai.ChatCompletionRequest, sent []llm.Message) {
 	model := req.Model
 	if model == "" {
 		model = c.cfg.Model
 	}
-	sent = Sanitize(req.Messages)
+	sent = llm.Sanitize(req.Messages)
 	creq = openai.ChatCompletionRequest{
 		Model:    model,
 		Messages: wireMessages(sent),

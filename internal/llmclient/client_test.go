@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"encoding/json"
@@ -10,21 +10,22 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
 const testKey = "sk-test-SECRET-0123456789"
 
-func newClient(t *testing.T, s *llmtest.Server, edit ...func(*llm.Config)) *llm.Client {
+func newClient(t *testing.T, s *llmtest.Server, edit ...func(*llmclient.Config)) *llmclient.Client {
 	t.Helper()
-	cfg := llm.Config{
+	cfg := llmclient.Config{
 		BaseURL: s.URL, APIKey: testKey, Model: "test-model",
 		MaxRetries: 2, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond,
 	}
 	for _, e := range edit {
 		e(&cfg)
 	}
-	return llm.New(cfg)
+	return llmclient.New(cfg)
 }
 
 var tools = []llm.Tool{
@@ -213,7 +214,7 @@ func TestConcurrentChatsShareOneClient(t *testing.T) {
 
 func TestMissingAPIKey(t *testing.T) {
 	s := llmtest.New(t)
-	c := newClient(t, s, func(cfg *llm.Config) { cfg.APIKey = "" }) // construction must not fail
+	c := newClient(t, s, func(cfg *llmclient.Config) { cfg.APIKey = "" }) // construction must not fail
 	_, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{userMsg("hi")}}, nil)
 	if !errors.Is(err, llm.ErrNoAPIKey) || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Fatalf("err = %v, want ErrNoAPIKey naming OPENAI_API_KEY", err)
@@ -239,7 +240,7 @@ func TestMaxTokensField(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := llmtest.New(t)
 			s.Enqueue(llmtest.Text("ok"))
-			c := newClient(t, s, func(cfg *llm.Config) { cfg.Model, cfg.MaxTokens, cfg.Compat = "o3-mini", 512, tt.compat })
+			c := newClient(t, s, func(cfg *llmclient.Config) { cfg.Model, cfg.MaxTokens, cfg.Compat = "o3-mini", 512, tt.compat })
 			if _, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{userMsg("hi")}}, nil); err != nil {
 				t.Fatal(err)
 			}

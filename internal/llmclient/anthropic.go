@@ -1,9 +1,10 @@
-package llm
+package llmclient
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/codeagent/codeagent/internal/llm"
 	"net/url"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func anthropicURL(base string) string {
 
 func (*anthropicDialect) provider() string { return "anthropic" }
 
-func (d *anthropicDialect) send(ctx context.Context, r dialectRequest) (*Response, error) {
+func (d *anthropicDialect) send(ctx context.Context, r dialectRequest) (*llm.Response, error) {
 	params := d.params(r)
 	if !r.stream {
 		msg, err := d.api.Messages.New(ctx, params)
@@ -141,18 +142,18 @@ func (d *anthropicDialect) params(r dialectRequest) anthropic.MessageNewParams {
 // answered must start with its thinking block, and a history written
 // without thinking (another dialect, thinking turned on midway) has none to
 // send. Such a request goes without thinking rather than being refused.
-func thinkingReplayable(msgs []Message) bool {
+func thinkingReplayable(msgs []llm.Message) bool {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
 		switch m.Role {
-		case RoleTool:
+		case llm.RoleTool:
 			continue
-		case RoleAssistant:
+		case llm.RoleAssistant:
 			if len(m.ToolCalls) == 0 {
 				return true
 			}
 			var st anthropicState
-			return providerState(m, APIAnthropic, &st) && len(st.Thinking) > 0
+			return providerState(m, llm.APIAnthropic, &st) && len(st.Thinking) > 0
 		default:
 			return true
 		}
@@ -179,10 +180,10 @@ type anthropicThinking struct {
 // become user text (the API has no system role in messages). Consecutive
 // messages of one role are merged into one, tool results included: the
 // API wants every tool_result of a turn in the one user message after it.
-func anthropicMessages(msgs []Message) ([]anthropic.TextBlockParam, []anthropic.MessageParam) {
+func anthropicMessages(msgs []llm.Message) ([]anthropic.TextBlockParam, []anthropic.MessageParam) {
 	var system []anthropic.TextBlockParam
 	i := 0
-	for ; i < len(msgs) && (msgs[i].Role == RoleSystem || msgs[i].Role == RoleDeveloper); i++ {
+	for ; i < len(msgs) && (msgs[i].Role == llm.RoleSystem || msgs[i].Role == llm.RoleDeveloper); i++ {
 		system = append(system, anthropic.TextBlockParam{Text: nonEmpty(msgs[i].Content)})
 	}
 	var out []anthropic.MessageParam
@@ -209,11 +210,11 @@ func anthropicMessages(msgs []Message) ([]anthropic.TextBlockParam, []anthropic.
 	}
 	for _, m := range msgs[i:] {
 		switch m.Role {
-		case RoleAssistant:
+		case llm.RoleAssistant:
 			add(false, anthropicAssistant(m)...)
-		case RoleTool:
+		case llm.RoleTool:
 			add(true, anthropic.NewToolResultBlock(anthropicID(m.ToolCallID), nonEmpty(m.Content), false))
-		case RoleSystem, RoleDeveloper:
+		case llm.RoleSystem, llm.RoleDeveloper:
 			add(true, anthropic.NewTextBlock("System: "+nonEmpty(m.Content)))
 		default:
 			add(true, anthropic.NewTextBlock(nonEmpty(m.Content)))
@@ -221,17 +222,17 @@ func anthropicMessages(msgs []Message) ([]anthropic.TextBlockParam, []anthropic.
 	}
 	if len(out) > 0 && out[0].OfAssistant != nil {
 		// The first message must be the user's.
-		out = append([]anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(NoContent))}, out...)
+		out = append([]anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(llm.NoContent))}, out...)
 	}
 	return system, out
 }
 
 // anthropicAssistant is an assistant message's blocks: its thinking first,
 // as the API wants it before the tool_use it led to, then text, then calls.
-func anthropicAssistant(m Message) []anthropic.ContentBlockParamUnion {
+func anthropicAssistant(m llm.Message) []anthropic.ContentBlockParamUnion {
 	var blocks []anthropic.ContentBlockParamUnion
 	var st anthropicState
-	if providerState(m, APIAnthropic, &st) {
+	if providerState(m, llm.APIAnthropic, &st) {
 		for _, t := range st.Thinking {
 			switch t.Type {
 			case "thinking":
@@ -243,7 +244,7 @@ func anthropicAssistant(m Message) []anthropic.ContentBlockParamUnion {
 	}
 	// The API refuses empty text blocks; Sanitize's placeholder is left
 	// out when there are calls to carry the turn.
-	if text := m.Content; strings.TrimSpace(text) != "" && !(text == NoContent && len(m.ToolCalls) > 0) {
+	if text := m.Content; strings.TrimSpace(text) != "" && !(text == llm.NoContent && len(m.ToolCalls) > 0) {
 		blocks = append(blocks, anthropic.NewTextBlock(text))
 	}
 	for _, tc := range m.ToolCalls {
@@ -252,7 +253,7 @@ func anthropicAssistant(m Message) []anthropic.ContentBlockParamUnion {
 		}})
 	}
 	if len(blocks) == 0 {
-		blocks = append(blocks, anthropic.NewTextBlock(NoContent))
+		blocks = append(blocks, anthropic.NewTextBlock(llm.NoContent))
 	}
 	return blocks
 }
@@ -282,14 +283,14 @@ func toolInput(args string) json.RawMessage {
 
 func nonEmpty(s string) string {
 	if strings.TrimSpace(s) == "" {
-		return EmptyContent
+		return llm.EmptyContent
 	}
 	return s
 }
 
 // anthropicTools converts tool definitions; the JSON Schema's properties
 // and required go where the SDK has fields, every other keyword as is.
-func anthropicTools(tools []Tool) []anthropic.ToolUnionParam {
+func anthropicTools(tools []llm.Tool) []anthropic.ToolUnionParam {
 	if len(tools) == 0 {
 		return nil
 	}
@@ -381,8 +382,8 @@ func markLastBlock(blocks []anthropic.ContentBlockParamUnion) bool {
 }
 
 // anthropicResponse converts the API's answer.
-func anthropicResponse(m *anthropic.Message) *Response {
-	msg := Message{Role: RoleAssistant}
+func anthropicResponse(m *anthropic.Message) *llm.Response {
+	msg := llm.Message{Role: llm.RoleAssistant}
 	var text, reasoning strings.Builder
 	var st anthropicState
 	for _, b := range m.Content {
@@ -399,22 +400,22 @@ func anthropicResponse(m *anthropic.Message) *Response {
 			if strings.TrimSpace(args) == "" || args == "null" {
 				args = "{}"
 			}
-			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
 		}
 	}
 	msg.Content = text.String()
 	msg.ReasoningContent = reasoning.String()
 	if len(st.Thinking) > 0 {
-		msg.ProviderState = withProviderState(APIAnthropic, st)
+		msg.ProviderState = withProviderState(llm.APIAnthropic, st)
 	}
 	u := m.Usage
-	usage := Usage{
+	usage := llm.Usage{
 		Prompt:     int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens),
 		Completion: int(u.OutputTokens),
 		Cached:     int(u.CacheReadInputTokens),
 		CacheWrite: int(u.CacheCreationInputTokens),
 	}
-	return &Response{Message: msg, FinishReason: anthropicFinish(string(m.StopReason), len(msg.ToolCalls) > 0), Usage: usage}
+	return &llm.Response{Message: msg, FinishReason: anthropicFinish(string(m.StopReason), len(msg.ToolCalls) > 0), Usage: usage}
 }
 
 // anthropicFinish maps stop_reason onto the chat completions names the
@@ -440,7 +441,7 @@ func anthropicFinish(reason string, calls bool) string {
 // (overloaded_error, rate_limit_error, ...) and the message. An error event
 // inside a 200 stream gets the status its type stands for, so that an
 // overloaded or failing server is retried.
-func (*anthropicDialect) classify(err error, e *Error) bool {
+func (*anthropicDialect) classify(err error, e *llm.Error) bool {
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) {
 		return false

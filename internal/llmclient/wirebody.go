@@ -1,10 +1,11 @@
-package llm
+package llmclient
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"net/http"
 	"regexp"
@@ -73,7 +74,7 @@ type outMessage struct {
 	ReasoningContent *string         `json:"reasoning_content,omitempty"`
 	Reasoning        *string         `json:"reasoning,omitempty"`
 	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
-	ToolCalls        []wireCall      `json:"tool_calls,omitempty"`
+	ToolCalls        []llm.ToolCall  `json:"tool_calls,omitempty"`
 	ToolCallID       string          `json:"tool_call_id,omitempty"`
 }
 
@@ -83,26 +84,26 @@ const bridgeText = "Noted."
 
 // wireProfile is a Profile with what writes a request body by it: the
 // profile itself is llmconf's, which knows no wire.
-type wireProfile Profile
+type wireProfile llm.Profile
 
 // outMessages writes msgs the way p's provider accepts them.
-func (p wireProfile) outMessages(msgs []Message) []outMessage {
+func (p wireProfile) outMessages(msgs []llm.Message) []outMessage {
 	out := make([]outMessage, 0, len(msgs))
 	for i, m := range msgs {
 		role := m.Role
-		if role == RoleDeveloper && !p.DeveloperRole {
-			role = RoleSystem
+		if role == llm.RoleDeveloper && !p.DeveloperRole {
+			role = llm.RoleSystem
 		}
-		if p.BridgeToolUser && role == RoleUser && i > 0 && msgs[i-1].Role == RoleTool {
+		if p.BridgeToolUser && role == llm.RoleUser && i > 0 && msgs[i-1].Role == llm.RoleTool {
 			text := bridgeText
-			out = append(out, outMessage{Role: RoleAssistant, Content: &text})
+			out = append(out, outMessage{Role: llm.RoleAssistant, Content: &text})
 		}
 		o := outMessage{Role: role, ToolCallID: p.callID(m.ToolCallID)}
 		if m.Content != "" {
 			content := m.Content
 			o.Content = &content
 		}
-		if role == RoleAssistant {
+		if role == llm.RoleAssistant {
 			p.assistant(&o, m)
 		}
 		out = append(out, o)
@@ -111,27 +112,28 @@ func (p wireProfile) outMessages(msgs []Message) []outMessage {
 }
 
 // assistant adds tool calls and reasoning to an assistant message.
-func (p wireProfile) assistant(o *outMessage, m Message) {
+func (p wireProfile) assistant(o *outMessage, m llm.Message) {
 	for _, c := range m.ToolCalls {
-		w := wireCall{ID: p.callID(c.ID), Type: "function"}
-		w.Function.Name, w.Function.Arguments = c.Name, c.Arguments
+		// ToolCall's JSON is the API's shape; the signature goes out
+		// only when the profile says.
+		w := llm.ToolCall{ID: p.callID(c.ID), Name: c.Name, Arguments: c.Arguments}
 		if p.ThoughtSignatures {
-			w.ExtraContent = signatureExtra(c.ThoughtSignature)
+			w.ThoughtSignature = c.ThoughtSignature
 		}
 		o.ToolCalls = append(o.ToolCalls, w)
 	}
 	reasoning := m.ReasoningContent
 	switch p.Reasoning {
-	case ReasoningContent:
+	case llm.ReasoningContent:
 		if reasoning != "" || (p.ReasoningOnToolCalls && len(m.ToolCalls) > 0) {
 			o.ReasoningContent = &reasoning
 		}
-	case ReasoningOpenRouter:
+	case llm.ReasoningOpenRouter:
 		if reasoning != "" {
 			o.Reasoning = &reasoning
 		}
 		o.ReasoningDetails = m.ReasoningDetails
-	case ReasoningEcho:
+	case llm.ReasoningEcho:
 		echo(o, m)
 	}
 }
@@ -142,10 +144,10 @@ const fieldReasoning = "reasoning"
 // echo sends an unknown server's reasoning back in the field it came in,
 // and its reasoning_details when they carry a signature or encrypted data
 // (state the provider checks; plain text details repeat the text).
-func echo(o *outMessage, m Message) {
+func echo(o *outMessage, m llm.Message) {
 	if r := m.ReasoningContent; r != "" {
 		switch m.ReasoningField {
-		case ReasoningContent:
+		case llm.ReasoningContent:
 			o.ReasoningContent = &r
 		case fieldReasoning:
 			o.Reasoning = &r
@@ -177,12 +179,12 @@ func signed(details json.RawMessage) bool {
 }
 
 // echoes reports whether msgs, sent by p, carry reasoning echoed back.
-func (p wireProfile) echoes(msgs []Message) bool {
-	if p.Reasoning != ReasoningEcho {
+func (p wireProfile) echoes(msgs []llm.Message) bool {
+	if p.Reasoning != llm.ReasoningEcho {
 		return false
 	}
 	for _, m := range msgs {
-		if m.Role == RoleAssistant && ((m.ReasoningContent != "" && m.ReasoningField != "") || signed(m.ReasoningDetails)) {
+		if m.Role == llm.RoleAssistant && ((m.ReasoningContent != "" && m.ReasoningField != "") || signed(m.ReasoningDetails)) {
 			return true
 		}
 	}
@@ -196,7 +198,7 @@ var alnum9 = regexp.MustCompile(`^[a-zA-Z0-9]{9}$`)
 // answers it, in every request and after a resume, and ids the provider
 // made itself pass unchanged.
 func (p wireProfile) callID(id string) string {
-	if id == "" || p.ToolCallIDs != IDsAlnum9 || alnum9.MatchString(id) {
+	if id == "" || p.ToolCallIDs != llm.IDsAlnum9 || alnum9.MatchString(id) {
 		return id
 	}
 	const digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -209,7 +211,7 @@ func (p wireProfile) callID(id string) string {
 }
 
 // patch is the body rewrite of one request.
-func (p wireProfile) patch(sent []Message, req Request, maxTokens int) (*bodyPatch, error) {
+func (p wireProfile) patch(sent []llm.Message, req llm.Request, maxTokens int) (*bodyPatch, error) {
 	msgs, err := json.Marshal(p.outMessages(sent))
 	if err != nil {
 		return nil, fmt.Errorf("encode messages: %w", err)

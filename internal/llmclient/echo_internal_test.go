@@ -1,7 +1,8 @@
-package llm
+package llmclient
 
 import (
 	"fmt"
+	"github.com/codeagent/codeagent/internal/llm"
 	"testing"
 )
 
@@ -22,7 +23,7 @@ func TestRefusesReasoning(t *testing.T) {
 		{500, "reasoning_content is unsupported", false},
 		{400, "Unexpected role 'user' after role 'tool'", false},
 	} {
-		err := fmt.Errorf("wrapped: %w", &Error{Status: tc.status, Message: tc.msg})
+		err := fmt.Errorf("wrapped: %w", &llm.Error{Status: tc.status, Message: tc.msg})
 		if got := refusesReasoning(err); got != tc.want {
 			t.Errorf("refusesReasoning(%d %q) = %v, want %v", tc.status, tc.msg, got, tc.want)
 		}

@@ -1,4 +1,4 @@
-package llm_test
+package llmclient_test
 
 import (
 	"encoding/json"
@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest/responsestest"
 )
 
-func newResponsesClient(t *testing.T, s *responsestest.Server) *llm.Client {
+func newResponsesClient(t *testing.T, s *responsestest.Server) *llmclient.Client {
 	t.Helper()
-	return llm.New(llm.Config{API: llm.APIResponses, BaseURL: s.URL + "/v1", APIKey: testKey, Model: "gpt-5.1-codex",
+	return llmclient.New(llmclient.Config{API: llm.APIResponses, BaseURL: s.URL + "/v1", APIKey: testKey, Model: "gpt-5.1-codex",
 		MaxRetries: 2, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
 }
 
@@ -111,7 +112,7 @@ func TestResponsesErrors(t *testing.T) {
 func TestResponsesReasoningEffort(t *testing.T) {
 	for _, effort := range []string{"high", ""} {
 		s := responsestest.New(t, responsestest.Reply{Text: "ok"})
-		c := llm.New(llm.Config{API: llm.APIResponses, BaseURL: s.URL + "/v1", APIKey: testKey, Model: "gpt-5.1-codex",
+		c := llmclient.New(llmclient.Config{API: llm.APIResponses, BaseURL: s.URL + "/v1", APIKey: testKey, Model: "gpt-5.1-codex",
 			ReasoningEffort: effort, BackoffBase: time.Millisecond})
 		if _, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, nil); err != nil {
 			t.Fatalf("effort %q: %v (fake: %q)", effort, err, s.Rejections())
