@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/codeagent/codeagent/internal/llm"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // anthropicBaseURL is used when api is anthropic but base_url was left at

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // attempt is one try of a request, bounded by RequestTimeout.

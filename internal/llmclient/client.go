@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -26,6 +25,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/telemetry"
 )
 

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/codeagent/codeagent/internal/llm"
 	"net/http"
 
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/telemetry"
 )
 

@@ -2,8 +2,9 @@ package llmclient
 
 import (
 	"fmt"
-	"github.com/codeagent/codeagent/internal/llm"
 	"testing"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // refusesReasoning tells a server refusing reasoning sent back (drop it

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/codeagent/codeagent/internal/llm"
 	"net/http"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 var (

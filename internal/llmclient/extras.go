@@ -3,9 +3,10 @@ package llmclient
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // What go-openai's response types lack is read from the raw body, which

@@ -1,12 +1,13 @@
 package llmclient
 
 import (
-	"github.com/codeagent/codeagent/internal/llm"
 	"net/http"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 func TestRetryAfter(t *testing.T) {

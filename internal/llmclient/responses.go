@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"sort"
 	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // responsesDialect speaks OpenAI's Responses API (/v1/responses), the only

@@ -3,11 +3,12 @@ package llmclient
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // What go-openai's Usage has no field for is read from the raw response as

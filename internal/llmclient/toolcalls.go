@@ -2,10 +2,11 @@ package llmclient
 
 import (
 	"encoding/json"
-	"github.com/codeagent/codeagent/internal/llm"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // callAccumulator rebuilds tool calls from stream deltas. OpenAI sends the

@@ -1,8 +1,9 @@
 package llmclient
 
 import (
-	"github.com/codeagent/codeagent/internal/llm"
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // The conversions below are the only place the project's types meet

@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"github.com/codeagent/codeagent/internal/llm"
 	"io"
 	"net/http"
 	"regexp"
+
+	"github.com/codeagent/codeagent/internal/llm"
 )
 
 // go-openai has no fields for what some providers require back
