@@ -11,6 +11,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/config"
 	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 )
 
 // Factory builds what commands need, lazily, so `--help` never needs an API
@@ -102,6 +103,7 @@ func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wa
 		DownGrace:       max(grace, 0),
 		BaseURL:         cfg.BaseURL,
 		API:             cfg.API,
+		Anthropic:       anthropicmsg.New,
 		APIKey:          cfg.APIKey,
 		Model:           cfg.Model,
 		RequestTimeout:  cfg.RequestTimeout,

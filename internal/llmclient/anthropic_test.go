@@ -12,13 +12,14 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 	"github.com/codeagent/codeagent/internal/llmtest/anthropictest"
 )
 
 func newAnthropicClient(t *testing.T, s *anthropictest.Server, edit ...func(*llmclient.Config)) *llmclient.Client {
 	t.Helper()
 	cfg := llmclient.Config{
-		API: llm.APIAnthropic, BaseURL: s.URL + "/v1", APIKey: testKey, Model: "claude-test",
+		API: llm.APIAnthropic, Anthropic: anthropicmsg.New, BaseURL: s.URL + "/v1", APIKey: testKey, Model: "claude-test",
 		MaxRetries: 2, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond,
 	}
 	for _, e := range edit {
@@ -399,5 +400,50 @@ func TestAnthropicEffortTurnsOnThinking(t *testing.T) {
 				t.Errorf("second request's assistant message does not start with the signed thinking block: %+v", asst)
 			}
 		}
+	}
+}
+
+// TestThinkingBudget: the budget_tokens each setting sends. A budget set by
+// hand is sent as set; otherwise reasoning_effort picks one, capped below
+// max_tokens with room for the answer, and off when no room is left for
+// the API's minimum.
+func TestThinkingBudget(t *testing.T) {
+	for _, tt := range []struct {
+		budget    int
+		effort    string
+		maxTokens int
+		want      int
+	}{
+		{0, "", 8192, 0},
+		{0, "none", 8192, 0},
+		{0, "low", 8192, 4096},
+		{0, "medium", 32000, 8192},
+		{0, "high", 8192, 7168}, // capped: max_tokens must exceed it, with room for the answer
+		{2048, "high", 8192, 2048},
+		{4000, "", 4096, 4000},  // a budget set by hand is sent as set (Anthropic took this one); the setting wins over the effort
+		{0, "minimal", 1500, 0}, // no room for the API's minimum: off
+		{0, "xhigh", 0, 32768},  // max_tokens unknown: not capped
+	} {
+		t.Run(fmt.Sprintf("%d/%s/%d", tt.budget, tt.effort, tt.maxTokens), func(t *testing.T) {
+			s := anthropictest.New(t, anthropictest.Reply{Text: "ok"})
+			c := newAnthropicClient(t, s, func(c *llmclient.Config) {
+				c.ThinkingBudget, c.ReasoningEffort, c.MaxTokens = tt.budget, tt.effort, tt.maxTokens
+			})
+			// Streamed: the SDK sends large max_tokens only so.
+			if _, err := c.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Stream: true}, nil); err != nil {
+				t.Fatal(err)
+			}
+			var req struct {
+				Thinking struct {
+					Budget int `json:"budget_tokens"`
+				} `json:"thinking"`
+			}
+			if err := json.Unmarshal(s.Bodies()[0], &req); err != nil {
+				t.Fatal(err)
+			}
+			if req.Thinking.Budget != tt.want {
+				t.Errorf("budget_tokens %d, want %d", req.Thinking.Budget, tt.want)
+			}
+		})
 	}
 }

@@ -48,7 +48,7 @@ func (c *Client) attempt(ctx context.Context, cl call, onToken func(string)) (*l
 func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, sent []llm.Message, rec *exchange, onToken func(string)) (*llm.Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	idle := time.AfterFunc(c.idle, func() { cancel(errIdle) })
+	idle := time.AfterFunc(c.idle, func() { cancel(ErrIdle) })
 	defer idle.Stop()
 
 	st, err := c.api.CreateChatCompletionStream(ctx, creq)
@@ -71,7 +71,7 @@ func (c *Client) stream(ctx context.Context, creq openai.ChatCompletionRequest, 
 	if acc.finish == "" {
 		// A clean EOF without finish_reason is a proxy or server that
 		// dropped the upstream: the answer may be incomplete.
-		return nil, c.attemptError(ctx, creq.Model, rec, errCutStream)
+		return nil, c.attemptError(ctx, creq.Model, rec, ErrCutStream)
 	}
 	msg := llm.Message{
 		Role:             llm.RoleAssistant,

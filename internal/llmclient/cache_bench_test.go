@@ -9,6 +9,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 	"github.com/codeagent/codeagent/internal/llmtest/anthropictest"
 )
 
@@ -47,7 +48,7 @@ func cachedTask(tb testing.TB, noCache bool) llm.Usage {
 	replies = append(replies, anthropictest.Reply{Text: "All files read; the fix is in pkg/file07.go."})
 	s := anthropictest.New(tb, replies...)
 	c := llmclient.New(llmclient.Config{
-		API: llm.APIAnthropic, BaseURL: s.URL, APIKey: testKey, Model: "claude-bench",
+		API: llm.APIAnthropic, Anthropic: anthropicmsg.New, BaseURL: s.URL, APIKey: testKey, Model: "claude-bench",
 		MaxTokens: 8192, NoPromptCache: noCache, BackoffBase: time.Millisecond,
 	})
 	msgs := []llm.Message{

@@ -1,12 +1,14 @@
 // Package llmclient is the model client both programs use: Chat
 // Completions through go-openai against any OpenAI-compatible server, or,
-// chosen by Config.API, Anthropic's Messages API or OpenAI's Responses API
-// (dialect.go), with streaming tool calls, retries, timeouts, usage
-// metering, a chat span per call (internal/telemetry) and the history
-// sanitised (llm.Sanitize) before it is sent. The conversation's types are
-// package llm's, which links none of the SDKs: only where a client is
-// built (the commands' wiring, the tests that talk to a fake server)
-// imports this package.
+// chosen by Config.API, OpenAI's Responses API or Anthropic's Messages API
+// (dialect.go; Anthropic's dialect is package anthropicmsg, handed over as
+// Config.Anthropic so that only what builds a client for it links the
+// SDK), with streaming tool calls, retries, timeouts, usage metering, a
+// chat span per call (internal/telemetry) and the history sanitised
+// (llm.Sanitize) before it is sent. The conversation's types are package
+// llm's, which links none of the SDKs: only where a client is built (the
+// commands' wiring, the tests that talk to a fake server) imports this
+// package.
 package llmclient
 
 import (
@@ -42,7 +44,7 @@ type Client struct {
 	idle    time.Duration
 	meter   llm.Meter
 	callSeq atomic.Int64 // numbers the tool call ids this client makes up
-	dialect dialect      // nil: Chat Completions through api
+	dialect Dialect      // nil: Chat Completions through api
 	profile llm.Profile  // what the server accepts (llmconf/profile.go)
 	// profileErr is a bad Config.Compat, reported by the first Chat like a
 	// missing key (config.Load reports it before).

@@ -45,4 +45,10 @@ type Config struct {
 	// OnRetry, when set, hears about each retry before its backoff, so that
 	// callers can log or emit an event; the library itself prints nothing.
 	OnRetry func(attempt int, wait time.Duration, err error)
+	// Anthropic builds the dialect of Anthropic's Messages API
+	// (anthropicmsg.New) for a client whose API resolves to anthropic; nil:
+	// such a client fails every call saying so. A field rather than an
+	// import, so that a client for the other APIs does not link the SDK.
+	// It is given the configuration with New's defaults filled in.
+	Anthropic func(cfg Config, doer HTTPDoer) Dialect
 }

@@ -13,46 +13,51 @@ import (
 	"github.com/codeagent/codeagent/internal/telemetry"
 )
 
-// dialect is a wire API other than Chat Completions. The Client keeps what
+// Dialect is a wire API other than Chat Completions. The Client keeps what
 // every dialect shares: sanitising, retries, timeouts, metering, tracing.
-type dialect interface {
-	// provider names the API in traces (gen_ai.provider.name).
-	provider() string
-	// send makes one attempt. ctx carries the attempt's deadline and its
+// Anthropic's lives in package anthropicmsg (Config.Anthropic), so that
+// only what builds a client for it links the SDK.
+type Dialect interface {
+	// Provider names the API in traces (gen_ai.provider.name).
+	Provider() string
+	// Send makes one attempt. ctx carries the attempt's deadline and its
 	// exchange record; a failure is returned as the dialect's library
 	// reported it, for dialectError to classify.
-	send(ctx context.Context, r dialectRequest) (*llm.Response, error)
-	// classify fills what e needs from a failure of send that carries a
+	Send(ctx context.Context, r DialectRequest) (*llm.Response, error)
+	// Classify fills what e needs from a failure of Send that carries a
 	// server's answer (status, message, code); false when err is not one.
-	classify(err error, e *llm.Error) bool
+	Classify(err error, e *llm.Error) bool
 }
 
-// dialectRequest is one request in the project's terms, sanitised.
-type dialectRequest struct {
-	model   string
-	sent    []llm.Message
-	tools   []llm.Tool
-	stream  bool
-	onToken func(string)
+// DialectRequest is one request in the project's terms, sanitised.
+type DialectRequest struct {
+	Model   string
+	Sent    []llm.Message
+	Tools   []llm.Tool
+	Stream  bool
+	OnToken func(string) // content deltas of a streaming request, or nil
 }
 
 // newDialect returns the dialect cfg.API asks for, nil for Chat Completions.
-func newDialect(c *Client, doer httpDoer) dialect {
+func newDialect(c *Client, doer HTTPDoer) Dialect {
 	api, _, err := llm.ResolveAPI(c.cfg.API, c.cfg.BaseURL, c.cfg.Model)
 	if err != nil {
 		return badDialect{err: err}
 	}
 	switch api {
 	case llm.APIAnthropic:
-		return newAnthropic(c, doer)
+		if c.cfg.Anthropic == nil {
+			return badDialect{err: errNoAnthropic}
+		}
+		return c.cfg.Anthropic(c.cfg, doer)
 	case llm.APIResponses:
 		return newResponses(c, doer)
 	}
 	return nil
 }
 
-// httpDoer is what the wire libraries send through (recordingDoer).
-type httpDoer interface {
+// HTTPDoer is what the wire libraries send through (recordingDoer).
+type HTTPDoer interface {
 	Do(*http.Request) (*http.Response, error)
 }
 
@@ -60,16 +65,16 @@ type httpDoer interface {
 // call: New never fails, so that commands that never call the model work.
 type badDialect struct{ err error }
 
-func (badDialect) provider() string { return "unknown" }
-func (d badDialect) send(context.Context, dialectRequest) (*llm.Response, error) {
+func (badDialect) Provider() string { return "unknown" }
+func (d badDialect) Send(context.Context, DialectRequest) (*llm.Response, error) {
 	return nil, d.err
 }
-func (badDialect) classify(error, *llm.Error) bool { return false }
+func (badDialect) Classify(error, *llm.Error) bool { return false }
 
 // chatDialect is Chat for the dialects other than Chat Completions.
 func (c *Client) chatDialect(ctx context.Context, req llm.Request, onToken func(string)) (*llm.Response, error) {
 	if c.cfg.APIKey == "" {
-		if _, ok := c.dialect.(*anthropicDialect); ok {
+		if c.dialect.Provider() == "anthropic" {
 			return nil, fmt.Errorf("llm %s: %w (for the anthropic api, ANTHROPIC_API_KEY serves too)", c.baseURL, llm.ErrNoAPIKey)
 		}
 		return nil, fmt.Errorf("llm %s: %w", c.baseURL, llm.ErrNoAPIKey)
@@ -86,9 +91,9 @@ func (c *Client) chatDialect(ctx context.Context, req llm.Request, onToken func(
 		return nil, fmt.Errorf("llm %s (model %s): %w", c.baseURL, model, llm.ErrNoMessages)
 	}
 	ctx, span := telemetry.StartClient(ctx, "chat "+model, telemetry.OperationName.String("chat"),
-		telemetry.ProviderName.String(c.dialect.provider()), telemetry.RequestModel.String(model))
+		telemetry.ProviderName.String(c.dialect.Provider()), telemetry.RequestModel.String(model))
 	defer span.End()
-	r := dialectRequest{model: model, sent: sent, tools: req.Tools, stream: req.Stream, onToken: onToken}
+	r := DialectRequest{Model: model, Sent: sent, Tools: req.Tools, Stream: req.Stream, OnToken: onToken}
 	resp, err := c.retrying(ctx, model, func(ctx context.Context) (*llm.Response, error) {
 		return c.dialectAttempt(ctx, r)
 	})
@@ -104,20 +109,20 @@ func (c *Client) chatDialect(ctx context.Context, req llm.Request, onToken func(
 }
 
 // dialectAttempt is one try, bounded by RequestTimeout.
-func (c *Client) dialectAttempt(ctx context.Context, r dialectRequest) (*llm.Response, error) {
+func (c *Client) dialectAttempt(ctx context.Context, r DialectRequest) (*llm.Response, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errAttemptDue)
 	defer cancel()
 	ctx, rec, cancelIdle := withExchange(ctx, nil, c.idle)
 	defer cancelIdle(nil)
-	resp, err := c.dialect.send(ctx, r)
+	resp, err := c.dialect.Send(ctx, r)
 	if err != nil {
-		return nil, c.dialectError(ctx, r.model, rec, err)
+		return nil, c.dialectError(ctx, r.Model, rec, err)
 	}
 	resp.Message.Role = llm.RoleAssistant
 	resp.Message.ToolCalls = c.normalizeCalls(resp.Message.ToolCalls)
 	if resp.Usage.Prompt+resp.Usage.Completion == 0 {
 		resp.Usage = llm.Usage{
-			Prompt:     llm.EstimateTokens(r.sent) + toolDefTokens(r.tools),
+			Prompt:     llm.EstimateTokens(r.Sent) + toolDefTokens(r.Tools),
 			Completion: llm.EstimateTokens([]llm.Message{resp.Message}),
 			Estimated:  true,
 		}
@@ -133,11 +138,11 @@ func (c *Client) dialectError(ctx context.Context, model string, rec *exchange, 
 	}
 	e := &llm.Error{BaseURL: c.baseURL, Model: model, Err: err}
 	switch {
-	case errors.Is(context.Cause(ctx), errIdle) || errors.Is(err, errIdle):
-		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no data from the server for %s", c.idle), errIdle
+	case errors.Is(context.Cause(ctx), ErrIdle) || errors.Is(err, ErrIdle):
+		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no data from the server for %s", c.idle), ErrIdle
 	case errors.Is(context.Cause(ctx), errAttemptDue):
 		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no complete answer within %s", c.timeout), errAttemptDue
-	case c.dialect.classify(err, e):
+	case c.dialect.Classify(err, e):
 		if e.Status == 0 {
 			e.Status = rec.status
 		}
@@ -171,9 +176,9 @@ func toolDefTokens(tools []llm.Tool) int {
 	return (n + 3) / 4
 }
 
-// providerState reads this dialect's part of a message's ProviderState
-// into v; false when there is none (a message another dialect wrote).
-func providerState(m llm.Message, api string, v any) bool {
+// ProviderState reads api's part of m.ProviderState into v; false when
+// there is none (a message another dialect wrote). For the dialects.
+func ProviderState(m llm.Message, api string, v any) bool {
 	if len(m.ProviderState) == 0 {
 		return false
 	}
@@ -184,8 +189,8 @@ func providerState(m llm.Message, api string, v any) bool {
 	return json.Unmarshal(all[api], v) == nil
 }
 
-// withProviderState is ProviderState holding v under api.
-func withProviderState(api string, v any) json.RawMessage {
+// WithProviderState is a Message.ProviderState holding v under api.
+func WithProviderState(api string, v any) json.RawMessage {
 	raw, err := json.Marshal(map[string]any{api: v})
 	if err != nil {
 		return nil // v is built here from decoded JSON: cannot fail
@@ -193,11 +198,11 @@ func withProviderState(api string, v any) json.RawMessage {
 	return raw
 }
 
-// idleOr is err, or errIdle when the stream's own idle timer cut it: the
+// IdleOr is err, or ErrIdle when the stream's own idle timer cut it: the
 // cause lives on the stream's context, which the caller does not see.
-func idleOr(ctx context.Context, err error) error {
-	if errors.Is(context.Cause(ctx), errIdle) {
-		return fmt.Errorf("%w: %w", errIdle, err)
+func IdleOr(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), ErrIdle) {
+		return fmt.Errorf("%w: %w", ErrIdle, err)
 	}
 	return err
 }

@@ -12,10 +12,17 @@ import (
 	"github.com/codeagent/codeagent/internal/llm"
 )
 
+// errNoAnthropic is a client built for Anthropic's API without its dialect:
+// a mistake of the code that built it, reported at every call.
+var errNoAnthropic = errors.New("this client was built without Anthropic's dialect (Config.Anthropic: anthropicmsg.New)")
+
 var (
-	errIdle       = errors.New("stream idle timeout")
+	// ErrIdle ends an attempt whose server sent nothing for IdleTimeout
+	// (a stream's context cause, retried).
+	ErrIdle       = errors.New("stream idle timeout")
 	errAttemptDue = errors.New("request timeout")
-	errCutStream  = errors.New("stream ended without a finish_reason (connection dropped?)")
+	// ErrCutStream is a stream that ended before its answer did.
+	ErrCutStream = errors.New("stream ended without a finish_reason (connection dropped?)")
 )
 
 // attemptError turns what one attempt returned into an *Error that says
@@ -26,8 +33,8 @@ func (c *Client) attemptError(ctx context.Context, model string, rec *exchange, 
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	switch {
-	case errors.Is(context.Cause(ctx), errIdle):
-		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no data from the server for %s", c.idle), errIdle
+	case errors.Is(context.Cause(ctx), ErrIdle):
+		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no data from the server for %s", c.idle), ErrIdle
 	case errors.Is(context.Cause(ctx), errAttemptDue):
 		e.Retriable, e.Message, e.Err = true, fmt.Sprintf("no complete answer within %s", c.timeout), errAttemptDue
 	case errors.As(err, &apiErr):
@@ -46,7 +53,7 @@ func (c *Client) attemptError(ctx context.Context, model string, rec *exchange, 
 			Type: apiErr.Type, HTTPStatus: apiErr.HTTPStatus, HTTPStatusCode: apiErr.HTTPStatusCode}
 	case errors.As(err, &reqErr):
 		e.Status = reqErr.HTTPStatusCode
-		e.Message = bodyText(reqErr.Body)
+		e.Message = BodyText(reqErr.Body)
 		e.Err = &openai.RequestError{HTTPStatus: reqErr.HTTPStatus, HTTPStatusCode: reqErr.HTTPStatusCode,
 			Err: reqErr.Err, Body: []byte(c.redact(string(reqErr.Body)))}
 	case !rec.sent:
@@ -72,9 +79,9 @@ func retriableStatus(status int, code string) bool {
 	return false
 }
 
-// bodyText is a short one-line form of an error body that is not
+// BodyText is a short one-line form of an error body that is not
 // OpenAI-shaped (an HTML 502 page, a FastAPI detail).
-func bodyText(body []byte) string {
+func BodyText(body []byte) string {
 	s := strings.Join(strings.Fields(string(body)), " ")
 	const limit = 300
 	if len(s) > limit {

@@ -143,26 +143,3 @@ data: [DONE]
 		t.Errorf("cache hits %d, want 8", x.cacheHit)
 	}
 }
-
-func TestThinkingBudget(t *testing.T) {
-	for _, tt := range []struct {
-		budget    int
-		effort    string
-		maxTokens int
-		want      int
-	}{
-		{0, "", 8192, 0},
-		{0, "none", 8192, 0},
-		{0, "low", 8192, 4096},
-		{0, "medium", 32000, 8192},
-		{0, "high", 8192, 7168}, // capped: max_tokens must exceed it, with room for the answer
-		{2048, "high", 8192, 2048},
-		{4000, "", 4096, 4000},  // a budget set by hand is sent as set (Anthropic took this one) // the setting wins over the effort
-		{0, "minimal", 1500, 0}, // no room for the API's minimum: off
-		{0, "xhigh", 0, 32768},  // max_tokens unknown: not capped
-	} {
-		if got := thinkingBudget(tt.budget, tt.effort, tt.maxTokens); got != tt.want {
-			t.Errorf("thinkingBudget(%d, %q, %d) = %d, want %d", tt.budget, tt.effort, tt.maxTokens, got, tt.want)
-		}
-	}
-}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
@@ -176,7 +177,7 @@ func TestRecordedAnthropicThinkingToolTurn(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := newReplay(t, tc.file)
-			c := llmclient.New(llmclient.Config{API: llm.APIAnthropic, BaseURL: r.URL, APIKey: testKey,
+			c := llmclient.New(llmclient.Config{API: llm.APIAnthropic, Anthropic: anthropicmsg.New, BaseURL: r.URL, APIKey: testKey,
 				Model: "claude-sonnet-4-20250514", MaxTokens: 4096, ThinkingBudget: 4000,
 				BackoffBase: time.Millisecond})
 			first, final := weatherLoop(t, c, tc.stream)
@@ -313,7 +314,7 @@ func firstReasoning(t *testing.T, body string) map[string]any {
 // request Anthropic accepted (which carried cache_control breakpoints too).
 func TestRecordedAnthropicParallelCalls(t *testing.T) {
 	r := newReplay(t, "TestAnthropicCommonWithCacheControl/claude-sonnet-4/multi_tool_streaming.yaml")
-	c := llmclient.New(llmclient.Config{API: llm.APIAnthropic, BaseURL: r.URL, APIKey: testKey,
+	c := llmclient.New(llmclient.Config{API: llm.APIAnthropic, Anthropic: anthropicmsg.New, BaseURL: r.URL, APIKey: testKey,
 		Model: "claude-sonnet-4-20250514", MaxTokens: 4000, BackoffBase: time.Millisecond})
 	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer","description":"first number"},"b":{"type":"integer","description":"second number"}},"required":["a","b"]}`)
 	tools := []llm.Tool{{Name: "add", Description: "Add two numbers", Parameters: schema}, {Name: "multiply", Description: "Multiply two numbers", Parameters: schema}}

@@ -26,13 +26,13 @@ type responsesDialect struct {
 	idle time.Duration
 }
 
-func newResponses(c *Client, _ httpDoer) *responsesDialect {
+func newResponses(c *Client, _ HTTPDoer) *responsesDialect {
 	// The chat client already sends through the recording doer, to the
 	// same base URL: /responses sits next to /chat/completions.
 	return &responsesDialect{api: c.api, cfg: &c.cfg, idle: c.idle}
 }
 
-func (*responsesDialect) provider() string { return "openai" }
+func (*responsesDialect) Provider() string { return "openai" }
 
 // responsesState is what an assistant message carries back: the reasoning
 // items of its turn, verbatim as the server sent them (id, summary,
@@ -42,10 +42,10 @@ type responsesState struct {
 	Reasoning []json.RawMessage `json:"reasoning,omitempty"`
 }
 
-func (d *responsesDialect) request(r dialectRequest) openai.CreateResponseRequest {
+func (d *responsesDialect) request(r DialectRequest) openai.CreateResponseRequest {
 	store := false
 	req := openai.CreateResponseRequest{
-		Model:           r.model,
+		Model:           r.Model,
 		Store:           &store,
 		Include:         []openai.ResponseInclude{openai.ResponseIncludeReasoningEncryptedContent},
 		MaxOutputTokens: d.cfg.MaxTokens,
@@ -53,8 +53,8 @@ func (d *responsesDialect) request(r dialectRequest) openai.CreateResponseReques
 	if e := d.cfg.ReasoningEffort; e != "" {
 		req.Reasoning = &openai.ResponseReasoning{Effort: e}
 	}
-	req.Instructions, req.Input = responsesInput(r.sent)
-	for _, t := range r.tools {
+	req.Instructions, req.Input = responsesInput(r.Sent)
+	for _, t := range r.Tools {
 		req.Tools = append(req.Tools, openai.NewResponseFunctionTool(openai.FunctionDefinition{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters,
 		}))
@@ -77,7 +77,7 @@ func responsesInput(msgs []llm.Message) (string, []any) {
 		switch m.Role {
 		case llm.RoleAssistant:
 			var st responsesState
-			if providerState(m, llm.APIResponses, &st) {
+			if ProviderState(m, llm.APIResponses, &st) {
 				for _, raw := range st.Reasoning {
 					items = append(items, raw)
 				}
@@ -100,9 +100,9 @@ func responsesInput(msgs []llm.Message) (string, []any) {
 	return strings.Join(instructions, "\n\n"), items
 }
 
-func (d *responsesDialect) send(ctx context.Context, r dialectRequest) (*llm.Response, error) {
+func (d *responsesDialect) Send(ctx context.Context, r DialectRequest) (*llm.Response, error) {
 	req := d.request(r)
-	if !r.stream {
+	if !r.Stream {
 		resp, err := d.api.CreateResponse(ctx, req)
 		if err != nil {
 			return nil, err
@@ -119,7 +119,7 @@ func (d *responsesDialect) send(ctx context.Context, r dialectRequest) (*llm.Res
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	idle := time.AfterFunc(d.idle, func() { cancel(errIdle) })
+	idle := time.AfterFunc(d.idle, func() { cancel(ErrIdle) })
 	defer idle.Stop()
 	st, err := d.api.CreateResponseStream(ctx, req)
 	if err != nil {
@@ -134,13 +134,13 @@ func (d *responsesDialect) send(ctx context.Context, r dialectRequest) (*llm.Res
 			break
 		}
 		if err != nil {
-			return nil, idleOr(ctx, err)
+			return nil, IdleOr(ctx, err)
 		}
 		idle.Reset(d.idle)
 		switch ev.Type {
 		case openai.ResponseStreamEventOutputTextDelta:
-			if ev.Delta != "" && r.onToken != nil {
-				r.onToken(ev.Delta)
+			if ev.Delta != "" && r.OnToken != nil {
+				r.OnToken(ev.Delta)
 			}
 		case openai.ResponseStreamEventOutputItemDone:
 			// The finished item, encrypted_content included, is only
@@ -158,7 +158,7 @@ func (d *responsesDialect) send(ctx context.Context, r dialectRequest) (*llm.Res
 		}
 	}
 	if final == nil {
-		return nil, errCutStream
+		return nil, ErrCutStream
 	}
 	idx := make([]int, 0, len(done))
 	for i := range done {
@@ -231,7 +231,7 @@ func responsesAnswer(resp *openai.CreateResponseResponse, items []json.RawMessag
 	}
 	msg.Content, msg.ReasoningContent = text.String(), reasoning.String()
 	if len(st.Reasoning) > 0 {
-		msg.ProviderState = withProviderState(llm.APIResponses, st)
+		msg.ProviderState = WithProviderState(llm.APIResponses, st)
 	}
 	finish := "stop"
 	switch {
@@ -255,7 +255,7 @@ func responsesAnswer(resp *openai.CreateResponseResponse, items []json.RawMessag
 }
 
 // classify reads go-openai's errors and a failed response.
-func (*responsesDialect) classify(err error, e *llm.Error) bool {
+func (*responsesDialect) Classify(err error, e *llm.Error) bool {
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	var failed *responsesFailure
@@ -266,7 +266,7 @@ func (*responsesDialect) classify(err error, e *llm.Error) bool {
 			e.Code = code
 		}
 	case errors.As(err, &reqErr):
-		e.Status, e.Message = reqErr.HTTPStatusCode, bodyText(reqErr.Body)
+		e.Status, e.Message = reqErr.HTTPStatusCode, BodyText(reqErr.Body)
 	case errors.As(err, &failed):
 		// Inside a 200: only the server's own failures are worth another try.
 		e.Code, e.Message = failed.code, failed.message

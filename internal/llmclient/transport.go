@@ -29,7 +29,7 @@ type exchange struct {
 	extra usageExtra // usage figures go-openai does not read (servercost.go)
 	// idle bounds the silence between reads of the answer's body: a
 	// server that sent its headers and then stalls is cut (cancel, cause
-	// errIdle) after it, not after the whole request timeout.
+	// ErrIdle) after it, not after the whole request timeout.
 	idle   time.Duration
 	cancel context.CancelCauseFunc
 }
@@ -98,7 +98,7 @@ type idleBody struct {
 }
 
 func newIdleBody(rc io.ReadCloser, idle time.Duration, cancel context.CancelCauseFunc) *idleBody {
-	return &idleBody{ReadCloser: rc, idle: idle, timer: time.AfterFunc(idle, func() { cancel(errIdle) })}
+	return &idleBody{ReadCloser: rc, idle: idle, timer: time.AfterFunc(idle, func() { cancel(ErrIdle) })}
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/llmtest/anthropictest"
 	"github.com/codeagent/codeagent/internal/llmtest/responsestest"
@@ -135,7 +136,7 @@ func TestGatewayDialects(t *testing.T) {
 		t.Run("anthropic/"+mode, func(t *testing.T) {
 			srv := anthropictest.New(t, anthropictest.Reply{Text: answer})
 			_, base, token, rec := start(t, srv.URL+"/v1")
-			resp, _, err := chat(t, llmclient.New(llmclient.Config{API: llm.APIAnthropic, BaseURL: base, APIKey: token, Model: "claude-test"}), stream)
+			resp, _, err := chat(t, llmclient.New(llmclient.Config{API: llm.APIAnthropic, Anthropic: anthropicmsg.New, BaseURL: base, APIKey: token, Model: "claude-test"}), stream)
 			if err != nil {
 				t.Fatalf("anthropic through the gateway: %v (%q)", err, srv.Rejections())
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/llm"
 	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/llmtest/anthropictest"
 	"github.com/codeagent/codeagent/internal/llmtest/responsestest"
@@ -94,7 +95,7 @@ func TestGatewayCountsUsage(t *testing.T) {
 			srv := anthropictest.New(t, anthropictest.Reply{Text: "one"}, anthropictest.Reply{Text: "two"})
 			srv.MinCacheTokens = 16 // so the second request reads what the first wrote
 			g, base, token, _ := start(t, srv.URL+"/v1")
-			c := llmclient.New(llmclient.Config{API: llm.APIAnthropic, BaseURL: base, APIKey: token, Model: "claude-test"})
+			c := llmclient.New(llmclient.Config{API: llm.APIAnthropic, Anthropic: anthropicmsg.New, BaseURL: base, APIKey: token, Model: "claude-test"})
 			var want protocol.Tokens
 			msgs := []llm.Message{
 				{Role: llm.RoleSystem, Content: strings.Repeat("You are a careful coding agent. ", 40)},
@@ -195,7 +196,7 @@ func TestGatewayCountsRecordedTraffic(t *testing.T) {
 				}))
 				t.Cleanup(up.Close)
 				g, base, token, _ := start(t, up.URL+"/v1")
-				cl := llmclient.New(llmclient.Config{API: s.api, BaseURL: base, APIKey: token, Model: "recorded", MaxRetries: 0})
+				cl := llmclient.New(llmclient.Config{API: s.api, Anthropic: anthropicmsg.New, BaseURL: base, APIKey: token, Model: "recorded", MaxRetries: 0})
 				var want protocol.Tokens
 				for _, in := range c.Interactions {
 					if in.Response.Code != http.StatusOK {

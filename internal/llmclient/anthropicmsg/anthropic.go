@@ -1,4 +1,10 @@
-package llmclient
+// Package anthropicmsg is the client's dialect for Anthropic's Messages API
+// (/v1/messages) through the official SDK: llmclient.Config.Anthropic is
+// New where a client may speak it (cmdutil's factory, the tests against
+// anthropictest's fake). Apart from llmclient so that a client for Chat
+// Completions or Responses, and every test binary that builds one, does
+// not link the SDK.
+package anthropicmsg
 
 import (
 	"context"
@@ -12,6 +18,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 )
 
 // anthropicBaseURL is used when api is anthropic but base_url was left at
@@ -26,30 +33,33 @@ const anthropicDefaultMaxTokens = 8192
 // request (400 above it).
 const maxCacheBreakpoints = 4
 
-// anthropicDialect speaks Anthropic's Messages API (/v1/messages) through
-// the official SDK. The SDK's own retries are off: the Client retries.
-type anthropicDialect struct {
+// dialect speaks Anthropic's Messages API (/v1/messages) through the
+// official SDK. The SDK's own retries are off: the Client retries.
+type dialect struct {
 	api      anthropic.Client
-	cfg      *Config
+	cfg      llmclient.Config
 	idle     time.Duration
 	thinking int64 // budget tokens; 0: thinking off
 }
 
-func newAnthropic(c *Client, doer httpDoer) *anthropicDialect {
+// New is the dialect of a client whose API is anthropic
+// (llmclient.Config.Anthropic): cfg is the client's, with its defaults
+// filled in, and doer what the client sends through.
+func New(cfg llmclient.Config, doer llmclient.HTTPDoer) llmclient.Dialect {
 	opts := []option.RequestOption{
 		// Only what the config says: no ANTHROPIC_* variable read behind
 		// the config's back (config reads ANTHROPIC_API_KEY itself).
 		option.WithoutEnvironmentDefaults(),
-		option.WithAPIKey(c.cfg.APIKey),
-		option.WithBaseURL(anthropicURL(c.cfg.BaseURL)),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithBaseURL(anthropicURL(cfg.BaseURL)),
 		option.WithHTTPClient(doer),
 		option.WithMaxRetries(0),
 	}
-	return &anthropicDialect{
+	return &dialect{
 		api:      anthropic.NewClient(opts...),
-		cfg:      &c.cfg,
-		idle:     c.idle,
-		thinking: int64(thinkingBudget(c.cfg.ThinkingBudget, c.cfg.ReasoningEffort, c.cfg.MaxTokens)),
+		cfg:      cfg,
+		idle:     cfg.IdleTimeout,
+		thinking: int64(thinkingBudget(cfg.ThinkingBudget, cfg.ReasoningEffort, cfg.MaxTokens)),
 	}
 }
 
@@ -65,11 +75,11 @@ func anthropicURL(base string) string {
 	return u.String()
 }
 
-func (*anthropicDialect) provider() string { return "anthropic" }
+func (*dialect) Provider() string { return "anthropic" }
 
-func (d *anthropicDialect) send(ctx context.Context, r dialectRequest) (*llm.Response, error) {
+func (d *dialect) Send(ctx context.Context, r llmclient.DialectRequest) (*llm.Response, error) {
 	params := d.params(r)
-	if !r.stream {
+	if !r.Stream {
 		msg, err := d.api.Messages.New(ctx, params)
 		if err != nil {
 			return nil, err
@@ -78,7 +88,7 @@ func (d *anthropicDialect) send(ctx context.Context, r dialectRequest) (*llm.Res
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	idle := time.AfterFunc(d.idle, func() { cancel(errIdle) })
+	idle := time.AfterFunc(d.idle, func() { cancel(llmclient.ErrIdle) })
 	defer idle.Stop()
 	st := d.api.Messages.NewStreaming(ctx, params)
 	defer st.Close()
@@ -92,40 +102,40 @@ func (d *anthropicDialect) send(ctx context.Context, r dialectRequest) (*llm.Res
 		}
 		switch ev.Type {
 		case "content_block_delta":
-			if ev.Delta.Type == "text_delta" && ev.Delta.Text != "" && r.onToken != nil {
-				r.onToken(ev.Delta.Text)
+			if ev.Delta.Type == "text_delta" && ev.Delta.Text != "" && r.OnToken != nil {
+				r.OnToken(ev.Delta.Text)
 			}
 		case "message_stop":
 			stopped = true
 		}
 	}
 	if err := st.Err(); err != nil {
-		return nil, idleOr(ctx, err)
+		return nil, llmclient.IdleOr(ctx, err)
 	}
 	if !stopped {
 		// A clean end without message_stop is a dropped connection: the
 		// answer may be incomplete.
-		return nil, errCutStream
+		return nil, llmclient.ErrCutStream
 	}
 	return anthropicResponse(&acc), nil
 }
 
 // params is the wire request: system on top, tool calls as tool_use blocks
 // answered by tool_result blocks, thinking replayed, cache breakpoints set.
-func (d *anthropicDialect) params(r dialectRequest) anthropic.MessageNewParams {
-	system, msgs := anthropicMessages(r.sent)
+func (d *dialect) params(r llmclient.DialectRequest) anthropic.MessageNewParams {
+	system, msgs := anthropicMessages(r.Sent)
 	maxTokens := int64(d.cfg.MaxTokens)
 	if maxTokens <= 0 {
 		maxTokens = anthropicDefaultMaxTokens
 	}
 	p := anthropic.MessageNewParams{
-		Model:     anthropic.Model(r.model),
+		Model:     anthropic.Model(r.Model),
 		MaxTokens: maxTokens,
 		System:    system,
 		Messages:  msgs,
-		Tools:     anthropicTools(r.tools),
+		Tools:     anthropicTools(r.Tools),
 	}
-	if d.thinking > 0 && thinkingReplayable(r.sent) {
+	if d.thinking > 0 && thinkingReplayable(r.Sent) {
 		// max_tokens counts the thinking: it must exceed the budget.
 		if p.MaxTokens <= d.thinking {
 			p.MaxTokens = d.thinking + maxTokens
@@ -154,7 +164,7 @@ func thinkingReplayable(msgs []llm.Message) bool {
 				return true
 			}
 			var st anthropicState
-			return providerState(m, llm.APIAnthropic, &st) && len(st.Thinking) > 0
+			return llmclient.ProviderState(m, llm.APIAnthropic, &st) && len(st.Thinking) > 0
 		default:
 			return true
 		}
@@ -233,7 +243,7 @@ func anthropicMessages(msgs []llm.Message) ([]anthropic.TextBlockParam, []anthro
 func anthropicAssistant(m llm.Message) []anthropic.ContentBlockParamUnion {
 	var blocks []anthropic.ContentBlockParamUnion
 	var st anthropicState
-	if providerState(m, llm.APIAnthropic, &st) {
+	if llmclient.ProviderState(m, llm.APIAnthropic, &st) {
 		for _, t := range st.Thinking {
 			switch t.Type {
 			case "thinking":
@@ -407,7 +417,7 @@ func anthropicResponse(m *anthropic.Message) *llm.Response {
 	msg.Content = text.String()
 	msg.ReasoningContent = reasoning.String()
 	if len(st.Thinking) > 0 {
-		msg.ProviderState = withProviderState(llm.APIAnthropic, st)
+		msg.ProviderState = llmclient.WithProviderState(llm.APIAnthropic, st)
 	}
 	u := m.Usage
 	usage := llm.Usage{
@@ -438,11 +448,11 @@ func anthropicFinish(reason string, calls bool) string {
 	return reason
 }
 
-// classify reads the SDK's API error: status, the error type as Code
+// Classify reads the SDK's API error: status, the error type as Code
 // (overloaded_error, rate_limit_error, ...) and the message. An error event
 // inside a 200 stream gets the status its type stands for, so that an
 // overloaded or failing server is retried.
-func (*anthropicDialect) classify(err error, e *llm.Error) bool {
+func (*dialect) Classify(err error, e *llm.Error) bool {
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) {
 		return false
@@ -451,7 +461,7 @@ func (*anthropicDialect) classify(err error, e *llm.Error) bool {
 	e.Code = string(apiErr.Type())
 	e.Message = apiErr.Message
 	if e.Message == "" {
-		e.Message = bodyText([]byte(apiErr.RawJSON()))
+		e.Message = llmclient.BodyText([]byte(apiErr.RawJSON()))
 	}
 	if e.Status < 400 {
 		switch e.Code {
