@@ -83,8 +83,9 @@ bench:
 
 # The generated docs: the command reference (docs/reference/*.md, man pages
 # in docs/man/) from the cobra commands, and the settings table of
-# docs/configuration.md from the config table. A test in each gendocs
-# package regenerates into a temporary dir and fails when these are stale.
+# docs/configuration.md from the config table. TestDocsCurrent in each
+# program's cli package regenerates into a temporary dir and fails when
+# these are stale.
 docs:
 	$(GO) run ./planagent/internal/gendocs docs
 	$(GO) run ./codingagent/internal/gendocs docs

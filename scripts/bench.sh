@@ -18,7 +18,7 @@ quick=${BENCH_QUICK:-}
 run -bench 'Pickup' -benchtime 300x ./codingagent/internal/watch/
 run -bench 'Combine' ./codingagent/internal/layers/
 run -bench 'ParseCommand|MarshalCommand' ./internal/protocol/
-run -bench 'PromptCaching' -benchtime 3x ./internal/llm/
+run -bench 'PromptCaching' -benchtime 3x ./internal/llmclient/
 run -bench 'RequestAssembly' -benchtime 200x ./codingagent/internal/agent/
 run -bench 'ScriptedSession' -benchtime 3x ./codingagent/internal/agent/
 run -bench 'Chain100$|FanOut100$' -benchtime 3x ./planagent/internal/orchestrator/

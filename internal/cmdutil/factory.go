@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -9,7 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/codeagent/codeagent/internal/config"
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 )
 
 // Factory builds what commands need, lazily, so `--help` never needs an API
@@ -20,6 +22,12 @@ type Factory struct {
 	// Executable is the running program's path (the local runtime finds
 	// codingagent next to it).
 	Executable string
+	// Traces installs the program's tracer provider and returns what
+	// flushes it at exit (export.Setup, set by each program's Main); nil:
+	// no traces. A field rather than an import, so that this package, and
+	// every test binary that links it, does not link the OTLP exporter, the
+	// SDK and the gRPC and protobuf packages they bring.
+	Traces func(ctx context.Context, service string) (shutdown func(context.Context) error, err error)
 	// keyErr is a failure to read the key from KeyFDEnv's descriptor,
 	// reported by Config.
 	keyErr error
@@ -82,19 +90,20 @@ func (f *Factory) Config(cmd *cobra.Command) (*config.Loaded, error) {
 }
 
 // LLM builds the LLM client for cfg. A missing key surfaces at the first call.
-func (f *Factory) LLM(cfg config.Config) *llm.Client {
+func (f *Factory) LLM(cfg config.Config) *llmclient.Client {
 	return f.LLMWithRetries(cfg, nil)
 }
 
 // LLMWithRetries is LLM with onRetry told about every retry before its
 // wait, so a command can show why nothing happens for a while (a 429's
 // Retry-After may be minutes).
-func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wait time.Duration, err error)) *llm.Client {
+func (f *Factory) LLMWithRetries(cfg config.Config, onRetry func(attempt int, wait time.Duration, err error)) *llmclient.Client {
 	grace, _ := time.ParseDuration(f.Getenv(config.ModelDownGraceEnv)) // set by planagent, not by people
-	return llm.New(llm.Config{
+	return llmclient.New(llmclient.Config{
 		DownGrace:       max(grace, 0),
 		BaseURL:         cfg.BaseURL,
 		API:             cfg.API,
+		Anthropic:       anthropicmsg.New,
 		APIKey:          cfg.APIKey,
 		Model:           cfg.Model,
 		RequestTimeout:  cfg.RequestTimeout,

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/codeagent/codeagent/internal/telemetry/export"
 )
 
 // Main runs root with signal handling set up once, prints the error (if any)
@@ -21,17 +19,19 @@ func Main(f *Factory, root *cobra.Command, args []string) int {
 	defer stop()
 	// Traces, when OTEL_EXPORTER_OTLP_ENDPOINT asks for them: flushed at
 	// exit, Ctrl-C included.
-	shutdown, terr := export.Setup(ctx, root.Name())
-	if terr != nil {
-		fmt.Fprintf(f.IO.Err, "%s: traces: %v (going on without them)\n", root.Name(), terr)
-	} else {
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := shutdown(sctx); err != nil {
-				fmt.Fprintf(f.IO.Err, "%s: traces: %v\n", root.Name(), err)
-			}
-		}()
+	if f.Traces != nil {
+		shutdown, terr := f.Traces(ctx, root.Name())
+		if terr != nil {
+			fmt.Fprintf(f.IO.Err, "%s: traces: %v (going on without them)\n", root.Name(), terr)
+		} else {
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := shutdown(sctx); err != nil {
+					fmt.Fprintf(f.IO.Err, "%s: traces: %v\n", root.Name(), err)
+				}
+			}()
+		}
 	}
 	root.SilenceErrors = true
 	root.SilenceUsage = true

@@ -2,14 +2,12 @@ package cmdutil
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
-
-	"github.com/codeagent/codeagent/internal/telemetry"
-	"github.com/codeagent/codeagent/internal/telemetry/export"
 )
 
 // Bad usage exits 2, whether cobra or a command says so; any other failure
@@ -88,17 +86,34 @@ func TestVersionIsTheLongFlagOnly(t *testing.T) {
 	}
 }
 
-// Without an OTLP endpoint, the exporter Main sets up exports nothing. (The
-// test of export.Setup lives here, where the exporter is linked anyway,
-// rather than in a test binary of its own.)
-func TestTraceSetupWithoutEndpointExportsNothing(t *testing.T) {
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	shutdown, err := export.Setup(t.Context(), "x")
-	if err != nil || telemetry.Enabled() {
-		t.Fatalf("setup: %v, enabled %v", err, telemetry.Enabled())
+// Main installs the program's traces (Factory.Traces) under the root's
+// name before the command runs, and flushes them after it.
+func TestMainSetsUpAndFlushesTraces(t *testing.T) {
+	var calls []string
+	root := &cobra.Command{Use: "prog", RunE: func(*cobra.Command, []string) error {
+		calls = append(calls, "run")
+		return nil
+	}}
+	var errb bytes.Buffer
+	f := &Factory{IO: IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errb}}
+	f.Traces = func(_ context.Context, service string) (func(context.Context) error, error) {
+		calls = append(calls, "setup "+service)
+		return func(context.Context) error {
+			calls = append(calls, "shutdown")
+			return nil
+		}, nil
 	}
-	if err := shutdown(t.Context()); err != nil {
-		t.Fatal(err)
+	if code := Main(f, root, nil); code != ExitOK {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	if got := strings.Join(calls, ", "); got != "setup prog, run, shutdown" {
+		t.Errorf("calls: %s", got)
+	}
+	// A setup that fails leaves the command to run without traces.
+	f.Traces = func(context.Context, string) (func(context.Context) error, error) {
+		return nil, errors.New("bad endpoint")
+	}
+	if code := Main(f, root, nil); code != ExitOK || !strings.Contains(errb.String(), "prog: traces: bad endpoint (going on without them)") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/codeagent/codeagent/internal/llmconf"
 )
 
-// The compat key overrides the provider profile that internal/llm picks
+// The compat key overrides the provider profile that internal/llmclient picks
 // from base_url, field by field:
 //
 //	compat:

@@ -4,7 +4,8 @@
 // so that --help, the config table and the docs never disagree. Each
 // program's gendocs command calls it with its own command tree (the trees
 // live in internal packages the other program cannot import); `make docs`
-// runs both, and their tests regenerate into a temporary dir and diff.
+// runs both, and each program's cli tests (TestDocsCurrent, where the
+// tree is linked anyway) regenerate into a temporary dir and diff.
 package docgen
 
 import (

@@ -18,7 +18,7 @@ import (
 // survived, as the big clients' schedules survive it.
 const DefaultMaxRetries = 6
 
-// The wire dialects a client speaks (llm.Config.API).
+// The wire dialects a client speaks (llmclient.Config.API).
 const (
 	APIAuto      = "auto"      // choose from the base URL and model (ResolveAPI)
 	APIChat      = "chat"      // OpenAI Chat Completions through go-openai
@@ -26,7 +26,7 @@ const (
 	APIResponses = "responses" // OpenAI Responses API, stateless
 )
 
-// APIs lists the values llm.Config.API takes, for messages and validation.
+// APIs lists the values llmclient.Config.API takes, for messages and validation.
 var APIs = []string{APIAuto, APIChat, APIAnthropic, APIResponses}
 
 // ResolveAPI says which dialect a client with these settings speaks, and

@@ -9,7 +9,7 @@ import (
 
 // Mode makes the server answer and check like one provider's Chat
 // Completions endpoint, with that provider's 400s (PITFALLS.md, "Provider
-// dialects"), so that each profile rule of internal/llm is a test that
+// dialects"), so that each profile rule of internal/llmclient is a test that
 // fails without it. The zero Mode is OpenAI.
 type Mode string
 

@@ -5,7 +5,7 @@ import "encoding/json"
 // The request as the server decodes it: the chat completions wire format,
 // written out here rather than taken from a client library so that the
 // server checks what a client sends, not what one client library models,
-// and so that only internal/llm depends on go-openai.
+// and so that only internal/llmclient depends on go-openai.
 
 // Request is one decoded chat completions request.
 type Request struct {

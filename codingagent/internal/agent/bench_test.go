@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/tools"
 )
 
@@ -66,7 +67,7 @@ func offlineAgent(tb testing.TB, dir, task string) (*Agent, *tools.Set) {
 		tb.Fatal(err)
 	}
 	set := tools.Coding(ws, tools.Options{})
-	client := llm.New(llm.Config{BaseURL: "http://127.0.0.1:1/v1", APIKey: "unused", Model: "m"})
+	client := llmclient.New(llmclient.Config{BaseURL: "http://127.0.0.1:1/v1", APIKey: "unused", Model: "m"})
 	a, err := New(Options{Client: client, Tools: set, Workspace: ws, Model: "m"})
 	if err != nil {
 		tb.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/tools"
 )
@@ -18,7 +19,7 @@ import (
 type env struct {
 	t      *testing.T
 	srv    *llmtest.Server
-	client *llm.Client
+	client *llmclient.Client
 	dir    string // the workspace
 	ws     *tools.Workspace
 	events *recorder
@@ -32,7 +33,7 @@ func newEnv(t *testing.T, srvOpts ...llmtest.Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model",
+	client := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model",
 		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 	return &env{t: t, srv: srv, client: client, dir: ws.Root(), ws: ws, events: &recorder{}}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 	"github.com/codeagent/codeagent/internal/llmtest/anthropictest"
 	"github.com/codeagent/codeagent/internal/tools"
 )
@@ -55,7 +57,7 @@ func anthropicTask(tb testing.TB, noCache, eachTurn bool) (*Agent, *anthropictes
 	}
 	replies = append(replies, anthropictest.Reply{Text: "Every helper is reworked."})
 	srv := anthropictest.New(tb, replies...)
-	client := llm.New(llm.Config{API: llm.APIAnthropic, BaseURL: srv.URL, APIKey: "test-key", Model: "claude-test",
+	client := llmclient.New(llmclient.Config{API: llm.APIAnthropic, Anthropic: anthropicmsg.New, BaseURL: srv.URL, APIKey: "test-key", Model: "claude-test",
 		MaxTokens: 8192, NoPromptCache: noCache, BackoffBase: time.Millisecond})
 	ws, err := tools.NewWorkspace(dir)
 	if err != nil {

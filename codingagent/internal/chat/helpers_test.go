@@ -12,6 +12,7 @@ import (
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/tools"
 )
@@ -20,7 +21,7 @@ import (
 type env struct {
 	t        *testing.T
 	srv      *llmtest.Server
-	client   *llm.Client
+	client   *llmclient.Client
 	ws       *tools.Workspace
 	sessions string
 	events   *recorder
@@ -33,7 +34,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model", MaxRetries: 0,
+	client := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model", MaxRetries: 0,
 		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 	return &env{t: t, srv: srv, client: client, ws: ws, sessions: t.TempDir(), events: &recorder{}}
 }

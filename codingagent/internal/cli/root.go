@@ -11,6 +11,7 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/relay"
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/telemetry/export"
 )
 
 // Main runs codingagent with args and returns the exit code.
@@ -18,6 +19,7 @@ func Main(args []string) int {
 	cmdutil.Harden()
 	cmdutil.LimitMemory(os.Getenv)
 	f := cmdutil.NewFactory()
+	f.Traces = export.Setup
 	// In an attempt without a network of its own (planagent's closed
 	// egress) the model gateway and the egress proxy are unix sockets:
 	// the relay makes them loopback ports before anything dials.

@@ -22,6 +22,8 @@ func main() {
 	}
 }
 
+// generate writes the reference; the cli package's TestDocsCurrent writes
+// the same and diffs it with docs/.
 func generate(dir string) error {
 	return docgen.Reference(cli.NewCmdRoot(cmdutil.NewFactory()), dir)
 }

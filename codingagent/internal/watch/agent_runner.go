@@ -25,7 +25,7 @@ import (
 // AgentConfig is what AgentRunner needs to build an agent per command.
 // Zero values take the agent's defaults.
 type AgentConfig struct {
-	Client agent.ChatClient // the llm client (*llm.Client)
+	Client agent.ChatClient // the llm client (*llmclient.Client)
 	Layout volume.Layout    // workspace, sessions dir and memory file
 	// Agent are the configured agent settings (agent.Configured); the
 	// runner adds the client, tools, workspace and session of each task.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -140,7 +141,7 @@ func testLogger(t testing.TB) *slog.Logger {
 // agentRunner is the real runner over a real llm client talking to srv.
 func agentRunner(t testing.TB, l volume.Layout, srv *llmtest.Server) *AgentRunner {
 	t.Helper()
-	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model",
+	client := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model",
 		MaxRetries: 1, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
 	r, err := NewAgentRunner(AgentConfig{Client: client, Layout: l, Agent: agent.Options{Model: "test-model", MaxIterations: 10}})
 	if err != nil {

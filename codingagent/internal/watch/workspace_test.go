@@ -10,6 +10,7 @@ import (
 
 	"github.com/codeagent/codeagent/codingagent/internal/agent"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/volume"
@@ -205,7 +206,7 @@ func TestAttemptsShareOneRepoMapCache(t *testing.T) {
 		}
 		return copyModel(req)
 	})
-	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model", MaxRetries: 1})
+	client := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model", MaxRetries: 1})
 	r, err := NewAgentRunner(AgentConfig{Client: client, Layout: l, RepoMapTokens: 512,
 		Agent: agent.Options{Model: "test-model", MaxIterations: 10}})
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
 	"github.com/codeagent/codeagent/internal/events"
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/internal/telemetry"
 	"github.com/codeagent/codeagent/planagent/internal/judge"
@@ -23,7 +23,7 @@ import (
 )
 
 // drive runs the orchestrator and reports the outcome; shared by run and resume.
-func drive(ctx context.Context, s *session, st *runrecord.State, rt orchestrator.Runtime, client *llm.Client, sink events.Sink, jsonOut bool) error {
+func drive(ctx context.Context, s *session, st *runrecord.State, rt orchestrator.Runtime, client *llmclient.Client, sink events.Sink, jsonOut bool) error {
 	now, driven := watchInterrupts(ctx, s.f.IO.Err)
 	o := orchestrator.New(orchestrator.Options{
 		Layout: s.layout, Runtime: stopNowRuntime{Runtime: rt, now: now}, Events: sink, Logger: s.logger,
@@ -144,7 +144,7 @@ func traceRun(ctx context.Context, runID, parent string) (context.Context, trace
 }
 
 // reviewer is the LLM judge of `judge: llm` (nil for a judge command, or none).
-func reviewer(j string, client *llm.Client, model string) orchestrator.Reviewer {
+func reviewer(j string, client *llmclient.Client, model string) orchestrator.Reviewer {
 	if j != "llm" || client == nil {
 		return nil
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 // anthropicDefault is where the anthropic api goes when base_url still
-// names OpenAI's default host (internal/llm's anthropicURL decides the
-// same for a client that holds the key itself).
+// names OpenAI's default host (internal/llmclient/anthropicmsg's
+// anthropicURL decides the same for a client that holds the key itself).
 const anthropicDefault = "https://api.anthropic.com/v1"
 
 // modelGateway is the run's model gateway for the docker and local

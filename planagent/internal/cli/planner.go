@@ -10,6 +10,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/filetree"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/projectdoc"
 	"github.com/codeagent/codeagent/internal/repomap"
 	"github.com/codeagent/codeagent/internal/tools"
@@ -20,7 +21,7 @@ import (
 
 // makePlan runs the planner over the workspace.
 // mapped is called once the repo map is made, before the model is asked.
-func makePlan(ctx context.Context, s *session, client *llm.Client, goal string, sink events.Sink, mapped func()) (*plan.Plan, llm.Usage, error) {
+func makePlan(ctx context.Context, s *session, client *llmclient.Client, goal string, sink events.Sink, mapped func()) (*plan.Plan, llm.Usage, error) {
 	ws, err := tools.NewWorkspace(s.layout.Workspace())
 	if err != nil {
 		return nil, llm.Usage{}, cmdutil.UsageError(fmt.Errorf("workspace: %w", err))

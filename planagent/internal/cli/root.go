@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codeagent/codeagent/internal/cmdutil"
+	"github.com/codeagent/codeagent/internal/telemetry/export"
 )
 
 // Main runs planagent with args and returns the exit code.
@@ -19,6 +20,7 @@ func Main(args []string) int {
 	cmdutil.Harden()
 	cmdutil.LimitMemory(os.Getenv)
 	f := cmdutil.NewFactory()
+	f.Traces = export.Setup
 	return cmdutil.Main(f, NewCmdRoot(f), args)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/fswatch"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/gateway"
@@ -332,7 +333,7 @@ func (s *session) runtime(ctx context.Context, runID string, log io.Writer) (orc
 
 // llm is the client of the planner and the decider; retries are logged, so a
 // long Retry-After does not look like a hang.
-func (s *session) llm() *llm.Client {
+func (s *session) llm() *llmclient.Client {
 	return s.f.LLMWithRetries(s.cfg, func(attempt int, wait time.Duration, err error) {
 		s.logger.Warn(cmdutil.RetryText(attempt, s.cfg.Retries, wait, err))
 	})

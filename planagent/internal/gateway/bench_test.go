@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -21,12 +22,12 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 				return llmtest.Text("a short answer of a few chunks, as a tool call's turn has")
 			})
 			_, base, token, _ := start(b, srv.URL)
-			direct := llm.New(llm.Config{API: llm.APIChat, BaseURL: srv.URL, APIKey: realKey, Model: "m"})
-			through := llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m"})
+			direct := llmclient.New(llmclient.Config{API: llm.APIChat, BaseURL: srv.URL, APIKey: realKey, Model: "m"})
+			through := llmclient.New(llmclient.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m"})
 			req := llm.Request{Stream: stream, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
 			// one is a request's time and, streamed, the mean time from
 			// one chunk to the next as the client got them.
-			one := func(c *llm.Client) (total, chunk time.Duration) {
+			one := func(c *llmclient.Client) (total, chunk time.Duration) {
 				var seen []time.Time
 				t0 := time.Now()
 				if _, err := c.Chat(b.Context(), req, func(string) { seen = append(seen, time.Now()) }); err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/llmtest/anthropictest"
 	"github.com/codeagent/codeagent/internal/llmtest/responsestest"
@@ -88,7 +90,7 @@ func start(t testing.TB, upstream string) (*gateway.Gateway, string, string, *se
 	return g, "http://" + addr.String() + g.Path(), token, rec
 }
 
-func chat(t *testing.T, c *llm.Client, stream bool) (*llm.Response, []string, error) {
+func chat(t *testing.T, c *llmclient.Client, stream bool) (*llm.Response, []string, error) {
 	t.Helper()
 	var deltas []string
 	resp, err := c.Chat(t.Context(), llm.Request{Stream: stream, Messages: []llm.Message{
@@ -107,7 +109,7 @@ func TestGatewayDialects(t *testing.T) {
 			srv := llmtest.New(t, llmtest.WithKey(realKey), llmtest.WithChunkSize(4))
 			srv.Enqueue(llmtest.Text(answer))
 			_, base, token, rec := start(t, srv.URL)
-			resp, deltas, err := chat(t, llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "test-model"}), stream)
+			resp, deltas, err := chat(t, llmclient.New(llmclient.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "test-model"}), stream)
 			if err != nil {
 				t.Fatalf("chat through the gateway: %v (server rejections %q)", err, srv.Rejections())
 			}
@@ -122,7 +124,7 @@ func TestGatewayDialects(t *testing.T) {
 		t.Run("responses/"+mode, func(t *testing.T) {
 			srv := responsestest.New(t, responsestest.Reply{Text: answer})
 			_, base, token, rec := start(t, srv.URL+"/v1")
-			resp, _, err := chat(t, llm.New(llm.Config{API: llm.APIResponses, BaseURL: base, APIKey: token, Model: "gpt-5-codex"}), stream)
+			resp, _, err := chat(t, llmclient.New(llmclient.Config{API: llm.APIResponses, BaseURL: base, APIKey: token, Model: "gpt-5-codex"}), stream)
 			if err != nil {
 				t.Fatalf("responses through the gateway: %v (%q)", err, srv.Rejections())
 			}
@@ -134,7 +136,7 @@ func TestGatewayDialects(t *testing.T) {
 		t.Run("anthropic/"+mode, func(t *testing.T) {
 			srv := anthropictest.New(t, anthropictest.Reply{Text: answer})
 			_, base, token, rec := start(t, srv.URL+"/v1")
-			resp, _, err := chat(t, llm.New(llm.Config{API: llm.APIAnthropic, BaseURL: base, APIKey: token, Model: "claude-test"}), stream)
+			resp, _, err := chat(t, llmclient.New(llmclient.Config{API: llm.APIAnthropic, Anthropic: anthropicmsg.New, BaseURL: base, APIKey: token, Model: "claude-test"}), stream)
 			if err != nil {
 				t.Fatalf("anthropic through the gateway: %v (%q)", err, srv.Rejections())
 			}
@@ -192,7 +194,7 @@ func TestGatewayRefusesOtherTokens(t *testing.T) {
 		t.Errorf("%d refused requests reached the model server", n)
 	}
 	// The real client sees the refusal as an authentication failure.
-	c := llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: other, Model: "m", MaxRetries: 0})
+	c := llmclient.New(llmclient.Config{API: llm.APIChat, BaseURL: base, APIKey: other, Model: "m", MaxRetries: 0})
 	_, _, err = chat(t, c, false)
 	var le *llm.Error
 	if !errors.As(err, &le) || le.Status != http.StatusUnauthorized || le.Retriable {
@@ -208,7 +210,7 @@ func TestGatewayRevokedTokenEndsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m"})
+	c := llmclient.New(llmclient.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m"})
 	if _, _, err := chat(t, c, false); err != nil {
 		t.Fatalf("while the attempt runs: %v", err)
 	}
@@ -319,7 +321,7 @@ func TestGatewayGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m", MaxRetries: 0})
+	c := llmclient.New(llmclient.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m", MaxRetries: 0})
 	if resp, _, err := chat(t, c, false); err != nil || resp.Message.Content != "granted" {
 		t.Fatalf("with the granted token: %v", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
+	"github.com/codeagent/codeagent/internal/llmclient/anthropicmsg"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/llmtest/anthropictest"
 	"github.com/codeagent/codeagent/internal/llmtest/responsestest"
@@ -54,7 +56,7 @@ func TestGatewayCountsUsage(t *testing.T) {
 				srv.Enqueue(llmtest.Reply{Content: "hello", Usage: &b})
 			}
 			g, base, token, _ := start(t, srv.URL)
-			c := llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "test-model"})
+			c := llmclient.New(llmclient.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "test-model"})
 			var want protocol.Tokens
 			for range bills {
 				resp, _, err := chat(t, c, stream)
@@ -73,7 +75,7 @@ func TestGatewayCountsUsage(t *testing.T) {
 		t.Run("responses/"+mode, func(t *testing.T) {
 			srv := responsestest.New(t, responsestest.Reply{Text: "one"}, responsestest.Reply{Text: "two"})
 			g, base, token, _ := start(t, srv.URL+"/v1")
-			c := llm.New(llm.Config{API: llm.APIResponses, BaseURL: base, APIKey: token, Model: "gpt-5-codex"})
+			c := llmclient.New(llmclient.Config{API: llm.APIResponses, BaseURL: base, APIKey: token, Model: "gpt-5-codex"})
 			var want protocol.Tokens
 			for range 2 {
 				resp, _, err := chat(t, c, stream)
@@ -93,7 +95,7 @@ func TestGatewayCountsUsage(t *testing.T) {
 			srv := anthropictest.New(t, anthropictest.Reply{Text: "one"}, anthropictest.Reply{Text: "two"})
 			srv.MinCacheTokens = 16 // so the second request reads what the first wrote
 			g, base, token, _ := start(t, srv.URL+"/v1")
-			c := llm.New(llm.Config{API: llm.APIAnthropic, BaseURL: base, APIKey: token, Model: "claude-test"})
+			c := llmclient.New(llmclient.Config{API: llm.APIAnthropic, Anthropic: anthropicmsg.New, BaseURL: base, APIKey: token, Model: "claude-test"})
 			var want protocol.Tokens
 			msgs := []llm.Message{
 				{Role: llm.RoleSystem, Content: strings.Repeat("You are a careful coding agent. ", 40)},
@@ -194,7 +196,7 @@ func TestGatewayCountsRecordedTraffic(t *testing.T) {
 				}))
 				t.Cleanup(up.Close)
 				g, base, token, _ := start(t, up.URL+"/v1")
-				cl := llm.New(llm.Config{API: s.api, BaseURL: base, APIKey: token, Model: "recorded", MaxRetries: 0})
+				cl := llmclient.New(llmclient.Config{API: s.api, Anthropic: anthropicmsg.New, BaseURL: base, APIKey: token, Model: "recorded", MaxRetries: 0})
 				var want protocol.Tokens
 				for _, in := range c.Interactions {
 					if in.Response.Code != http.StatusOK {
@@ -235,7 +237,7 @@ func TestGatewayRefusesPastTheBudget(t *testing.T) {
 		}
 		return errors.New("task " + name + ": token budget reached; resume with a larger --budget-tokens")
 	})
-	c := llm.New(llm.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m", MaxRetries: 3})
+	c := llmclient.New(llmclient.Config{API: llm.APIChat, BaseURL: base, APIKey: token, Model: "m", MaxRetries: 3})
 	if _, _, err := chat(t, c, true); err != nil {
 		t.Fatalf("within the budget: %v", err)
 	}

@@ -23,7 +23,8 @@ func main() {
 }
 
 // generate builds a fresh tree for each writer: the reference adds cobra's
-// help and completion commands to the tree it is given.
+// help and completion commands to the tree it is given. The cli package's
+// TestDocsCurrent writes the same and diffs it with docs/.
 func generate(dir string) error {
 	if err := docgen.Reference(cli.NewCmdRoot(cmdutil.NewFactory()), dir); err != nil {
 		return err

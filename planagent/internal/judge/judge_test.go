@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 )
 
@@ -21,7 +21,7 @@ func judgeOn(t *testing.T, reply llmtest.Reply) (*LLM, *llmtest.Server) {
 		}
 		return reply
 	})
-	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model"})
+	client := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model"})
 	return &LLM{Client: client}, srv
 }
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
@@ -24,7 +24,7 @@ func deciderOn(t *testing.T, reply llmtest.Reply) (*LLMDecider, *llmtest.Server)
 		}
 		return reply
 	})
-	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model"})
+	client := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model"})
 	return &LLMDecider{Client: client, Model: "test-model"}, srv
 }
 

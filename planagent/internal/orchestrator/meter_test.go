@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/gateway"
@@ -63,7 +64,7 @@ func (a *meteredAgent) answer(t *testing.T) func(c *protocol.Command) *protocol.
 			return nil
 		}
 		defer revoke()
-		cl := llm.New(llm.Config{API: llm.APIChat, BaseURL: a.base, APIKey: token, Model: "test-model", MaxRetries: 0})
+		cl := llmclient.New(llmclient.Config{API: llm.APIChat, BaseURL: a.base, APIKey: token, Model: "test-model", MaxRetries: 0})
 		for range a.calls {
 			_, err := cl.Chat(t.Context(), llm.Request{Stream: true, Messages: []llm.Message{{Role: llm.RoleUser, Content: "work"}}}, nil)
 			a.mu.Lock()

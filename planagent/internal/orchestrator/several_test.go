@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/codeagent/codeagent/internal/events"
-	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
@@ -510,7 +510,7 @@ func TestSeveralLLMJudgeBreaksATie(t *testing.T) {
 		}
 		return llmtest.Calls(llmtest.Call("pick", `{"attempt": 2, "reason": "Two names its lines better."}`))
 	})
-	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model"})
+	client := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model"})
 	repo, st := newCheckpointedState(t, l, plan.Task{ID: "tie", Description: "x", Acceptance: []string{"true"}, Attempts: 2})
 	o := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 2, Policy: "parallel", Judge: "llm", Reviewer: &judge.LLM{Client: client}})
 	if err := o.Drive(t.Context(), st); err != nil {

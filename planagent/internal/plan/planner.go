@@ -16,7 +16,7 @@ import (
 //go:embed planner.md
 var systemPrompt string
 
-// ChatClient is the part of *llm.Client the planner uses.
+// ChatClient is the part of *llmclient.Client the planner uses.
 type ChatClient interface {
 	Chat(ctx context.Context, req llm.Request, onToken func(string)) (*llm.Response, error)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llm"
+	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/tools"
 )
@@ -61,7 +62,7 @@ type fixture struct {
 	plan *Planner
 }
 
-// newFixture wires a real llm.Client to a strict test server and gives the
+// newFixture wires a real llmclient.Client to a strict test server and gives the
 // planner the full coding tool set, so every test also checks that the
 // planner narrows it to the read-only tools.
 func newFixture(t *testing.T, opts Options, replies ...llmtest.Reply) *fixture {
@@ -76,7 +77,7 @@ func newFixture(t *testing.T, opts Options, replies ...llmtest.Reply) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model"})
+	client := llmclient.New(llmclient.Config{BaseURL: srv.URL, APIKey: "test-key", Model: "test-model"})
 	rec := &recorder{}
 	opts.Events = rec
 	return &fixture{srv: srv, ws: dir, rec: rec, plan: NewPlanner(client, tools.Coding(ws, tools.Options{}), opts)}
