@@ -141,6 +141,7 @@ func TestShutdown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each waits out its grace or delay, on its own layout and server
 			l := newLayout(t)
 			srv := llmtest.New(t)
 			model := newScriptedModel()
