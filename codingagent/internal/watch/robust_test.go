@@ -56,6 +56,7 @@ func TestTwoWatchersRunEachCommandOnce(t *testing.T) {
 // A broken command becomes a failed report that says what is wrong, and
 // the watcher goes on with the next command.
 func TestBrokenCommandsAreReported(t *testing.T) {
+	t.Parallel() // own layout, server and watcher; most of it is waiting
 	tests := []struct {
 		name    string
 		file    string
