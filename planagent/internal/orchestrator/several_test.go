@@ -325,7 +325,6 @@ func TestSeveralGateRejectionFallsBackToTheNextRanked(t *testing.T) {
 // still running, are abandoned and said to be stopped.
 func TestSeveralFirstPassWinsStopsTheOthers(t *testing.T) {
 	t.Parallel()
-	coveredInShort(t, "next.TestAttemptEvents (first_pass_wins) and TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest")
 	l := newLayout(t)
 	sized := sizedAgent(t, l, map[int]int{1: 5})
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
@@ -359,7 +358,7 @@ func TestSeveralFirstPassWinsStopsTheOthers(t *testing.T) {
 // series afresh and completes it.
 func TestSeveralBudgetStopsTheAttemptsTogether(t *testing.T) {
 	t.Parallel()
-	coveredInShort(t, "next.TestSettleStartsAttemptsSideBySide (the budget), TestMeterRunBudgetStopsAtTheGateway and TestSeveralResumeKeepsTheHeldCandidate")
+	coveredInShort(t, "next.TestSettleStartsAttemptsSideBySide (the budget), TestSeveralFirstPassWinsStopsTheOthers (running attempts stopped together) and TestSeveralResumeKeepsTheHeldCandidate")
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.Attempt != 1 {
