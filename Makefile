@@ -72,7 +72,8 @@ test: fmt
 	$(TESTENV) $(GO) test -race -vet=all -count=1 -tags $(TESTTAGS) ./...
 
 # The edit-test loop: without the slow tests (testing.Short: the git-heavy
-# checkpoint tests) and without the tests behind TESTTAGS (clientgo: the
+# checkpoint tests, the orchestrator's real-checkpoint scenarios whose
+# decisions its pure tests check) and without the tests behind TESTTAGS (clientgo: the
 # Kubernetes runtime's tests against client-go's clientsets, whose typed
 # fakes are most of the runtime test binary's build).
 test-short:

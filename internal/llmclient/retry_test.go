@@ -340,15 +340,26 @@ func TestDownGraceWaitsForTheServer(t *testing.T) {
 			addr := fmt.Sprintf("127.0.0.1:%d", first.Port())
 			url := first.URL
 			first.Close()
-			var refused int
+			var refused atomic.Int32
+			pastRetries := make(chan struct{})
 			c := llmclient.New(llmclient.Config{BaseURL: url, APIKey: testKey, Model: "m", MaxRetries: 1,
 				BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond, DownGrace: time.Minute,
-				OnRetry: func(int, time.Duration, error) { refused++ }})
+				OnRetry: func(int, time.Duration, error) {
+					if refused.Add(1) == 3 {
+						close(pastRetries)
+					}
+				}})
 			up := make(chan *llmtest.Server, 1)
 			go func() {
-				// Well past MaxRetries' backoffs (20-40ms): only the grace
-				// keeps the request alive this long.
-				time.Sleep(time.Second)
+				// Three refusals are past MaxRetries (1): only the grace
+				// keeps the request alive this long. Waiting for them,
+				// not for a second, keeps the test short and still says so.
+				select {
+				case <-pastRetries:
+				case <-t.Context().Done():
+					up <- nil
+					return
+				}
 				s := llmtest.New(t, llmtest.WithAddr(addr))
 				s.Enqueue(llmtest.Text("back"))
 				up <- s
@@ -356,12 +367,12 @@ func TestDownGraceWaitsForTheServer(t *testing.T) {
 			req := hello()
 			req.Stream = stream
 			resp, err := c.Chat(t.Context(), req, nil)
-			s := <-up
 			if err != nil {
-				t.Fatalf("err %v after %d refused connections, want the answer of the server that came up", err, refused)
+				t.Fatalf("err %v after %d refused connections, want the answer of the server that came up", err, refused.Load())
 			}
-			if resp.Message.Content != "back" || len(s.Requests()) != 1 || refused < 3 {
-				t.Errorf("content %q, %d requests, %d refused: want the one answer after several refusals", resp.Message.Content, len(s.Requests()), refused)
+			s := <-up
+			if resp.Message.Content != "back" || len(s.Requests()) != 1 || refused.Load() < 3 {
+				t.Errorf("content %q, %d requests, %d refused: want the one answer after several refusals", resp.Message.Content, len(s.Requests()), refused.Load())
 			}
 		})
 	}
@@ -399,6 +410,7 @@ func TestDownGraceOutlastsCutConnections(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	var cut atomic.Int32
+	pastRetries := make(chan struct{})
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -406,7 +418,9 @@ func TestDownGraceOutlastsCutConnections(t *testing.T) {
 				return
 			}
 			_, _ = c.Read(make([]byte, 512))
-			cut.Add(1)
+			if cut.Add(1) == 3 {
+				close(pastRetries)
+			}
 			c.Close()
 		}
 	}()
@@ -414,17 +428,24 @@ func TestDownGraceOutlastsCutConnections(t *testing.T) {
 		BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond, DownGrace: time.Minute})
 	up := make(chan *llmtest.Server, 1)
 	go func() {
-		time.Sleep(time.Second)
+		// Three cut requests are past MaxRetries (0): the successor
+		// comes up once the grace alone has kept the request alive.
+		select {
+		case <-pastRetries:
+		case <-t.Context().Done():
+			up <- nil
+			return
+		}
 		l.Close()
 		s := llmtest.New(t, llmtest.WithAddr(addr))
 		s.Enqueue(llmtest.Text("back"))
 		up <- s
 	}()
 	resp, err := c.Chat(t.Context(), hello(), nil)
-	s := <-up
 	if err != nil {
 		t.Fatalf("err %v after %d cut connections, want the successor's answer", err, cut.Load())
 	}
+	s := <-up
 	if resp.Message.Content != "back" || len(s.Requests()) != 1 || cut.Load() < 2 {
 		t.Errorf("content %q, %d requests, %d cut: want the answer after several cut connections", resp.Message.Content, len(s.Requests()), cut.Load())
 	}

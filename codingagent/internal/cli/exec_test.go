@@ -206,6 +206,7 @@ func TestExecModelServerUnusable(t *testing.T) {
 
 // TestExecReportsRetries: while the client waits to retry, the person sees why.
 func TestExecReportsRetries(t *testing.T) {
+	t.Parallel() // waits out the client's backoff (0.5–1 s); its environment is the factory's map, not the process's
 	srv := llmtest.New(t)
 	srv.Enqueue(llmtest.Reply{Status: 429, RetryAfter: "0.05"})
 	srv.Handle(memoryAware(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Done after a retry.") }))

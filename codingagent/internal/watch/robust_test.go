@@ -56,6 +56,7 @@ func TestTwoWatchersRunEachCommandOnce(t *testing.T) {
 // A broken command becomes a failed report that says what is wrong, and
 // the watcher goes on with the next command.
 func TestBrokenCommandsAreReported(t *testing.T) {
+	t.Parallel() // own layout, server and watcher; most of it is waiting
 	tests := []struct {
 		name    string
 		file    string
@@ -141,6 +142,7 @@ func TestShutdown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each waits out its grace or delay, on its own layout and server
 			l := newLayout(t)
 			srv := llmtest.New(t)
 			model := newScriptedModel()

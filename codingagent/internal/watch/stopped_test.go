@@ -27,6 +27,7 @@ func (r unreachableRunner) Run(ctx context.Context, cmd *protocol.Command, _ str
 // is interrupted (dispatched again on resume), not failed; one whose
 // watcher goes on is failed, with the model's error.
 func TestModelUnreachableWhileStoppingIsInterrupted(t *testing.T) {
+	t.Parallel() // own layout, server and watcher; most of it is waiting
 	for _, c := range []struct {
 		name     string
 		stopping bool

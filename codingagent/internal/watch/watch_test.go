@@ -68,6 +68,7 @@ func eventTypes(t *testing.T, path string) map[events.Type]bool {
 }
 
 func TestCommandsInReportsOut(t *testing.T) {
+	t.Parallel() // own layout, server and watcher; most of it is waiting
 	tests := []struct {
 		name        string
 		ids         []string

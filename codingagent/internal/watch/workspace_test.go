@@ -181,6 +181,7 @@ func TestWatchOnceRunsOneTask(t *testing.T) {
 
 // A one-task watcher whose command never comes fails, naming the task.
 func TestWatchOnceWithoutCommand(t *testing.T) {
+	t.Parallel() // own layout, server and watcher; most of it is waiting
 	l := newLayout(t)
 	srv := llmtest.New(t)
 	err := Run(t.Context(), Options{Layout: l, Runner: agentRunner(t, l, srv), Task: "t9", StaleAfter: 200 * time.Millisecond, Logger: testLogger(t)})

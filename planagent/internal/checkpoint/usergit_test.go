@@ -12,11 +12,13 @@ import (
 // moved, nothing staged. A commit of the user's on the branch is told
 // apart (MovedError, Ahead) from a branch reset below the run's commit.
 func TestAdvanceRefusesASwitchedCheckout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, git, now string }{
 		{"new branch", "git switch -q -c other", "other"},
 		{"detached", "git switch -q --detach", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ws := userRepo(t)
 			r := open(t, ws)
 			ctx := t.Context()
@@ -40,6 +42,7 @@ func TestAdvanceRefusesASwitchedCheckout(t *testing.T) {
 		})
 	}
 	t.Run("moved", func(t *testing.T) {
+		t.Parallel()
 		ws := userRepo(t)
 		r := open(t, ws)
 		ctx := t.Context()

@@ -155,6 +155,7 @@ func newCheckpointedState(t *testing.T, l volume.Layout, tasks ...plan.Task) (*c
 // without a commit has none either.
 func TestDriveKeepsTheUnmergedAttemptsAsRefs(t *testing.T) {
 	t.Parallel()
+	coveredInShort(t, "TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest (the unmerged attempts kept as refs)")
 	l := newLayout(t)
 	var mu sync.Mutex
 	accepted := 0

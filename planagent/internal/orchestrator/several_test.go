@@ -156,6 +156,7 @@ func TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest(t *testing.T) {
 // --parallel 2 holds a 3-attempt parallel task to two attempts at once.
 func TestSeveralParallelRespectsTheLimit(t *testing.T) {
 	t.Parallel()
+	coveredInShort(t, "next.TestSettleStartsAttemptsSideBySide (the limit) and TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest")
 	l := newLayout(t)
 	var mu sync.Mutex
 	inFlight, most := 0, 0
@@ -189,6 +190,7 @@ func TestSeveralParallelRespectsTheLimit(t *testing.T) {
 // the same base; 2 passes with a large diff, 3 with a small one: 3 merges.
 func TestSeveralEscalateRunsOneThenTheRestTogether(t *testing.T) {
 	t.Parallel()
+	coveredInShort(t, "TestDriveEscalatesATaskOfSeveralAttempts, next.TestSettleStartsAttemptsSideBySide and TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest")
 	l := newLayout(t)
 	var mu sync.Mutex
 	var order []int
@@ -280,6 +282,7 @@ func TestSeveralJudgeChangesTheWinner(t *testing.T) {
 // best candidate: the next-ranked is merged, the rejected one kept.
 func TestSeveralGateRejectionFallsBackToTheNextRanked(t *testing.T) {
 	t.Parallel()
+	coveredInShort(t, "next.TestAttemptEvents (the gate's rejection) and TestSeveralParallelRunsAllAtOnceAndMergesTheSmallest")
 	l := newLayout(t)
 	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 2, 2: 8}))
 	var mu sync.Mutex
@@ -355,6 +358,7 @@ func TestSeveralFirstPassWinsStopsTheOthers(t *testing.T) {
 // series afresh and completes it.
 func TestSeveralBudgetStopsTheAttemptsTogether(t *testing.T) {
 	t.Parallel()
+	coveredInShort(t, "next.TestSettleStartsAttemptsSideBySide (the budget), TestSeveralFirstPassWinsStopsTheOthers (running attempts stopped together) and TestSeveralResumeKeepsTheHeldCandidate")
 	l := newLayout(t)
 	rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
 		if c.Attempt != 1 {
@@ -535,6 +539,7 @@ func TestSeveralLLMJudgeBreaksATie(t *testing.T) {
 // its retry (--max-retries) runs one attempt, told why the task failed.
 func TestSeveralSeriesFailsThenRetriesOneAttempt(t *testing.T) {
 	t.Parallel()
+	coveredInShort(t, "next.TestSeriesProperties and TestDriveFailureSkipsDownstreamAndRetries")
 	l := newLayout(t)
 	var mu sync.Mutex
 	hints := map[int][]string{}
@@ -578,6 +583,7 @@ func TestSeveralSeriesFailsThenRetriesOneAttempt(t *testing.T) {
 // again (its copy was kept) without running its agent again.
 func TestSeveralResumeChecksACheckCutShort(t *testing.T) {
 	t.Parallel()
+	coveredInShort(t, "TestSeveralResumeKeepsTheHeldCandidate")
 	l := newLayout(t)
 	rt := newFakeRuntime(l, sizedAgent(t, l, map[int]int{1: 4, 2: 2}))
 	ctx, cancel := context.WithCancel(t.Context())

@@ -176,6 +176,7 @@ func TestUserCommitDuringATaskIsKept(t *testing.T) {
 // the user reverts their commit, the resumed run merges the task on top.
 func TestUserCommitThatConflictsStopsTheRun(t *testing.T) {
 	t.Parallel()
+	coveredInShort(t, "checkpoint.TestConflict and TestUserUncommittedChangeStopsTheMerge (a refused merge stops the run, resumably)")
 	u := newUserGitRun(t, func(u *userGitRun) {
 		u.write("notes.txt", "one\ntwo\nTHREE by the user\nfour\n")
 		u.git("commit", "-q", "-am", "the user's commit")
@@ -225,6 +226,7 @@ func TestUserCommitThatConflictsStopsTheRun(t *testing.T) {
 // in the checkout. Switched back, the resumed run merges it.
 func TestUserSwitchDuringATaskStopsTheRun(t *testing.T) {
 	t.Parallel()
+	coveredInShort(t, "checkpoint.TestAdvanceRefusesASwitchedCheckout and TestUserUncommittedChangeStopsTheMerge")
 	for _, tc := range []struct {
 		name, now string
 		switchTo  []string

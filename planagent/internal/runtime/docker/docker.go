@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/go-units"
@@ -129,6 +130,10 @@ type Docker struct {
 	egress *egress.Policy
 	// boundary is what the start-of-run probe found.
 	boundary boundary.Verdict
+	// oomSettle is exitError's wait between looks for a late OOM event;
+	// 0 is oomSettleStep. The fake engine's tests shorten it: its OOM
+	// mark is never late, so the full second would only be waited out.
+	oomSettle time.Duration
 
 	mu       sync.Mutex
 	started  bool

@@ -435,6 +435,10 @@ func (d *Docker) exitError(ctx context.Context, c *agentContainer, res container
 	// can land after the exit's: a SIGKILLed container (137) not yet
 	// marked is looked at again for a moment before it is taken for
 	// killed by something else.
+	step := d.oomSettle
+	if step == 0 {
+		step = oomSettleStep
+	}
 	for try := 0; ; try++ {
 		in, err := d.api.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
 		if err != nil || in.Container.State == nil {
@@ -451,7 +455,7 @@ func (d *Docker) exitError(ctx context.Context, c *agentContainer, res container
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(oomSettleStep):
+		case <-time.After(step):
 		}
 		if ctx.Err() != nil {
 			break

@@ -236,7 +236,8 @@ func fakeDocker(t *testing.T, fake *fakeEngine) (*Docker, Attempt) {
 	gw := testGateway(t)
 	d := &Docker{api: fake, opts: Options{Volumes: l, Image: "img:test", RunID: "r1", Binary: "/opt/codingagent",
 		UID: 1000, GID: 1000, Env: map[string]string{"OPENAI_API_KEY": testKey}, Gateway: gw},
-		log: slog.New(slog.DiscardHandler), exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer)}
+		log: slog.New(slog.DiscardHandler), exited: make(chan Exit, 16), attempts: make(map[string]*agentContainer),
+		oomSettle: time.Millisecond}
 	addr, err := gw.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -331,6 +332,7 @@ func TestDockerFakeAttemptErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			fake := newFakeEngine()
 			fake.createErr, fake.startErr = tc.createErr, tc.startErr
 			d, a := fakeDocker(t, fake)
@@ -397,6 +399,7 @@ func firstID(e *fakeEngine) string {
 // volumes it needs mounted, labelled for the leftover sweep, the gateway's
 // URL and a token of its own in its environment, never the key.
 func TestDockerFakeAttemptSpec(t *testing.T) {
+	t.Parallel()
 	fake := newFakeEngine()
 	d, a := fakeDocker(t, fake)
 	if err := d.Launch(t.Context(), a); err != nil {
@@ -472,6 +475,7 @@ func TestDockerFakeAttemptSpec(t *testing.T) {
 // Stop removes every attempt's container at once, reports none of them as
 // died, and Launch afterwards needs a new Start.
 func TestDockerFakeStopRemovesAttempts(t *testing.T) {
+	t.Parallel()
 	fake := newFakeEngine()
 	d, a := fakeDocker(t, fake)
 	b := a
@@ -513,6 +517,7 @@ func TestDockerFakeStopRemovesAttempts(t *testing.T) {
 // only its own; the same attempt launched again replaces its container,
 // which is not reported as died.
 func TestDockerFakeAttemptsOfATaskRunSideBySide(t *testing.T) {
+	t.Parallel()
 	fake := newFakeEngine()
 	d, a := fakeDocker(t, fake)
 	if err := d.Launch(t.Context(), a); err != nil {
@@ -559,6 +564,7 @@ func TestDockerFakeAttemptsOfATaskRunSideBySide(t *testing.T) {
 // reported as died, and abandoning it again (or a task never launched) is
 // no error.
 func TestDockerFakeAbandonRemovesTheAttempt(t *testing.T) {
+	t.Parallel()
 	fake := newFakeEngine()
 	d, a := fakeDocker(t, fake)
 	if err := d.Launch(t.Context(), a); err != nil {
@@ -640,6 +646,7 @@ func TestDockerFakeExec(t *testing.T) {
 // volumes, and with them their claims and heartbeats, so a resumed run
 // sends their tasks again at once; another host's claim stays.
 func TestDockerFakeLeftoverClaimsFreed(t *testing.T) {
+	t.Parallel()
 	fake := newFakeEngine()
 	l, err := volume.New(t.TempDir(), "")
 	if err != nil {

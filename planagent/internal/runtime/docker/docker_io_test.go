@@ -16,6 +16,7 @@ import (
 // A report the agent writes while its container runs is not in reports/
 // (where the orchestrator would take it) until the container is gone.
 func TestDockerFakeReportOnlyAfterTheContainerIsGone(t *testing.T) {
+	t.Parallel() // its own fake engine and volumes; it waits out three polls
 	fake := newFakeEngine()
 	d, a := fakeDocker(t, fake)
 	if err := d.Launch(t.Context(), a); err != nil {
@@ -41,6 +42,7 @@ func TestDockerFakeReportOnlyAfterTheContainerIsGone(t *testing.T) {
 // context is not followed into them. What the agent adds to the memory and
 // its session come back once it is gone; its events are followed live.
 func TestDockerFakeOwnVolumes(t *testing.T) {
+	t.Parallel()
 	fake := newFakeEngine()
 	d, a := fakeDocker(t, fake)
 	v := d.opts.Volumes
@@ -128,6 +130,7 @@ func TestRemoveTreeUnreadable(t *testing.T) {
 // A container the engine will not remove may still run: its report is not
 // read, and the Exit says its copy must not be reused.
 func TestDockerFakeUnremovableContainerIsNotRead(t *testing.T) {
+	t.Parallel()
 	fake := newFakeEngine()
 	d, a := fakeDocker(t, fake)
 	if err := d.Launch(t.Context(), a); err != nil {
@@ -156,6 +159,7 @@ func TestDockerFakeUnremovableContainerIsNotRead(t *testing.T) {
 // command (read from the run's commands/t1@<n>.md) under the name it
 // knows, commands/t1.md, and each report comes back under its stem.
 func TestDockerFakeAttemptsByStem(t *testing.T) {
+	t.Parallel()
 	fake := newFakeEngine()
 	d, _ := fakeDocker(t, fake)
 	v := d.opts.Volumes

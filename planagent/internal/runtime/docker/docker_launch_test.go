@@ -12,6 +12,7 @@ import (
 // one container's create and start while another's are under way. Each
 // create waits until all four are in (a minute at most).
 func TestDockerFakeLaunchesTogether(t *testing.T) {
+	t.Parallel()
 	fake := newFakeEngine()
 	var in, most atomic.Int32
 	all := make(chan struct{})

@@ -55,6 +55,7 @@ func admitted(t *testing.T, base, token string) bool {
 // abandoned (timed out), replaced by a launch of the same attempt, stopped
 // with the run.
 func TestDockerFakeGatewayTokenLivesWithTheAttempt(t *testing.T) {
+	t.Parallel()
 	ends := []struct {
 		name string
 		end  func(t *testing.T, d *Docker, fake *fakeEngine, a Attempt, id string)
