@@ -11,6 +11,7 @@
 //	passed ─Retaken→ held (resume: tried and not merged)
 //	running, checking, passed ─Failed→ failed
 //	running ─Stopped→ stopped (side by side, another won or the budget stopped them)
+//	checking ─Stopped→ stopped (side by side, its task ended while it was checked)
 //	running ─Interrupted→ interrupted (one at a time, requeued)
 //	running ─Completed→ completed (one at a time)
 //
@@ -221,9 +222,10 @@ func (b *Results) Failed(id string, n int, why string, side bool) error {
 	return nil
 }
 
-// Stopped: attempt n, side by side and running, was given up on for why.
+// Stopped: attempt n, side by side and running or being checked, was
+// given up on for why.
 func (b *Results) Stopped(id string, n int, why string) error {
-	in, res, err := b.from(id, n, "stopped", Running)
+	in, res, err := b.from(id, n, "stopped", Running, Checking)
 	if err != nil {
 		return err
 	}

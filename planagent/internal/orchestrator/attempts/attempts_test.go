@@ -121,7 +121,7 @@ func TestResultsRefuseTheImpossible(t *testing.T) {
 		{"a failure twice", []op{dispatched(1, false), failed(1, false)}, failed(1, false), "failed while failed"},
 		{"a failure of a merged attempt", []op{dispatched(1, false), completed(1, false)}, failed(1, false), "failed while completed"},
 		{"a stop of no attempt", nil, stopped(1), "attempt 1 of task t1 stopped while not dispatched"},
-		{"a stop of an attempt being checked", append(side[:1:1], checking(1)), stopped(1), "stopped while checking"},
+		{"a stop of a held attempt", held, stopped(1), "stopped while held"},
 		{"a stop twice", append(side[:1:1], stopped(1)), stopped(1), "stopped while stopped"},
 		{"an interruption of a merged attempt", []op{dispatched(1, false), completed(1, false)}, interrupted(), "attempt 1 of task t1 interrupted while completed"},
 		{"an interruption twice", []op{dispatched(1, false), interrupted()}, interrupted(), "interrupted while interrupted"},
@@ -225,6 +225,17 @@ func TestResultsTransitions(t *testing.T) {
 				{Attempt: 2, Status: Checking},
 			},
 			spans: []runrecord.Span{{Attempt: 1, Start: at(1)}, {Attempt: 2, Start: at(2)}},
+		},
+		{
+			name: "side by side: one merged while the next was checked, stopped at its task's end",
+			ops: []op{dispatched(1, true), dispatched(2, true), checking(1), checking(2), checked(1, true),
+				tried(1), completed(1, true), stopped(2), func(b *Results) error { b.Closed("t1", "completed"); return nil }},
+			want: []runrecord.AttemptResult{
+				{Attempt: 1, Status: Completed, Rank: 1, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(1)},
+				{Attempt: 2, Status: Stopped, Error: "another won"},
+			},
+			spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(3), Status: "completed"},
+				{Attempt: 2, Start: at(2), End: at(4), Status: "interrupted"}},
 		},
 		{
 			name: "side by side, a stopped attempt's number dispatched again (the budget's series requeued)",
