@@ -174,7 +174,7 @@ func diffLines(patch string) int {
 func (r *run) onChecked(ev checked) (follow bool, err error) {
 	r.underway.checkEnded()
 	c := attempts.Check{Acceptance: ev.output, Ref: ev.ref}
-	if !slices.Contains(r.series.Live(ev.ID), ev.Attempt) && r.attempts.Of(ev.ID, ev.Attempt).Status == attempts.Stopped {
+	if !slices.Contains(r.series.Live(ev.ID), ev.Attempt) && r.attempts.Of(ev.ID, ev.Attempt).Status == runrecord.AttemptStopped {
 		if ev.ref != "" {
 			r.attempts.Kept(ev.ID, ev.Attempt, ev.ref)
 		}
@@ -247,7 +247,7 @@ func (r *run) dropAttemptCopy(id string, n int) {
 func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
 	var stopped []int
 	for _, n := range r.series.Live(a.ID) {
-		if r.underway.flight(r.key(a.ID, n)) == nil && r.attempts.Of(a.ID, n).Status == attempts.Checking {
+		if r.underway.flight(r.key(a.ID, n)) == nil && r.attempts.Of(a.ID, n).Status == runrecord.AttemptChecking {
 			continue
 		}
 		if err := r.stopAttempt(ctx, a.ID, n, a.Reason); err != nil {
@@ -317,7 +317,7 @@ func (r *run) choose(ctx context.Context, id string) error {
 	var cs []next.Candidate
 	for _, res := range info.Results {
 		c := res.Candidate
-		if c == nil || res.Attempt < info.Series.From || res.Status != attempts.Held && res.Status != attempts.Passed {
+		if c == nil || res.Attempt < info.Series.From || res.Status != runrecord.AttemptHeld && res.Status != runrecord.AttemptPassed {
 			continue
 		}
 		nc := next.Candidate{Attempt: res.Attempt, Passed: c.Passed, Commands: c.Commands, Judged: c.Judged, JudgeOK: c.JudgeOK,
@@ -328,7 +328,7 @@ func (r *run) choose(ctx context.Context, id string) error {
 		cs = append(cs, nc)
 	}
 	ranked := next.Rank(cs)
-	held := func(n int) bool { return r.attempts.Of(id, n).Status == attempts.Held }
+	held := func(n int) bool { return r.attempts.Of(id, n).Status == runrecord.AttemptHeld }
 	if r.o.opts.Judge == "llm" && r.o.opts.Reviewer != nil && !info.Series.Reviewed {
 		if tied := tiedBest(ranked, held); len(tied) >= 2 {
 			if err := r.startReview(ctx, id, tied); err != nil {
@@ -398,7 +398,7 @@ func (r *run) completeSeries(ctx context.Context, id string) error {
 func (r *run) requeueSeries(a next.ActRequeue) error {
 	info := r.info(a.ID)
 	for _, res := range info.Results {
-		if res.Attempt >= info.Series.From && res.Status == attempts.Stopped {
+		if res.Attempt >= info.Series.From && res.Status == runrecord.AttemptStopped {
 			if err := r.g.Refund(a.ID); err != nil {
 				return err
 			}
