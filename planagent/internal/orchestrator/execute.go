@@ -120,7 +120,7 @@ func (r *run) do(ctx context.Context, src event, a next.Action) error {
 	case next.ActForgetMerge:
 		r.forgetMerge(a)
 	case next.ActFail:
-		return r.fail(a)
+		return r.fail(ctx, a)
 	case next.ActAsk:
 		r.startDecision(ctx, a)
 	case next.ActDecide:
@@ -286,12 +286,15 @@ func (r *run) complete(ctx context.Context, a next.ActComplete) error {
 }
 
 // fail marks the task failed (its dependants are skipped) and notes why.
-func (r *run) fail(a next.ActFail) error {
+func (r *run) fail(ctx context.Context, a next.ActFail) error {
 	r.bookUnreported(a.ID) // an attempt that died or timed out used what the gateway counted
 	info := r.info(a.ID)
 	if r.several(a.ID) {
-		// Its attempts ended one by one (endAttempt); the series ends here.
-		r.series.Finished(a.ID)
+		// Its attempts ended one by one (endAttempt), but for one still
+		// being checked; the series ends here.
+		if err := r.endSeries(ctx, a.ID, "its task failed before its check ended"); err != nil {
+			return err
+		}
 	} else {
 		r.dropCopy(a.ID)
 		info.History = append(info.History, fmt.Sprintf("attempt %d: failed: %s", info.Attempt, oneLine(a.Reason, 300)))

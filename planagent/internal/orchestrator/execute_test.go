@@ -116,7 +116,7 @@ func TestFailSkipsTheDependantsAndSaysWhy(t *testing.T) {
 	if err := r.g.Start("t000"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.fail(next.ActFail{ID: "t000", Reason: "tests failed"}); err != nil {
+	if err := r.fail(t.Context(), next.ActFail{ID: "t000", Reason: "tests failed"}); err != nil {
 		t.Fatal(err)
 	}
 	if statusOf(t, r, "t000") != taskgraph.Failed || statusOf(t, r, "t001") != taskgraph.Skipped {

@@ -13,8 +13,8 @@ import (
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/envfault"
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator/attempts"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
+	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 	"github.com/codeagent/codeagent/planagent/internal/runtime/attempt"
 	"github.com/codeagent/codeagent/planagent/internal/taskgraph"
 )
@@ -55,7 +55,7 @@ func (r *run) adoptSeries(ctx context.Context, id string) ([]event, error) {
 	info := r.info(id)
 	var live []int
 	for _, res := range info.Results {
-		if res.Attempt >= info.Series.From && (res.Status == attempts.Checking || res.Status == attempts.Running) {
+		if res.Attempt >= info.Series.From && (res.Status == runrecord.AttemptChecking || res.Status == runrecord.AttemptRunning) {
 			live = append(live, res.Attempt)
 		}
 	}
@@ -68,17 +68,17 @@ func (r *run) adoptSeries(ctx context.Context, id string) ([]event, error) {
 			continue
 		}
 		switch res.Status {
-		case attempts.Passed:
+		case runrecord.AttemptPassed:
 			if res.Candidate != nil && info.Merging == "" {
 				if err := r.attempts.Retaken(id, res.Attempt); err != nil {
 					return nil, err
 				}
 			}
-		case attempts.Checking:
+		case runrecord.AttemptChecking:
 			if err := r.startCheck(ctx, id, res.Attempt); err != nil {
 				return nil, err
 			}
-		case attempts.Running:
+		case runrecord.AttemptRunning:
 			key := protocol.Stem(id, res.Attempt)
 			r.underway.launched(key, r.newFlight(id, res.Attempt))
 			evs = append(evs, r.onDisk(key))

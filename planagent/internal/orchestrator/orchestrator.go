@@ -432,7 +432,8 @@ func (r *run) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Ti
 		case next.EvCopied:
 			r.underway.copied(len(ev.IDs))
 		case checked:
-			if err := r.onChecked(ev); err != nil {
+			follow, err := r.onChecked(ev)
+			if err != nil || !follow {
 				return nil, err
 			}
 			return []event{ev.EvChecked}, nil

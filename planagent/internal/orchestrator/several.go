@@ -167,32 +167,42 @@ func diffLines(patch string) int {
 }
 
 // onChecked records a check as it comes back to the loop: a passing
-// attempt is held, on the record, before next hears of it.
-func (r *run) onChecked(ev checked) error {
+// attempt is held, on the record, before next hears of it (follow). The
+// check of an attempt stopped when its task ended (endSeries) changes
+// nothing but its copy, thrown away now it is no longer read, and where
+// a failing result is kept: next does not hear of it.
+func (r *run) onChecked(ev checked) (follow bool, err error) {
 	r.underway.checkEnded()
 	c := attempts.Check{Acceptance: ev.output, Ref: ev.ref}
+	if !slices.Contains(r.series.Live(ev.ID), ev.Attempt) && r.attempts.Of(ev.ID, ev.Attempt).Status == runrecord.AttemptStopped {
+		if ev.ref != "" {
+			r.attempts.Kept(ev.ID, ev.Attempt, ev.ref)
+		}
+		r.dropAttemptCopy(ev.ID, ev.Attempt)
+		return false, r.record(ev.ID)
+	}
 	if ev.Env != nil {
 		// A fault of the machine: the attempt stays "checking", its copy
 		// kept, for resume to check it again; the run halts.
-		return r.attempts.Checked(ev.ID, ev.Attempt, c)
+		return true, r.attempts.Checked(ev.ID, ev.Attempt, c)
 	}
 	if err := r.series.Checked(ev.ID, ev.Attempt); err != nil {
-		return err
+		return false, err
 	}
 	c.Candidate = ev.cand
 	if err := r.attempts.Checked(ev.ID, ev.Attempt, c); err != nil {
-		return err
+		return false, err
 	}
 	if ev.cand != nil {
 		r.note(fmt.Sprintf("task %s: attempt %d passed its acceptance commands (%d lines changed): held until the task's attempts have ended", ev.ID, ev.Attempt, ev.cand.Diff))
 	}
 	if err := r.record(ev.ID); err != nil {
-		return err
+		return false, err
 	}
 	// Only once its result is on the record: a crash before finds the
 	// copy there to check again.
 	r.dropAttemptCopy(ev.ID, ev.Attempt)
-	return nil
+	return true, nil
 }
 
 // endAttempt ends an attempt that did not pass; the task goes on.
@@ -232,39 +242,72 @@ func (r *run) dropAttemptCopy(id string, n int) {
 }
 
 // stopAttempts stops task id's attempts still under way: a passing one
-// won (first_pass_wins). The running ones are abandoned in the runtime;
-// one whose copy is being made is not launched.
+// won (first_pass_wins), or the budget stops them together. One being
+// checked goes on: its check ends it, and it may yet be the next-ranked.
 func (r *run) stopAttempts(ctx context.Context, a next.ActStopAttempts) error {
 	var stopped []int
 	for _, n := range r.series.Live(a.ID) {
-		key := r.key(a.ID, n)
-		f := r.underway.flight(key)
-		running := f != nil
-		if !running && r.attempts.Of(a.ID, n).Status == attempts.Checking {
-			continue // its check ends it; it may yet be the next-ranked
+		if r.underway.flight(r.key(a.ID, n)) == nil && r.attempts.Of(a.ID, n).Status == runrecord.AttemptChecking {
+			continue
 		}
-		if err := r.series.Stopped(a.ID, n, a.Reason); err != nil {
-			return err
-		}
-		if err := r.attempts.Stopped(a.ID, n, a.Reason); err != nil {
+		if err := r.stopAttempt(ctx, a.ID, n, a.Reason); err != nil {
 			return err
 		}
 		stopped = append(stopped, n)
-		if running {
-			r.bookUnreportedAttempt(a.ID, n)
-			r.traces.end(key, "stopped")
-			r.underway.gaveUp(key)
-			if err := r.o.opts.Runtime.Abandon(ctx, a.ID, f.Attempt); err != nil {
-				r.o.opts.Logger.Warn("stop the attempt", "task", a.ID, "attempt", n, "err", err)
-			}
-			r.dropAttemptCopy(a.ID, n)
+	}
+	r.noteStopped(a.ID, a.Reason, stopped)
+	return r.record(a.ID)
+}
+
+// endSeries ends task id's series with its task: an attempt still under
+// way (one being checked when the winner was merged under
+// first_pass_wins, or when the task failed) is stopped for why, so the
+// record neither leaves it checking nor gives its span to another.
+func (r *run) endSeries(ctx context.Context, id, why string) error {
+	live := r.series.Live(id)
+	for _, n := range live {
+		if err := r.stopAttempt(ctx, id, n, why); err != nil {
+			return err
 		}
 	}
-	if len(stopped) > 0 {
-		r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, TaskID: a.ID,
-			Text: fmt.Sprintf("task %s: %s: attempts %v stopped", a.ID, a.Reason, stopped), Data: map[string]any{"stopped": stopped}})
+	r.noteStopped(id, why, live)
+	r.series.Finished(id)
+	return nil
+}
+
+// stopAttempt stops attempt n of task id, under way, for why. A running
+// one is abandoned in the runtime and its copy thrown away; one being
+// checked keeps its copy until its check comes back (onChecked): the
+// check may be reading it still.
+func (r *run) stopAttempt(ctx context.Context, id string, n int, why string) error {
+	key := r.key(id, n)
+	f := r.underway.flight(key)
+	if err := r.series.Stopped(id, n, why); err != nil {
+		return err
 	}
-	return r.record(a.ID)
+	if err := r.attempts.Stopped(id, n, why); err != nil {
+		return err
+	}
+	if f == nil {
+		return nil
+	}
+	r.bookUnreportedAttempt(id, n)
+	r.traces.end(key, "stopped")
+	r.underway.gaveUp(key)
+	if err := r.o.opts.Runtime.Abandon(ctx, id, f.Attempt); err != nil {
+		r.o.opts.Logger.Warn("stop the attempt", "task", id, "attempt", n, "err", err)
+	}
+	r.dropAttemptCopy(id, n)
+	return nil
+}
+
+// noteStopped tells the operator which of task id's attempts were stopped.
+func (r *run) noteStopped(id, why string, stopped []int) {
+	if len(stopped) == 0 {
+		return
+	}
+	r.o.opts.Events.Emit(events.Event{Type: events.Log, RunID: r.st.RunID, TaskID: id,
+		Text: fmt.Sprintf("task %s: %s: attempts %v stopped", id, why, stopped), Data: map[string]any{"stopped": stopped}})
 }
 
 // choose ranks task id's held candidates and queues the best one not yet
@@ -274,7 +317,7 @@ func (r *run) choose(ctx context.Context, id string) error {
 	var cs []next.Candidate
 	for _, res := range info.Results {
 		c := res.Candidate
-		if c == nil || res.Attempt < info.Series.From || res.Status != attempts.Held && res.Status != attempts.Passed {
+		if c == nil || res.Attempt < info.Series.From || res.Status != runrecord.AttemptHeld && res.Status != runrecord.AttemptPassed {
 			continue
 		}
 		nc := next.Candidate{Attempt: res.Attempt, Passed: c.Passed, Commands: c.Commands, Judged: c.Judged, JudgeOK: c.JudgeOK,
@@ -285,7 +328,7 @@ func (r *run) choose(ctx context.Context, id string) error {
 		cs = append(cs, nc)
 	}
 	ranked := next.Rank(cs)
-	held := func(n int) bool { return r.attempts.Of(id, n).Status == attempts.Held }
+	held := func(n int) bool { return r.attempts.Of(id, n).Status == runrecord.AttemptHeld }
 	if r.o.opts.Judge == "llm" && r.o.opts.Reviewer != nil && !info.Series.Reviewed {
 		if tied := tiedBest(ranked, held); len(tied) >= 2 {
 			if err := r.startReview(ctx, id, tied); err != nil {
@@ -335,7 +378,8 @@ func (r *run) choose(ctx context.Context, id string) error {
 // completeSeries records the merged attempt of a task of several as its
 // winner and keeps every other passing one under its ref.
 func (r *run) completeSeries(ctx context.Context, id string) error {
-	if err := r.attempts.Completed(id, r.info(id).Attempt, true); err != nil {
+	winner := r.info(id).Attempt
+	if err := r.attempts.Completed(id, winner, true); err != nil {
 		return err
 	}
 	for _, n := range r.attempts.Unkept(id) {
@@ -345,8 +389,7 @@ func (r *run) completeSeries(ctx context.Context, id string) error {
 		}
 		r.attempts.Kept(id, n, checkpoint.AttemptRef(r.st.RunID, id, n))
 	}
-	r.series.Finished(id)
-	return nil
+	return r.endSeries(ctx, id, fmt.Sprintf("attempt %d was merged before its check ended", winner))
 }
 
 // requeueSeries puts a task whose series the budget stopped back to
@@ -355,7 +398,7 @@ func (r *run) completeSeries(ctx context.Context, id string) error {
 func (r *run) requeueSeries(a next.ActRequeue) error {
 	info := r.info(a.ID)
 	for _, res := range info.Results {
-		if res.Attempt >= info.Series.From && res.Status == attempts.Stopped {
+		if res.Attempt >= info.Series.From && res.Status == runrecord.AttemptStopped {
 			if err := r.g.Refund(a.ID); err != nil {
 				return err
 			}

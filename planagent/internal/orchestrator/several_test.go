@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codeagent/codeagent/internal/events"
 	"github.com/codeagent/codeagent/internal/llmclient"
 	"github.com/codeagent/codeagent/internal/llmtest"
 	"github.com/codeagent/codeagent/internal/protocol"
+	"github.com/codeagent/codeagent/internal/volume"
 	"github.com/codeagent/codeagent/planagent/internal/checkpoint"
 	"github.com/codeagent/codeagent/planagent/internal/judge"
 	"github.com/codeagent/codeagent/planagent/internal/plan"
@@ -624,5 +626,90 @@ func TestSeveralResumeChecksACheckCutShort(t *testing.T) {
 	}
 	if status(loaded)["cut"] != taskgraph.Completed || rt.count("cut") != 2 || rt2.count("cut") != 0 {
 		t.Errorf("cut %s after %d and %d commands; results %+v", status(loaded)["cut"], rt.count("cut"), rt2.count("cut"), loaded.Info["cut"].Results)
+	}
+}
+
+// first_pass_wins: one attempt is still being checked when attempt 1
+// wins and is merged (or, the merge's gate rejecting it, the task fails),
+// and the third still runs. The record says so when the run ends: the
+// one checked has its own span, ended as the stopped ones' (interrupted),
+// and is stopped, not checking for ever; the winner's span is its own.
+// Its check, coming back after the task ended, changes nothing.
+func TestSeveralFirstPassWinsStopsTheOneBeingChecked(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name             string
+		checked, running int  // the attempt being checked, the one running
+		gateFails        bool // the merge's test gate rejects attempt 1
+		task             taskgraph.Status
+		first, why       string
+	}{
+		{name: "its span before the last", checked: 2, running: 3, task: taskgraph.Completed, first: "completed",
+			why: "attempt 1 was merged before its check ended"},
+		{name: "its span the last", checked: 3, running: 2, task: taskgraph.Completed, first: "completed",
+			why: "attempt 1 was merged before its check ended"},
+		{name: "the task failed", checked: 2, running: 3, gateFails: true, task: taskgraph.Failed, first: "failed",
+			why: "its task failed before its check ended"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l := newLayout(t)
+			sized := sizedAgent(t, l, map[int]int{1: 5, tc.checked: 3})
+			rt := newFakeRuntime(l, func(c *protocol.Command) *protocol.Report {
+				if c.Attempt == tc.running {
+					return nil // still running when attempt 1 passes
+				}
+				return sized(c)
+			})
+			repo, st := newCheckpointedState(t, l, plan.Task{ID: "quick", Description: "x", Acceptance: []string{"check"}, Attempts: 3})
+			checking, ended := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			ones := 0 // attempt 1's check, then its merge's gate, in its acceptance copy
+			rt.execDir = func(dir, command string) attempt.ExecResult {
+				switch dir {
+				case l.Attempt(st.RunID, "quick", 1) + volume.AcceptSuffix:
+					if ones++; ones > 1 && tc.gateFails {
+						return attempt.ExecResult{ExitCode: 1, Output: "FAIL on the merged tree"}
+					}
+					<-checking
+				case l.Attempt(st.RunID, "quick", tc.checked) + volume.AcceptSuffix:
+					once.Do(func() { close(checking) })
+					select { // the check outlasts its task
+					case <-ended:
+					case <-time.After(10 * time.Second):
+						t.Error("the task did not end while its attempt was checked")
+					}
+				}
+				return attempt.ExecResult{Output: "ok"}
+			}
+			sink := events.Func(func(e events.Event) {
+				if e.Type == events.TaskEnd && e.TaskID == "quick" {
+					close(ended)
+				}
+			})
+			if err := New(Options{Layout: l, Runtime: rt, Repo: repo, Parallel: 3, Policy: "parallel", FirstPassWins: true, Events: sink}).Drive(t.Context(), st); err != nil {
+				t.Fatal(err)
+			}
+			if got := status(st)["quick"]; got != tc.task {
+				t.Fatalf("quick %s, want %s", got, tc.task)
+			}
+			rs := ranks(st, "quick")
+			if rs[1].Status != tc.first || rs[tc.running].Status != "stopped" ||
+				rs[tc.checked].Status != "stopped" || rs[tc.checked].Error != tc.why {
+				t.Errorf("results %+v; want 1 %s, %d and %d stopped, %d for %q", st.Info["quick"].Results, tc.first, tc.running, tc.checked, tc.checked, tc.why)
+			}
+			spans := map[int]runrecord.Span{}
+			for _, s := range st.Info["quick"].Spans {
+				if _, twice := spans[s.Attempt]; twice {
+					t.Errorf("attempt %d has two spans: %+v", s.Attempt, st.Info["quick"].Spans)
+				}
+				spans[s.Attempt] = s
+			}
+			for n, want := range map[int]string{1: tc.first, tc.checked: "interrupted", tc.running: "interrupted"} {
+				if s := spans[n]; s.Status != want || s.End.IsZero() {
+					t.Errorf("attempt %d's span %+v, want ended %s; spans %+v", n, s, want, st.Info["quick"].Spans)
+				}
+			}
+		})
 	}
 }

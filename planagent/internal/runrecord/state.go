@@ -90,6 +90,19 @@ type TaskInfo struct {
 	Results []AttemptResult `json:"results,omitempty"`
 }
 
+// An attempt's statuses (AttemptResult.Status; docs/attempts.md). The
+// orchestrator's attempts.Results alone changes them; the views read them.
+const (
+	AttemptRunning     = "running"     // dispatched: its copy made, its agent at work, its report in
+	AttemptChecking    = "checking"    // side by side: squashed and checked on its own result
+	AttemptHeld        = "held"        // side by side: passed its check, waits for the ranking
+	AttemptPassed      = "passed"      // side by side: tried for the merge, or passing and not merged
+	AttemptCompleted   = "completed"   // merged: the task's result
+	AttemptFailed      = "failed"      // its report, check, acceptance or merge failed; or it died
+	AttemptStopped     = "stopped"     // side by side: given up on while it ran or was checked
+	AttemptInterrupted = "interrupted" // one at a time: ended through no fault of its own
+)
+
 // AttemptResult is one attempt of a task as it ended (docs/attempts.md).
 type AttemptResult struct {
 	Attempt int `json:"attempt"`
@@ -169,7 +182,7 @@ func (in *TaskInfo) Result(n int) *AttemptResult {
 			return &in.Results[i]
 		}
 	}
-	in.Results = append(in.Results, AttemptResult{Attempt: n, Status: "running"})
+	in.Results = append(in.Results, AttemptResult{Attempt: n, Status: AttemptRunning})
 	return &in.Results[len(in.Results)-1]
 }
 

@@ -287,7 +287,7 @@ func Build(st *runrecord.State, opts Options) *Run {
 				d := c.Diff
 				av.DiffLines, av.JudgeScore = &d, c.Score
 			}
-			if av.Status == "running" && stopped(st) {
+			if av.Status == runrecord.AttemptRunning && stopped(st) {
 				av.Status = StatusInterrupted
 			}
 			if c, ok := opts.Prices.Cost(r.Model, av.Tokens); ok {

@@ -187,7 +187,7 @@ func (t *tailer) read(st *runrecord.State, out *sseWriter) {
 			continue
 		}
 		for _, r := range in.Results {
-			if r.Attempt >= in.Series.From && (r.Status == "running" || r.Status == "checking") {
+			if r.Attempt >= in.Series.From && (r.Status == runrecord.AttemptRunning || r.Status == runrecord.AttemptChecking) {
 				live[protocol.Stem(task.ID, r.Attempt)] = true
 			}
 		}

@@ -11,8 +11,12 @@
 //	passed ─Retaken→ held (resume: tried and not merged)
 //	running, checking, passed ─Failed→ failed
 //	running ─Stopped→ stopped (side by side, another won or the budget stopped them)
+//	checking ─Stopped→ stopped (side by side, its task ended while it was checked)
 //	running ─Interrupted→ interrupted (one at a time, requeued)
 //	running ─Completed→ completed (one at a time)
+//
+// The statuses are runrecord's (AttemptRunning…): the views compare them
+// without importing this package, which depguard keeps from them.
 //
 // A number comes back to running after failed, stopped or interrupted
 // because a refunded attempt (taskgraph.Refund) or a replanned task
@@ -40,19 +44,6 @@ import (
 
 	"github.com/codeagent/codeagent/internal/protocol"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
-)
-
-// An attempt's statuses on the record (runrecord.AttemptResult.Status;
-// docs/attempts.md).
-const (
-	Running     = "running"     // dispatched: its copy made, its agent at work, its report in
-	Checking    = "checking"    // side by side: squashed and checked on its own result
-	Held        = "held"        // side by side: passed its check, waits for the ranking
-	Passed      = "passed"      // side by side: tried for the merge, or passing and not merged
-	Completed   = "completed"   // merged: the task's result
-	Failed      = "failed"      // its report, check, acceptance or merge failed; or it died
-	Stopped     = "stopped"     // side by side: given up on while it ran
-	Interrupted = "interrupted" // one at a time: ended through no fault of its own
 )
 
 // Results is the attempts' results and spans of a run's tasks on its
@@ -100,7 +91,7 @@ func (b *Results) from(id string, n int, what string, ok ...string) (*runrecord.
 // task's one (a span left open by a crash ends as interrupted). It returns
 // the time it was dispatched at.
 func (b *Results) Dispatched(id string, n int, side bool) (time.Time, error) {
-	in, _, err := b.from(id, n, "dispatched", "", Failed, Stopped, Interrupted)
+	in, _, err := b.from(id, n, "dispatched", "", runrecord.AttemptFailed, runrecord.AttemptStopped, runrecord.AttemptInterrupted)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -110,7 +101,7 @@ func (b *Results) Dispatched(id string, n int, side bool) (time.Time, error) {
 	} else {
 		in.OpenSpan(n, at)
 	}
-	in.Result(n).Status = Running
+	in.Result(n).Status = runrecord.AttemptRunning
 	return at, nil
 }
 
@@ -118,7 +109,7 @@ func (b *Results) Dispatched(id string, n int, side bool) (time.Time, error) {
 // again on resume too, where a record of a version before the results
 // has none for it: made here).
 func (b *Results) Hinted(id string, n int) error {
-	in, _, err := b.from(id, n, "hinted", "", Running)
+	in, _, err := b.from(id, n, "hinted", "", runrecord.AttemptRunning)
 	if err != nil {
 		return err
 	}
@@ -129,11 +120,11 @@ func (b *Results) Hinted(id string, n int) error {
 // Checking: attempt n, side by side, is squashed and checked on its own
 // result; a check cut short (resume) is made again.
 func (b *Results) Checking(id string, n int) error {
-	_, res, err := b.from(id, n, "checked", Running, Checking)
+	_, res, err := b.from(id, n, "checked", runrecord.AttemptRunning, runrecord.AttemptChecking)
 	if err != nil {
 		return err
 	}
-	res.Status = Checking
+	res.Status = runrecord.AttemptChecking
 	return nil
 }
 
@@ -150,13 +141,13 @@ type Check struct {
 // its task's attempts have ended; one that did not stays checking until
 // it is ended (Failed), or checked again on resume.
 func (b *Results) Checked(id string, n int, c Check) error {
-	_, res, err := b.from(id, n, "checked", Checking)
+	_, res, err := b.from(id, n, "checked", runrecord.AttemptChecking)
 	if err != nil {
 		return err
 	}
 	res.Acceptance, res.Ref = c.Acceptance, c.Ref
 	if c.Candidate != nil {
-		res.Status, res.Candidate = Held, c.Candidate
+		res.Status, res.Candidate = runrecord.AttemptHeld, c.Candidate
 	}
 	return nil
 }
@@ -174,11 +165,11 @@ func (b *Results) Ranked(id string, order []int) {
 // Tried: attempt n, held, goes to the merge; judgeReason is the LLM
 // judge's when it picked it ("" none).
 func (b *Results) Tried(id string, n int, judgeReason string) error {
-	_, res, err := b.from(id, n, "tried for the merge", Held)
+	_, res, err := b.from(id, n, "tried for the merge", runrecord.AttemptHeld)
 	if err != nil {
 		return err
 	}
-	res.Status = Passed
+	res.Status = runrecord.AttemptPassed
 	if judgeReason != "" {
 		res.JudgeReason = judgeReason
 	}
@@ -188,14 +179,14 @@ func (b *Results) Tried(id string, n int, judgeReason string) error {
 // Retaken: attempt n was tried for the merge and a resume finds it not
 // merged: it is held again.
 func (b *Results) Retaken(id string, n int) error {
-	_, res, err := b.from(id, n, "held again", Passed)
+	_, res, err := b.from(id, n, "held again", runrecord.AttemptPassed)
 	if err != nil {
 		return err
 	}
 	if res.Candidate == nil {
 		return fmt.Errorf("attempts: attempt %d of task %s held again with no candidate", n, id)
 	}
-	res.Status = Held
+	res.Status = runrecord.AttemptHeld
 	return nil
 }
 
@@ -204,16 +195,16 @@ func (b *Results) Retaken(id string, n int) error {
 // here and it has no rank; one at a time the task's end closes its span
 // (Closed).
 func (b *Results) Failed(id string, n int, why string, side bool) error {
-	ok := []string{Running, Checking, Passed}
+	ok := []string{runrecord.AttemptRunning, runrecord.AttemptChecking, runrecord.AttemptPassed}
 	if !side {
-		ok = []string{"", Running} // a record of a version before the results: made here
+		ok = []string{"", runrecord.AttemptRunning} // a record of a version before the results: made here
 	}
 	in, _, err := b.from(id, n, "failed", ok...)
 	if err != nil {
 		return err
 	}
 	res := in.Result(n)
-	res.Status, res.Error = Failed, why
+	res.Status, res.Error = runrecord.AttemptFailed, why
 	if side {
 		in.CloseAttemptSpan(n, "failed", b.now())
 		res.Rank = 0
@@ -221,13 +212,14 @@ func (b *Results) Failed(id string, n int, why string, side bool) error {
 	return nil
 }
 
-// Stopped: attempt n, side by side and running, was given up on for why.
+// Stopped: attempt n, side by side and running or being checked, was
+// given up on for why.
 func (b *Results) Stopped(id string, n int, why string) error {
-	in, res, err := b.from(id, n, "stopped", Running)
+	in, res, err := b.from(id, n, "stopped", runrecord.AttemptRunning, runrecord.AttemptChecking)
 	if err != nil {
 		return err
 	}
-	res.Status, res.Error = Stopped, why
+	res.Status, res.Error = runrecord.AttemptStopped, why
 	in.CloseAttemptSpan(n, "interrupted", b.now())
 	return nil
 }
@@ -235,12 +227,12 @@ func (b *Results) Stopped(id string, n int, why string) error {
 // Interrupted: attempt n, one at a time, ended through no fault of its
 // own (why); its task goes back to pending.
 func (b *Results) Interrupted(id string, n int, why string) error {
-	in, _, err := b.from(id, n, "interrupted", "", Running)
+	in, _, err := b.from(id, n, "interrupted", "", runrecord.AttemptRunning)
 	if err != nil {
 		return err
 	}
 	res := in.Result(n)
-	res.Status, res.Error = Interrupted, why
+	res.Status, res.Error = runrecord.AttemptInterrupted, why
 	in.CloseSpan("interrupted", b.now())
 	return nil
 }
@@ -252,15 +244,15 @@ func (b *Results) Interrupted(id string, n int, why string) error {
 // to keep under their refs.
 func (b *Results) Completed(id string, n int, side bool) error {
 	if !side {
-		in, _, err := b.from(id, n, "completed", "", Running)
+		in, _, err := b.from(id, n, "completed", "", runrecord.AttemptRunning)
 		if err != nil {
 			return err
 		}
 		res := in.Result(n)
-		res.Status, res.Error, res.Rank = Completed, "", 1
+		res.Status, res.Error, res.Rank = runrecord.AttemptCompleted, "", 1
 		return nil
 	}
-	in, res, err := b.from(id, n, "completed", Passed)
+	in, res, err := b.from(id, n, "completed", runrecord.AttemptPassed)
 	if err != nil {
 		return err
 	}
@@ -271,12 +263,12 @@ func (b *Results) Completed(id string, n int, side bool) error {
 		if o.Candidate == nil || o.Attempt == n || o.Ref != "" {
 			continue
 		}
-		if o.Status == Held {
-			o.Status = Passed
+		if o.Status == runrecord.AttemptHeld {
+			o.Status = runrecord.AttemptPassed
 		}
 		in.CloseAttemptSpan(o.Attempt, "passed", now)
 	}
-	res.Status, res.Error = Completed, ""
+	res.Status, res.Error = runrecord.AttemptCompleted, ""
 	if res.Rank == 0 {
 		res.Rank = 1
 	}
@@ -288,7 +280,7 @@ func (b *Results) Completed(id string, n int, side bool) error {
 func (b *Results) Unkept(id string) []int {
 	var out []int
 	for _, res := range b.info(id).Results {
-		if res.Candidate != nil && res.Status != Completed && res.Ref == "" {
+		if res.Candidate != nil && res.Status != runrecord.AttemptCompleted && res.Ref == "" {
 			out = append(out, res.Attempt)
 		}
 	}
@@ -325,10 +317,10 @@ func (b *Results) Picked(id string, n int) (was int, err error) {
 	}
 	rank := p.Rank
 	p.Rank, p.Picked = 1, true
-	if p.Status == Passed {
-		p.Status = Completed
-		if w != nil && w.Status == Completed {
-			w.Status = Passed
+	if p.Status == runrecord.AttemptPassed {
+		p.Status = runrecord.AttemptCompleted
+		if w != nil && w.Status == runrecord.AttemptCompleted {
+			w.Status = runrecord.AttemptPassed
 		}
 	}
 	if w == nil {

@@ -121,7 +121,7 @@ func TestResultsRefuseTheImpossible(t *testing.T) {
 		{"a failure twice", []op{dispatched(1, false), failed(1, false)}, failed(1, false), "failed while failed"},
 		{"a failure of a merged attempt", []op{dispatched(1, false), completed(1, false)}, failed(1, false), "failed while completed"},
 		{"a stop of no attempt", nil, stopped(1), "attempt 1 of task t1 stopped while not dispatched"},
-		{"a stop of an attempt being checked", append(side[:1:1], checking(1)), stopped(1), "stopped while checking"},
+		{"a stop of a held attempt", held, stopped(1), "stopped while held"},
 		{"a stop twice", append(side[:1:1], stopped(1)), stopped(1), "stopped while stopped"},
 		{"an interruption of a merged attempt", []op{dispatched(1, false), completed(1, false)}, interrupted(), "attempt 1 of task t1 interrupted while completed"},
 		{"an interruption twice", []op{dispatched(1, false), interrupted()}, interrupted(), "interrupted while interrupted"},
@@ -163,27 +163,27 @@ func TestResultsTransitions(t *testing.T) {
 		{
 			name:  "one at a time, merged",
 			ops:   []op{dispatched(1, false), completed(1, false), func(b *Results) error { b.Closed("t1", "completed"); return nil }},
-			want:  []runrecord.AttemptResult{{Attempt: 1, Status: Completed, Rank: 1}},
+			want:  []runrecord.AttemptResult{{Attempt: 1, Status: runrecord.AttemptCompleted, Rank: 1}},
 			spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(2), Status: "completed"}},
 		},
 		{
 			name: "one at a time, failed, then a second told why",
 			ops: []op{dispatched(1, false), failed(1, false), func(b *Results) error { b.Closed("t1", "failed"); return nil },
 				dispatched(2, false), hinted(2)},
-			want: []runrecord.AttemptResult{{Attempt: 1, Status: Failed, Error: "boom"}, {Attempt: 2, Status: Running, Hinted: true}},
+			want: []runrecord.AttemptResult{{Attempt: 1, Status: runrecord.AttemptFailed, Error: "boom"}, {Attempt: 2, Status: runrecord.AttemptRunning, Hinted: true}},
 			spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(2), Status: "failed"},
 				{Attempt: 2, Start: at(3)}},
 		},
 		{
 			name:  "one at a time, interrupted, then dispatched again under its number (refunded)",
 			ops:   []op{dispatched(1, false), interrupted(), dispatched(1, false)},
-			want:  []runrecord.AttemptResult{{Attempt: 1, Status: Running, Error: "the agent died"}},
+			want:  []runrecord.AttemptResult{{Attempt: 1, Status: runrecord.AttemptRunning, Error: "the agent died"}},
 			spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(2), Status: "interrupted"}, {Attempt: 1, Start: at(3)}},
 		},
 		{
 			name: "a span a crash left open ends as interrupted at the next dispatch",
 			ops:  []op{dispatched(1, false), dispatched(2, false)},
-			want: []runrecord.AttemptResult{{Attempt: 1, Status: Running}, {Attempt: 2, Status: Running}},
+			want: []runrecord.AttemptResult{{Attempt: 1, Status: runrecord.AttemptRunning}, {Attempt: 2, Status: runrecord.AttemptRunning}},
 			spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(2), Status: "interrupted"},
 				{Attempt: 2, Start: at(2)}},
 		},
@@ -194,10 +194,10 @@ func TestResultsTransitions(t *testing.T) {
 				checked(1, true), checked(2, true), checked(3, false), failed(3, true),
 				func(b *Results) error { b.Ranked("t1", []int{2, 1}); return nil }, tried(2), completed(2, true)},
 			want: []runrecord.AttemptResult{
-				{Attempt: 1, Status: Passed, Rank: 2, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(1)},
-				{Attempt: 2, Status: Completed, Rank: 1, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(2)},
-				{Attempt: 3, Status: Failed, Error: "boom", Acceptance: "$ make test\n(exit 1)\n", Ref: "refs/kept"},
-				{Attempt: 4, Status: Stopped, Error: "another won"},
+				{Attempt: 1, Status: runrecord.AttemptPassed, Rank: 2, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(1)},
+				{Attempt: 2, Status: runrecord.AttemptCompleted, Rank: 1, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(2)},
+				{Attempt: 3, Status: runrecord.AttemptFailed, Error: "boom", Acceptance: "$ make test\n(exit 1)\n", Ref: "refs/kept"},
+				{Attempt: 4, Status: runrecord.AttemptStopped, Error: "another won"},
 			},
 			spans: []runrecord.Span{
 				{Attempt: 1, Start: at(1), End: at(7), Status: "passed"},
@@ -211,8 +211,8 @@ func TestResultsTransitions(t *testing.T) {
 			ops: []op{dispatched(1, true), dispatched(2, true), checking(1), checking(2), checked(1, true), checked(2, true),
 				tried(1), failed(1, true), tried(2)},
 			want: []runrecord.AttemptResult{
-				{Attempt: 1, Status: Failed, Error: "boom", Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(1)},
-				{Attempt: 2, Status: Passed, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(2)},
+				{Attempt: 1, Status: runrecord.AttemptFailed, Error: "boom", Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(1)},
+				{Attempt: 2, Status: runrecord.AttemptPassed, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(2)},
 			},
 			spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(3), Status: "failed"}, {Attempt: 2, Start: at(2)}},
 		},
@@ -221,15 +221,26 @@ func TestResultsTransitions(t *testing.T) {
 			ops: []op{dispatched(1, true), dispatched(2, true), checking(1), checking(2), checked(1, true), tried(1),
 				retaken(1), checking(2)},
 			want: []runrecord.AttemptResult{
-				{Attempt: 1, Status: Held, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(1)},
-				{Attempt: 2, Status: Checking},
+				{Attempt: 1, Status: runrecord.AttemptHeld, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(1)},
+				{Attempt: 2, Status: runrecord.AttemptChecking},
 			},
 			spans: []runrecord.Span{{Attempt: 1, Start: at(1)}, {Attempt: 2, Start: at(2)}},
 		},
 		{
+			name: "side by side: one merged while the next was checked, stopped at its task's end",
+			ops: []op{dispatched(1, true), dispatched(2, true), checking(1), checking(2), checked(1, true),
+				tried(1), completed(1, true), stopped(2), func(b *Results) error { b.Closed("t1", "completed"); return nil }},
+			want: []runrecord.AttemptResult{
+				{Attempt: 1, Status: runrecord.AttemptCompleted, Rank: 1, Acceptance: "$ make test\n(exit 0)\n", Candidate: cand(1)},
+				{Attempt: 2, Status: runrecord.AttemptStopped, Error: "another won"},
+			},
+			spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(3), Status: "completed"},
+				{Attempt: 2, Start: at(2), End: at(4), Status: "interrupted"}},
+		},
+		{
 			name: "side by side, a stopped attempt's number dispatched again (the budget's series requeued)",
 			ops:  []op{dispatched(1, true), stopped(1), dispatched(1, true)},
-			want: []runrecord.AttemptResult{{Attempt: 1, Status: Running, Error: "another won"}},
+			want: []runrecord.AttemptResult{{Attempt: 1, Status: runrecord.AttemptRunning, Error: "another won"}},
 			spans: []runrecord.Span{{Attempt: 1, Start: at(1), End: at(2), Status: "interrupted"},
 				{Attempt: 1, Start: at(3)}},
 		},
@@ -258,9 +269,9 @@ func TestResultsBookings(t *testing.T) {
 	b.Merged("t1", 2, "refs/kept/2", "$ make\n(exit 0)\n")
 	b.Kept("t1", 1, "refs/kept/1")
 	want := []runrecord.AttemptResult{
-		{Attempt: 1, Status: Running, Summary: "did it", Tokens: protocol.Tokens{Prompt: 10, Completion: 2}, Duration: time.Minute,
+		{Attempt: 1, Status: runrecord.AttemptRunning, Summary: "did it", Tokens: protocol.Tokens{Prompt: 10, Completion: 2}, Duration: time.Minute,
 			Acceptance: "$ true\n(exit 0)\n", Ref: "refs/kept/1"},
-		{Attempt: 2, Status: Running, Tokens: protocol.Tokens{Prompt: 6}, Duration: time.Second,
+		{Attempt: 2, Status: runrecord.AttemptRunning, Tokens: protocol.Tokens{Prompt: 6}, Duration: time.Second,
 			EgressRefused: []string{"evil.example:443: not allowed"}, Acceptance: "$ make\n(exit 0)\n", Ref: "refs/kept/2"},
 	}
 	if got, w := record(t, &runrecord.TaskInfo{Results: in.Results}), record(t, &runrecord.TaskInfo{Results: want}); got != w {
@@ -270,8 +281,8 @@ func TestResultsBookings(t *testing.T) {
 		t.Errorf("an attempt with no result read as %+v", got)
 	}
 	res := b.Of("t1", 1)
-	res.Status = Failed
-	if b.Of("t1", 1).Status != Running {
+	res.Status = runrecord.AttemptFailed
+	if b.Of("t1", 1).Status != runrecord.AttemptRunning {
 		t.Error("Of gave the record's result, not a copy")
 	}
 	if n := len(in.Results); n != 2 {

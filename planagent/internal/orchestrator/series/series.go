@@ -23,7 +23,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/codeagent/codeagent/planagent/internal/orchestrator/attempts"
 	"github.com/codeagent/codeagent/planagent/internal/orchestrator/next"
 	"github.com/codeagent/codeagent/planagent/internal/runrecord"
 )
@@ -255,9 +254,9 @@ func (t *Tracker) View(id string, in *runrecord.TaskInfo, inProgress bool, tk *n
 		switch {
 		case res.Attempt < in.Series.From:
 			continue
-		case res.Attempt == in.Series.From && res.Status == attempts.Failed:
+		case res.Attempt == in.Series.From && res.Status == runrecord.AttemptFailed:
 			tk.FirstFailed = true
-		case res.Status == attempts.Held && res.Attempt != s.chosen:
+		case res.Status == runrecord.AttemptHeld && res.Attempt != s.chosen:
 			tk.Held++
 		}
 		tk.Started++
