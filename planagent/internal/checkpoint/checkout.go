@@ -356,7 +356,9 @@ func (co *copyCheckout) finish() error {
 // own would write nothing different (no attributes file of the user's,
 // links and exec bits kept, case kept).
 func (c *copyMaker) plainCheckout(ctx context.Context) bool {
-	if c.userAttributes || c.user.get(ctx).converts {
+	// A config that could not be read: git's checkout, whose copy fails
+	// on the same error (copy.go).
+	if u, err := c.user.get(ctx); c.userAttributes || err != nil || u.converts {
 		return false
 	}
 	c.initMu.Lock()

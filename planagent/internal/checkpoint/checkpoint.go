@@ -454,8 +454,12 @@ func (r *Repo) mergeTree(ctx context.Context, quarantine string, cached bool, co
 		alt = alternates(r.cache.objects())
 	}
 	env := []string{"GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
+	u, err := r.user.get(ctx)
+	if err != nil {
+		return "", err
+	}
 	g := r.g
-	g.extra = r.user.get(ctx).copyArgs
+	g.extra = u.copyArgs
 	out, err := g.runEnv(ctx, env, nil, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", onto, commit)
 	fields := splitZ(out)
 	if err != nil {

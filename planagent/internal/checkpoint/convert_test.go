@@ -298,3 +298,27 @@ func TestAdvanceKeepsTheUsersWorkOnOtherFiles(t *testing.T) {
 		t.Error("the move's file or the user's edit is not there")
 	}
 }
+
+// The user's config is read on first use, after Open: a config git cannot
+// read then (edited while the run starts) stops what needs the user's
+// filters with the fix, instead of copies made without them, which would
+// commit a filtered file (git-crypt's) unconverted.
+func TestUnreadableUserConfigStopsWhatNeedsTheFilters(t *testing.T) {
+	global := isolatedGlobal(t)
+	ws := userRepo(t)
+	r := open(t, ws)
+	head, err := r.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(global, []byte("[filter \"crypt\"\n\tclean = broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = r.CheckFilters(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "git config --list") {
+		t.Fatalf("CheckFilters = %v, want the config's error and the fix", err)
+	}
+	if err := r.NewCopy(t.Context(), filepath.Join(t.TempDir(), "copy"), head); err == nil {
+		t.Fatal("NewCopy made a copy without the user's filters")
+	}
+}

@@ -112,7 +112,11 @@ func (c *copyMaker) remakeFrom(ctx context.Context, dir, was, commit string, tru
 	}
 	// The user's smudge filters and line endings, as the squash's add
 	// cleans with theirs.
-	cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: c.user.get(ctx).copyArgs}
+	u, err := c.user.get(ctx)
+	if err != nil {
+		return err
+	}
+	cg := git{dir: dir, gitDir: gd, workTree: dir, hardened: true, extra: u.copyArgs}
 	st := readStamps(filepath.Join(c.states.of(dir), "packs"))
 	if err := c.copyObjects(ctx, commit, filepath.Join(gd, "objects", "pack"), &st); err != nil {
 		return fmt.Errorf("copy the objects of %s: %w", short(commit), err)

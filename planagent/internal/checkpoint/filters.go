@@ -50,13 +50,17 @@ type userConfig struct {
 	// make git's checkout of a copy convert content (autocrlf, an
 	// attributes file): then git checks copies out.
 	converts bool
+	// err is why the user's config could not be read: without their
+	// filters a copy's content would be committed unconverted (a
+	// git-crypt file in plaintext), so nothing that needs them runs.
+	err error
 }
 
 // get reads the settings once; not cut short by ctx (a read cut short
 // would leave a copy without the user's filters for the rest of the run).
-func (u *userSettings) get(ctx context.Context) userConfig {
+func (u *userSettings) get(ctx context.Context) (userConfig, error) {
 	u.once.Do(func() { u.cfg = u.read(context.WithoutCancel(ctx)) })
-	return u.cfg
+	return u.cfg, u.cfg.err
 }
 
 // userConfig reads, in one git process with the user's environment,
@@ -75,7 +79,11 @@ func (r *Repo) userConfig(ctx context.Context) userConfig {
 	u.filters = map[string]*filter{}
 	merges := map[string]bool{}
 	// Exit 1 is "no such key".
-	out, _ := r.g.run(ctx, "config", "-z", "--get-regexp", `^(filter|merge)\.|^core\.(excludesfile|attributesfile|autocrlf|eol)$|^lfs\.storage$`)
+	out, err := r.g.run(ctx, "config", "-z", "--get-regexp", `^(filter|merge)\.|^core\.(excludesfile|attributesfile|autocrlf|eol)$|^lfs\.storage$`)
+	if err != nil && exitCode(err) != 1 {
+		u.err = fmt.Errorf("read the filters and line endings of your git config: %w (fix what `git config --list` complains about, then run again)", err)
+		return u
+	}
 	core := map[string]string{}
 	lfsStorage := ""
 	for _, kv := range splitZ(out) {
@@ -203,7 +211,11 @@ func (e *FilterError) Error() string {
 // CheckFilters refuses, before a run does anything, a required filter
 // driver of the user's config whose clean program cannot be run.
 func (r *Repo) CheckFilters(ctx context.Context) error {
-	filters := r.user.get(ctx).filters
+	u, err := r.user.get(ctx)
+	if err != nil {
+		return err
+	}
+	filters := u.filters
 	for _, n := range sortedKeys(filters) {
 		f := filters[n]
 		if !f.required {

@@ -111,7 +111,11 @@ func (sq *squasher) checkLimits(ctx context.Context, dir string, found purged) e
 		return nil
 	}
 	saved := filepath.Join(sq.states.of(dir), "index")
-	g := git{dir: dir, gitDir: sq.gitDir, workTree: dir, hardened: true, extra: sq.user.get(ctx).copyArgs}
+	u, err := sq.user.get(ctx)
+	if err != nil {
+		return err
+	}
+	g := git{dir: dir, gitDir: sq.gitDir, workTree: dir, hardened: true, extra: u.copyArgs}
 	// The saved index says what is tracked; without one, nothing is.
 	env := []string{"GIT_INDEX_FILE=" + saved}
 	if len(found.large) > 0 {

@@ -49,8 +49,12 @@ func TestOpenLocatesTheRepository(t *testing.T) {
 			t.Errorf("%s: mode %q branch %q git dir %s objects %s common %s format %s, want %q %q %s %s %s sha1", c.name,
 				r.Mode(), r.Branch(), r.GitDir(), r.objectsDir, r.commonDir, r.objectFormat, c.mode, c.branch, c.gitDir, c.objects, c.common)
 		}
-		if want := "lfs.storage=" + filepath.Join(r.commonDir, "big"); !slices.Contains(r.user.get(t.Context()).copyArgs, want) {
-			t.Errorf("%s: copy args %q, want %s", c.name, r.user.get(t.Context()).copyArgs, want)
+		u, err := r.user.get(t.Context())
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if want := "lfs.storage=" + filepath.Join(r.commonDir, "big"); !slices.Contains(u.copyArgs, want) {
+			t.Errorf("%s: copy args %q, want %s", c.name, u.copyArgs, want)
 		}
 	}
 

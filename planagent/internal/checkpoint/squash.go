@@ -166,11 +166,15 @@ func (sq *squasher) squashInto(ctx context.Context, quarantine string, cached bo
 	}
 	idx := filepath.Join(quarantine, "index")
 	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alt}
-	g := git{dir: dir, gitDir: sq.gitDir, workTree: dir, hardened: true, extra: sq.user.get(ctx).copyArgs}
+	u, err := sq.user.get(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	g := git{dir: dir, gitDir: sq.gitDir, workTree: dir, hardened: true, extra: u.copyArgs}
 	var tree string
 	var news []string // with known, what the quarantine can hold (see below)
 	known := false
-	err := copyRegular(idx, filepath.Join(sq.states.of(dir), "index"))
+	err = copyRegular(idx, filepath.Join(sq.states.of(dir), "index"))
 	if err == nil {
 		if _, err = g.runEnv(ctx, env, nil, "add", "-A"); err == nil {
 			tree, news, known, err = sq.writeIndexTree(ctx, g, env, quarantine, idx, dir, base)
